@@ -1,0 +1,98 @@
+"""File helpers: atomic writes, compressed reads, array files (npy/npz/csv)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tempfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from .errors import FormatError
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write ``data`` to ``path`` via a temporary file and rename, so a failure never
+    leaves a half-written file behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def read_maybe_compressed(path: str | os.PathLike) -> bytes:
+    """Read a file, transparently gunzipping (gzip or zlib streams, detected by magic)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise FormatError("file not found", file=str(path)) from None
+    except IsADirectoryError:
+        raise FormatError("is a directory, expected a file", file=str(path)) from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            return gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise FormatError(f"corrupt gzip data: {exc}", file=str(path)) from None
+    if raw[:1] == b"\x78" and len(raw) > 2 and (raw[0] * 256 + raw[1]) % 31 == 0:
+        try:
+            return zlib.decompress(raw)
+        except zlib.error:
+            pass  # not zlib after all: treat as plain
+    return raw
+
+
+def save_arrays(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
+    """Write arrays atomically as ``.npz`` (all), ``.npy`` (exactly one) or ``.csv`` (one, ≤ 2-D)."""
+    path = Path(path)
+    buf = io.BytesIO()
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        np.savez(buf, **arrays)
+    elif suffix == ".npy":
+        if len(arrays) != 1:
+            raise FormatError(f"{len(arrays)} arrays cannot be stored in one .npy file; use .npz", file=str(path))
+        np.save(buf, next(iter(arrays.values())))
+    elif suffix == ".csv":
+        if len(arrays) != 1:
+            raise FormatError(f"{len(arrays)} arrays cannot be stored in one .csv file; use .npz", file=str(path))
+        a = np.asarray(next(iter(arrays.values())))
+        a2 = a.reshape(a.shape[0], -1) if a.ndim > 1 else a.reshape(-1, 1)
+        fmt = "%d" if np.issubdtype(a.dtype, np.integer) else "%.9g"
+        np.savetxt(buf, a2, delimiter=",", fmt=fmt)
+    else:
+        raise FormatError("unsupported array file type (use .npz, .npy or .csv)", file=str(path))
+    write_atomic(path, buf.getvalue())
+
+
+def load_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Read ``.npz`` (all arrays), ``.npy`` (key = file stem) or ``.csv`` (key = file stem)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if not path.exists():
+        raise FormatError("file not found", file=str(path))
+    try:
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        if suffix == ".npy":
+            return {path.stem: np.load(path, allow_pickle=False)}
+        if suffix == ".csv":
+            return {path.stem: np.loadtxt(path, delimiter=",", ndmin=2)}
+    except (ValueError, OSError, EOFError) as exc:
+        raise FormatError(f"cannot read arrays: {exc}", file=str(path)) from None
+    raise FormatError("unsupported array file type (use .npz, .npy or .csv)", file=str(path))

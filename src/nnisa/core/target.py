@@ -1,0 +1,164 @@
+"""The interface every ISA target implements, and the target registry.
+
+The CLI and the reports speak only this interface.  A target that lacks a capability leaves the
+method as inherited, which raises :class:`~nnisa.core.errors.UnsupportedError` with a clear
+message; ``capabilities()`` lists what is implemented.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import UnsupportedError
+
+CAPABILITIES = ("isa", "asm", "disasm", "encode", "decode", "read", "write", "compile", "simulate", "stats")
+
+
+@dataclass
+class Stats:
+    """Timing/energy figures of one simulation; every target fills what it models.
+
+    ``extra`` holds target-specific figures (per-core tables, unit busy times, ...); everything
+    in it must be JSON-serialisable.
+    """
+
+    cycles: int | None = None
+    latency_ns: float | None = None
+    energy_pj: float | None = None
+    instructions: int | None = None
+    wall_s: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "extra"}
+        d.update(self.extra)
+        return d
+
+
+@dataclass
+class SimResult:
+    """Outputs (name → array) and statistics of a simulation."""
+
+    outputs: dict[str, np.ndarray]
+    stats: Stats
+
+
+@dataclass
+class CompileResult:
+    """What a compiler produced: the program, files written, and a mapping/cost report."""
+
+    program: Any
+    files: dict[str, str] = field(default_factory=dict)
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+class Target:
+    """Base class of ISA targets.
+
+    Subclasses set ``name`` and ``description`` and override the methods they support.
+    ``program`` objects are target-specific (each target documents its program type).
+    """
+
+    name = "?"
+    description = ""
+    #: file extensions this target reads/writes, mapped to a short description
+    formats: dict[str, str] = {}
+
+    def _unsupported(self, what: str):
+        raise UnsupportedError(f"target {self.name!r} does not support {what} yet")
+
+    def capabilities(self) -> list[str]:
+        """Names of the capabilities this target implements."""
+        base = Target
+        mapping = {"isa": "isa_markdown", "asm": "assemble", "disasm": "disassemble", "encode": "encode",
+                   "decode": "decode", "read": "read", "write": "write", "compile": "compile",
+                   "simulate": "simulate", "stats": "stats"}
+        return [cap for cap, meth in mapping.items()
+                if getattr(type(self), meth) is not getattr(base, meth)]
+
+    # --- ISA description -----------------------------------------------------------------
+    def isa_markdown(self, **options: Any) -> str:
+        """The instruction reference table (Markdown)."""
+        self._unsupported("ISA tables")
+
+    # --- text ----------------------------------------------------------------------------
+    def assemble(self, text: str, *, file: str | None = None, **options: Any) -> Any:
+        """Parse assembly text into a program."""
+        self._unsupported("assembly")
+
+    def disassemble(self, program: Any, **options: Any) -> str:
+        """Render a program as canonical assembly text."""
+        self._unsupported("disassembly")
+
+    # --- binary --------------------------------------------------------------------------
+    def encode(self, program: Any, **options: Any) -> bytes:
+        """Encode a program into the target's binary file format."""
+        self._unsupported("binary encoding")
+
+    def decode(self, data: bytes, **options: Any) -> Any:
+        """Decode the target's binary file format."""
+        self._unsupported("binary decoding")
+
+    # --- files ---------------------------------------------------------------------------
+    def read(self, path: str | Path, **options: Any) -> Any:
+        """Read a program from any supported file (format from the extension/content)."""
+        self._unsupported("reading files")
+
+    def write(self, program: Any, path: str | Path, **options: Any) -> None:
+        """Write a program (format from the extension), atomically."""
+        self._unsupported("writing files")
+
+    # --- compile / simulate ----------------------------------------------------------------
+    def compile(self, model: str | Path, *, config: str | Path | None = None,
+                out_dir: str | Path | None = None, **options: Any) -> CompileResult:
+        """Compile an ONNX model."""
+        self._unsupported("compiling ONNX models")
+
+    def simulate(self, program: Any, *, config: str | Path | None = None,
+                 inputs: dict[str, np.ndarray] | None = None, **options: Any) -> SimResult:
+        """Run a program: output values and statistics."""
+        self._unsupported("simulation")
+
+    def stats(self, program: Any) -> dict[str, Any]:
+        """Static statistics of a program (instruction mix, field ranges)."""
+        self._unsupported("program statistics")
+
+
+#: name → "module:Class" (imported lazily so `nnisa targets` stays fast)
+_REGISTRY: dict[str, str] = {
+    "pim": "nnisa.targets.pim.target:PimTarget",
+    "dais": "nnisa.targets.dais.target:DaisTarget",
+}
+_INSTANCES: dict[str, Target] = {}
+
+
+def register_target(name: str, spec: str) -> None:
+    """Register a target class by import path ``"package.module:Class"``."""
+    _REGISTRY[name] = spec
+    _INSTANCES.pop(name, None)
+
+
+def target_names() -> list[str]:
+    return list(_REGISTRY)
+
+
+def get_target(name: str) -> Target:
+    """Return the (cached) target instance called ``name``."""
+    key = name.lower()
+    if key not in _REGISTRY:
+        raise UnsupportedError(f"unknown target {name!r}; available: {', '.join(_REGISTRY)}")
+    if key not in _INSTANCES:
+        mod, cls = _REGISTRY[key].split(":")
+        try:
+            module = importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("nnisa.targets"):
+                raise UnsupportedError(f"target {name!r} is registered but not implemented yet") from None
+            raise
+        _INSTANCES[key] = getattr(module, cls)()
+    return _INSTANCES[key]
