@@ -50,11 +50,36 @@ class SimResult:
 
 @dataclass
 class CompileResult:
-    """What a compiler produced: the program, files written, and a mapping/cost report."""
+    """What a compiler produced: the program, files written, and a mapping/cost report.
+
+    Attributes
+    ----------
+    program
+        The target's program object.
+    files
+        Role → path of every file written (``"program"``, ``"weights"``, ...).
+    report
+        JSON-serialisable mapping/cost report.
+    encode_inputs
+        Float model inputs (one sample, name → array without batch axis) → the ``inputs``
+        argument of :meth:`Target.simulate` (quantization, layout).
+    decode_outputs
+        :class:`SimResult` outputs → float model outputs (name → array, dequantized).
+    reference
+        Optional: float inputs of one sample → the integer outputs the frontend's quantized
+        reference evaluator gives, in the same form as ``SimResult.outputs`` (bit-exactness
+        check).
+    sim_options
+        Keyword arguments :meth:`Target.simulate` needs for this program (config, weights, ...).
+    """
 
     program: Any
     files: dict[str, str] = field(default_factory=dict)
     report: dict[str, Any] = field(default_factory=dict)
+    encode_inputs: Any = None
+    decode_outputs: Any = None
+    reference: Any = None
+    sim_options: dict[str, Any] = field(default_factory=dict)
 
 
 class Target:
@@ -123,6 +148,32 @@ class Target:
                  inputs: dict[str, np.ndarray] | None = None, **options: Any) -> SimResult:
         """Run a program: output values and statistics."""
         self._unsupported("simulation")
+
+    def run_compiled(self, compiled: CompileResult, inputs: dict[str, np.ndarray]
+                     ) -> tuple[dict[str, np.ndarray], Stats, dict[str, Any]]:
+        """Simulate a compiled model on a batch of float inputs (leading axis = samples).
+
+        Returns float outputs (batch first), the statistics of the last sample, and checks
+        (``bit_exact``: every sample equals the quantized reference, when one is available).
+        The default runs one simulation per sample; targets that batch natively override it.
+        """
+        if compiled.encode_inputs is None or compiled.decode_outputs is None:
+            self._unsupported("running compiled models")
+        n = len(next(iter(inputs.values())))
+        outs: dict[str, list[np.ndarray]] = {}
+        stats = Stats()
+        exact = [] if compiled.reference is not None else None
+        for i in range(n):
+            sample = {k: v[i] for k, v in inputs.items()}
+            res = self.simulate(compiled.program, inputs=compiled.encode_inputs(sample), **compiled.sim_options)
+            stats = res.stats
+            if exact is not None:
+                ref = compiled.reference(sample)
+                exact.append(all(np.array_equal(np.asarray(res.outputs[k]), np.asarray(v)) for k, v in ref.items()))
+            for k, v in compiled.decode_outputs(res.outputs).items():
+                outs.setdefault(k, []).append(np.asarray(v))
+        checks = {"bit_exact": None if exact is None else bool(all(exact))}
+        return {k: np.stack(v) for k, v in outs.items()}, stats, checks
 
     def stats(self, program: Any) -> dict[str, Any]:
         """Static statistics of a program (instruction mix, field ranges)."""
