@@ -1,0 +1,145 @@
+"""``nnisa demo``: the main job on the bundled model, for every target that can run it.
+
+1. The frontend: import the bundled digits CNN, evaluate it in float and quantized integer
+   arithmetic, and compare both with onnxruntime on the shipped test set.
+2. Every target that compiles and simulates: compile the bundled models, simulate them, compare
+   with onnxruntime, and print the targets side by side.
+3. The PIM conformance program (PIMCOMP-NN's ResNet-18, from ``../shared``): read it and print its
+   instruction mix per core and field ranges.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from .core.target import get_target, target_names
+from .report.tables import compare_table, dict_rows_table, kv_table
+
+#: how many test samples the demo simulates per target (simulation is per sample for some)
+DEMO_SAMPLES = int(os.environ.get("NNISA_DEMO_SAMPLES", "32"))
+
+
+def default_shared_dir() -> Path:
+    """``../shared`` next to the checkout (or NNISA_SHARED)."""
+    if os.environ.get("NNISA_SHARED"):
+        return Path(os.environ["NNISA_SHARED"])
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        cand = parent.parent / "shared"
+        if (parent / "pyproject.toml").exists() and cand.is_dir():
+            return cand
+    return Path.cwd().parent / "shared"
+
+
+def frontend_step(con: Console | None) -> dict[str, Any]:
+    """Float and quantized reference evaluation of the bundled model vs onnxruntime."""
+    from .api import onnx_reference
+    from .frontend import evaluate_float, evaluate_quantized, load_model, quantize
+    from .frontend.models import bundled_model_path, bundled_testset
+
+    path = bundled_model_path("digits_cnn")
+    x, labels = bundled_testset("digits_cnn")
+    t0 = time.perf_counter()
+    graph = load_model(path)
+    name = graph.inputs[0].name
+    ref = next(iter(onnx_reference(path, {name: x}).values()))
+    flt = next(iter(evaluate_float(graph, {name: x}).values()))
+    q = quantize(graph, {name: x[: min(len(x), 64)]})
+    qout = evaluate_quantized(q, {name: x}, dequantize=True)
+    qv = next(iter(qout.values()))
+    res = {
+        "model": str(path.name),
+        "test_samples": int(len(x)),
+        "float_max_abs_error_vs_onnxruntime": float(np.abs(flt - ref).max()),
+        "onnxruntime_accuracy": float((ref.argmax(1) == labels).mean()),
+        "float_accuracy": float((flt.argmax(1) == labels).mean()),
+        "int8_accuracy": float((qv.argmax(1) == labels).mean()),
+        "int8_top1_agreement_with_onnxruntime": float((qv.argmax(1) == ref.argmax(1)).mean()),
+        "wall_s": time.perf_counter() - t0,
+    }
+    if con:
+        con.print(kv_table("1. frontend: bundled digits CNN, float and int8 reference vs onnxruntime", res))
+    return res
+
+
+def targets_step(con: Console | None) -> list[dict[str, Any]]:
+    """Compile + simulate the bundled model(s) on every target that can."""
+    from .api import run_model
+    from .frontend.models import bundled_model_path, bundled_testset
+
+    rows = []
+    for name in target_names():
+        try:
+            tgt = get_target(name)
+        except Exception:
+            continue
+        caps = tgt.capabilities()
+        if "compile" not in caps or "simulate" not in caps:
+            continue
+        model_name = getattr(tgt, "demo_model", "digits_cnn")
+        path = bundled_model_path(model_name)
+        x, _ = bundled_testset(model_name)
+        import onnx
+        in_name = [i.name for i in onnx.load(str(path)).graph.input][0]
+        rep = run_model(name, path, inputs={in_name: x[:DEMO_SAMPLES]})
+        row = {"target": name, "model": model_name, "samples": rep["samples"], "bit_exact": rep.get("bit_exact"),
+               "top1_agree": rep["top1_agreement"], "max_abs_err": rep["max_abs_error"],
+               "cycles": rep.get("cycles"), "latency_ns": rep.get("latency_ns"), "energy_pj": rep.get("energy_pj"),
+               "wall_s": rep["wall_s"]}
+        for key in ("adders", "adder_bits", "depth"):
+            if key in rep.get("compile_report", {}):
+                row[key] = rep["compile_report"][key]
+        rows.append(row)
+    if con:
+        if rows:
+            con.print(compare_table(rows, "2. the bundled model compiled and simulated on each target"))
+        else:
+            con.print("2. no target compiles ONNX models yet")
+    return rows
+
+
+def pim_conformance_step(con: Console | None, shared: Path) -> dict[str, Any] | None:
+    """Statistics of PIMCOMP-NN's ResNet-18 program (instruction mix per core, field ranges)."""
+    prog_path = shared / "conformance" / "pim" / "resnet18_batch_8x8.json.gz"
+    if not prog_path.exists():
+        if con:
+            con.print(f"3. skipped: {prog_path} not found (the shared/ directory is not next to the checkout)")
+        return None
+    t = get_target("pim")
+    t0 = time.perf_counter()
+    prog = t.read(prog_path)
+    load_s = time.perf_counter() - t0
+    st = t.stats(prog)
+    st["load_s"] = load_s
+    if con:
+        con.print(kv_table(f"3. PIM conformance program {prog_path.name} (read in {load_s:.2f} s)",
+                           {k: v for k, v in st.items() if not isinstance(v, (dict, list))}))
+        for key in ("op_mix", "field_ranges", "per_core"):
+            v = st.get(key)
+            if isinstance(v, dict) and v and not isinstance(next(iter(v.values())), (dict, list)):
+                con.print(kv_table(key, v))
+            elif isinstance(v, list) and v:
+                con.print(dict_rows_table(key, v))
+            elif isinstance(v, dict) and v:
+                con.print(dict_rows_table(key, [{"key": k, **x} if isinstance(x, dict) else {"key": k, "value": x}
+                                                for k, x in v.items()]))
+    return st
+
+
+def run_demo(shared_dir: str | Path | None = None, as_json: bool = False) -> dict[str, Any]:
+    """Run all demo steps; print rich tables (or one JSON object with ``as_json``)."""
+    con = None if as_json else Console()
+    shared = Path(shared_dir) if shared_dir else default_shared_dir()
+    out: dict[str, Any] = {"frontend": frontend_step(con), "targets": targets_step(con)}
+    out["pim_conformance"] = pim_conformance_step(con, shared)
+    if as_json:
+        from .cli import _jsonable
+        print(json.dumps(_jsonable(out)))
+    return out
