@@ -1,0 +1,5 @@
+"""``python -m nnisa`` = the ``nnisa`` command."""
+
+from .cli import main
+
+main()

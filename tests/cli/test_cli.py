@@ -1,0 +1,74 @@
+"""The CLI contract: one-line errors with exit status 2, JSON output, atomic outputs."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nnisa.cli import main
+
+
+def run_cli(args, capsys):
+    with pytest.raises(SystemExit) as ei:
+        main(args)
+    out = capsys.readouterr()
+    return ei.value.code, out.out, out.err
+
+
+def test_targets_json(capsys):
+    code, out, err = run_cli(["targets", "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    names = [t["target"] for t in data["targets"]]
+    assert "pim" in names and "dais" in names
+
+
+def test_unknown_target_is_one_line_error(capsys):
+    code, out, err = run_cli(["isa", "--target", "nosuch"], capsys)
+    assert code == 2
+    assert err.strip().count("\n") == 0
+    assert "unknown target 'nosuch'" in err
+    assert "Traceback" not in err
+
+
+def test_isa_table_pim(capsys):
+    code, out, err = run_cli(["isa", "-t", "pim"], capsys)
+    assert code == 0
+    assert "| 9 | `mvmul` |" in out and "| 31 | `sync` |" in out
+
+
+def test_bad_assembly_reports_file_line_column(tmp_path, capsys):
+    src = tmp_path / "bad.s"
+    src.write_text(".core 0\nsetbw 8, 8\nvvadd $r0, $r1, $r40, 64\n")
+    out_file = tmp_path / "out.nnpi"
+    code, out, err = run_cli(["asm", "-t", "pim", str(src), "-o", str(out_file)], capsys)
+    assert code == 2
+    assert err.startswith("nnisa: error: ") and f"{src}:3:" in err
+    assert "Traceback" not in err
+    assert not out_file.exists()  # nothing half-written
+
+
+def test_missing_file(tmp_path, capsys):
+    code, out, err = run_cli(["disasm", "-t", "pim", str(tmp_path / "none.json")], capsys)
+    assert code == 2
+    assert "none.json" in err and "not found" in err
+
+
+def test_asm_disasm_roundtrip_via_cli(tmp_path, capsys):
+    src = tmp_path / "p.s"
+    src.write_text(".core 0\n.group 0, 1\nsetbw 8, 8\nsldi $r1, 100\nmvmul $r0, $r1, 8, 0, 0\n"
+                   ".core 1\nsync 0, 0\n")
+    binary = tmp_path / "p.nnpi"
+    code, _, err = run_cli(["asm", "-t", "pim", str(src), "-o", str(binary), "--json"], capsys)
+    assert code == 0, err
+    code, out, err = run_cli(["disasm", "-t", "pim", str(binary)], capsys)
+    assert code == 0, err
+    assert "mvmul $r0, $r1, 8, 0, 0" in out and "sync 0, 0" in out
+
+
+def test_python_m_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "nnisa", "isa", "-t", "nosuch"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("nnisa: error:")
+    assert "Traceback" not in proc.stderr
