@@ -1,0 +1,146 @@
+"""Float reference evaluator of the IR (numpy, float32 activations)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nnisa.core.errors import FormatError, UnsupportedError
+
+from . import kernels as K
+from .ir import Graph, Node
+
+
+def reshape_target(shape: tuple[int, ...], x: np.ndarray, declared_batch: int | None) -> tuple[int, ...]:
+    """Static Reshape target with axis 0 following the actual batch size of ``x``."""
+    if int(np.prod(shape)) == x.size or declared_batch in (None, 0) or not shape or shape[0] != declared_batch:
+        return shape
+    return (x.shape[0] * shape[0] // declared_batch,) + tuple(shape[1:])
+
+
+def _lrn(x: np.ndarray, a: dict) -> np.ndarray:
+    size = a["size"]
+    sq = np.square(x.astype(np.float64))
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    pad = np.pad(sq, [(0, 0), (lo, hi)] + [(0, 0)] * (x.ndim - 2))
+    s = sum(pad[:, k : k + x.shape[1]] for k in range(size))
+    return (x / (a["bias"] + a["alpha"] / size * s) ** a["beta"]).astype(np.float32)
+
+
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def pad_array(x: np.ndarray, pads: tuple[int, ...], value) -> np.ndarray:
+    """ONNX constant Pad (``pads`` = begins then ends; negative values crop)."""
+    r = x.ndim
+    width = [(max(pads[k], 0), max(pads[r + k], 0)) for k in range(r)]
+    y = np.pad(x, width, mode="constant", constant_values=value)
+    sl = tuple(slice(-min(pads[k], 0), y.shape[k] + min(pads[r + k], 0)) for k in range(r))
+    return y[sl]
+
+
+def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    """Float semantics of one IR node (``args`` are the input values)."""
+    a = n.attrs
+    x = args[0]
+    op = n.op
+    if op == "Conv":
+        return K.conv2d(x, args[1], args[2], a).astype(np.float32)
+    if op == "Gemm":
+        return (x @ args[1] + args[2]).astype(np.float32)
+    if op == "MatMul":
+        return np.matmul(x, args[1]).astype(np.float32)
+    if op == "Add":
+        return (x + args[1]).astype(np.float32)
+    if op == "Sub":
+        return (x - args[1]).astype(np.float32)
+    if op == "Mul":
+        return (x * args[1]).astype(np.float32)
+    if op == "Relu":
+        return np.maximum(x, 0).astype(np.float32)
+    if op == "Clip":
+        return np.clip(x, a["min"], a["max"]).astype(np.float32)
+    if op == "LeakyRelu":
+        return np.where(x >= 0, x, x * np.float32(a["alpha"])).astype(np.float32)
+    if op == "Sigmoid":
+        return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(np.float32)
+    if op == "Tanh":
+        return np.tanh(x).astype(np.float32)
+    if op == "MaxPool":
+        return K.maxpool2d(x, a)
+    if op == "AveragePool":
+        return K.avgpool2d(x.astype(np.float64), a).astype(np.float32)
+    if op == "GlobalAveragePool":
+        return x.mean(axis=(2, 3), keepdims=True, dtype=np.float64).astype(np.float32)
+    if op == "Flatten":
+        ax = a["axis"]
+        return x.reshape(int(np.prod(x.shape[:ax], dtype=np.int64)), -1)
+    if op == "Reshape":
+        return x.reshape(reshape_target(a["shape"], x, g.tensors[n.inputs[0]].shape[0] if g.tensors[n.inputs[0]].shape else None))
+    if op == "Transpose":
+        return np.transpose(x, a["perm"])
+    if op == "Squeeze":
+        return np.squeeze(x, axis=a["axes"])
+    if op == "Unsqueeze":
+        return np.expand_dims(x, axis=a["axes"])
+    if op == "Concat":
+        return np.concatenate(args, axis=a["axis"])
+    if op == "Pad":
+        return pad_array(x, a["pads"], a["value"])
+    if op == "Softmax":
+        return _softmax(x.astype(np.float64), a["axis"]).astype(np.float32)
+    if op == "LRN":
+        return _lrn(x, a)
+    if op == "Identity":
+        return x
+    raise UnsupportedError(f"float evaluator has no op {op}", where=f"node {n.name} ({op})", file=g.source)
+
+
+def bind_inputs(names: list[str], inputs: Any) -> dict[str, np.ndarray]:
+    """Accept ``{name: array}``, a single array or a list of arrays for the graph inputs."""
+    if isinstance(inputs, dict):
+        missing = [k for k in names if k not in inputs]
+        if missing:
+            raise FormatError(f"missing model input(s) {missing}; expected {names}")
+        return {k: np.asarray(inputs[k]) for k in names}
+    if isinstance(inputs, (list, tuple)):
+        if len(inputs) != len(names):
+            raise FormatError(f"expected {len(names)} inputs {names}, got {len(inputs)}")
+        return {k: np.asarray(v) for k, v in zip(names, inputs)}
+    if len(names) != 1:
+        raise FormatError(f"the model has {len(names)} inputs {names}: pass a dict")
+    return {names[0]: np.asarray(inputs)}
+
+
+def evaluate_float(graph: Graph, inputs: Any, *, return_all: bool = False) -> dict[str, np.ndarray]:
+    """Run the float reference model.
+
+    Parameters
+    ----------
+    graph : Graph
+        An imported graph.
+    inputs : dict, array or list of arrays
+        Values of the graph inputs; axis 0 (batch) may differ from the declared batch.
+    return_all : bool
+        Also return every intermediate tensor.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Graph outputs (float32) by name, or all tensors with ``return_all``.
+    """
+    env: dict[str, np.ndarray] = {}
+    for k, v in bind_inputs([t.name for t in graph.inputs], inputs).items():
+        want = graph.tensors[k].shape
+        if v.ndim != len(want) or tuple(v.shape[1:]) != tuple(want[1:]):
+            raise FormatError(f"input {k!r} has shape {v.shape}, expected {want} (any batch size)")
+        env[k] = v.astype(np.float32)
+    for n in graph.nodes:
+        args = [env[i] if i in env else graph.initializers[i] for i in n.inputs]
+        env[n.outputs[0]] = run_node(n, args, graph)
+    if return_all:
+        return env
+    return {t.name: env[t.name] for t in graph.outputs}

@@ -1,0 +1,207 @@
+"""Graph passes on the float IR: Identity removal, BN / affine folding, Pad folding, DCE.
+
+All passes keep the graph's output names stable and never mutate an initializer that another
+node might share: folded weights get new initializer names.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .ir import Graph, Node, TensorInfo
+
+
+def optimize(g: Graph) -> Graph:
+    """Run every pass to a fixpoint, then remove dead nodes and unused initializers."""
+    remove_identities(g)
+    while fold_affine(g) or fold_pads(g):
+        pass
+    lower_batchnorm(g)
+    eliminate_dead(g)
+    g.toposort()
+    return g
+
+
+def _rename_input(g: Graph, old: str, new: str) -> None:
+    for n in g.nodes:
+        n.inputs = [new if i == old else i for i in n.inputs]
+
+
+def _rename_tensor(g: Graph, old: str, new: str) -> None:
+    """Rename an activation tensor everywhere (producer output and consumers)."""
+    for n in g.nodes:
+        n.outputs = [new if o == old else o for o in n.outputs]
+        n.inputs = [new if i == old else i for i in n.inputs]
+    g.tensors[new] = TensorInfo(new, g.tensors[old].shape, g.tensors[old].dtype)
+
+
+def _bypass(g: Graph, node: Node) -> bool:
+    """Remove a single-input single-output node whose output equals its input."""
+    x, y = node.inputs[0], node.outputs[0]
+    if not g.is_output(y):
+        g.nodes.remove(node)
+        _rename_input(g, y, x)
+        return True
+    prod = g.producer(x)
+    if prod is not None and not g.is_output(x) and x not in {t.name for t in g.inputs}:
+        g.nodes.remove(node)
+        _rename_tensor(g, x, y)
+        return True
+    return False  # input-to-output copy: keep the Identity
+
+
+def remove_identities(g: Graph) -> None:
+    """Drop Identity nodes (Dropout and float Casts were lowered to Identity)."""
+    for n in [n for n in g.nodes if n.op == "Identity"]:
+        _bypass(g, n)
+
+
+def _sole_producer(g: Graph, x: str, ops: tuple[str, ...]) -> Node | None:
+    """The producer of ``x`` if it is one of ``ops`` and ``x`` has no other use."""
+    p = g.producer(x)
+    if p is None or p.op not in ops or g.is_output(x) or len(g.consumers(x)) != 1:
+        return None
+    return p
+
+
+def _channel_vector(c: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray | None:
+    """``c`` as a per-channel (axis 1) vector if it broadcasts to ``out_shape`` along axis 1 only."""
+    if c.ndim > len(out_shape):
+        return None
+    full = (1,) * (len(out_shape) - c.ndim) + tuple(c.shape)
+    if any(d != 1 for k, d in enumerate(full) if k != 1) or full[1] not in (1, out_shape[1]):
+        return None
+    return np.broadcast_to(c.reshape(-1), (out_shape[1],)).astype(np.float64)
+
+
+def _apply_affine(g: Graph, p: Node, a: np.ndarray, b: np.ndarray) -> None:
+    """Fold ``y = x*a + b`` (per output channel) into Conv/Gemm ``p`` under new names."""
+    w = g.initializers[p.inputs[1]].astype(np.float64)
+    bias = g.initializers[p.inputs[2]].astype(np.float64)
+    w = w * (a.reshape(-1, 1, 1, 1) if p.op == "Conv" else a.reshape(1, -1))
+    bias = bias * a + b
+    wn, bn = f"{p.name}.W_folded", f"{p.name}.bias_folded"
+    k = 0
+    while (wn in g.initializers and wn != p.inputs[1]) or (bn in g.initializers and bn != p.inputs[2]):
+        k += 1
+        wn, bn = f"{p.name}.W_folded{k}", f"{p.name}.bias_folded{k}"
+    g.initializers[wn] = w.astype(np.float32)
+    g.initializers[bn] = bias.astype(np.float32)
+    p.inputs[1], p.inputs[2] = wn, bn
+
+
+def fold_affine(g: Graph) -> bool:
+    """Fold BatchNormalization and Mul/Add/Sub by per-channel constants into Conv/Gemm.
+
+    Returns True when anything changed.
+    """
+    for n in list(g.nodes):
+        x = n.inputs[0]
+        if n.op == "BatchNormalization":
+            a = g.initializers[n.inputs[1]].astype(np.float64)
+            b = g.initializers[n.inputs[2]].astype(np.float64)
+        elif n.op in ("Mul", "Add", "Sub"):
+            ci = [k for k, i in enumerate(n.inputs) if i in g.initializers]
+            if len(ci) != 1 or (n.op == "Sub" and ci[0] != 1):
+                continue
+            x = n.inputs[1 - ci[0]]
+            if x not in g.tensors:
+                continue
+            c = _channel_vector(g.initializers[n.inputs[ci[0]]], g.shape(x))
+            if c is None or tuple(np.broadcast_shapes(g.shape(x), g.initializers[n.inputs[ci[0]]].shape)) != g.shape(x):
+                continue
+            ones, zeros = np.ones_like(c), np.zeros_like(c)
+            a, b = {"Mul": (c, zeros), "Add": (ones, c), "Sub": (ones, -c)}[n.op]
+        else:
+            continue
+        p = _sole_producer(g, x, ("Conv", "Gemm"))
+        if p is None:
+            continue
+        _apply_affine(g, p, a, b)
+        y = n.outputs[0]
+        g.nodes.remove(n)
+        p.outputs[0] = y
+        return True
+    return False
+
+
+def lower_batchnorm(g: Graph) -> None:
+    """Express every remaining BatchNormalization as a depthwise 1×1 Conv (NCHW), a diagonal
+    Gemm (NC) or Mul+Add (other ranks): a per-channel scale and shift."""
+    for n in [n for n in g.nodes if n.op == "BatchNormalization"]:
+        x, an, bn = n.inputs
+        a, b = g.initializers[an], g.initializers[bn]
+        rank = len(g.shape(x))
+        c = a.shape[0]
+        if rank == 4:
+            w = f"{n.name}.dw"
+            g.initializers[w] = a.reshape(c, 1, 1, 1).astype(np.float32)
+            n.op, n.inputs = "Conv", [x, w, bn]
+            n.attrs = dict(kernel=(1, 1), strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), group=c)
+        elif rank == 2:
+            w = f"{n.name}.diag"
+            g.initializers[w] = np.diag(a).astype(np.float32)
+            n.op, n.inputs, n.attrs = "Gemm", [x, w, bn], {}
+        else:
+            shp = (c,) + (1,) * (rank - 2)
+            g.initializers[an] = a.reshape(shp)
+            g.initializers[bn] = b.reshape(shp)
+            t = f"{n.outputs[0]}.scaled"
+            g.tensors[t] = TensorInfo(t, g.shape(x))
+            idx = g.nodes.index(n)
+            g.nodes.insert(idx, Node("Mul", f"{n.name}.mul", [x, an], [t]))
+            n.op, n.inputs, n.attrs = "Add", [t, bn], {}
+
+
+def fold_pads(g: Graph) -> bool:
+    """Fold a constant spatial Pad into the pads of its only consumer when exact.
+
+    Conv and AveragePool need value 0 (AveragePool then counts the pad, so only when it
+    already does or has no own pads); MaxPool needs value -inf.
+    """
+    for n in list(g.nodes):
+        if n.op != "Pad" or g.is_output(n.outputs[0]):
+            continue
+        cons = g.consumers(n.outputs[0])
+        if len(cons) != 1 or len(g.shape(n.inputs[0])) != 4:
+            continue
+        c = cons[0]
+        p = n.attrs["pads"]
+        if p[0] or p[1] or p[4] or p[5] or min(p) < 0:
+            continue
+        v = n.attrs["value"]
+        if c.op == "Conv":
+            ok = v == 0.0
+        elif c.op == "AveragePool":
+            ok = v == 0.0 and (c.attrs["count_include_pad"] or not any(c.attrs["pads"]))
+        elif c.op == "MaxPool":
+            ok = v == -np.inf
+        else:
+            ok = False
+        if not ok:
+            continue
+        t, l, b, r = c.attrs["pads"]
+        c.attrs["pads"] = (t + p[2], l + p[3], b + p[6], r + p[7])
+        if c.op == "AveragePool":
+            c.attrs["count_include_pad"] = True
+        c.inputs[0] = n.inputs[0]
+        g.nodes.remove(n)
+        return True
+    return False
+
+
+def eliminate_dead(g: Graph) -> None:
+    """Remove nodes whose outputs are never used and initializers nobody reads."""
+    while True:
+        used = {i for n in g.nodes for i in n.inputs} | {t.name for t in g.outputs}
+        dead = [n for n in g.nodes if not any(o in used for o in n.outputs)]
+        if not dead:
+            break
+        for n in dead:
+            g.nodes.remove(n)
+    used = {i for n in g.nodes for i in n.inputs}
+    for k in [k for k in g.initializers if k not in used]:
+        del g.initializers[k]
+    live = used | {o for n in g.nodes for o in n.outputs} | {t.name for t in g.inputs} | {t.name for t in g.outputs}
+    for k in [k for k in g.tensors if k not in live]:
+        del g.tensors[k]
