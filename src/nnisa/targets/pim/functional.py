@@ -49,7 +49,8 @@ class GroupWeights:
     wmin: int
     wmax: int
     zero: bool
-    wf: np.ndarray | None = None  # float64 copy for the exact-BLAS path (lazy)
+    _plans: dict = field(default_factory=dict, repr=False)
+    _zeros: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def K(self) -> int:
@@ -58,6 +59,27 @@ class GroupWeights:
     @property
     def N(self) -> int:
         return self.w.shape[1]
+
+    def zeros(self) -> np.ndarray:
+        """An all-zero output vector (shared; never modified)."""
+        if self._zeros is None:
+            self._zeros = np.zeros(self.N, dtype=np.int64)
+        return self._zeros
+
+    def plan(self, ibiw: int) -> tuple[str, np.ndarray]:
+        """How to multiply exactly for ``ibiw``-bit inputs: float32 BLAS if every partial sum is
+        below 2^24, float64 below 2^53, else int64 (exact modulo 2^64, enough for wrap_obiw)."""
+        p = self._plans.get(ibiw)
+        if p is None:
+            bound = self.K * (1 << (ibiw - 1)) * max(-self.wmin, self.wmax, 0)
+            if bound < 1 << 24:
+                p = ("f32", self.w.astype(np.float32))
+            elif bound < 1 << 53:
+                p = ("f64", self.w.astype(np.float64))
+            else:
+                p = ("i64", self.w)
+            self._plans[ibiw] = p
+        return p
 
     @classmethod
     def of(cls, arr: np.ndarray) -> "GroupWeights":
@@ -207,6 +229,7 @@ class Machine:
                                       self.event_regs(c), frac)
         self.groups: dict[tuple[int, int], GroupWeights] = {k: GroupWeights.of(v) for k, v in weights.items()}
         self.warn_counts: dict[str, list] = {}
+        self.gcache: dict[tuple[int, int, int], GroupWeights] = {}  # (core, group, mbiw) → checked weights
 
     # ------------------------------------------------------------------ helpers
     def event_regs(self, c: int) -> list[int]:
@@ -490,7 +513,7 @@ def _resolve_act_frac(program: PimProgram, cfg, act_frac) -> dict[int, tuple]:
 
 def run_functional(program: PimProgram, config=None, weights=None, gmem=None, *,
                    global_address_mode: str | None = None, act_frac=None, path: str = "fast",
-                   weight_seed: int = 0) -> FunctionalResult:
+                   weight_seed: int = 0, lmem: Mapping[int, Mapping[int, Any]] | None = None) -> FunctionalResult:
     """Run ``program`` with real values (spec §5).
 
     Parameters
@@ -516,6 +539,9 @@ def run_functional(program: PimProgram, config=None, weights=None, gmem=None, *,
         ``"fast"`` or ``"reference"`` interpreter (identical results).
     weight_seed
         Seed for ``weights="random"``.
+    lmem
+        Initial local-memory contents ``{core: {address: bytes / uint8 array}}`` (default
+        all zero, §1.4); handy for tests and debugging.
 
     Raises
     ------
@@ -544,6 +570,16 @@ def run_functional(program: PimProgram, config=None, weights=None, gmem=None, *,
         limit = int(cfg.chip_config.global_memory_config.memory_size) if cfg.gmem_bounded else 1 << 32
         gm = GlobalMemory(limit, {int(a): as_bytes(s) for a, s in (gmem or {}).items()})
     m = Machine(program, cfg, wdict, gm, mode, _resolve_act_frac(program, cfg, act_frac))
+    for c, segs in (lmem or {}).items():
+        core = m.cores.get(int(c))
+        if core is None:
+            raise ConfigError(f"initial local memory for core {c}, which has no program")
+        for addr, seg in segs.items():
+            data = as_bytes(seg)
+            if addr < 0 or addr + len(data) > m.lsize:
+                raise ConfigError(f"initial local memory of core {c} at {addr} (+{len(data)} bytes) "
+                                  f"exceeds the local memory size {m.lsize}")
+            core.lmem[addr:addr + len(data)] = data
     _static_warnings(m)
     if path == "fast":
         from .functional_fast import prepare, run_core

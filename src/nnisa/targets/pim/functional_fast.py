@@ -24,18 +24,29 @@ _LMV = OPCODE["lmv"]
 _LMV_WARN = "lmv with overlapping source and destination (memmove semantics)"
 
 
+#: cold columns of the rarer instructions, kept per pc in ``core.cols[8]``
+_AUX = {"mvmul": ("group", "mbiw", "relu"), "setbw": ("ibiw", "obiw"), "send": ("core",), "recv": ("core",),
+        "wait": ("ev", "val"), "sync": ("ev", "core")}
+
+
 def prepare(core: CoreState) -> None:
     """Convert the hot columns of ``core.rows`` to Python lists (``core.cols``)."""
     rows = core.rows
     imm = rows["imm"].astype(np.int64)
     imm32 = ((imm + (1 << 31)) & M32) - (1 << 31)
-    core.cols = (rows["op"].tolist(), rows["rd"].tolist(), rows["rs1"].tolist(), rows["rs2"].tolist(),
-                 rows["len"].tolist(), imm32.tolist(), rows["ofs_sel"].tolist(), rows["ofs_val"].tolist())
+    op = rows["op"]
+    aux: dict[int, tuple] = {}
+    for name, cols in _AUX.items():
+        idx = np.flatnonzero(op == OPCODE[name])
+        if idx.size:
+            aux.update(zip(idx.tolist(), zip(*(rows[c][idx].tolist() for c in cols))))
+    core.cols = (op.tolist(), rows["rd"].tolist(), rows["rs1"].tolist(), rows["rs2"].tolist(),
+                 rows["len"].tolist(), imm32.tolist(), rows["ofs_sel"].tolist(), rows["ofs_val"].tolist(), aux)
 
 
 def run_core(m: Machine, core: CoreState) -> None:
     """Run ``core`` until it finishes or blocks."""
-    ops, rds, rs1s, _rs2s, lens, imms, sels, ovs = core.cols
+    ops, rds, rs1s, _rs2s, lens, imms, sels, ovs, _aux = core.cols
     regs = core.regs
     lm = core.lmem
     size = m.lsize
@@ -75,10 +86,6 @@ def run_core(m: Machine, core: CoreState) -> None:
 
 
 # ---------------------------------------------------------------------- helpers
-def _col(core: CoreState, name: str, pc: int) -> int:
-    return int(core.rows[name][pc])
-
-
 def _vec_in(m: Machine, core: CoreState, addr: int, n: int, biw: int, byw: int) -> np.ndarray:
     if addr < 0 or n < 0 or addr + n * byw > m.lsize:
         lfault(addr, n * byw, m.lsize)
@@ -105,7 +112,7 @@ def _vec_out(m: Machine, core: CoreState, addr: int, values: np.ndarray, byw: in
 
 def _operands(core: CoreState, pc: int, ibyw: int, dbyw: int) -> tuple[int, int, int, int]:
     """(dst, a, b, len) addresses of a two-source vector instruction with offsets."""
-    _, rds, rs1s, rs2s, lens, _, sels, ovs = core.cols
+    _, rds, rs1s, rs2s, lens, _, sels, ovs, _ = core.cols
     regs = core.regs
     sel = sels[pc]
     d, a, b = regs[rds[pc]], regs[rs1s[pc]], regs[rs2s[pc]]
@@ -126,7 +133,7 @@ def _nop(m, core, pc):
 
 
 def _sld(m, core, pc):
-    _, rds, rs1s, _, _, _, _, ovs = core.cols
+    _, rds, rs1s, _, _, _, _, ovs, _ = core.cols
     addr = m.gaddr(core.regs, rs1s[pc]) + ovs[pc]
     core.regs[rds[pc]] = int.from_bytes(m.gread(core, pc, addr, 4), "little", signed=True)
     return True
@@ -134,7 +141,7 @@ def _sld(m, core, pc):
 
 def _scalar(fn):
     def run(m, core, pc):
-        _, rds, rs1s, rs2s, _, imms, _, _ = core.cols
+        _, rds, rs1s, rs2s, _, imms, _, _, _ = core.cols
         regs = core.regs
         regs[rds[pc]] = wrap32(fn(regs[rs1s[pc]], regs[rs2s[pc]], imms[pc]))
         return True
@@ -148,62 +155,62 @@ def _sldi(m, core, pc):
 
 # ---------------------------------------------------------------------- matrix
 def _setbw(m, core, pc):
-    m.setbw(core, _col(core, "ibiw", pc), _col(core, "obiw", pc))
+    m.setbw(core, *core.cols[8][pc])
     return True
 
 
 def _mvmul(m, core, pc):
-    row = core.rows[pc]
-    gw = m.group(core, int(row["group"]), int(row["mbiw"]))
+    g, mbiw, relu = core.cols[8][pc]
+    gw = m.gcache.get((core.cid, g, mbiw))
+    if gw is None:
+        gw = m.gcache[(core.cid, g, mbiw)] = m.group(core, g, mbiw)
     regs = core.regs
     ib, ob = core.ibiw, core.obiw
     ibyw, obyw = (ib + 7) >> 3, (ob + 7) >> 3
-    x = _vec_in(m, core, regs[int(row["rs1"])], gw.K, ib, ibyw)
-    dst = regs[int(row["rd"])]
+    x = _vec_in(m, core, regs[core.cols[2][pc]], gw.K, ib, ibyw)
     if gw.zero:
-        y = np.zeros(gw.N, dtype=np.int64)
+        y = gw.zeros()
     else:
-        bound = gw.K * (1 << (ib - 1)) * max(-gw.wmin, gw.wmax)
-        if bound < (1 << 53):
-            if gw.wf is None:
-                gw.wf = gw.w.astype(np.float64)
-            y = (x.astype(np.float64) @ gw.wf).astype(np.int64)
+        mode, mat = gw.plan(ib)
+        if mode == "f32":
+            y = (x.astype(np.float32) @ mat).astype(np.int64)
+        elif mode == "f64":
+            y = (x.astype(np.float64) @ mat).astype(np.int64)
         else:
-            y = x @ gw.w  # int64, exact modulo 2^64
-        y = wrap_np(y, ob)
-        if int(row["relu"]):
-            np.maximum(y, 0, out=y)
-    _vec_out(m, core, dst, y, obyw)
+            y = x @ mat  # int64, exact modulo 2^64
+        if relu:
+            y = np.maximum(wrap_np(y, ob), 0)
+        elif ob != 8 * obyw:
+            y = wrap_np(y, ob)
+    _vec_out(m, core, regs[core.cols[1][pc]], y, obyw)  # full-byte widths wrap in the store
     return True
 
 
 # ---------------------------------------------------------------------- vector
-def _vvadd(a, b, ib, ob):
-    return wrap_np(a + b, ib)
+# raw results; the store wraps them to the destination width (see _binary)
+def _vvadd(a, b):
+    return a + b
 
 
-def _vvsub(a, b, ib, ob):
-    return wrap_np(a - b, ib)
+def _vvsub(a, b):
+    return a - b
 
 
-def _vvmul(a, b, ib, ob):
-    return wrap_np(a * b, ob)
+def _vvmul(a, b):
+    return a * b
 
 
-def _vvmax(a, b, ib, ob):
-    return np.maximum(a, b)
+def _vvsll(a, b):
+    return (a.astype(np.uint64) << np.clip(b, 0, 63).astype(np.uint64)).view(np.int64)
 
 
-def _vvsll(a, b, ib, ob):
-    s = np.clip(b, 0, 63).astype(np.uint64)
-    return wrap_np((a.astype(np.uint64) << s).view(np.int64), ob)
-
-
-def _vvsra(a, b, ib, ob):
-    return wrap_np(a >> np.clip(b, 0, 63), ob)
+def _vvsra(a, b):
+    return a >> np.clip(b, 0, 63)
 
 
 def _binary(fn, out_is_obiw):
+    """Two-source vector op; results are wrapped to the destination width (D7) — by the
+    store itself when that width fills its bytes (two's-complement truncation)."""
     def run(m, core, pc):
         ib, ob = core.ibiw, core.obiw
         ibyw = (ib + 7) >> 3
@@ -212,7 +219,10 @@ def _binary(fn, out_is_obiw):
         d, a0, b0, n = _operands(core, pc, ibyw, dbyw)
         a = _vec_in(m, core, a0, n, ib, ibyw)
         b = _vec_in(m, core, b0, n, ib, ibyw)
-        _vec_out(m, core, d, fn(a, b, ib, ob), dbyw)
+        v = fn(a, b)
+        if dbiw != 8 * dbyw:
+            v = wrap_np(v, dbiw)
+        _vec_out(m, core, d, v, dbyw)
         return True
     return run
 
@@ -233,7 +243,7 @@ def _vvdmul(m, core, pc):
 
 
 def _vavg(m, core, pc):
-    _, rds, rs1s, rs2s, lens, _, _, ovs = core.cols
+    _, rds, rs1s, rs2s, lens, _, _, ovs, _ = core.cols
     n = lens[pc]
     if n == 0:
         raise Fault("vavg with len 0")
@@ -268,7 +278,7 @@ def _act(kind):
 
 
 def _vmv(m, core, pc):
-    _, rds, rs1s, rs2s, lens, _, _, _ = core.cols
+    _, rds, rs1s, rs2s, lens, _, _, _, _ = core.cols
     ib = core.ibiw
     ibyw = (ib + 7) >> 3
     regs = core.regs
@@ -298,7 +308,7 @@ def _resize(upper):
 
 # ---------------------------------------------------------------------- transfer
 def _ld(m, core, pc):
-    _, rds, rs1s, _, lens, _, sels, ovs = core.cols
+    _, rds, rs1s, _, lens, _, sels, ovs, _ = core.cols
     sel, k = sels[pc], lens[pc]
     dst = core.regs[rds[pc]] + (ovs[pc] if sel & 1 else 0)
     src = m.gaddr(core.regs, rs1s[pc]) + (ovs[pc] if sel & 2 else 0)
@@ -309,7 +319,7 @@ def _ld(m, core, pc):
 
 
 def _st(m, core, pc):
-    _, rds, rs1s, _, lens, _, sels, ovs = core.cols
+    _, rds, rs1s, _, lens, _, sels, ovs, _ = core.cols
     sel, k = sels[pc], lens[pc]
     dst = m.gaddr(core.regs, rds[pc]) + (ovs[pc] if sel & 1 else 0)
     src = core.regs[rs1s[pc]] + (ovs[pc] if sel & 2 else 0)
@@ -320,7 +330,7 @@ def _st(m, core, pc):
 
 
 def _lldi(m, core, pc):
-    _, rds, _, _, lens, imms, _, ovs = core.cols
+    _, rds, _, _, lens, imms, _, ovs, _ = core.cols
     k = lens[pc]
     dst = core.regs[rds[pc]] + ovs[pc]
     if dst < 0 or k < 0 or dst + k > m.lsize:
@@ -335,21 +345,21 @@ def _lmv(m, core, pc):  # only reached through HANDLERS by callers other than ru
 
 
 def _send(m, core, pc):
-    _, _, rs1s, _, lens, _, _, ovs = core.cols
-    return m.send(core, pc, core.regs[rs1s[pc]] + ovs[pc], lens[pc], _col(core, "core", pc))
+    _, _, rs1s, _, lens, _, _, ovs, _ = core.cols
+    return m.send(core, pc, core.regs[rs1s[pc]] + ovs[pc], lens[pc], core.cols[8][pc][0])
 
 
 def _recv(m, core, pc):
-    _, rds, _, _, lens, _, _, ovs = core.cols
-    return m.recv(core, pc, core.regs[rds[pc]] + ovs[pc], lens[pc], _col(core, "core", pc))
+    _, rds, _, _, lens, _, _, ovs, _ = core.cols
+    return m.recv(core, pc, core.regs[rds[pc]] + ovs[pc], lens[pc], core.cols[8][pc][0])
 
 
 def _wait(m, core, pc):
-    return m.wait(core, _col(core, "ev", pc), _col(core, "val", pc))
+    return m.wait(core, *core.cols[8][pc])
 
 
 def _sync(m, core, pc):
-    m.sync(core, _col(core, "ev", pc), _col(core, "core", pc))
+    m.sync(core, *core.cols[8][pc])
     return True
 
 
@@ -364,7 +374,7 @@ _BY_NAME = {
     "smuli": _scalar(lambda a, b, i: a * i),
     "setbw": _setbw, "mvmul": _mvmul,
     "vvadd": _binary(_vvadd, False), "vvsub": _binary(_vvsub, False), "vvmul": _binary(_vvmul, True),
-    "vvdmul": _vvdmul, "vvmax": _binary(_vvmax, False), "vvsll": _binary(_vvsll, True),
+    "vvdmul": _vvdmul, "vvmax": _binary(np.maximum, False), "vvsll": _binary(_vvsll, True),
     "vvsra": _binary(_vvsra, True), "vavg": _vavg, "vrelu": _vrelu, "vtanh": _act("vtanh"),
     "vsigm": _act("vsigm"), "vmv": _vmv, "vrsu": _resize(True), "vrsl": _resize(False),
     "ld": _ld, "st": _st, "lldi": _lldi, "lmv": _lmv, "send": _send, "recv": _recv, "wait": _wait,

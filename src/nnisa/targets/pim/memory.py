@@ -204,10 +204,12 @@ def load_elems(buf: np.ndarray, addr: int, count: int, biw: int, byw: int, strid
     """
     if count <= 0:
         return np.zeros(0, dtype=np.int64)
+    signed = False
     if stride == 1:
         raw = buf[addr:addr + count * byw]
         if byw in _LE:
             v = raw.view(_LE[byw]).astype(np.int64)
+            signed = True
         else:
             b = raw.reshape(count, byw).astype(np.int64)
             v = b[:, 0].copy()
@@ -218,7 +220,7 @@ def load_elems(buf: np.ndarray, addr: int, count: int, biw: int, byw: int, strid
         v = np.zeros(count, dtype=np.int64)
         for j in range(byw):
             v |= buf[starts + j].astype(np.int64) << (8 * j)
-    if biw < 8 * byw or (byw not in _LE):
+    if biw < 8 * byw or not signed:
         v = wrap_np(v, biw)
     return v
 
