@@ -1,0 +1,198 @@
+"""Models for tests and demos: bundled trained models and seeded random-weight generators.
+
+Generators build ONNX (opset 17) with ``onnx.helper``; weights are He-initialised from a
+fixed seed so activations stay in a sane range through deep stacks.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from nnisa.core.errors import FormatError
+
+OPSET = 17
+_BUNDLED = {"digits_cnn": ("digits_cnn.onnx", "digits_cnn_test.npz")}
+
+
+def _data_dir() -> Path:
+    return Path(str(resources.files("nnisa") / "data"))
+
+
+def bundled_model_path(name: str) -> Path:
+    """Path of a bundled ONNX model (``"digits_cnn"``).
+
+    Raises
+    ------
+    FormatError
+        Unknown name or the package data file is missing.
+    """
+    if name not in _BUNDLED:
+        raise FormatError(f"no bundled model {name!r}; available: {sorted(_BUNDLED)}")
+    p = _data_dir() / _BUNDLED[name][0]
+    if not p.is_file():
+        raise FormatError("bundled model file is missing from the installation", file=str(p))
+    return p
+
+
+def bundled_testset(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Held-out test set ``(x, y)`` of a bundled model: float32 inputs and int64 labels."""
+    if name not in _BUNDLED:
+        raise FormatError(f"no bundled test set {name!r}; available: {sorted(_BUNDLED)}")
+    p = _data_dir() / _BUNDLED[name][1]
+    if not p.is_file():
+        raise FormatError("bundled test set is missing from the installation", file=str(p))
+    with np.load(p) as z:
+        return z["x"].astype(np.float32), z["y"].astype(np.int64)
+
+
+class _Builder:
+    """Tiny helper to assemble an ONNX graph node by node."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.k = 0
+
+    def name(self, base: str) -> str:
+        self.k += 1
+        return f"{base}{self.k}"
+
+    def init(self, base: str, value: np.ndarray) -> str:
+        n = self.name(base)
+        self.inits.append(numpy_helper.from_array(np.asarray(value), n))
+        return n
+
+    def node(self, op: str, inputs: list[str], **attrs) -> str:
+        out = self.name(op.lower() + "_out")
+        self.nodes.append(helper.make_node(op, inputs, [out], name=self.name(op.lower()), **attrs))
+        return out
+
+    def conv(self, x: str, cin: int, cout: int, k: int, stride: int = 1, pad: int = 0, bias: bool = True, group: int = 1) -> str:
+        fan_in = cin // group * k * k
+        w = (self.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+        ins = [x, self.init("W", w)]
+        if bias:
+            ins.append(self.init("B", (self.rng.standard_normal(cout) * 0.05).astype(np.float32)))
+        return self.node("Conv", ins, kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4, group=group)
+
+    def bn(self, x: str, c: int) -> str:
+        r = self.rng
+        params = [
+            (1.0 + 0.1 * r.standard_normal(c)),  # scale
+            0.1 * r.standard_normal(c),  # bias
+            0.1 * r.standard_normal(c),  # mean
+            (1.0 + 0.2 * r.random(c)),  # var
+        ]
+        names = [self.init(n, p.astype(np.float32)) for n, p in zip(("gamma", "beta", "mean", "var"), params)]
+        return self.node("BatchNormalization", [x] + names, epsilon=1e-5)
+
+    def gemm(self, x: str, k: int, n: int) -> str:
+        w = (self.rng.standard_normal((n, k)) * np.sqrt(2.0 / k)).astype(np.float32)
+        b = (self.rng.standard_normal(n) * 0.05).astype(np.float32)
+        return self.node("Gemm", [x, self.init("W", w), self.init("B", b)], transB=1)
+
+    def model(self, name: str, inp: str, in_shape, out: str, out_shape) -> onnx.ModelProto:
+        g = helper.make_graph(
+            self.nodes, name,
+            [helper.make_tensor_value_info(inp, TensorProto.FLOAT, list(in_shape))],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, list(out_shape))],
+            self.inits,
+        )
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="nnisa")
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        return m
+
+
+def _rename_output(b: _Builder, old: str, new: str) -> None:
+    for n in b.nodes:
+        for k, o in enumerate(n.output):
+            if o == old:
+                n.output[k] = new
+
+
+def make_lenet(seed: int = 0) -> onnx.ModelProto:
+    """LeNet-5 style CNN, input ``(1,1,28,28)`` → logits ``(1,10)``.
+
+    conv5×5(6, pad 2)-relu-maxpool2 → conv5×5(16)-relu-maxpool2 → flatten →
+    gemm 400→120-relu → gemm 120→84-relu → gemm 84→10.
+    """
+    b = _Builder(seed)
+    x = "input"
+    h = b.node("Relu", [b.conv(x, 1, 6, 5, pad=2)])
+    h = b.node("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])
+    h = b.node("Relu", [b.conv(h, 6, 16, 5)])
+    h = b.node("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])
+    h = b.node("Flatten", [h], axis=1)
+    h = b.node("Relu", [b.gemm(h, 400, 120)])
+    h = b.node("Relu", [b.gemm(h, 120, 84)])
+    h = b.gemm(h, 84, 10)
+    _rename_output(b, h, "logits")
+    return b.model("lenet5", x, (1, 1, 28, 28), "logits", (1, 10))
+
+
+def make_mlp(seed: int = 0, sizes: tuple[int, ...] = (784, 256, 128, 10)) -> onnx.ModelProto:
+    """MLP ``(1, 784)`` → ``(1, 10)``: MatMul+Add layers with ReLU (the first is a Gemm)."""
+    b = _Builder(seed)
+    h = "input"
+    for k, (i, o) in enumerate(zip(sizes[:-1], sizes[1:])):
+        if k == 0:
+            h = b.gemm(h, i, o)
+        else:
+            w = (b.rng.standard_normal((i, o)) * np.sqrt(2.0 / i)).astype(np.float32)
+            h = b.node("MatMul", [h, b.init("W", w)])
+            h = b.node("Add", [h, b.init("B", (b.rng.standard_normal(o) * 0.05).astype(np.float32))])
+        if k < len(sizes) - 2:
+            h = b.node("Relu", [h])
+    _rename_output(b, h, "logits")
+    return b.model("mlp", "input", (1, sizes[0]), "logits", (1, sizes[-1]))
+
+
+def _basic_block(b: _Builder, x: str, cin: int, cout: int, stride: int, bn: bool) -> str:
+    h = b.conv(x, cin, cout, 3, stride, 1, bias=not bn)
+    h = b.node("Relu", [b.bn(h, cout) if bn else h])
+    h = b.conv(h, cout, cout, 3, 1, 1, bias=not bn)
+    h = b.bn(h, cout) if bn else h
+    if stride != 1 or cin != cout:
+        sc = b.conv(x, cin, cout, 1, stride, 0, bias=not bn)
+        sc = b.bn(sc, cout) if bn else sc
+    else:
+        sc = x
+    return b.node("Relu", [b.node("Add", [h, sc])])
+
+
+def make_resnet_block(seed: int = 0, channels: int = 16, size: int = 16) -> onnx.ModelProto:
+    """One ResNet basic block with BN nodes and the residual Add, ``(1,C,S,S)`` → same shape."""
+    b = _Builder(seed)
+    h = _basic_block(b, "input", channels, channels, 1, True)
+    _rename_output(b, h, "output")
+    shape = (1, channels, size, size)
+    return b.model("resnet_block", "input", shape, "output", shape)
+
+
+def make_resnet18(seed: int = 0, num_classes: int = 1000, size: int = 224, bn: bool = True) -> onnx.ModelProto:
+    """ResNet-18 (random weights) ``(1,3,size,size)`` → logits ``(1,num_classes)``.
+
+    With ``bn`` every conv is followed by a BatchNormalization node (folded at import).
+    """
+    b = _Builder(seed)
+    h = b.conv("input", 3, 64, 7, 2, 3, bias=not bn)
+    h = b.node("Relu", [b.bn(h, 64) if bn else h])
+    h = b.node("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for stage, cout in enumerate((64, 128, 256, 512)):
+        for blk in range(2):
+            stride = 2 if stage > 0 and blk == 0 else 1
+            h = _basic_block(b, h, cin, cout, stride, bn)
+            cin = cout
+    h = b.node("GlobalAveragePool", [h])
+    h = b.node("Flatten", [h], axis=1)
+    h = b.gemm(h, 512, num_classes)
+    _rename_output(b, h, "logits")
+    return b.model("resnet18", "input", (1, 3, size, size), "logits", (1, num_classes))
