@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from .config import PimConfig
-from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, OP_MVMUL, CorePlan,
-                           Params, cdiv)
+from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, OBYW_WB, ONE_ELEM, OP_MVMUL,
+                           TWO_SRC, CorePlan, Params, cdiv)
 
 #: energy components, in report order
 COMPONENTS = ("static", "mvmul", "vector", "local_memory", "global_memory", "noc", "inst_fetch",
@@ -92,7 +92,6 @@ def per_instruction_dynamic(plan: CorePlan, rows: np.ndarray, prm: Params, cfg: 
                   + core.vector_reg_write_dynamic_energy)
         vl = ln[vi]
         out["vector"][vi] = cdiv(vl, prm.vw) * e_step
-        from .timing_units import OBYW_WB, ONE_ELEM, TWO_SRC
         vop = op[vi]
         nsrc = np.where(np.isin(vop, TWO_SRC), 2, 1)
         wb = vl * np.where(np.isin(vop, OBYW_WB), obyw[vi], ibyw[vi])
@@ -104,29 +103,17 @@ def per_instruction_dynamic(plan: CorePlan, rows: np.ndarray, prm: Params, cfg: 
         if len(idx):
             bt = lm.beats(ln[idx])
             out["local_memory"][idx] = bt * lm.e_wr + (bt * lm.e_rd if rd else 0)
-    # event instructions: memories and NoC
-    gm = core.global_memory_switch_id
-    bw = prm.bw
-    for i, (kind, idx) in enumerate(zip(plan.ev_kind.tolist(), plan.ev_idx.tolist())):
-        B = int(plan.ev_size[i])
-        if kind in (EV_LD, EV_SLD):
-            out["global_memory"][idx] = gmm.beats(B) * gmm.e_rd
-            if kind == EV_LD:
-                out["local_memory"][idx] = lm.beats(B) * lm.e_wr
-            out["noc"][idx] = cfg.noc_pair(plan.core, gm)[1]  # 1-byte request
-        elif kind == EV_ST:
-            out["global_memory"][idx] = gmm.beats(B) * gmm.e_wr
-            out["local_memory"][idx] = lm.beats(B) * lm.e_rd
-            out["noc"][idx] = cdiv(B, bw) * cfg.noc_pair(plan.core, gm)[1]
-        elif kind == EV_SEND:
-            r = int(plan.ev_peer[i])
-            e_cr, e_rc = cfg.noc_pair(plan.core, r)[1], cfg.noc_pair(r, plan.core)[1]
-            out["local_memory"][idx] = lm.beats(B) * lm.e_rd
-            out["noc"][idx] = e_cr + e_rc + cdiv(B, bw) * e_cr  # ready, answer, data
-        elif kind == EV_RECV:
-            out["local_memory"][idx] = lm.beats(B) * lm.e_wr
-        elif kind == EV_SYNC:
-            out["noc"][idx] = cfg.noc_pair(plan.core, int(plan.ev_peer[i]))[1]
+    # event instructions: memories and NoC (message energies precomputed by plan_core)
+    ev, kinds, B = plan.ev_idx, plan.ev_kind, plan.ev_size
+    if len(ev):
+        out["noc"][ev] = plan.ev_noc_e
+        bl, bg = lm.beats(B), gmm.beats(B)
+        is_ld, is_st = kinds == EV_LD, kinds == EV_ST
+        g = np.where(is_ld | (kinds == EV_SLD), bg * gmm.e_rd, 0.0) + np.where(is_st, bg * gmm.e_wr, 0.0)
+        loc = (np.where(is_ld | (kinds == EV_RECV), bl * lm.e_wr, 0.0)
+               + np.where(is_st | (kinds == EV_SEND), bl * lm.e_rd, 0.0))
+        out["global_memory"][ev] = g
+        out["local_memory"][ev] = loc
     return out
 
 

@@ -62,6 +62,8 @@ class TimingResult:
         ``dynamic_energy_pj``, ``average_power_mw`` summarise it.
     core_energy_pj
         core → dynamic energy of that core's instructions.
+    chip_core_count
+        ``chip_config.core_cnt`` (printed as "core count").
     rounds
         core → completed rounds (throughput mode; 1 per finished core in latency mode).
     trace
@@ -88,6 +90,7 @@ class TimingResult:
     static_power_mw: float
     rounds: dict[int, int]
     sim_time_ps: int
+    chip_core_count: int = 0
     trace: dict[int, np.ndarray] | None = None
     incomplete_report: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -166,6 +169,11 @@ def resolve_config(config: PimConfig | str | os.PathLike | None, program: PimPro
     if isinstance(config, PimConfig):
         return config
     return load_config(config)
+
+
+def _ns(t_ps: int) -> str:
+    """ps → ns text: an integer when exact, else with 3 decimals."""
+    return str(t_ps // PS) if t_ps % PS == 0 else f"{t_ps / PS:.3f}"
 
 
 def _row_text(program: PimProgram, c: int, pc: int) -> str:
@@ -324,7 +332,7 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
     incomplete_report = None
     blocked = [c for c in unfinished if eng.state[c] != HUNG]
     if blocked or (unfinished and native):
-        title = (f"DEADLOCK at t = {eng.t_last / PS:g} ns: {len(unfinished)} of {len(ids)} cores unfinished")
+        title = (f"DEADLOCK at t = {_ns(eng.t_last)} ns: {len(unfinished)} of {len(ids)} cores unfinished")
         rep = _incomplete_report(program, plans, eng, unfinished, title)
         if on_incomplete == "raise":
             raise DeadlockError(f"deadlock: {len(unfinished)} of {len(ids)} cores cannot make progress "
@@ -390,12 +398,12 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
                         instructions={c: plans[c].n for c in ids}, busy_ps=busy,
                         gm_busy_ps=int(eng.gm_busy), noc_bytes=noc_b, noc_flits=noc_f,
                         energy_pj=energy, core_energy_pj=core_energy, static_power_mw=spow,
-                        rounds=rounds, sim_time_ps=sim_time_ps, trace=tr,
+                        rounds=rounds, sim_time_ps=sim_time_ps, chip_core_count=core_cnt, trace=tr,
                         incomplete_report=incomplete_report, warnings=warnings)
 
 
 def _sim_time_report(program, plans, eng, late, limit, P, n_total) -> str:
-    lines = [f"SIM_TIME reached at t = {limit / PS:g} ns: {len(late)} of {n_total} cores unfinished"]
+    lines = [f"SIM_TIME reached at t = {_ns(limit)} ns: {len(late)} of {n_total} cores unfinished"]
     rows = []
     for c in late:
         tr = instruction_times(plans[c], eng.ev_S[c], eng.ev_E[c], P)

@@ -135,6 +135,21 @@ def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: boo
             jj = j[c]
             if jj == n_ev[c]:
                 t_end = base[c] + pre_n[c]
+                if throughput and n_ev[c] == 0:
+                    # no event instructions: every round takes pre_n; count fetches ≤ lim
+                    first = base[c] + fetch_off[c]
+                    L = pre_n[c]
+                    if plans[c].n == 0 or first > lim:
+                        k = 0
+                    elif L <= 0:
+                        k = 0  # a round of zero length (only a free setbw): not counted
+                    else:
+                        k = (lim - first) // L + 1
+                    rounds[c] = k
+                    executed[c] = k * plans[c].n
+                    T_end[c] = base[c] + k * L
+                    state[c] = STOPPED
+                    return
                 if throughput:
                     if base[c] + fetch_off[c] <= lim:
                         rounds[c] += 1
@@ -264,8 +279,8 @@ def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: boo
                 blocked[c] = ("wait", evr[c][jj], evv[c][jj], counters.get((c, evr[c][jj]), 0))
             else:
                 blocked[c] = ("limit",)
-        if throughput:
-            executed[c] += int(plans[c].ev_idx[j[c]]) if j[c] < n_ev[c] else plans[c].n
+        if throughput and j[c] < n_ev[c]:
+            executed[c] += int(plans[c].ev_idx[j[c]])
     return EngineResult(
         ev_S={c: np.asarray(S_out[c], np.int64) for c in cores},
         ev_E={c: np.asarray(E_out[c], np.int64) for c in cores},

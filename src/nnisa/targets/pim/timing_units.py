@@ -207,6 +207,7 @@ class CorePlan:
     ev_e: np.ndarray
     ev_v: np.ndarray
     ev_key: np.ndarray
+    ev_noc_e: np.ndarray  # NoC energy of each event's messages (pJ)
     hang: int
     lmem_local: np.ndarray  # per-instruction local-memory busy time of local instructions
     warnings: list[str] = field(default_factory=list)
@@ -350,13 +351,17 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
     k = np.cumsum(is_gm)
     seed = cfg.nnisa.tie_seed
     key = fmix32(((core << 20) ^ k ^ seed) & 0xFFFFFFFF).astype(np.int64)
-    cache: dict[tuple[int, int], float] = {}
+    cache: dict[tuple[int, int], tuple[float, float]] = {}
+    noc_e = np.zeros(m)
 
-    def lat(s, t):
+    def pair(s, t):
         v = cache.get((s, t))
         if v is None:
-            v = cache[(s, t)] = cfg.noc_pair(s, t)[0]
+            v = cache[(s, t)] = cfg.noc_pair(s, t)
         return v
+
+    def lat(s, t):
+        return pair(s, t)[0]
 
     for kind in np.unique(ev_kind).tolist():
         sel = np.flatnonzero(ev_kind == kind)
@@ -368,11 +373,13 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
             a[sel] = prm.flit_ps(1, lat(core, gm))
             b[sel] = gmem.read(B)
             c[sel] = lm.write(B) if kind == EV_LD else 0
+            noc_e[sel] = pair(core, gm)[1]  # 1-byte request (the response carries 0 bytes)
         elif kind == EV_ST:
             a[sel] = lm.read(B)
             L = lat(core, gm)
             b[sel] = (cdiv(B, prm.bw) * L).astype(np.int64) * PS
             c[sel] = gmem.write(B)
+            noc_e[sel] = cdiv(B, prm.bw) * pair(core, gm)[1]
         elif kind == EV_SEND:
             for i in sel.tolist():
                 r = int(peer[i])
@@ -381,6 +388,8 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
                 a[i] = prm.flit_ps(1, lat(core, r))
                 b[i] = prm.flit_ps(1, lat(r, core))
                 d[i] = prm.flit_ps(size[i], lat(core, r))
+                e_cr, e_rc = pair(core, r)[1], pair(r, core)[1]
+                noc_e[i] = e_cr + e_rc + int(cdiv(int(size[i]), prm.bw)) * e_cr  # ready, answer, data
             c[sel] = lm.read(B)
         elif kind == EV_RECV:
             for i in sel.tolist():
@@ -390,11 +399,12 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
         elif kind == EV_SYNC:
             for i in sel.tolist():
                 a[i] = prm.flit_ps(1, lat(core, int(peer[i])))
+                noc_e[i] = pair(core, int(peer[i]))[1]
     lbusy_ev = np.zeros(n, np.int64)
     pre = np.zeros(n + 1, np.int64)
     np.cumsum(inc, out=pre[1:])
     return CorePlan(core=core, n=n, op=op, X=X, start=start, inc=inc, pre=pre, ibiw=ib, obiw=ob,
                     ev_idx=ev_idx.astype(np.int64), ev_kind=ev_kind, ev_a=a, ev_b=b, ev_c=c, ev_d=d,
                     ev_peer=peer, ev_size=size, ev_e=rows["ev"][ev_idx].astype(np.int64),
-                    ev_v=rows["val"][ev_idx].astype(np.int64), ev_key=key, hang=hang,
+                    ev_v=rows["val"][ev_idx].astype(np.int64), ev_key=key, ev_noc_e=noc_e, hang=hang,
                     lmem_local=lbusy + lbusy_ev, warnings=warnings)
