@@ -373,9 +373,9 @@ class Machine:
                         instruction=dis, address=fault.address)
 
     # ------------------------------------------------------------------ scheduling
-    def run(self, runner: Callable[["Machine", CoreState], None]) -> None:
-        """Visit runnable cores in ascending id order until none can run."""
-        order = [self.cores[c] for c in sorted(self.cores)]
+    def run(self, runner: Callable[["Machine", CoreState], None], schedule: str = "ascending") -> None:
+        """Visit runnable cores in ascending (or descending) id order until none can run."""
+        order = [self.cores[c] for c in sorted(self.cores, reverse=schedule == "descending")]
         while True:
             progressed = False
             for core in order:
@@ -513,7 +513,8 @@ def _resolve_act_frac(program: PimProgram, cfg, act_frac) -> dict[int, tuple]:
 
 def run_functional(program: PimProgram, config=None, weights=None, gmem=None, *,
                    global_address_mode: str | None = None, act_frac=None, path: str = "fast",
-                   weight_seed: int = 0, lmem: Mapping[int, Mapping[int, Any]] | None = None) -> FunctionalResult:
+                   weight_seed: int = 0, lmem: Mapping[int, Mapping[int, Any]] | None = None,
+                   schedule: str = "ascending") -> FunctionalResult:
     """Run ``program`` with real values (spec §5).
 
     Parameters
@@ -539,6 +540,9 @@ def run_functional(program: PimProgram, config=None, weights=None, gmem=None, *,
         ``"fast"`` or ``"reference"`` interpreter (identical results).
     weight_seed
         Seed for ``weights="random"``.
+    schedule
+        ``"ascending"`` or ``"descending"`` core visiting order; results of well-formed programs
+        do not depend on it (a test and debugging aid).
     lmem
         Initial local-memory contents ``{core: {address: bytes / uint8 array}}`` (default
         all zero, §1.4); handy for tests and debugging.
@@ -589,7 +593,9 @@ def run_functional(program: PimProgram, config=None, weights=None, gmem=None, *,
         from .functional_ref import run_core
     else:
         raise ConfigError(f"path must be 'fast' or 'reference', got {path!r}")
-    m.run(run_core)
+    if schedule not in ("ascending", "descending"):
+        raise ConfigError(f"schedule must be 'ascending' or 'descending', got {schedule!r}")
+    m.run(run_core, schedule)
     return FunctionalResult(
         gmem=gm,
         lmem={c: core.lnp for c, core in m.cores.items()},
