@@ -155,7 +155,7 @@ def make_weights(program: PimProgram, kind: str, *, config=None, seed: int = 0) 
         for g, nx in enumerate(program.array_group_map[c]):
             shape = (rows, int(nx) * cols)
             if kind == "zeros":
-                out[(c, g)] = np.zeros(shape, dtype=np.int8)
+                out[(c, g)] = np.zeros(shape, dtype=np.int64)
             elif kind == "random":
                 b = mb.get((c, g), 8)
                 out[(c, g)] = rng.integers(-(1 << (b - 1)), 1 << (b - 1), size=shape, dtype=np.int64)

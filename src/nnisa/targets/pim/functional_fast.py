@@ -167,10 +167,13 @@ def _mvmul(m, core, pc):
     regs = core.regs
     ib, ob = core.ibiw, core.obiw
     ibyw, obyw = (ib + 7) >> 3, (ob + 7) >> 3
-    x = _vec_in(m, core, regs[core.cols[2][pc]], gw.K, ib, ibyw)
-    if gw.zero:
+    xa = regs[core.cols[2][pc]]
+    if gw.zero:  # all-zero weights (e.g. weights="zeros"): only the bounds matter
+        if xa < 0 or xa + gw.K * ibyw > m.lsize:
+            lfault(xa, gw.K * ibyw, m.lsize)
         y = gw.zeros()
     else:
+        x = _vec_in(m, core, xa, gw.K, ib, ibyw)
         mode, mat = gw.plan(ib)
         if mode == "f32":
             y = (x.astype(np.float32) @ mat).astype(np.int64)
