@@ -268,3 +268,14 @@ def test_symbolic_batch_and_wrong_input_shape():
         evaluate_float(g, np.zeros((1, 1, 7, 8), f32))
     with pytest.raises(FormatError):
         evaluate_float(g, {"wrong": np.zeros((1, 1, 8, 8), f32)})
+
+
+def test_bundled_inputs_for_and_unknown_names(tmp_path):
+    from nnisa.frontend.models import bundled_inputs_for
+
+    d = bundled_inputs_for(bundled_model_path("digits_cnn"), 5)
+    x, _ = bundled_testset("digits_cnn")
+    assert list(d) == ["input"] and np.array_equal(d["input"], x[:5])
+    assert bundled_inputs_for(tmp_path / "other.onnx") is None
+    with pytest.raises(FormatError, match="digits_cnn"):
+        bundled_model_path("nope")

@@ -50,6 +50,22 @@ def bundled_testset(name: str) -> tuple[np.ndarray, np.ndarray]:
         return z["x"].astype(np.float32), z["y"].astype(np.int64)
 
 
+def bundled_inputs_for(model_path, samples: int = 1) -> dict[str, np.ndarray] | None:
+    """First ``samples`` test-set inputs ``{input name: array}`` when ``model_path`` is a
+    bundled model (matched by resolved path), else ``None``."""
+    try:
+        target = Path(model_path).resolve()
+    except (OSError, TypeError):
+        return None
+    for name, (fname, _) in _BUNDLED.items():
+        p = _data_dir() / fname
+        if p.is_file() and p.resolve() == target:
+            x, _ = bundled_testset(name)
+            in_name = onnx.load(str(p), load_external_data=False).graph.input[0].name
+            return {in_name: x[: max(int(samples), 1)]}
+    return None
+
+
 class _Builder:
     """Tiny helper to assemble an ONNX graph node by node."""
 

@@ -419,6 +419,8 @@ def _quantize_node(q: _Q, n: Node, act: Node | None) -> None:
     elif op in ("AveragePool", "GlobalAveragePool"):
         out = q.same(out_name, ins[0], shape)
     elif op == "Concat":
+        if len(acts) != len(n.inputs):
+            raise q.err(n, "Concat with a constant input is not supported in a quantized graph")
         out = q.act(out_name, shape)
         qn.input_requants = [q.requant(t.scale / out.scale) for t in ins]
     elif op in ("Sigmoid", "Tanh", "LeakyRelu"):
@@ -469,9 +471,7 @@ def _make_lut(op: str, attrs: dict, x: QTensor, out: QTensor) -> np.ndarray:
 
 def _leads_to_output(g: Graph, name: str) -> bool:
     """True when every path from ``name`` only passes reshaping ops up to graph outputs."""
-    if g.is_output(name) and not g.consumers(name):
-        return True
     cons = g.consumers(name)
-    return bool(cons) and all(c.op in _FLOAT_PASS and _leads_to_output(g, c.outputs[0]) for c in cons) or (
-        g.is_output(name) and all(c.op in _FLOAT_PASS and _leads_to_output(g, c.outputs[0]) for c in cons)
-    )
+    if not cons:
+        return g.is_output(name)
+    return all(c.op in _FLOAT_PASS and _leads_to_output(g, c.outputs[0]) for c in cons)
