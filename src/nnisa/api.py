@@ -46,6 +46,9 @@ def onnx_reference(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dic
 
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
+    # onnxruntime's PadFusion folds a zero Pad into MaxPool, which changes results (a padded 0
+    # can win the max); the reference must be the model's own semantics, so no graph rewrites.
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
         sess = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own exception types
