@@ -119,3 +119,15 @@ def test_c9_deadlock_report(conf):
     assert "recv on core 6 from core 7 (core 6 finished)" in lines[7]
     assert "send" in lines[8] and "recv on core 7 from core 8 (core 7 is blocked" in lines[8]
     assert 6 not in lines
+
+
+@pytest.mark.slow
+def test_rob_model_with_one_entry_reproduces_c6(conf, result):
+    """The general rob_size > 1 engine, run with one entry, equals the reduced model (§8.5)."""
+    from nnisa.targets.pim.timing_rob import run_rob
+    from nnisa.targets.pim.timing_units import Params, plan_core
+    prog, cfg, _ = conf
+    prm = Params.from_config(cfg, False)
+    plans = {c: plan_core(c, prog.cores[c], prm, cfg, prog.array_group_map.get(c, [])) for c in prog.cores}
+    eng, _ = run_rob(prog, plans, prm, cfg, False)
+    assert {c: int(eng.inst_times[c][2][-1]) for c in prog.cores} == result.finish_ps

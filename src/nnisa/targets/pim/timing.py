@@ -27,7 +27,7 @@ from .timing_engine import DONE, HUNG, STOPPED, EngineResult, run_events
 from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, OP_LLDI, OP_LMV,
                            OP_MVMUL, OP_NOP, OP_SETBW, PS, SCALAR_OPS, CorePlan, Params, cdiv,
                            plan_core)
-from .trace import instruction_times
+from .trace import TRACE_DTYPE, instruction_times
 
 __all__ = ["TimingResult", "simulate_timing", "resolve_config"]
 
@@ -321,7 +321,8 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
         lop = int(p.op[-1])
         if lop in SCALAR_OPS or lop == OP_SETBW or lop == OP_NOP:
             if native:
-                finish[c], recorded[c] = eng.T_end[c], True
+                finish[c] = int(eng.inst_times[c][2][-1]) if eng.inst_times else eng.T_end[c]
+                recorded[c] = True
             else:
                 finish[c], recorded[c] = 0, False
                 warnings.append(f"core {c}: last instruction is scalar/setbw; pimsim-nn records no "
@@ -389,7 +390,16 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
 
     rounds = dict(eng.rounds) if throughput else {c: int(eng.state[c] == DONE) for c in ids}
     tr = None
-    if trace and not throughput:
+    if trace and eng.inst_times is not None:
+        tr = {}
+        for c in ids:
+            S_, E_, R_ = eng.inst_times[c]
+            a = np.zeros(plans[c].n, TRACE_DTYPE)
+            a["pc"] = np.arange(plans[c].n)
+            a["op"] = plans[c].op
+            a["S"], a["E"], a["R"] = S_, E_, R_
+            tr[c] = a
+    elif trace and not throughput:
         tr = {c: instruction_times(plans[c], eng.ev_S[c], eng.ev_E[c], P,
                                    upto_event=None if eng.state[c] in (DONE, HUNG) else eng.pos[c])
               for c in ids}

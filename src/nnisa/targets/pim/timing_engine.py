@@ -41,6 +41,7 @@ class EngineResult:
     counters: dict[tuple[int, int], int]
     blocked_info: dict[int, tuple] = field(default_factory=dict)
     events_done: dict[int, int] = field(default_factory=dict)  # throughput: executed instr count
+    inst_times: dict[int, tuple] | None = None  # (S, E, R) per instruction (rob_size > 1 model)
 
 
 def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: bool = False,

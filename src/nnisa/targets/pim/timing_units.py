@@ -210,6 +210,10 @@ class CorePlan:
     ev_noc_e: np.ndarray  # NoC energy of each event's messages (pJ)
     hang: int
     lmem_local: np.ndarray  # per-instruction local-memory busy time of local instructions
+    lr: np.ndarray | None = None  # per local instruction: one read's latency, number of reads,
+    nrd: np.ndarray | None = None  # compute time between reads and write, write latency
+    mid: np.ndarray | None = None  # (X = nrd·lr + mid + lw), used by the rob_size > 1 model
+    lw: np.ndarray | None = None
     warnings: list[str] = field(default_factory=list)
 
 
@@ -253,6 +257,7 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
     start = np.zeros(n, np.int64)
     inc = np.zeros(n, np.int64)
     lbusy = np.zeros(n, np.int64)
+    p_lr, p_nrd, p_mid, p_lw = (np.zeros(n, np.int64) for _ in range(4))
     warnings: list[str] = []
 
     # scalar instructions and setbw: one front-end cycle (the first setbw is free)
@@ -276,8 +281,10 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
         if native:
             one = np.isin(vop, ONE_ELEM)
             wb = np.where(one, obyw[vi], wb)
-        rd = nsrc * lm.read(vl * ibyw[vi])
+        one_rd = lm.read(vl * ibyw[vi])
+        rd = nsrc * one_rd
         wr = lm.write(wb)
+        p_lr[vi], p_nrd[vi], p_mid[vi], p_lw[vi] = one_rd, nsrc, cdiv(vl, prm.vw) * prm.vlat, wr
         X[vi] = rd + cdiv(vl, prm.vw) * prm.vlat + wr
         lbusy[vi] = rd + wr
         start[vi] = P
@@ -288,6 +295,9 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
         if len(idx):
             b = ln[idx]
             t = lm.write(b) + (lm.read(b) if has_read else 0)
+            p_lw[idx] = lm.write(b)
+            if has_read:
+                p_lr[idx], p_nrd[idx] = lm.read(b), 1
             X[idx] = t
             lbusy[idx] = t
             start[idx] = P
@@ -312,6 +322,7 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
         mvm = np.array([prm.mvm_ps(int(v)) for v in mib]) if len(np.unique(mib)) > 1 else \
             np.full(len(mi), prm.mvm_ps(int(mib[0])), np.int64)
         rd, wr = lm.read(in_bytes), lm.write(out_bytes)
+        p_lr[mi], p_nrd[mi], p_mid[mi], p_lw[mi] = rd, 1, mvm, wr
         X[mi] = rd + mvm + wr
         lbusy[mi] = rd + wr
         start[mi] = 2 * P
@@ -407,4 +418,5 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
                     ev_idx=ev_idx.astype(np.int64), ev_kind=ev_kind, ev_a=a, ev_b=b, ev_c=c, ev_d=d,
                     ev_peer=peer, ev_size=size, ev_e=rows["ev"][ev_idx].astype(np.int64),
                     ev_v=rows["val"][ev_idx].astype(np.int64), ev_key=key, ev_noc_e=noc_e, hang=hang,
-                    lmem_local=lbusy + lbusy_ev, warnings=warnings)
+                    lmem_local=lbusy + lbusy_ev, lr=p_lr, nrd=p_nrd, mid=p_mid, lw=p_lw,
+                    warnings=warnings)
