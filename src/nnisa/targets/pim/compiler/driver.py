@@ -1,0 +1,264 @@
+"""The PIM compiler driver: ONNX/QGraph → multi-core PIM program + weights + gmem image.
+
+:func:`compile_model` runs the whole pipeline (``docs/pim_compiler.md``): frontend import and
+pow2 quantization, lowering, partition, replication, mapping, code generation with the batch
+schedule, and (optionally) writing the bundle and reports.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ....core.errors import ConfigError, UnsupportedError
+from ..program import DTYPE, PimProgram
+from .emit import CoreEmitter
+from .graph import ClampLayer, EltLayer, GapLayer, Lowered, MatLayer, PoolLayer, lower_graph
+from .lower_mat import MatCodegen
+from .lower_vec import emit_clamp, emit_elt, emit_gap, emit_pool
+from .mapping import MappingError, map_ags
+from .memory_plan import ConstPool, plan_gmem
+from .partition import build_ags, partition, replicate
+from .schedule import barrier
+
+STRICT_GROUPS = 16
+#: partial-sum scratch area of the global-memory reduction path (no core-to-core links)
+SCRATCH_BASE = 0x4000_0000
+
+
+@dataclass
+class Compiled:
+    """Everything the compiler produced (in memory)."""
+
+    program: PimProgram
+    weights: dict[tuple[int, int], np.ndarray]
+    gmem: dict[int, bytes]
+    lowered: Lowered
+    config: Any
+    report: dict[str, Any]
+    memory_map: dict[str, Any]
+    inputs: list[dict]
+    outputs: list[dict]
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def _resolve_config(config):
+    from ..config import PimConfig, config_from_dict, default_config, load_config
+    if config is None:
+        return default_config(64, preset="conformance", overrides={"chip_config": {"network_config": {"layout": [8, 8]}}})
+    if isinstance(config, PimConfig):
+        return config
+    if isinstance(config, dict):
+        return config_from_dict(config)
+    return load_config(config)
+
+
+def _hw(cfg) -> dict:
+    mc = cfg.chip_config.core_config.matrix_config
+    rows, cols = (int(v) for v in mc.xbar_size)
+    return {"cores": int(cfg.chip_config.core_cnt), "xbars": int(mc.xbar_array_count), "rows": rows, "cols": cols,
+            "lmem": int(cfg.chip_config.core_config.local_memory_config.memory_size)}
+
+
+def quantize_model(model, calib=None, *, bits: int = 8, seed: int = 0):
+    """Load (path/bytes/ModelProto) and pow2-quantize a model; a QGraph passes through."""
+    from ....frontend import QGraph, load_model, quantize
+    if isinstance(model, QGraph):
+        return model
+    g = load_model(model)
+    if calib is None:
+        calib = _default_calib(g, seed)
+    return quantize(g, calib, bits=bits, scale_mode="pow2")
+
+
+def _default_calib(g, seed: int):
+    """Calibration inputs when none are given: the bundled test set for the bundled model,
+    else 16 seeded uniform [0, 1) samples."""
+    try:
+        from ....frontend.models import bundled_model_path, bundled_testset
+        if g.source and Path(g.source).resolve() == bundled_model_path("digits_cnn").resolve():
+            return {g.inputs[0].name: bundled_testset("digits_cnn")[0][:64]}
+    except Exception:  # noqa: BLE001 - calibration fallback only
+        pass
+    rng = np.random.default_rng(seed)
+    return {t.name: rng.random((16,) + tuple(t.shape[1:])).astype(np.float32) for t in g.inputs}
+
+
+def compile_model(model, config=None, *, calib=None, mode: str = "batch", replication: str = "balance",
+                  fill: float = 0.9, mapping: str = "first_fit", links: bool | None = None, batch: int = 32,
+                  bits: int = 8, gmem_reuse: bool = True) -> Compiled:
+    """Compile ``model`` for the PIM configuration ``config``.
+
+    Parameters
+    ----------
+    model
+        ONNX path / bytes / ``ModelProto``, or an already quantized ``QGraph`` (pow2).
+    config
+        pimsim-nn config path, dict or :class:`~nnisa.targets.pim.config.PimConfig`;
+        ``None`` = the 8×8-core conformance hardware.
+    calib
+        Calibration inputs for quantization (default: bundled test set / seeded uniform).
+    mode
+        ``"batch"`` (layer by layer with barriers).  ``"element"`` is not implemented.
+    replication
+        ``"balance"`` or ``"none"``.
+    fill
+        Fraction of the chip's crossbars replication may use.
+    mapping
+        ``"first_fit"`` or ``"locality"``.
+    links
+        Core-to-core send/recv available (default from ``nnisa.core_links`` in the config, true).
+    batch
+        Maximum output windows per batch (vector instructions cover a whole batch).
+    """
+    t0 = time.perf_counter()
+    if mode != "batch":
+        raise UnsupportedError(f"schedule mode {mode!r} is not implemented (use 'batch')")
+    cfg = _resolve_config(config)
+    hw = _hw(cfg)
+    if links is None:
+        links = bool(getattr(cfg.nnisa, "core_links", True))
+    qg = quantize_model(model, calib, bits=bits)
+    t_q = time.perf_counter()
+    low = lower_graph(qg)
+    mats = [l for l in low.layers if isinstance(l, MatLayer)]
+    plans = [partition(l, hw["rows"], hw["cols"], hw["xbars"]) for l in mats]
+    for l, p in zip(mats, plans):
+        l.plan = p
+    total = hw["cores"] * hw["xbars"]
+    base_need = sum(p.xbars_per_replica for p in plans)
+    if base_need > total:
+        raise MappingError(f"the model needs {base_need} crossbars without replication; the chip has {total}")
+    used = None
+    for f in ([fill, fill * 0.75, fill * 0.5, 0.0] if replication != "none" else [0.0]):
+        replicate(mats, plans, total, mode="balance" if f > 0 else "none", fill=f)
+        for i, (l, p) in enumerate(zip(mats, plans)):
+            build_ags(i, l, p, hw["rows"], hw["cols"])
+        try:
+            used = map_ags(plans, hw["cores"], hw["xbars"], policy=mapping)
+            break
+        except MappingError:
+            if f == 0.0:
+                raise
+    t_map = time.perf_counter()
+    gmap = plan_gmem(low, reuse=gmem_reuse)
+    consts = ConstPool(gmap["end"] + 4096)
+    ag_cores = sorted({a.core for p in plans for ags in p.ags for a in ags})
+    workers = ag_cores or [0]
+    em = {c: CoreEmitter(c, hw["lmem"]) for c in workers}
+    scratch = {"top": 0}
+
+    def scratch_alloc(n: int) -> int:
+        a = SCRATCH_BASE + scratch["top"]
+        scratch["top"] += -(-n // 64) * 64
+        return a
+
+    nlayers = len(low.layers)
+    for li, layer in enumerate(low.layers):
+        for e in em.values():
+            e.arena.reset()
+        if isinstance(layer, MatLayer):
+            cg = MatCodegen(layer, em, consts, links=links, batch=batch, scratch_alloc=scratch_alloc)
+            cg.emit()
+            if cg.deferred:
+                barrier(em, workers)
+                cg.finish_deferred()
+        elif isinstance(layer, PoolLayer):
+            emit_pool(layer, em, workers)
+        elif isinstance(layer, GapLayer):
+            emit_gap(layer, em, workers)
+        elif isinstance(layer, EltLayer):
+            emit_elt(layer, em, workers, consts)
+        elif isinstance(layer, ClampLayer):
+            emit_clamp(layer, em, workers)
+        else:  # pragma: no cover - lower_graph only creates the kinds above
+            raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
+        if li + 1 < nlayers:
+            barrier(em, workers)
+    scratch_base = SCRATCH_BASE
+    t_gen = time.perf_counter()
+    prog = _build_program(em, hw, cfg)
+    weights = _weights(em, mats)
+    for e in em.values():
+        if e.arena.peak > hw["lmem"]:
+            raise ConfigError(f"core {e.cid} needs {e.arena.peak} bytes of local memory; the config has {hw['lmem']}"
+                              " (lower the batch option)")
+    t_end = time.perf_counter()
+    inputs = [_tensor_entry(t) for t in low.inputs]
+    outputs = [_tensor_entry(t) for t in low.outputs]
+    memory_map = {"activations": gmap["buffers"], "activation_bytes": gmap["activation_bytes"],
+                  "constants": {"base": consts.base, "bytes": consts.nbytes, "segments": len(consts.segments)},
+                  "scratch": {"base": scratch_base, "bytes": scratch["top"]},
+                  "local_memory_peak": {str(c): e.arena.peak for c, e in sorted(em.items())},
+                  "local_memory_size": hw["lmem"]}
+    report = _report(low, mats, plans, used, hw, prog, em, links, mapping, replication)
+    report["compile_seconds"] = {"quantize": t_q - t0, "map": t_map - t_q, "codegen": t_gen - t_map,
+                                 "assemble": t_end - t_gen, "total": t_end - t0}
+    return Compiled(prog, weights, dict(consts.segments), low, cfg, report, memory_map, inputs, outputs)
+
+
+def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg) -> PimProgram:
+    cores = {}
+    agm = {}
+    for c, e in sorted(em.items()):
+        arr = np.array(e.rows, dtype=DTYPE) if e.rows else np.zeros(0, DTYPE)
+        cores[c] = arr
+        agm[c] = list(e.group_xbars)
+    extended = any(len(v) > STRICT_GROUPS for v in agm.values())
+    prog = PimProgram(cores=cores, array_group_map=agm, chip_cores=hw["cores"], extended=extended)
+    prog.config_extra = {"xbar_size": [hw["rows"], hw["cols"]], "xbar_array_count": hw["xbars"]}
+    return prog
+
+
+def _weights(em: dict[int, CoreEmitter], mats: list[MatLayer]) -> dict[tuple[int, int], np.ndarray]:
+    out = {}
+    for c, e in em.items():
+        for (li, r, u, h), g in e.groups.items():
+            l = mats[li]
+            ag = next(a for a in l.plan.ags[r] if a.unit == u and a.row_slice == h)
+            out[(c, g)] = l.matrix[ag.r0:ag.r1, ag.c0:ag.c1].astype(np.int8 if l.w_bits <= 8 else np.int32)
+    return out
+
+
+def _tensor_entry(t) -> dict:
+    if len(t.shape) == 4 and t.is_hwc:
+        n, c, h, w = t.shape
+        shape, layout = [n, h, w, c], "NHWC"
+    elif t.perm is None:
+        shape, layout = list(t.shape), "NCHW" if len(t.shape) == 4 else "NC"
+    else:
+        shape, layout = [int(np.prod(t.shape))], "PERM"
+    return {"name": t.name, "shape": shape, "bits": t.bits, "scale": float(t.scale), "zero_point": 0,
+            "layout": layout, "address": int(t.buf.addr), "logical_shape": list(t.shape)}
+
+
+def _report(low, mats, plans, used, hw, prog, em, links, mapping, replication) -> dict:
+    total = hw["cores"] * hw["xbars"]
+    xb_used = sum(used) if used else 0
+    cells = sum(int(l.K) * int(l.N) * p.replicas for l, p in zip(mats, plans))
+    per_layer = []
+    for l, p in zip(mats, plans):
+        per_layer.append({"name": l.name, "op": l.op, "K": int(l.K), "N": int(l.N), "windows": int(l.windows),
+                          "hbar": p.hbar, "agp": p.agp, "xbars_per_replica": p.xbars_per_replica,
+                          "replicas": p.replicas, "ags": sum(len(a) for a in p.ags),
+                          "cores": sorted({a.core for ags in p.ags for a in ags}), "acc_bits": l.acc_bits})
+    per_core = {}
+    for c, e in sorted(em.items()):
+        per_core[str(c)] = {"instructions": len(e.rows), "groups": len(e.group_xbars),
+                            "xbars": int(sum(e.group_xbars)), "lmem_peak": e.arena.peak}
+    return {
+        "hardware": hw,
+        "crossbars_used": xb_used, "crossbars_total": total,
+        "crossbar_utilization": xb_used / total if total else 0.0,
+        "cell_utilization": cells / (xb_used * hw["rows"] * hw["cols"]) if xb_used else 0.0,
+        "array_groups": sum(len(v) for v in prog.array_group_map.values()),
+        "cores_used": len(em), "extended_encoding": prog.extended,
+        "instructions": len(prog), "op_counts": prog.op_counts(),
+        "layers": per_layer, "per_core": per_core,
+        "options": {"mapping": mapping, "replication": replication, "core_links": links},
+        "ops": [l.op for l in low.layers],
+    }

@@ -1,0 +1,236 @@
+"""Per-core instruction emission with register tracking, offsets and chunking.
+
+Register convention (every core):
+
+====== ==============================================================
+r0, r2 always 0: the high words of the global-address pairs (D6)
+r1     low word of the global *source* address (ld)
+r3     low word of the global *destination* address (st)
+r4     scalar bound of vrsl / vrsu
+r5     element stride of vavg
+r6     destination of mvmul
+r7–r31 cache of local addresses (least recently used is replaced)
+====== ==============================================================
+
+Addresses already in a register are reused; otherwise the emitter prefers an ``offset`` on a
+register that holds a nearby value (ld/st/lmv/lldi and chunks of long vector instructions), so
+most instructions need no address set-up at all (spec §11.3 item 4).  Long operations are split
+into chunks that fit the 11-bit ``len`` field (2047 elements or bytes).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from ..isa import OPCODE
+
+MAXLEN = 2047          # 11-bit len/size field
+_OFS_LIMIT = 1 << 27   # keep offsets well inside the signed 29-bit field
+_POOL = tuple(range(7, 32))
+
+_SLDI, _SADDI, _SETBW, _MVMUL = OPCODE["sldi"], OPCODE["saddi"], OPCODE["setbw"], OPCODE["mvmul"]
+_LD, _ST, _LLDI, _LMV = OPCODE["ld"], OPCODE["st"], OPCODE["lldi"], OPCODE["lmv"]
+_SEND, _RECV, _WAIT, _SYNC = OPCODE["send"], OPCODE["recv"], OPCODE["wait"], OPCODE["sync"]
+_VAVG = OPCODE["vavg"]
+
+
+class LmemArena:
+    """Bump allocator of one core's local memory; ``reset`` frees everything (reuse per layer)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.top = 0
+        self.peak = 0
+
+    def alloc(self, nbytes: int, align: int = 4) -> int:
+        a = -(-self.top // align) * align
+        self.top = a + nbytes
+        self.peak = max(self.peak, self.top)
+        return a
+
+    def reset(self) -> None:
+        self.top = 0
+
+
+class CoreEmitter:
+    """Instruction rows of one core (tuples in :data:`~nnisa.targets.pim.isa.COLUMNS` order)."""
+
+    def __init__(self, cid: int, lmem_size: int):
+        self.cid = cid
+        self.rows: list[tuple] = []
+        self.reg = [0] * 32            # every register value is known (all start at 0)
+        self.cache: OrderedDict[int, int] = OrderedDict()   # value -> register (LRU order)
+        self.owner: dict[int, int] = {}                      # register -> cached value
+        self.widths: tuple[int, int] | None = None
+        self.arena = LmemArena(lmem_size)
+        self.groups: dict[object, int] = {}                  # AG key -> group id (first use order)
+        self.group_xbars: list[int] = []
+
+    # ------------------------------------------------------------------ scalar / registers
+    def _set(self, r: int, value: int) -> None:
+        if self.reg[r] != value:
+            self.rows.append((_SLDI, r, 0, 0, 0, value, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.reg[r] = value
+
+    def lreg(self, value: int) -> int:
+        """A register holding local address ``value`` (cached; sldi on a miss)."""
+        r = self.cache.get(value)
+        if r is not None:
+            self.cache.move_to_end(value)
+            return r
+        if len(self.owner) < len(_POOL):
+            r = _POOL[len(self.owner)]
+        else:
+            old, r = self.cache.popitem(last=False)
+        self.owner[r] = value
+        self.cache[value] = r
+        self._set(r, value)
+        return r
+
+    def near(self, value: int) -> tuple[int, int]:
+        """(register, offset) with reg + offset == value, preferring a cached nearby register."""
+        r = self.cache.get(value)
+        if r is not None:
+            self.cache.move_to_end(value)
+            return r, 0
+        best = None
+        for v, rr in self.cache.items():
+            d = value - v
+            if -_OFS_LIMIT < d < _OFS_LIMIT and (best is None or abs(d) < abs(best[1])):
+                best = (rr, d)
+        if best is not None:
+            self.cache.move_to_end(self.owner[best[0]])
+            return best
+        return self.lreg(value), 0
+
+    def _gbase(self, r: int, addr: int) -> int:
+        d = addr - self.reg[r]
+        if not -_OFS_LIMIT < d < _OFS_LIMIT:
+            self._set(r, addr)
+            d = 0
+        return d
+
+    def setbw(self, ibiw: int, obiw: int) -> None:
+        if self.widths != (ibiw, obiw):
+            self.rows.append((_SETBW, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ibiw, obiw, 0, 0))
+            self.widths = (ibiw, obiw)
+
+    def bound(self, value: int) -> int:
+        self._set(4, value)
+        return 4
+
+    # ------------------------------------------------------------------ transfers
+    def ld(self, laddr: int, gaddr: int, size: int) -> None:
+        """LMem[laddr, +size) ← GMem[gaddr, +size) (chunked)."""
+        done = 0
+        while done < size:
+            n = min(MAXLEN, size - done)
+            lr, lo = self.near(laddr + done)
+            go = self._gbase(1, gaddr + done)
+            if lo == 0:
+                self.rows.append((_LD, lr, 0, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, go))
+            elif lo == go:
+                self.rows.append((_LD, lr, 0, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, go))
+            else:
+                lr = self.lreg(laddr + done)
+                self.rows.append((_LD, lr, 0, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, go))
+            done += n
+
+    def st(self, gaddr: int, laddr: int, size: int) -> None:
+        """GMem[gaddr, +size) ← LMem[laddr, +size) (chunked)."""
+        done = 0
+        while done < size:
+            n = min(MAXLEN, size - done)
+            lr, lo = self.near(laddr + done)
+            go = self._gbase(3, gaddr + done)
+            if lo == 0:
+                self.rows.append((_ST, 2, lr, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, go))
+            elif lo == go:
+                self.rows.append((_ST, 2, lr, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, go))
+            else:
+                lr = self.lreg(laddr + done)
+                self.rows.append((_ST, 2, lr, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, go))
+            done += n
+
+    def lldi(self, laddr: int, byte: int, size: int) -> None:
+        done = 0
+        while done < size:
+            n = min(MAXLEN, size - done)
+            r, o = self.near(laddr + done)
+            self.rows.append((_LLDI, r, 0, 0, n, byte, 0, 0, 0, 0, 0, 0, 0, 0, 0, o))
+            done += n
+
+    def lmv(self, dst: int, src: int, size: int) -> None:
+        done = 0
+        while done < size:
+            n = min(MAXLEN, size - done)
+            rs, o = self.near(src + done)
+            rd = self.lreg(dst + done)
+            self.rows.append((_LMV, rd, rs, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
+            done += n
+
+    def send(self, laddr: int, dst: int, size: int) -> None:
+        done = 0
+        while done < size:
+            n = min(MAXLEN, size - done)
+            r, o = self.near(laddr + done)
+            self.rows.append((_SEND, 0, r, 0, n, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, o))
+            done += n
+
+    def recv(self, laddr: int, src: int, size: int) -> None:
+        done = 0
+        while done < size:
+            n = min(MAXLEN, size - done)
+            r, o = self.near(laddr + done)
+            self.rows.append((_RECV, r, 0, 0, n, 0, 0, 0, 0, src, 0, 0, 0, 0, 0, o))
+            done += n
+
+    def sync(self, ev: int, core: int) -> None:
+        self.rows.append((_SYNC, 0, 0, 0, 0, 0, 0, 0, 0, core, ev, 0, 0, 0, 0, 0))
+
+    def wait(self, ev: int, val: int) -> None:
+        self.rows.append((_WAIT, 0, 0, 0, 0, 0, 0, 0, 0, 0, ev, val, 0, 0, 0, 0))
+
+    # ------------------------------------------------------------------ matrix / vector
+    def group_id(self, key, xbars: int) -> int:
+        g = self.groups.get(key)
+        if g is None:
+            g = self.groups[key] = len(self.group_xbars)
+            self.group_xbars.append(xbars)
+        return g
+
+    def mvmul(self, dst: int, src: int, group: int, mbiw: int) -> None:
+        rs = self.lreg(src)
+        self._set(6, dst)
+        self.rows.append((_MVMUL, 6, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
+
+    def vv(self, op: str, d: int, a: int, b: int, n: int) -> None:
+        """Binary vector op (vvadd, vvsub, vvmax, vvsll, vvsra, ...) of ``n`` elements."""
+        code = OPCODE[op]
+        rd, ra, rb = self.lreg(d), self.lreg(a), self.lreg(b)
+        done = 0
+        while done < n:
+            k = min(MAXLEN, n - done)
+            self.rows.append((code, rd, ra, rb, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7 if done else 0, done))
+            done += k
+
+    def vv_ofs(self, op: str, d: int, a: int, b: int, n: int, sel: int, ofs: int) -> None:
+        """One vector op with explicit registers for the bases and an element offset."""
+        self.rows.append((OPCODE[op], d, a, b, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, sel, ofs))
+
+    def vrs(self, op: str, d: int, a: int, bound: int, n: int) -> None:
+        """vrsl / vrsu of ``n`` elements with scalar bound ``bound``."""
+        code = OPCODE[op]
+        rd, ra = self.lreg(d), self.lreg(a)
+        rb = self.bound(bound)
+        done = 0
+        while done < n:
+            k = min(MAXLEN, n - done)
+            self.rows.append((code, rd, ra, rb, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3 if done else 0, done))
+            done += k
+
+    def vavg(self, d: int, a: int, stride: int, n: int, ofs: int) -> None:
+        rd = self.lreg(d)
+        ra = self.lreg(a)
+        self._set(5, stride)
+        self.rows.append((_VAVG, rd, ra, 5, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ofs))

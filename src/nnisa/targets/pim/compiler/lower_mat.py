@@ -1,0 +1,267 @@
+"""Code generation of Conv / Gemm layers (batch schedule, spec §11.3 item 2).
+
+Per replica and column unit, output windows are processed in *batches* of ``B`` consecutive
+output positions (HWC order, so the batch's outputs are one contiguous store).  Per window,
+every core holding AGs of the unit loads the part of the HWC im2col patch its AGs read
+(``kh`` contiguous rows of ``kw·C`` bytes; padding filled by ``lldi``) and issues one
+``mvmul`` per AG (``setbw a, acc``: exact, the accumulator width ``acc`` is chosen so that it
+cannot wrap).  Per batch:
+
+* ``setbw acc, acc``; ``vvadd`` the partial sums of the core's AGs (whole batch at once);
+* a core that is not the unit's *home* sends its sum to the home core (``send``/``recv``), or,
+  without core-to-core links, stores it to a global scratch area that the home core reads
+  after a barrier;
+* the home core adds the other cores' sums, then one ``vvadd`` of the constant vector
+  ``bias + 2^(s-1)`` (bias and rounding constant merged: the addition is exact), ``vvsra`` by
+  the shift vector ``s`` (round half up, identical to the frontend's ``rshift_round``); for
+  channels with a left shift, a pre-clamp to ``[-2^(b-1)-1, 2^(b-1)]`` and ``vvsll``;
+* ``setbw acc, b``; ``vrsl`` with bound ``lo`` (−128, or 0 = fused ReLU) saturates to ``b``
+  bits; ``vrsu`` with ``hi`` only when the clamp's upper bound is below the type maximum;
+* one ``st`` of the batch's outputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .emit import MAXLEN, CoreEmitter
+from .graph import MatLayer
+from .mapping import units
+from .memory_plan import ConstPool, elem_bytes
+
+
+def _patch_taps(layer: MatLayer, oy: int, ox: int, in_addr: int) -> list[tuple[int, int, int]]:
+    """Segments ``(patch_offset, gmem_addr or -1 for zeros, size)`` of one window's patch."""
+    h, w, c = layer.in_hwc
+    kh, kw = layer.kernel
+    sh, sw = layer.strides
+    dh, dw = layer.dilations
+    pt, pl = layer.pads[0], layer.pads[1]
+    segs: list[list[int]] = []
+    for ky in range(kh):
+        iy = oy * sh - pt + ky * dh
+        for kx in range(kw):
+            ix = ox * sw - pl + kx * dw
+            off = (ky * kw + kx) * c
+            g = in_addr + (iy * w + ix) * c if (0 <= iy < h and 0 <= ix < w) else -1
+            if segs:
+                lo, lg, ls = segs[-1]
+                if lo + ls == off and ((g < 0 and lg < 0) or (g >= 0 and lg >= 0 and lg + ls == g)):
+                    segs[-1][2] += c
+                    continue
+            segs.append([off, g, c])
+    return [tuple(s) for s in segs]
+
+
+def _clip_segments(segs, k0: int, k1: int):
+    out = []
+    for off, g, size in segs:
+        a, b = max(off, k0), min(off + size, k1)
+        if a < b:
+            out.append((a - k0, -1 if g < 0 else g + (a - off), b - a))
+    return out
+
+
+class MatCodegen:
+    """Emits one MatLayer onto the per-core emitters."""
+
+    def __init__(self, layer: MatLayer, em: dict[int, CoreEmitter], consts: ConstPool, *,
+                 links: bool, batch: int, scratch_alloc):
+        self.l = layer
+        self.em = em
+        self.consts = consts
+        self.links = links
+        self.batch = batch
+        self.scratch_alloc = scratch_alloc
+        self.ab = layer.inputs[0].bits
+        self.ob = layer.out.bits
+        self.acc = layer.acc_bits
+        self.accb = elem_bytes(self.acc)
+        self.in_addr = layer.inputs[0].buf.addr
+        self.out_addr = layer.out.buf.addr
+        self._const_cache: dict[tuple, dict] = {}
+        self._templates: dict[tuple, list] = {}
+        self.deferred: list = []   # gmem-mode reductions run after a barrier
+
+    # ------------------------------------------------------------------ constants
+    def _consts(self, core: int, c0: int, c1: int, b: int) -> dict:
+        key = (core, c0, c1, b)
+        got = self._const_cache.get(key)
+        if got is not None:
+            return got
+        l = self.l
+        s = l.shift[c0:c1]
+        shr = np.maximum(s, 0)
+        shl = np.maximum(-s, 0)
+        half = np.where(shr > 0, np.left_shift(1, np.maximum(shr - 1, 0)), 0)
+        e = self.em[core]
+        n = (c1 - c0) * b
+        out = {}
+        for name, vec in (("bias", l.bias[c0:c1] + half), ("shr", shr), ("shl", shl)):
+            if name == "shl" and not shl.any():
+                continue
+            if name == "shr" and not shr.any():
+                continue
+            ga = self.consts.add(np.tile(vec, b), self.acc)
+            la = e.arena.alloc(n * self.accb)
+            e.ld(la, ga, n * self.accb)
+            out[name] = la
+        self._const_cache[key] = out
+        return out
+
+    # ------------------------------------------------------------------ patch loading
+    def _load_patch(self, e: CoreEmitter, p: int, patch: int, k0: int, k1: int) -> None:
+        l = self.l
+        ow = l.out_hw[1]
+        oy, ox = divmod(p, ow)
+        h, w, c = l.in_hwc
+        kh, kw = l.kernel
+        sh, sw = l.strides
+        dh, dw = l.dilations
+        iy0, ix0 = oy * sh - l.pads[0], ox * sw - l.pads[1]
+        interior = iy0 >= 0 and ix0 >= 0 and iy0 + (kh - 1) * dh < h and ix0 + (kw - 1) * dw < w
+        if interior:
+            key = (k0, k1)
+            tpl = self._templates.get(key)
+            if tpl is None:
+                # relative to the window's top-left input pixel
+                tpl = self._templates[key] = self._interior_template(k0, k1)
+            base = self.in_addr + (iy0 * w + ix0) * c
+            for off, g, size in tpl:
+                e.ld(patch + off, base + g, size)
+            return
+        for off, g, size in _clip_segments(_patch_taps(l, oy, ox, self.in_addr), k0, k1):
+            if g < 0:
+                e.lldi(patch + off, 0, size)
+            else:
+                e.ld(patch + off, g, size)
+
+    def _interior_template(self, k0: int, k1: int):
+        l = self.l
+        h, w, c = l.in_hwc
+        kh, kw = l.kernel
+        dh, dw = l.dilations
+        segs = []
+        for ky in range(kh):
+            for kx in range(kw):
+                off = (ky * kw + kx) * c
+                g = (ky * dh * w + kx * dw) * c
+                if segs and segs[-1][0] + segs[-1][2] == off and segs[-1][1] + segs[-1][2] == g:
+                    segs[-1][2] += c
+                else:
+                    segs.append([off, g, c])
+        out = []
+        for off, g, size in segs:
+            a, b = max(off, k0), min(off + size, k1)
+            if a < b:
+                out.append((a - k0, g + (a - off), b - a))
+        return out
+
+    # ------------------------------------------------------------------ main
+    def emit(self) -> None:
+        plan = self.l.plan
+        for r, ags in enumerate(plan.ags):
+            p0, p1 = plan.windows[r]
+            for unit in units(ags):
+                self._unit(r, unit, p0, p1)
+
+    def _unit(self, r: int, unit, p0: int, p1: int) -> None:
+        l = self.l
+        c0, c1 = unit[0].c0, unit[0].c1
+        nu = c1 - c0
+        bmax = max(1, min(self.batch, MAXLEN // nu if nu <= MAXLEN else 1))
+        home = next(a.core for a in unit if a.row_slice == 0)
+        by_core: dict[int, list] = {}
+        for a in unit:
+            by_core.setdefault(a.core, []).append(a)
+        cores = [c for c in by_core if c != home] + [home]
+        # per-core buffers for this unit
+        bufs = {}
+        for c in cores:
+            e = self.em[c]
+            my = by_core[c]
+            k0, k1 = min(a.r0 for a in my), max(a.r1 for a in my)
+            patch = e.arena.alloc(k1 - k0)
+            parts = [e.arena.alloc(bmax * nu * self.accb) for _ in my]
+            bufs[c] = (my, k0, k1, patch, parts)
+        e_home = self.em[home]
+        rbuf = e_home.arena.alloc(bmax * nu * self.accb) if len(cores) > 1 else None
+        obuf = e_home.arena.alloc(bmax * nu * elem_bytes(self.ob))
+        consts = self._consts(home, c0, c1, bmax)
+        for q0 in range(p0, p1, bmax):
+            q1 = min(p1, q0 + bmax)
+            nb = q1 - q0
+            for c in cores:
+                self._partials(c, bufs[c], q0, q1, nu)
+            n = nb * nu
+            if len(cores) > 1 and self.links:
+                for c in cores[:-1]:
+                    self.em[c].send(bufs[c][4][0], home, n * self.accb)
+                    e_home.recv(rbuf, c, n * self.accb)
+                    e_home.vv("vvadd", bufs[home][4][0], bufs[home][4][0], rbuf, n)
+            elif len(cores) > 1:
+                # global-memory path: partial sums go to scratch, reduced after the barrier
+                slots = []
+                for c in cores:
+                    ga = self.scratch_alloc(n * self.accb)
+                    self.em[c].st(ga, bufs[c][4][0], n * self.accb)
+                    slots.append(ga)
+                self.deferred.append((home, bufs[home][4][0], slots, q0, q1, c0, c1, rbuf, obuf, consts))
+                continue
+            self._finish(e_home, bufs[home][4][0], consts, obuf, q0, q1, c0, c1)
+
+    def _partials(self, c: int, buf, q0: int, q1: int, nu: int) -> None:
+        l = self.l
+        e = self.em[c]
+        my, k0, k1, patch, parts = buf
+        mbiw = l.w_bits
+        for i, p in enumerate(range(q0, q1)):
+            e.setbw(self.ab, self.acc)
+            self._load_patch(e, p, patch, k0, k1)
+            for a, part in zip(my, parts):
+                g = e.group_id((a.layer, a.replica, a.unit, a.row_slice), a.xbars)
+                e.mvmul(part + i * nu * self.accb, patch + a.r0 - k0, g, mbiw)
+        n = (q1 - q0) * nu
+        if len(my) > 1:
+            e.setbw(self.acc, self.acc)
+            for part in parts[1:]:
+                e.vv("vvadd", parts[0], parts[0], part, n)
+
+    def finish_deferred(self) -> None:
+        """Global-memory path: load the scratch partial sums, reduce and requantize."""
+        for home, acc_buf, slots, q0, q1, c0, c1, rbuf, obuf, consts in self.deferred:
+            e = self.em[home]
+            n = (q1 - q0) * (c1 - c0)
+            e.setbw(self.acc, self.acc)
+            e.ld(acc_buf, slots[-1], n * self.accb)   # the home core's own sum (stored last)
+            for ga in slots[:-1]:
+                e.ld(rbuf, ga, n * self.accb)
+                e.vv("vvadd", acc_buf, acc_buf, rbuf, n)
+            self._finish(e, acc_buf, consts, obuf, q0, q1, c0, c1)
+
+    def _finish(self, e: CoreEmitter, acc_buf: int, consts: dict, obuf: int, q0: int, q1: int, c0: int, c1: int) -> None:
+        l = self.l
+        nu = c1 - c0
+        n = (q1 - q0) * nu
+        acc = self.acc
+        e.setbw(acc, acc)
+        e.vv("vvadd", acc_buf, acc_buf, consts["bias"], n)
+        if "shr" in consts:
+            e.vv("vvsra", acc_buf, acc_buf, consts["shr"], n)
+        lo, hi = l.clamp
+        tmax = (1 << (self.ob - 1)) - 1
+        if "shl" in consts:
+            e.vrs("vrsl", acc_buf, acc_buf, -tmax - 2, n)
+            e.vrs("vrsu", acc_buf, acc_buf, tmax + 1, n)
+            e.vv("vvsll", acc_buf, acc_buf, consts["shl"], n)
+        e.setbw(acc, self.ob)
+        e.vrs("vrsl", obuf, acc_buf, lo, n)
+        if hi < tmax:
+            e.setbw(self.ob, self.ob)
+            e.vrs("vrsu", obuf, obuf, hi, n)
+        ob = elem_bytes(self.ob)
+        if nu == l.N:
+            e.st(self.out_addr + q0 * l.N * ob, obuf, n * ob)
+        else:
+            for i, p in enumerate(range(q0, q1)):
+                e.st(self.out_addr + (p * l.N + c0) * ob, obuf + i * nu * ob, nu * ob)

@@ -1,0 +1,251 @@
+"""Code generation of the vector layers: MaxPool/AveragePool, GlobalAveragePool, Add/Sub, Relu/Clip.
+
+Work is split into contiguous pieces (output rows, channel ranges or element chunks) spread
+over the *worker* cores (the cores that hold array groups), so the vector unit of every core
+is used.  All data is int8 in HWC order in global memory.
+
+* MaxPool: the input rows of one output row are loaded once; each output pixel is a chain of
+  ``vvmax`` over its valid taps (padding never contributes), with the tap address taken as a
+  per-tap base register plus an element offset ``ox·sw·C`` (no address set-up per tap).
+* AveragePool: the counted part of each window is gathered into a contiguous buffer
+  ``[ny][nx][C]`` (zeros by ``lldi`` where padding counts), then one ``vavg`` per channel with
+  stride ``C`` and ``len = count``; ``vavg`` rounds half away from zero, exactly the frontend's
+  ``div_round_away``.
+* GlobalAveragePool: one ``vavg`` per channel over ``H·W`` elements with stride ``C``.
+* Add/Sub: ``vvsll`` widens each input to the accumulator width while applying its rescale
+  shift, ``vvadd``/``vvsub``, rounding constant, ``vvsra``, ``vrsl``/``vrsu`` saturation.
+* Relu/Clip: ``vrsl``/``vrsu`` at 8 bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....core.errors import UnsupportedError
+from .emit import MAXLEN, CoreEmitter
+from .graph import ClampLayer, EltLayer, GapLayer, PoolLayer
+from .memory_plan import ConstPool, elem_bytes
+
+
+def split(n: int, parts: int) -> list[tuple[int, int]]:
+    """``n`` items in at most ``parts`` contiguous, balanced, non-empty ranges."""
+    parts = max(1, min(parts, n))
+    base, extra = divmod(n, parts)
+    out, p = [], 0
+    for i in range(parts):
+        q = p + base + (1 if i < extra else 0)
+        out.append((p, q))
+        p = q
+    return out
+
+
+def _where(layer) -> str:
+    return f"node {layer.name} ({layer.op})"
+
+
+def emit_pool(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
+    h, w, c = layer.in_hwc
+    oh, ow = layer.out_hw
+    kh, kw = layer.kernel
+    sh, sw = layer.strides
+    dh, dw = layer.dilations
+    pt, pl = layer.pads[0], layer.pads[1]
+    bits = layer.out.bits
+    if bits > 8:
+        raise UnsupportedError("pooling of > 8-bit tensors", where=_where(layer))
+    ina, outa = layer.inputs[0].buf.addr, layer.out.buf.addr
+    rowb = w * c
+    for core, (r0, r1) in zip(workers, split(oh, len(workers))):
+        e = em[core]
+        span = (kh - 1) * dh + 1
+        inbuf = e.arena.alloc(span * rowb)
+        obuf = e.arena.alloc(ow * c)
+        gbuf = e.arena.alloc(kh * kw * c) if layer.kind == "avg" else None
+        e.setbw(bits, bits)
+        for oy in range(r0, r1):
+            y0 = oy * sh - pt
+            ya, yb = max(0, y0), min(h, y0 + span)
+            if ya < yb:
+                e.ld(inbuf + (ya - y0) * rowb, ina + ya * rowb, (yb - ya) * rowb)
+            for ox in range(ow):
+                x0 = ox * sw - pl
+                if layer.kind == "max":
+                    _max_pixel(e, layer, inbuf, obuf, y0, x0, ox)
+                else:
+                    _avg_pixel(e, layer, inbuf, gbuf, obuf, y0, x0, oy, ox)
+            e.st(outa + oy * ow * c, obuf, ow * c)
+
+
+def _max_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, obuf: int, y0: int, x0: int, ox: int) -> None:
+    h, w, c = layer.in_hwc
+    kh, kw = layer.kernel
+    sw = layer.strides[1]
+    dh, dw = layer.dilations
+    rowb = w * c
+    taps = []
+    for ky in range(kh):
+        iy = y0 + ky * dh
+        if not 0 <= iy < h:
+            continue
+        for kx in range(kw):
+            ix = x0 + kx * dw
+            if 0 <= ix < w:
+                # base (independent of ox) + element offset ox*sw*c
+                base = inbuf + (ky * dh) * rowb + (kx * dw - layer.pads[1]) * c
+                taps.append((base, ox * sw * c))
+    if not taps:
+        raise UnsupportedError("max-pool window without any input element", where=_where(layer))
+    d = obuf + ox * c
+    (b0, o0) = taps[0]
+    if len(taps) == 1:
+        e.lmv(d, b0 + o0, c)
+        return
+    rd = e.lreg(d)
+    (b1, o1) = taps[1]
+    r0, r1 = e.lreg(b0), e.lreg(b1)
+    rd = e.lreg(d)
+    e.vv_ofs("vvmax", rd, r0, r1, c, 6, o0)
+    for b, o in taps[2:]:
+        rb = e.lreg(b)
+        rd = e.lreg(d)
+        e.vv_ofs("vvmax", rd, rd, rb, c, 4, o)
+
+
+def _avg_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, gbuf: int, obuf: int, y0: int, x0: int,
+               oy: int, ox: int) -> None:
+    h, w, c = layer.in_hwc
+    kh, kw = layer.kernel
+    if layer.dilations != (1, 1):
+        raise UnsupportedError("dilated AveragePool", where=_where(layer))
+    pt, pl, pb, pr = layer.pads
+    if layer.count_include_pad:
+        ylo, yhi, xlo, xhi = -pt, h + pb, -pl, w + pr
+    else:
+        ylo, yhi, xlo, xhi = 0, h, 0, w
+    ya, yb = max(y0, ylo), min(y0 + kh, yhi)
+    xa, xb = max(x0, xlo), min(x0 + kw, xhi)
+    ny, nx = yb - ya, xb - xa
+    count = ny * nx
+    if count != int(layer.counts[oy, ox]):
+        raise UnsupportedError("AveragePool divisor layout not supported (ceil_mode overhang)", where=_where(layer))
+    if count > MAXLEN:
+        raise UnsupportedError("AveragePool window larger than 2047 elements", where=_where(layer))
+    rowb = w * c
+    for i, iy in enumerate(range(ya, yb)):
+        dst = gbuf + i * nx * c
+        if not 0 <= iy < h:
+            e.lldi(dst, 0, nx * c)
+            continue
+        ia, ib = max(xa, 0), min(xb, w)
+        if ia > xa:
+            e.lldi(dst, 0, (ia - xa) * c)
+        if ib > ia:
+            e.lmv(dst + (ia - xa) * c, inbuf + (iy - y0) * rowb + ia * c, (ib - ia) * c)
+        if xb > ib:
+            e.lldi(dst + (ib - xa) * c, 0, (xb - ib) * c)
+    for ch in range(c):
+        e.vavg(obuf + ox * c + ch, gbuf, c, count, ch)
+
+
+def emit_gap(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
+    h, w, c = layer.in_hwc
+    n = h * w
+    if n > MAXLEN:
+        raise UnsupportedError(f"GlobalAveragePool over {n} > 2047 positions", where=_where(layer))
+    bits = layer.out.bits
+    ina, outa = layer.inputs[0].buf.addr, layer.out.buf.addr
+    for core, (c0, c1) in zip(workers, split(c, max(1, min(len(workers), c // 32 or 1)))):
+        e = em[core]
+        inbuf = e.arena.alloc(n * c)
+        obuf = e.arena.alloc(c1 - c0)
+        e.ld(inbuf, ina, n * c)
+        e.setbw(bits, bits)
+        for ch in range(c0, c1):
+            e.vavg(obuf + ch - c0, inbuf, c, n, ch)
+        e.st(outa + c0, obuf, c1 - c0)
+
+
+def _chunks(total: int, workers: list[int], chunk: int):
+    pieces = [(p, min(total, p + chunk)) for p in range(0, total, chunk)]
+    per = split(len(pieces), len(workers))
+    for core, (i0, i1) in zip(workers, per):
+        yield core, pieces[i0:i1]
+
+
+def emit_elt(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], consts: ConstPool) -> None:
+    a, b = layer.inputs
+    ab, bb, ob, acc = a.bits, b.bits, layer.out.bits, layer.acc_bits
+    if max(ab, bb, ob) > 8:
+        raise UnsupportedError("element-wise op on > 8-bit tensors", where=_where(layer))
+    accb = elem_bytes(acc)
+    h, w, c = layer.out.buf.hwc
+    total = h * w * c
+    chunk = min(MAXLEN, total)
+    s = layer.shift
+    shr, shl = max(s, 0), max(-s, 0)
+    half = (1 << (shr - 1)) if shr > 0 else 0
+    lo, hi = layer.clamp
+    tmax = (1 << (ob - 1)) - 1
+    if shl and tmax + 1 << shl >= 1 << (acc - 1):
+        raise UnsupportedError("Add requant left shift too large", where=_where(layer))
+    for core, pieces in _chunks(total, workers, chunk):
+        e = em[core]
+        n0 = pieces[0][1] - pieces[0][0]
+        abuf, bbuf = e.arena.alloc(n0), e.arena.alloc(n0)
+        A, B = e.arena.alloc(n0 * accb), e.arena.alloc(n0 * accb)
+        obuf = e.arena.alloc(n0)
+        ksa = e.arena.alloc(n0)
+        ksb = e.arena.alloc(n0)
+        kr = e.arena.alloc(n0 * accb)
+        e.ld(ksa, consts.add(np.full(n0, layer.in_shifts[0]), 8), n0)
+        e.ld(ksb, consts.add(np.full(n0, layer.in_shifts[1]), 8), n0)
+        e.ld(kr, consts.add(np.full(n0, half), acc), n0 * accb)
+        if shr:
+            ks = e.arena.alloc(n0 * accb)
+            e.ld(ks, consts.add(np.full(n0, shr), acc), n0 * accb)
+        if shl:
+            kl = e.arena.alloc(n0 * accb)
+            e.ld(kl, consts.add(np.full(n0, shl), acc), n0 * accb)
+        for p, q in pieces:
+            n = q - p
+            e.ld(abuf, a.buf.addr + p, n)
+            e.ld(bbuf, b.buf.addr + p, n)
+            e.setbw(8, acc)
+            e.vv("vvsll", A, abuf, ksa, n)
+            e.vv("vvsll", B, bbuf, ksb, n)
+            e.setbw(acc, acc)
+            e.vv("vvsub" if layer.sub else "vvadd", A, A, B, n)
+            if shr:
+                e.vv("vvadd", A, A, kr, n)
+                e.vv("vvsra", A, A, ks, n)
+            if shl:
+                e.vrs("vrsl", A, A, -tmax - 2, n)
+                e.vrs("vrsu", A, A, tmax + 1, n)
+                e.vv("vvsll", A, A, kl, n)
+            e.setbw(acc, ob)
+            e.vrs("vrsl", obuf, A, lo, n)
+            if hi < tmax:
+                e.setbw(ob, ob)
+                e.vrs("vrsu", obuf, obuf, hi, n)
+            e.st(layer.out.buf.addr + p, obuf, n)
+
+
+def emit_clamp(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
+    x = layer.inputs[0]
+    bits = layer.out.bits
+    if bits > 8 or x.bits != bits:
+        raise UnsupportedError("Relu/Clip changing the element width", where=_where(layer))
+    h, w, c = x.buf.hwc
+    total = h * w * c
+    lo, hi = layer.clamp
+    tmax = (1 << (bits - 1)) - 1
+    for core, pieces in _chunks(total, workers, min(MAXLEN, total)):
+        e = em[core]
+        buf = e.arena.alloc(pieces[0][1] - pieces[0][0])
+        e.setbw(bits, bits)
+        for p, q in pieces:
+            e.ld(buf, x.buf.addr + p, q - p)
+            e.vrs("vrsl", buf, buf, lo, q - p)
+            if hi < tmax:
+                e.vrs("vrsu", buf, buf, hi, q - p)
+            e.st(layer.out.buf.addr + p, buf, q - p)

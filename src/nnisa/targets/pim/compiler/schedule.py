@@ -1,0 +1,30 @@
+"""Schedules: the batch (layer-by-layer) order and the barrier used between layers.
+
+Batch / high-throughput mode: layer by layer, every layer's outputs go to global memory; all
+participating cores meet at a barrier before the next layer reads them.  The barrier respects
+the *equality* semantics of ``wait`` (§5.5): the leader waits for ``ev0 == n − 1`` (one
+``sync`` from every other core), then releases each core with ``sync ev1``; a follower does
+``sync ev0 → leader`` and ``wait ev1, 1``.  A follower cannot reach the next barrier's
+``sync`` before the leader has consumed (reset) the current count, so the counter can never
+overshoot the awaited value.
+"""
+
+from __future__ import annotations
+
+from .emit import CoreEmitter
+
+EV_ARRIVE = 0
+EV_RELEASE = 1
+
+
+def barrier(em: dict[int, CoreEmitter], cores: list[int]) -> None:
+    """Emit one barrier among ``cores`` (sorted; the lowest id leads)."""
+    if len(cores) < 2:
+        return
+    lead, rest = cores[0], cores[1:]
+    for c in rest:
+        em[c].sync(EV_ARRIVE, lead)
+        em[c].wait(EV_RELEASE, 1)
+    em[lead].wait(EV_ARRIVE, len(rest))
+    for c in rest:
+        em[lead].sync(EV_RELEASE, c)
