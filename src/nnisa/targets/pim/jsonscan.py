@@ -80,8 +80,8 @@ def _build_map() -> np.ndarray:
     put(["vrelu", "vtanh", "vsigm"], rd="rd", rs1="rs1", len="len")
     put(["vmv"], rd="rd", rs1="rs1", rs2="rs2", len="len")
     put(["ld", "st"], rd="rd", rs1="rs1", size="len")
-    put(["lldi"], rd="rd", imm="imm", len="len")
-    put(["lmv"], rd="rd", rs1="rs1", len="len")
+    put(["lldi"], rd="rd", imm="imm", len="len", size="len")  # size: only when len is absent
+    put(["lmv"], rd="rd", rs1="rs1", len="len", size="len")
     put(["send"], rd="rs1", core="core", size="len")
     put(["recv"], rd="rd", core="core", size="len")
     put(["wait"], event_register="ev", wait_value="val")
