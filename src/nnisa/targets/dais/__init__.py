@@ -1,0 +1,1 @@
+"""nnisa.targets.dais"""

@@ -1,0 +1,505 @@
+"""DAIS program model: dtype utilities, the immutable columnar :class:`Program`, the
+:class:`ProgramBuilder`, static validation and statistics (spec §2, §5.6, §6.3).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import isa
+from .errors import (DaisLintWarning, DaisUndefinedWarning, DaisValidationError, DaisWidthWarning)
+
+
+class Op(NamedTuple):
+    """One op record, in binary field order."""
+
+    opcode: int
+    id0: int
+    id1: int
+    data: int
+    k: int
+    I: int  # noqa: E741 - the spec's name
+    f: int
+
+
+# ---------------------------------------------------------------------------------------------
+# dtype utilities (§2.3)
+# ---------------------------------------------------------------------------------------------
+
+def minimal_kif(qmin, qmax, step) -> tuple[int, int, int]:
+    """The smallest ``(k, I, f)`` holding the interval ``[qmin, qmax]`` with resolution ``step``.
+
+    Exact for Python ints, floats and Fractions; ``step`` must be a power of two.
+    """
+    qmin, qmax, step = Fraction(qmin), Fraction(qmax), Fraction(step)
+    if qmin == 0 and qmax == 0:
+        return (0, 0, 0)
+    if step <= 0 or (step.numerator & (step.numerator - 1)) or (step.denominator & (step.denominator - 1)):
+        raise ValueError(f"step {step} is not a power of two")
+    f = step.denominator.bit_length() - 1 if step < 1 else -(step.numerator.bit_length() - 1)
+    k = 1 if qmin < 0 else 0
+    a, b = round(qmin / step), round(qmax / step)
+    n = max(abs(a), b + 1)
+    return (k, (n - 1).bit_length() - f, f)
+
+
+def kif_to_qint(k: int, i: int, f: int) -> tuple[Fraction, Fraction, Fraction]:
+    """Full range ``(min, max, step)`` of a dtype (exact Fractions)."""
+    if k + i + f <= 0:
+        return (Fraction(0), Fraction(0), Fraction(1))
+    step = Fraction(2) ** -f
+    return (-k * Fraction(2) ** i, Fraction(2) ** i - step, step)
+
+
+def int_bounds(k: int, w: int) -> tuple[int, int]:
+    """Integer range of a ``w``-bit value (signed if ``k``)."""
+    if w <= 0:
+        return (0, 0)
+    return (-(1 << (w - 1)), (1 << (w - 1)) - 1) if k else (0, (1 << w) - 1)
+
+
+def _s64(x: int) -> int:
+    """Python int → int64 two's complement value."""
+    x &= (1 << 64) - 1
+    return x - (1 << 64) if x >> 63 else x
+
+
+# ---------------------------------------------------------------------------------------------
+# Program
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Program:
+    """An immutable DAIS program (columnar arrays; spec §2.5).
+
+    Build one with :class:`ProgramBuilder` or :meth:`from_arrays` (both validate).  ``meta`` may
+    hold ``qint`` (per-op ``(min, max, step)`` or ``None``), ``latency``, ``cost``,
+    ``adder_size`` and ``carry_size``; it never affects execution.
+    """
+
+    spec_version: int | None
+    firmware_version: int
+    n_in: int
+    n_out: int
+    inp_shifts: np.ndarray
+    out_idxs: np.ndarray
+    out_shifts: np.ndarray
+    out_negs: np.ndarray
+    opcode: np.ndarray
+    id0: np.ndarray
+    id1: np.ndarray
+    data: np.ndarray
+    k: np.ndarray
+    I: np.ndarray  # noqa: E741
+    f: np.ndarray
+    tables: tuple = ()
+    meta: dict = field(default_factory=dict)
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_arrays(cls, *, spec_version=1, firmware_version=0, inp_shifts, out_idxs, out_shifts,
+                    out_negs, ops, tables=(), meta=None, validate=True, lint=False,
+                    file=None, allow_wide=False) -> "Program":
+        """Make a program from header arrays and an ``[n_ops, 7]`` (or 8-column raw) op array.
+
+        ``ops`` columns: ``opcode, id0, id1, data, k, I, f`` (int64 data).
+        """
+        ops = np.asarray(ops, dtype=np.int64).reshape(-1, 7)
+        mk = lambda a, dt: np.ascontiguousarray(np.asarray(a, dtype=dt)).reshape(-1)  # noqa: E731
+        for name, col in (("opcode", 0), ("id0", 1), ("id1", 2), ("I", 5), ("f", 6)):
+            bad = np.nonzero((ops[:, col] < -2**31) | (ops[:, col] >= 2**31))[0]
+            if len(bad):
+                raise DaisValidationError(f"{name}={ops[bad[0], col]} does not fit int32", file=file,
+                                          where=f"op {bad[0]}")
+        p = cls(spec_version=spec_version, firmware_version=int(firmware_version),
+                n_in=len(inp_shifts), n_out=len(out_idxs),
+                inp_shifts=mk(inp_shifts, np.int32), out_idxs=mk(out_idxs, np.int32),
+                out_shifts=mk(out_shifts, np.int32), out_negs=mk(out_negs, np.int32),
+                opcode=mk(ops[:, 0], np.int32), id0=mk(ops[:, 1], np.int32), id1=mk(ops[:, 2], np.int32),
+                data=mk(ops[:, 3], np.int64), k=mk(ops[:, 4], np.int32), I=mk(ops[:, 5], np.int32),
+                f=mk(ops[:, 6], np.int32),
+                tables=tuple(mk(t, np.int32) for t in tables), meta=dict(meta or {}))
+        for a in (p.inp_shifts, p.out_idxs, p.out_shifts, p.out_negs, p.opcode, p.id0, p.id1, p.data,
+                  p.k, p.I, p.f, *p.tables):
+            a.flags.writeable = False
+        if validate:
+            validate_program(p, lint=lint, file=file, allow_wide=allow_wide)
+        return p
+
+    # -- accessors -----------------------------------------------------------------------
+    @property
+    def n_ops(self) -> int:
+        return len(self.opcode)
+
+    @property
+    def ops(self):
+        """Iterate :class:`Op` records."""
+        for row in zip(*(a.tolist() for a in (self.opcode, self.id0, self.id1, self.data, self.k, self.I,
+                                              self.f))):
+            yield Op(*row)
+
+    def op(self, i: int) -> Op:
+        return Op(int(self.opcode[i]), int(self.id0[i]), int(self.id1[i]), int(self.data[i]),
+                  int(self.k[i]), int(self.I[i]), int(self.f[i]))
+
+    def ops_array(self) -> np.ndarray:
+        """``[n_ops, 7]`` int64 array of the records."""
+        return np.stack([self.opcode, self.id0, self.id1, self.data, self.k, self.I, self.f], axis=1
+                        ).astype(np.int64).reshape(-1, 7)
+
+    def width(self) -> np.ndarray:
+        return self.k.astype(np.int64) + self.I + self.f
+
+    def data_lo(self) -> np.ndarray:
+        return (self.data & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+    def data_hi(self) -> np.ndarray:
+        return (self.data >> 32).astype(np.int32)
+
+    def qint(self, i: int) -> tuple:
+        """Stored qint of op ``i`` (metadata) or its dtype's full range."""
+        q = self.meta.get("qint")
+        if q is not None and q[i] is not None:
+            return tuple(q[i])
+        return tuple(float(v) for v in kif_to_qint(int(self.k[i]), int(self.I[i]), int(self.f[i])))
+
+    def levels(self) -> np.ndarray:
+        """ASAP depth of each op counting only adders (0/1) and every other non-input op as 1."""
+        return _levels(self)
+
+    def stats(self) -> dict[str, Any]:
+        """Opcode histogram, adder count and bits, depth, widths (spec §2.5)."""
+        return program_stats(self)
+
+    def quirk_exposure(self) -> dict[str, list[int]]:
+        return quirk_exposure(self)
+
+    def predict(self, x, n_threads: int = 1, **kw) -> np.ndarray:
+        from .interp import run
+        return run(self, x, n_threads=n_threads, **kw)
+
+    def replace(self, **changes) -> "Program":
+        """A copy with some fields changed (re-validated)."""
+        d = dict(spec_version=self.spec_version, firmware_version=self.firmware_version,
+                 inp_shifts=self.inp_shifts, out_idxs=self.out_idxs, out_shifts=self.out_shifts,
+                 out_negs=self.out_negs, ops=self.ops_array(), tables=self.tables, meta=self.meta)
+        d.update(changes)
+        return Program.from_arrays(**d)
+
+    def __eq__(self, other) -> bool:  # structural equality (metadata ignored)
+        if not isinstance(other, Program):
+            return NotImplemented
+        same = (self.spec_version == other.spec_version and self.firmware_version == other.firmware_version
+                and len(self.tables) == len(other.tables))
+        arrs = ("inp_shifts", "out_idxs", "out_shifts", "out_negs", "opcode", "id0", "id1", "data", "k",
+                "I", "f")
+        return same and all(np.array_equal(getattr(self, a), getattr(other, a)) for a in arrs) and all(
+            np.array_equal(a, b) for a, b in zip(self.tables, other.tables))
+
+    __hash__ = None
+
+    def prune(self) -> "Program":
+        """Explicit dead-code elimination (never implicit, D11)."""
+        live = np.zeros(self.n_ops, bool)
+        stack = [int(i) for i in self.out_idxs if i >= 0]
+        lo = self.data_lo()
+        while stack:
+            i = stack.pop()
+            if live[i]:
+                continue
+            live[i] = True
+            o = int(self.opcode[i])
+            if o in isa.USES_ID0:
+                stack.append(int(self.id0[i]))
+            if o in isa.USES_ID1:
+                stack.append(int(self.id1[i]))
+            if abs(o) == 6:
+                stack.append(int(lo[i]))
+        newidx = np.cumsum(live) - 1
+        ops = self.ops_array()[live]
+        for col in (1, 2):
+            used = np.isin(ops[:, 0], list(isa.USES_ID0 if col == 1 else isa.USES_ID1))
+            ops[used, col] = newidx[ops[used, col]]
+        mux = np.abs(ops[:, 0]) == 6
+        if mux.any():
+            keys = newidx[ops[mux, 3] & 0xFFFFFFFF]
+            ops[mux, 3] = (ops[mux, 3] >> 32 << 32) | (keys & 0xFFFFFFFF)
+        outs = np.where(self.out_idxs >= 0, newidx[np.maximum(self.out_idxs, 0)], -1)
+        meta = dict(self.meta)
+        if meta.get("qint") is not None:
+            meta["qint"] = [q for q, keep in zip(meta["qint"], live) if keep]
+        return self.replace(ops=ops, out_idxs=outs, meta=meta)
+
+
+class ProgramBuilder:
+    """Incremental construction of a :class:`Program` (validated by :meth:`build`)."""
+
+    def __init__(self, n_in: int, spec_version: int = 1, inp_shifts=None):
+        self.n_in = n_in
+        self.spec_version = spec_version
+        self.inp_shifts = list(inp_shifts) if inp_shifts is not None else [0] * n_in
+        self._ops: list[tuple] = []
+        self._qint: list = []
+        self.tables: list[np.ndarray] = []
+        self._table_index: dict[bytes, int] = {}
+        self.outputs: tuple = ([], [], [])
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def add_op(self, opcode: int, id0: int = -1, id1: int = -1, data: int = 0, dtype=(0, 0, 0),
+               qint=None) -> int:
+        """Append an op; returns its slot."""
+        k, i, f = dtype
+        self._ops.append((opcode, id0, id1, _s64(int(data)), int(k), int(i), int(f)))
+        self._qint.append(None if qint is None else tuple(float(v) for v in qint))
+        return len(self._ops) - 1
+
+    def add_table(self, entries) -> int:
+        """Add a lookup table (deduplicated by content); returns its index."""
+        arr = np.asarray(entries, dtype=np.int64)
+        if arr.size and (arr.min() < -2**31 or arr.max() >= 2**31):
+            raise ValueError("table entries must fit int32")
+        arr = arr.astype(np.int32)
+        key = arr.tobytes()
+        if key not in self._table_index:
+            self._table_index[key] = len(self.tables)
+            self.tables.append(arr)
+        return self._table_index[key]
+
+    def set_outputs(self, idxs, shifts=None, negs=None) -> None:
+        n = len(idxs)
+        self.outputs = (list(idxs), list(shifts) if shifts is not None else [0] * n,
+                        [int(bool(v)) for v in negs] if negs is not None else [0] * n)
+
+    def build(self, **meta) -> Program:
+        m = dict(meta)
+        if any(q is not None for q in self._qint):
+            m["qint"] = list(self._qint)
+        ops = np.array(self._ops, dtype=np.int64).reshape(-1, 7)
+        return Program.from_arrays(spec_version=self.spec_version, inp_shifts=self.inp_shifts,
+                                   out_idxs=self.outputs[0], out_shifts=self.outputs[1],
+                                   out_negs=self.outputs[2], ops=ops, tables=self.tables, meta=m)
+
+
+# ---------------------------------------------------------------------------------------------
+# validation (§5.6)
+# ---------------------------------------------------------------------------------------------
+
+def _first(mask: np.ndarray) -> int | None:
+    nz = np.flatnonzero(mask)
+    return int(nz[0]) if len(nz) else None
+
+
+def validate_program(p: Program, *, lint: bool = False, file=None, allow_wide: bool = False) -> None:
+    """Raise :class:`DaisValidationError` on the first §5.6 error; warn for UB/width patterns.
+
+    Vectorised (no per-op Python loop) so that 10^5-op programs validate in milliseconds.
+    """
+    def fail(msg, i=None):
+        raise DaisValidationError(msg, file=file, where=None if i is None else f"op {i}")
+
+    n = p.n_ops
+    idx = np.arange(n)
+    opc = p.opcode
+    version = "legacy" if p.spec_version is None else p.spec_version
+    if version not in isa.ALLOWED:
+        fail(f"unknown spec_version {p.spec_version}")
+    bad = _first(~np.isin(opc, list(isa.ALLOWED[version])))
+    if bad is not None:
+        known = int(opc[bad]) in isa.BY_OPCODE
+        fail(f"opcode {int(opc[bad])} {'not allowed in spec_version ' + str(version) if known else 'unknown'}",
+             bad)
+    inp = opc == -1
+    bad = _first(inp & ((p.id0 < 0) | (p.id0 >= p.n_in)))
+    if bad is not None:
+        fail(f"input index id0={int(p.id0[bad])} out of range [0, {p.n_in})", bad)
+    u0 = np.isin(opc, list(isa.USES_ID0))
+    bad = _first(u0 & ((p.id0 < 0) | (p.id0 >= idx)))
+    if bad is not None:
+        fail(f"id0={int(p.id0[bad])} violates causality (must be in [0, {bad}))", bad)
+    u1 = np.isin(opc, list(isa.USES_ID1))
+    bad = _first(u1 & ((p.id1 < 0) | (p.id1 >= idx)))
+    if bad is not None:
+        fail(f"id1={int(p.id1[bad])} violates causality (must be in [0, {bad}))", bad)
+    lo, hi = p.data_lo().astype(np.int64), p.data_hi().astype(np.int64)
+    mux = np.abs(opc) == 6
+    bad = _first(mux & ((lo < 0) | (lo >= idx)))
+    if bad is not None:
+        fail(f"mux key slot {int(lo[bad])} violates causality", bad)
+    f = p.f.astype(np.int64)
+    fa = np.where(u0, f[np.clip(p.id0, 0, max(n - 1, 0))], 0) if n else f
+    fc = np.where(u1, f[np.clip(p.id1, 0, max(n - 1, 0))], 0) if n else f
+    if mux.any():
+        s0 = f - fa
+        s1 = f - fc + hi
+        bad = _first(mux & (s0 != 0) & (s1 != 0))
+        if bad is not None:
+            fail(f"mux shifts s0={int(s0[bad])} and s1={int(s1[bad])} both non-zero", bad)
+    lut = opc == 8
+    bad = _first(lut & ((lo < 0) | (lo >= len(p.tables))))
+    if bad is not None:
+        fail(f"table index {int(lo[bad])} out of range (program has {len(p.tables)} tables)", bad)
+    bad = _first((np.abs(opc) == 9) & ((lo < 0) | (lo > 2)))
+    if bad is not None:
+        fail(f"unknown bit unary operation {int(lo[bad])}", bad)
+    bad = _first((opc == 10) & (((hi >> 24) & 0xFF) > 2))
+    if bad is not None:
+        fail(f"unknown bit binary operation {int((hi[bad] >> 24) & 0xFF)}", bad)
+    bad = _first((p.k != 0) & (p.k != 1))
+    if bad is not None:
+        fail(f"sign bit k={int(p.k[bad])} must be 0 or 1", bad)
+    w = p.width()
+    bad = _first(w < p.k)
+    if bad is not None:
+        fail(f"width {int(w[bad])} too small for dtype ({int(p.k[bad])},{int(p.I[bad])},{int(p.f[bad])})", bad)
+    bad = _first(w > 64)
+    if bad is not None and not allow_wide:
+        fail(f"width {int(w[bad])} of dtype ({int(p.k[bad])},{int(p.I[bad])},{int(p.f[bad])}) is over 64 bits "
+             "(pass allow_wide=True to run it modulo 2^64)", bad)
+    bad = _first((p.out_idxs < -1) | (p.out_idxs >= n))
+    if bad is not None:
+        raise DaisValidationError(f"out_idxs[{bad}]={int(p.out_idxs[bad])} out of range [-1, {n})", file=file)
+    # warnings (§5.6): the program still runs, with the §5.8 definitions
+    quant = np.isin(opc, list(isa.QUANTIZING))
+    bad = _first((w > 64) | (quant & (w >= 63)) | ((p.k == 0) & (w == 64)))
+    if bad is not None:
+        warnings.warn(f"op {bad}: width {int(w[bad])} is outside the well-defined range", DaisWidthWarning,
+                      stacklevel=3)
+    ub = ((np.abs(opc) == 2) | (np.abs(opc) == 3)) & (f > fa)
+    ub |= (opc == 4) & (f < fa)
+    if mux.any():
+        ub |= mux & (((f - fa) < 0) | ((f - fc + hi) < 0))
+    bad = _first(ub)
+    if bad is not None:
+        warnings.warn(f"op {bad}: shift pattern is undefined in the reference interpreter (§5.8)",
+                      DaisUndefinedWarning, stacklevel=3)
+    if lint:
+        _lint(p, fa, fc, lo, hi, u0, u1)
+
+
+def _lint(p, fa, fc, lo, hi, u0, u1) -> None:
+    opc, f = p.opcode, p.f.astype(np.int64)
+    nat = np.maximum(fa, fc - lo)
+    checks = [((opc == 0) | (opc == 1)) & (f > nat), (opc == 7) & (f != fa + fc), (opc == 10) & (f != nat),
+              ~u0 & (opc != -1) & (p.id0 != -1), ~u1 & (p.id1 != -1),
+              ~np.isin(opc, list(isa.USES_DATA)) & (p.data != 0)]
+    for c in checks:
+        bad = _first(c)
+        if bad is not None:
+            warnings.warn(f"op {bad}: non-canonical field", DaisLintWarning, stacklevel=4)
+    if np.any((p.out_negs != 0) & (p.out_negs != 1)):
+        warnings.warn("out_negs not 0/1", DaisLintWarning, stacklevel=4)
+
+
+# ---------------------------------------------------------------------------------------------
+# statistics
+# ---------------------------------------------------------------------------------------------
+
+def _levels(p: Program) -> np.ndarray:
+    """Adder depth: inputs and constants 0; an op is 1 + max of its operands' depth."""
+    n = p.n_ops
+    lv = np.zeros(n, np.int64)
+    opc, a, c, lo = p.opcode.tolist(), p.id0.tolist(), p.id1.tolist(), p.data_lo().tolist()
+    u0, u1 = isa.USES_ID0, isa.USES_ID1
+    for i in range(n):
+        o = opc[i]
+        if o == -1 or o == 5:
+            continue
+        m = lv[a[i]] if o in u0 else 0
+        if o in u1:
+            m = max(m, lv[c[i]])
+        if o == 6 or o == -6:
+            m = max(m, lv[lo[i]])
+        lv[i] = m + 1
+    return lv
+
+
+def program_stats(p: Program) -> dict[str, Any]:
+    """Static statistics: op mix, adders (0/1), adder bits (Σ width), depth, widths."""
+    opc = p.opcode
+    w = p.width()
+    add = (opc == 0) | (opc == 1)
+    hist = {int(o): int(c) for o, c in zip(*np.unique(opc, return_counts=True))}
+    mnem = {}
+    for o, c in hist.items():
+        spec = isa.BY_OPCODE.get(o)
+        name = (spec.mnemonic if spec else f"op{o}") + ("-" if o < -1 else "")
+        mnem[name] = mnem.get(name, 0) + c
+    lv = _levels(p)
+    quant = np.isin(opc, list(isa.QUANTIZING))
+    return {
+        "format": "legacy" if p.spec_version is None else f"v{p.spec_version}",
+        "n_in": p.n_in, "n_out": p.n_out, "n_ops": p.n_ops, "n_tables": len(p.tables),
+        "opcodes": hist, "op_mix": mnem,
+        "n_adders": int(add.sum()), "adder_bits": int(w[add].sum()),
+        "depth": int(lv.max()) if len(lv) else 0,
+        "adder_depth": int(_adder_depth(p).max()) if p.n_ops else 0,
+        "max_width": int(w.max()) if len(w) else 0,
+        "max_quant_width": int(w[quant].max()) if quant.any() else 0,
+        "n_lut_entries": int(sum(len(t) for t in p.tables)),
+    }
+
+
+def _adder_depth(p: Program) -> np.ndarray:
+    """Depth counting only adders/subtractors (the DA latency measure)."""
+    n = p.n_ops
+    d = np.zeros(n, np.int64)
+    opc, a, c, lo = p.opcode.tolist(), p.id0.tolist(), p.id1.tolist(), p.data_lo().tolist()
+    for i in range(n):
+        o = opc[i]
+        m = 0
+        if o in isa.USES_ID0:
+            m = d[a[i]]
+        if o in isa.USES_ID1:
+            m = max(m, d[c[i]])
+        if o == 6 or o == -6:
+            m = max(m, d[lo[i]])
+        d[i] = m + (1 if o in (0, 1) else 0)
+    return d
+
+
+def quirk_exposure(p: Program) -> dict[str, list[int]]:
+    """Op indices that may differ between default and compat (or da4ml's interpreters), §6.3."""
+    opc, k, w = p.opcode, p.k, p.width()
+    lo = p.data_lo().astype(np.int64)
+    n = p.n_ops
+    mux = np.abs(opc) == 6
+    keyk = np.where(mux, k[np.clip(lo, 0, max(n - 1, 0))], 1) if n else k
+    keyw = np.where(mux, w[np.clip(lo, 0, max(n - 1, 0))], 0) if n else w
+    quant = np.isin(opc, list(isa.QUANTIZING))
+    f = p.f.astype(np.int64)
+    fa = np.where(np.isin(opc, list(isa.USES_ID0)), f[np.clip(p.id0, 0, max(n - 1, 0))], 0) if n else f
+    fc = np.where(np.isin(opc, list(isa.USES_ID1)), f[np.clip(p.id1, 0, max(n - 1, 0))], 0) if n else f
+    not9 = (np.abs(opc) == 9) & (lo == 0)
+    return {
+        "Q1": np.flatnonzero(mux & (keyk == 0) & (keyw >= 3)).tolist(),
+        "Q2": np.flatnonzero(quant & (k == 1) & (w >= 33)).tolist(),
+        "Q3": np.flatnonzero(((opc == 0) | (opc == 1)) & (f > np.maximum(fa, fc - lo))).tolist(),
+        "Q4": np.flatnonzero(((np.abs(opc) == 2) | (np.abs(opc) == 3)) & (f > fa)).tolist(),
+        "Q6": np.flatnonzero(not9 & ((k == 1) | (opc == -9))).tolist(),
+        "Q7": np.flatnonzero(p.inp_shifts != 0).tolist(),
+    }
+
+
+def float_exact(v) -> float:
+    """Fraction → float, asserting exactness."""
+    x = float(v)
+    if Fraction(x) != v:
+        raise ValueError(f"{v} is not exactly representable as a float")
+    return x
+
+
+def ilog2(x: Fraction) -> int:
+    """log2 of a power of two (exact)."""
+    x = Fraction(x)
+    return (x.numerator.bit_length() - 1) - (x.denominator.bit_length() - 1)
+
+
+__all__ = ["Op", "Program", "ProgramBuilder", "minimal_kif", "kif_to_qint", "int_bounds", "validate_program",
+           "program_stats", "quirk_exposure"]

@@ -1,0 +1,124 @@
+"""``DaisTarget``: da4ml's Distributed Arithmetic Instruction Set behind nnisa's Target API."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import FormatError, UnsupportedError
+from ...core.fileio import read_maybe_compressed, write_atomic
+from ...core.target import CompileResult, SimResult, Stats, Target
+from . import isa
+from .binary import read_binary, to_bytes
+from .jsonio import from_da4ml_json, from_nnisa_json, to_da4ml_json, to_nnisa_json
+from .program import Program
+from .text import assemble, disassemble
+
+_TEXT = (".dais.txt", ".s", ".txt", ".asm")
+_BIN = (".bin", ".dais")
+
+
+def _kind(path: Path) -> str:
+    name = path.name.lower()
+    if any(name.endswith(e) for e in _TEXT):
+        return "text"
+    if name.endswith(".json"):
+        return "json"
+    if any(name.endswith(e) for e in _BIN):
+        return "binary"
+    raise UnsupportedError(f"unknown DAIS file type {path.suffix!r} (use .bin/.dais, .json or .dais.txt)",
+                           file=str(path))
+
+
+class DaisTarget(Target):
+    """da4ml's DAIS (spec ``dais.md``).  Programs are :class:`~nnisa.targets.dais.program.Program`."""
+
+    name = "dais"
+    description = "da4ml Distributed Arithmetic Instruction Set (combinational fixed-point DA programs)"
+    formats = {".bin": "DAIS binary (v1/v0/legacy, auto-detected)", ".dais": "DAIS binary",
+               ".json": "da4ml CombLogic JSON (or nnisa DAIS JSON on read)", ".dais.txt": "nnisa DAIS assembly"}
+
+    def isa_markdown(self, **options: Any) -> str:
+        return "# DAIS opcodes (da4ml 0.6.0, spec_version 1)\n\n" + isa.isa_markdown()
+
+    def assemble(self, text: str, *, file: str | None = None, **options: Any) -> Program:
+        return assemble(text, file=file)
+
+    def disassemble(self, program: Program, **options: Any) -> str:
+        return disassemble(program, intervals=options.get("intervals", True))
+
+    def encode(self, program: Program, **options: Any) -> bytes:
+        return to_bytes(program, options.get("format", "v1"), options.get("firmware_version"))
+
+    def decode(self, data: bytes, **options: Any) -> Program:
+        return read_binary(data, options.get("format", "auto"), file=options.get("file"),
+                           legacy_data_order=options.get("legacy_data_order", "lo-hi"))
+
+    def read(self, path: str | Path, **options: Any) -> Program:
+        path = Path(path)
+        kind = _kind(path)
+        raw = read_maybe_compressed(path)
+        if kind == "binary":
+            return self.decode(raw, file=str(path), **options)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FormatError("not UTF-8 text", file=str(path)) from None
+        if kind == "text":
+            return assemble(text, file=str(path))
+        if text.lstrip().startswith("{"):
+            return from_nnisa_json(text, file=str(path))
+        prog = from_da4ml_json(text, file=str(path))
+        if isinstance(prog, list):
+            raise UnsupportedError("da4ml Pipeline JSON holds several programs; read it with "
+                                   "nnisa.targets.dais.jsonio.from_da4ml_json", file=str(path))
+        return prog
+
+    def write(self, program: Program, path: str | Path, **options: Any) -> None:
+        path = Path(path)
+        kind = _kind(path)
+        if kind == "binary":
+            data: bytes | str = self.encode(program, **options)
+        elif kind == "text":
+            data = disassemble(program)
+        elif options.get("json") == "nnisa":
+            data = to_nnisa_json(program)
+        else:
+            data = to_da4ml_json(program)
+        write_atomic(path, data)
+
+    def simulate(self, program: Program, *, config=None, inputs: dict[str, np.ndarray] | None = None,
+                 **options: Any) -> SimResult:
+        """Run ``program`` on ``inputs["x"]`` (any name accepted if there is one input).
+
+        Options: ``da4ml_compat`` (bool), ``engine`` (``auto``/``compiled``/``exact``), ``n_threads``,
+        ``check``.
+        """
+        from .interp import Interpreter
+        if isinstance(program, (str, Path)):
+            program = self.read(program)
+        if not inputs:
+            raise FormatError("DAIS simulation needs an input array (inputs={'x': array})")
+        x = inputs["x"] if "x" in inputs else next(iter(inputs.values()))
+        semantics = "da4ml-compat" if options.get("da4ml_compat") else options.get("semantics", "default")
+        t0 = time.perf_counter()
+        interp = Interpreter(program, semantics=semantics, engine=options.get("engine", "auto"))
+        y = interp.run(x, n_threads=options.get("n_threads", 1), check=options.get("check", False))
+        wall = time.perf_counter() - t0
+        st = program.stats()
+        extra = {k: st[k] for k in ("n_ops", "n_adders", "adder_bits", "depth", "adder_depth")}
+        extra["samples"] = int(y.shape[0])
+        extra["semantics"] = semantics
+        return SimResult(outputs={"y": y}, stats=Stats(instructions=int(program.n_ops * y.shape[0]), wall_s=wall,
+                                                       extra=extra))
+
+    def stats(self, program: Program) -> dict[str, Any]:
+        return program.stats()
+
+    def compile(self, model: str | Path, *, config=None, out_dir: str | Path | None = None,
+                **options: Any) -> CompileResult:
+        from .netcompile import compile_model
+        return compile_model(model, out_dir=out_dir, **options)
