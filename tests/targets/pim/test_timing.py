@@ -320,3 +320,13 @@ def test_rob_larger_is_never_slower_on_independent_work():
     lat = [ns(run(cores, cfg=default_config(1, preset="conformance", rob_size=rb), agm={0: [1] * 4}))
            for rb in (1, 2, 4)]
     assert lat[0] >= lat[1] >= lat[2]
+
+
+def test_send_recv_size_mismatch():
+    from nnisa.core.errors import SimError
+    cores = {0: [("send", {"core": 1, "len": 32})], 1: [("recv", {"core": 0, "len": 64})]}
+    with pytest.raises(SimError, match="send of 32 bytes .* recv of 64 bytes"):
+        run(cores, mode="native")
+    r = run(cores)
+    assert any("recv of 64 bytes" in w for w in r.warnings)
+    assert ns(r, 1) == 53 + 30 * 1 + 2  # receiver's LW(64) = 1 beat

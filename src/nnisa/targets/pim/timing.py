@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ...core.asm import format_row
-from ...core.errors import ConfigError, DeadlockError, SimTimeExceeded
+from ...core.errors import ConfigError, DeadlockError, SimError, SimTimeExceeded
 from .config import PimConfig, default_config, load_config
 from .energy import COMPONENTS, frontend_energy, per_instruction_dynamic, static_power_mw
 from .program import PimProgram
@@ -304,6 +304,14 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
             warnings.append("rob_size > 1 is modelled in latency mode only; throughput mode uses rob_size 1")
         eng = run_events(plans, P, native, throughput=throughput, limit=sim_time_ps)
 
+    if eng.size_mismatch:
+        s, spc, r, rpc, bs, br = eng.size_mismatch[0]
+        msg = (f"send of {bs} bytes (core {s}, pc {spc}) matched with a recv of {br} bytes "
+               f"(core {r}, pc {rpc})")
+        if native:
+            raise SimError(msg, where=f"core {r}, pc {rpc}")
+        warnings.append(f"{msg}; pimsim-nn uses the receiver's size for the local write "
+                        f"({len(eng.size_mismatch)} mismatched pair(s))")
     finish: dict[int, int] = {}
     recorded: dict[int, bool] = {}
     unfinished = []

@@ -42,6 +42,7 @@ class EngineResult:
     blocked_info: dict[int, tuple] = field(default_factory=dict)
     events_done: dict[int, int] = field(default_factory=dict)  # throughput: executed instr count
     inst_times: dict[int, tuple] | None = None  # (S, E, R) per instruction (rob_size > 1 model)
+    size_mismatch: list[tuple] = field(default_factory=list)  # (send core, pc, recv core, pc, sizes)
 
 
 def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: bool = False,
@@ -113,7 +114,13 @@ def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: boo
         j[c] = jj + 1
         ready.append(c)
 
+    size = {c: plans[c].ev_size for c in cores}
+    mismatch: list[tuple] = []
+
     def pair(s: int, r: int, js: int, jr: int, d1: int, s_recv: int) -> None:
+        if size[s][js] != size[r][jr] and len(mismatch) < 100:
+            mismatch.append((s, int(plans[s].ev_idx[js]), r, int(plans[r].ev_idx[jr]),
+                             int(size[s][js]), int(size[r][jr])))
         ans = d1 if d1 > s_recv else s_recv
         q2 = ans if ans > sw[r] else sw[r]
         d2 = q2 + B[s][js]
@@ -286,4 +293,4 @@ def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: boo
         ev_S={c: np.asarray(S_out[c], np.int64) for c in cores},
         ev_E={c: np.asarray(E_out[c], np.int64) for c in cores},
         T_end=T_end, state=state, pos=dict(j), rounds=rounds, gm_busy=gm_busy, t_last=t_last,
-        sw=sw, counters=counters, blocked_info=blocked, events_done=executed)
+        sw=sw, counters=counters, blocked_info=blocked, events_done=executed, size_mismatch=mismatch)
