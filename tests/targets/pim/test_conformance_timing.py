@@ -131,3 +131,16 @@ def test_rob_model_with_one_entry_reproduces_c6(conf, result):
     plans = {c: plan_core(c, prog.cores[c], prm, cfg, prog.array_group_map.get(c, [])) for c in prog.cores}
     eng, _ = run_rob(prog, plans, prm, cfg, False)
     assert {c: int(eng.inst_times[c][2][-1]) for c in prog.cores} == result.finish_ps
+
+
+@pytest.mark.slow
+def test_throughput_mode_matches_informative_figures(conf):
+    """§12.4 (informative): sim_mode 0, sim_time 100 ms → count 8.02, 367.3 mW, 4.58e9 pJ/it."""
+    prog, cfg, _ = conf
+    cfg = cfg.model_copy(deep=True)
+    cfg.sim_config.sim_time = 100
+    r = simulate_timing(prog, cfg, mode="pimsim", sim_mode=0)
+    assert abs(r.output_count - 8.02) <= 0.1  # ±1 round per core (§14)
+    assert r.average_power_mw == pytest.approx(367.3, rel=0.01)
+    assert r.total_energy_pj / r.output_count == pytest.approx(4.58e9, rel=0.01)
+    assert r.slowest_rounds == 5
