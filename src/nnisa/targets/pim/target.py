@@ -100,3 +100,8 @@ class PimTarget(Target):
 
     def stats(self, program: PimProgram) -> dict[str, Any]:
         return program_stats(program)
+
+    def compile(self, model, *, config=None, out_dir=None, **options: Any):
+        """Compile an ONNX model (``nnisa.targets.pim.compiler``, ``docs/pim_compiler.md``)."""
+        from .compiler.output import compile_result
+        return compile_result(model, config=config, out_dir=out_dir, **options)

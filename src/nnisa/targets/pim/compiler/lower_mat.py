@@ -198,6 +198,7 @@ class MatCodegen:
                 for c in cores[:-1]:
                     self.em[c].send(bufs[c][4][0], home, n * self.accb)
                     e_home.recv(rbuf, c, n * self.accb)
+                    e_home.setbw(self.acc, self.acc)
                     e_home.vv("vvadd", bufs[home][4][0], bufs[home][4][0], rbuf, n)
             elif len(cores) > 1:
                 # global-memory path: partial sums go to scratch, reduced after the barrier

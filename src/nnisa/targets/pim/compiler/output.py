@@ -1,0 +1,103 @@
+"""Compiler outputs: the bundle files, memory map and mapping report, and the
+:class:`~nnisa.core.target.CompileResult` glue used by ``PimTarget.compile``.
+
+Files written into ``out_dir`` (each atomically; ``manifest.json`` last, by the bundle writer):
+
+* ``program.json.gz`` — pimsim-nn JSON (with ``array_group_map``), the bundle's program;
+* ``program.nnpi`` — the NNPI binary (64-bit words; extended mode when a core has > 16 groups);
+* ``weights.npz``, ``gmem.npz``, ``manifest.json`` — the program bundle (``docs/pim_bundle.md``);
+* ``memory_map.json`` — global buffers, constants, scratch, local-memory peaks;
+* ``mapping_report.json`` — crossbar utilisation, replication per layer, instructions per core.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ....core.fileio import write_atomic
+from ....core.target import CompileResult
+from .driver import Compiled, compile_model, quantize_model
+from .io import from_storage, input_segments, to_storage
+
+
+def _json(obj: Any) -> bytes:
+    return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+
+
+def write_outputs(c: Compiled, out_dir: str | Path, *, binary: bool = True) -> dict[str, str]:
+    """Write the bundle, the binary program and the reports; returns role → path."""
+    from ..bundle import write_bundle
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files: dict[str, str] = {}
+    if binary:
+        from ..target import PimTarget
+        PimTarget().write(c.program, out / "program.nnpi")
+        files["binary"] = str(out / "program.nnpi")
+    write_atomic(out / "memory_map.json", _json(c.memory_map))
+    write_atomic(out / "mapping_report.json", _json(c.report))
+    files["memory_map"] = str(out / "memory_map.json")
+    files["report"] = str(out / "mapping_report.json")
+    manifest = {"global_address_mode": "pair", "config": c.config.to_json_dict(),
+                "inputs": [_entry(e) for e in c.inputs], "outputs": [_entry(e) for e in c.outputs]}
+    write_bundle(out, c.program, weights=c.weights, gmem_segments=c.gmem, manifest=manifest)
+    files.update({"program": str(out / "program.json.gz"), "weights": str(out / "weights.npz"),
+                  "gmem": str(out / "gmem.npz"), "manifest": str(out / "manifest.json")})
+    c.files = files
+    return files
+
+
+def _entry(e: dict) -> dict:
+    return {k: e[k] for k in ("name", "shape", "bits", "scale", "zero_point", "layout", "address")}
+
+
+def compile_result(model, *, config=None, out_dir=None, **options) -> CompileResult:
+    """``PimTarget.compile``: compile, write files (when ``out_dir``), build the callbacks.
+
+    ``encode_inputs(sample)`` returns ``{global address: bytes}`` (quantized, storage layout);
+    the simulator's outputs are expected as ``{name: int array of the manifest shape}`` read
+    at the manifest address (``sim_options["outputs"]``); ``reference(sample)`` returns the
+    frontend's integer outputs in that same form; ``decode_outputs`` gives float NCHW/NC arrays.
+    """
+    calib = options.pop("calib", None)
+    qg = quantize_model(model, calib)
+    c = compile_model(qg, config, **options)
+    files = write_outputs(c, out_dir) if out_dir is not None else {}
+    low = c.lowered
+    ins = {t.name: t for t in low.inputs}
+    outs = {t.name: t for t in low.outputs}
+    shapes = {e["name"]: tuple(e["shape"]) for e in c.outputs}
+
+    def encode_inputs(sample: dict) -> dict[int, bytes]:
+        segs: dict[int, bytes] = {}
+        for name, t in ins.items():
+            x = np.asarray(sample[name])
+            if x.ndim == len(t.shape) - 1:
+                x = x[None]
+            segs.update(input_segments(t, qg.quantize_input(name, x)))
+        return segs
+
+    def reference(sample: dict) -> dict[str, np.ndarray]:
+        from ....frontend import evaluate_quantized
+        feed = {}
+        for name, t in ins.items():
+            x = np.asarray(sample[name])
+            feed[name] = x[None] if x.ndim == len(t.shape) - 1 else x
+        ref = evaluate_quantized(qg, feed)
+        return {k: to_storage(outs[k], ref[k]).reshape(shapes[k]) for k in outs}
+
+    def decode_outputs(sim_outputs: dict) -> dict[str, np.ndarray]:
+        res = {}
+        for k, t in outs.items():
+            q = from_storage(t, np.asarray(sim_outputs[k]))
+            res[k] = (q.astype(np.float64) * t.scale).astype(np.float32)[0]
+        return res
+
+    sim_options = {"config": c.config, "weights": c.weights, "gmem": c.gmem,
+                   "outputs": [_entry(e) for e in c.outputs], "inputs_layout": [_entry(e) for e in c.inputs]}
+    return CompileResult(program=c.program, files=files, report=c.report, encode_inputs=encode_inputs,
+                         decode_outputs=decode_outputs, reference=reference, sim_options=sim_options)
