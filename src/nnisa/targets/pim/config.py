@@ -232,6 +232,9 @@ class NnisaConfig(_Model):
     noc_latency: float | None = None
     noc_energy: float | None = None
     cores: dict[int, NnisaCoreConfig] = Field(default_factory=dict)
+    #: core-to-core send/recv available (the PIM compiler routes partial sums through global
+    #: memory when false; ISA §4.4 (5))
+    core_links: bool = True
 
     def core(self, core_id: int) -> NnisaCoreConfig:
         """Overrides of one core (an empty record if none)."""

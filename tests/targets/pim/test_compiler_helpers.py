@@ -1,0 +1,51 @@
+"""Helpers of the PIM compiler tests: compile a model and run it on the functional simulator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnisa.frontend import evaluate_quantized, load_model, quantize
+from nnisa.targets.pim.compiler import compile_model
+from nnisa.targets.pim.compiler.io import input_segments, read_output
+from nnisa.targets.pim.config import default_config
+from nnisa.targets.pim.functional import run_functional
+
+
+def small_config(cores: int = 16, xbars: int = 64, lmem: int | None = None, links: bool | None = None):
+    """Conformance hardware (128x128 crossbars) with ``cores`` cores of ``xbars`` crossbars."""
+    over = {"chip_config": {"core_config": {"matrix_config": {"xbar_array_count": xbars}}}}
+    if lmem is not None:
+        over["chip_config"]["core_config"]["local_memory_config"] = {"memory_size": lmem}
+    if links is not None:
+        over["nnisa"] = {"core_links": links}
+    return default_config(cores, preset="conformance", overrides=over)
+
+
+def quantized(model, samples: int = 8, seed: int = 0):
+    """(QGraph, float samples) for a generated model, calibrated on seeded uniform inputs."""
+    g = load_model(model)
+    rng = np.random.default_rng(seed)
+    x = rng.random((samples,) + tuple(g.inputs[0].shape[1:])).astype(np.float32)
+    return quantize(g, {g.inputs[0].name: x}, scale_mode="pow2"), x
+
+
+def run_sample(c, qg, x: np.ndarray) -> tuple[dict, dict]:
+    """Simulate one sample (batch axis kept); returns (simulated, reference) integer outputs."""
+    gm = dict(c.gmem)
+    for t in c.lowered.inputs:
+        gm.update(input_segments(t, qg.quantize_input(t.name, x)))
+    res = run_functional(c.program, c.config, c.weights, gm)
+    got = {t.name: read_output(t, res.gmem) for t in c.lowered.outputs}
+    ref = evaluate_quantized(qg, {qg.inputs[0].name: x})
+    return got, ref
+
+
+def assert_bit_exact(c, qg, xs: np.ndarray) -> None:
+    for i in range(len(xs)):
+        got, ref = run_sample(c, qg, xs[i:i + 1])
+        for k in ref:
+            np.testing.assert_array_equal(got[k], ref[k], err_msg=f"sample {i}, output {k}")
+
+
+def compile_q(qg, cfg, **kw):
+    return compile_model(qg, cfg, **kw)

@@ -1,0 +1,61 @@
+"""PIM compiler on ResNet-18 (generated, random weights) for the 8×8-core conformance hardware."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from nnisa.frontend import load_model, quantize
+from nnisa.frontend.models import make_resnet18
+from nnisa.targets.pim.compiler import compile_model
+from nnisa.targets.pim.config import load_config
+
+from test_compiler_helpers import run_sample, small_config
+from conftest import SHARED_DIR
+
+
+@pytest.fixture(scope="module")
+def resnet18():
+    g = load_model(make_resnet18())
+    x = np.random.default_rng(0).random((2, 3, 224, 224)).astype(np.float32)
+    qg = quantize(g, {"input": x}, scale_mode="pow2")
+    path = SHARED_DIR / "conformance" / "pim" / "pimsim_config.json"
+    cfg = load_config(path) if path.exists() else small_config(64)
+    t0 = time.perf_counter()
+    c = compile_model(qg, cfg)
+    return qg, c, cfg, time.perf_counter() - t0
+
+
+def test_resnet18_mapping_report(resnet18):
+    qg, c, cfg, seconds = resnet18
+    r = c.report
+    assert seconds < 10          # benchmark target (≤ 4 s) is measured in benchmarks/pim_compile.py
+    assert r["crossbars_total"] == 4096
+    assert r["crossbars_used"] <= 4096 and r["crossbar_utilization"] > 0.5
+    layers = r["layers"]
+    assert len(layers) == 21      # 20 convolutions + the FC
+    conv1 = layers[0]
+    assert (conv1["K"], conv1["N"], conv1["windows"]) == (147, 64, 12544)
+    assert conv1["replicas"] > 50    # the largest layer gets the most replicas (balance)
+    fc = layers[-1]
+    assert (fc["K"], fc["N"], fc["replicas"], fc["xbars_per_replica"]) == (512, 1000, 1, 32)
+    last = layers[-3]
+    assert last["K"] == 4608 and last["acc_bits"] == 31   # 4608·128·127 needs > 24 bits
+    for core, groups in c.program.array_group_map.items():
+        assert sum(groups) <= 64
+    assert c.program.extended          # some cores hold more than 16 groups
+    assert sum(v["instructions"] for v in r["per_core"].values()) == len(c.program)
+    ops = r["op_counts"]
+    assert ops["mvmul"] == sum(l["windows"] * l["hbar"] * l["agp"] for l in layers)
+    assert len(c.program) < 1_000_000   # PIMCOMP-NN: 3,119,907
+    assert max(c.memory_map["local_memory_peak"].values()) <= 1 << 20
+
+
+@pytest.mark.slow
+def test_resnet18_bit_exact_functional(resnet18):
+    qg, c, cfg, _ = resnet18
+    x = np.random.default_rng(5).random((1, 3, 224, 224)).astype(np.float32)
+    got, ref = run_sample(c, qg, x)
+    np.testing.assert_array_equal(got["logits"], ref["logits"])
