@@ -194,7 +194,7 @@ def stats_cmd(target_name, program, as_json):
         emit_json({"target": target_name, "program": program, **st})
     else:
         from .report.tables import print_stats
-        print_stats(st, title=f"{target_name}: {program}")
+        print_stats(st, title=f"{target_name}: {Path(program).name}")
 
 
 @cli.command("compile")
@@ -229,12 +229,17 @@ def compile_cmd(target_name, model, config, out_dir, options, as_json):
 @click.option("--mode", help="Simulation mode (target-specific, e.g. timing/functional/both).")
 @click.option("--trace", type=click.Path(dir_okay=False), help="Write a Chrome/Perfetto trace (JSON).")
 @click.option("--gantt", type=click.Path(dir_okay=False), help="Draw a per-core Gantt chart (PNG).")
+@click.option("--report", "report_style", type=click.Choice(["table", "pimsim"]), default="table",
+              show_default=True, help="Report style (pimsim = the reference simulator's text block).")
 @option_option
 @json_option
-def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, options, as_json):
+def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, report_style, options, as_json):
     """Simulate a program: output values plus cycles and energy."""
     t = get_target(target_name)
     opts = parse_options(options)
+    if report_style != "table":
+        opts["report"] = report_style
+        opts["source"] = program
     for key, val in (("mode", mode), ("trace", trace), ("gantt", gantt)):
         if val is not None:
             opts[key] = val
@@ -246,14 +251,17 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, o
         res = t.simulate(prog, config=config, inputs=data, **opts)
     if outputs:
         save_arrays(outputs, res.outputs)
+    report_text = res.stats.extra.pop("report_text", None)
     stats = res.stats.to_dict()
     stats["wall_s"] = time.perf_counter() - t0
     if as_json:
         emit_json({"target": target_name, "program": program, **stats,
                    "outputs": {k: list(np.shape(v)) for k, v in res.outputs.items()}})
+    elif report_text:
+        click.echo(report_text)
     else:
         from .report.tables import print_sim
-        print_sim(stats, res.outputs, title=f"{target_name}: {program}")
+        print_sim(stats, res.outputs, title=f"{target_name}: {Path(program).name}")
 
 
 @cli.command("run")

@@ -42,10 +42,14 @@ class Stats:
 
 @dataclass
 class SimResult:
-    """Outputs (name → array) and statistics of a simulation."""
+    """Outputs (name → array) and statistics of a simulation.
+
+    ``details`` is the target's own result object (for plots, traces, deeper analysis).
+    """
 
     outputs: dict[str, np.ndarray]
     stats: Stats
+    details: Any = None
 
 
 @dataclass

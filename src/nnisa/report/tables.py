@@ -13,7 +13,9 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         if v == 0:
             return "0"
-        if abs(v) >= 1e6 or abs(v) < 1e-3:
+        if abs(v) >= 1e6:
+            return f"{v:,.0f}" if abs(v) < 1e18 else f"{v:.4g}"
+        if abs(v) < 1e-3:
             return f"{v:.4g}"
         return f"{v:,.4f}".rstrip("0").rstrip(".")
     if isinstance(v, int):

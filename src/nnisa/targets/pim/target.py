@@ -68,6 +68,10 @@ class PimTarget(Target):
 
     def read(self, path: str | Path, *, legacy_groups: str | None = None, lenient: bool = False,
              **options: Any) -> PimProgram:
+        from .simulate import is_bundle_dir
+        if is_bundle_dir(path):  # a compiled bundle: program + weights + gmem + manifest
+            from .bundle import read_bundle
+            return read_bundle(path)
         kind = file_kind(path)
         if kind == "json":
             return read_json(path, legacy_groups=legacy_groups)
@@ -100,6 +104,11 @@ class PimTarget(Target):
 
     def stats(self, program: PimProgram) -> dict[str, Any]:
         return program_stats(program)
+
+    def simulate(self, program, *, config=None, inputs=None, **options: Any):
+        """Values and/or timing+energy (``nnisa.targets.pim.simulate.simulate_pim``)."""
+        from .simulate import simulate_pim
+        return simulate_pim(program, config=config, inputs=inputs, **options)
 
     def compile(self, model, *, config=None, out_dir=None, **options: Any):
         """Compile an ONNX model (``nnisa.targets.pim.compiler``, ``docs/pim_compiler.md``)."""
