@@ -119,6 +119,9 @@ def parse_operands(isa: ISA, spec: InstrSpec, tokens: list[tuple[int, str]], lin
             col, values = line.col, operand.kind.default()
         for c, v in zip(operand.columns, values):
             f = fields.get(c)
+            if f is not None and not f.fits(v) and f.multiple_of != 1 and v % f.multiple_of:
+                raise AsmError(f"{spec.mnemonic} {c}={v} must be a multiple of {f.multiple_of}"
+                               + (f" ({f.doc})" if f.doc else ""), file=file, line=line.lineno, column=col)
             if f is not None and not f.fits(v):
                 lo, hi = f.value_range
                 raise AsmError(f"{spec.mnemonic} {c}={v} out of range {lo}..{hi} ({f.width}-bit field)",

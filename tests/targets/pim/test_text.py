@@ -54,7 +54,7 @@ def test_directives_and_canonical_form():
     (".core 0\n  vvadd $r0, $r1", (2, 3), "takes 4-5 operand"),
     (".core 0\n  vvadd $r0, $r1, $x2, 4", (2, 19), "register"),
     (".core 0\n  vvadd $r0, $r1, $r2, 4, ofs(rq, 1)", (2, 27), "offset mask"),
-    (".core 0\n  ld $r0, $r1, 4", (2, 11), "out of range"),  # odd register, strict
+    (".core 0\n  ld $r0, $r1, 4", (2, 11), "multiple of 2"),  # odd register, strict
     (".core 0\n.group 1, 4", (2, 1), "in order"),
     (".core 0\nsetbw 8, 8\n.mode 32", (3, 1), "before the first instruction"),
     (".bogus 3", (1, 1), "unknown directive"),
@@ -83,3 +83,14 @@ def test_roundtrip_text(bits, ext):
             np.testing.assert_array_equal(back.cores[c], prog.cores[c])
         assert disassemble(back) == text
     run()
+
+
+def test_even_register_rule_in_strict_text():
+    from nnisa.core.errors import AsmError
+    from nnisa.targets.pim.text import assemble_text, disassemble
+    with pytest.raises(AsmError, match=r"rs1=1 must be a multiple of 2 \(even register"):
+        assemble_text(".core 0\nld $r0, $r1, 64\n", file="t.s")
+    # .odd_pairs relaxes it (what JSON-imported PIMCOMP-NN programs carry), and round-trips
+    p = assemble_text(".odd_pairs\n.core 0\nld $r0, $r1, 64\n")
+    assert p.odd_pairs and ".odd_pairs" in disassemble(p)
+    assert assemble_text(disassemble(p)).equals(p)

@@ -280,12 +280,15 @@ def random_program(seed, n_cores=3, n=40):
             elif k == 5:
                 cores[c].append(("setbw", {"ibiw": int(rng.choice([4, 8, 16])), "obiw": 8}))
     # matched send/recv pairs from core c to c - 1, inserted at random positions
+    # (FIFO matching: the k-th send of a pair meets the k-th recv, so both sides keep one order;
+    # inserting at sorted positions from the back preserves it)
     for c in range(1, n_cores):
-        for _ in range(3):
-            size = int(rng.integers(1, 300))
-            cores[c].insert(int(rng.integers(1, len(cores[c]))), ("send", {"core": c - 1, "len": size}))
-            cores[c - 1].insert(int(rng.integers(1, len(cores[c - 1]))), ("recv", {"core": c, "len": size}))
-    # keep send order == recv order per pair (FIFO matching)
+        sizes = [int(rng.integers(1, 300)) for _ in range(3)]
+        spos = sorted(int(p) for p in rng.integers(1, len(cores[c]), size=3))
+        rpos = sorted(int(p) for p in rng.integers(1, len(cores[c - 1]), size=3))
+        for size, ps, pr in reversed(list(zip(sizes, spos, rpos))):
+            cores[c].insert(ps, ("send", {"core": c - 1, "len": size}))
+            cores[c - 1].insert(pr, ("recv", {"core": c, "len": size}))
     return cores
 
 

@@ -132,9 +132,12 @@ for _m in ("ld", "st", "lmv"):
     SYNTAX[_m] = SYNTAX["xfer"]
 
 
-def _fields(mnem: str, word_bits: int, extended: bool, pimsim_compat: bool) -> tuple[Field, ...]:
+def _fields(mnem: str, word_bits: int, extended: bool, pimsim_compat: bool,
+            odd_pairs: bool = False) -> tuple[Field, ...]:
     """The operand fields of one instruction for the chosen mode (spec §3.2, §3.5, §3.6)."""
-    even = 1 if extended else 2  # even-register rule for global addresses: strict mode only (§1.6)
+    # even-register rule for global addresses: strict mode, unless relaxed for programs from
+    # PIMCOMP-NN's JSON, which address global memory with one (odd) register (§1.6)
+    even = 1 if (extended or odd_pairs) else 2
     bw_min = 0 if pimsim_compat else 1
     rd, rs1, rs2 = Field("rd", 10, 6), Field("rs1", 15, 11), Field("rs2", 20, 16)
     ln = Field("len", 31, 21, doc="len (elements) or size (bytes)")
@@ -190,7 +193,8 @@ def _even(f: Field) -> Field:
 
 
 @lru_cache(maxsize=None)
-def build_isa(word_bits: int = 64, extended: bool = False, pimsim_compat: bool = False) -> ISA:
+def build_isa(word_bits: int = 64, extended: bool = False, pimsim_compat: bool = False,
+              odd_pairs: bool = False) -> ISA:
     """Build the PIM ISA table for a word size and encoding mode.
 
     Parameters
@@ -202,13 +206,16 @@ def build_isa(word_bits: int = 64, extended: bool = False, pimsim_compat: bool =
         registers accepted (PIMCOMP-NN output needs both).
     pimsim_compat
         Accept bit-width 0 in setbw/mvmul, as pimsim-nn does.
+    odd_pairs
+        Accept odd global-address registers in strict mode too (programs imported from
+        pimsim-nn JSON, where the importer has already warned, §1.6).
     """
     if word_bits not in (32, 64):
         raise ValueError("PIM words are 32 or 64 bits")
     opfield = Field("op", 5, 0)
     specs = []
     for mnem, code in OPCODE.items():
-        fmt = Format(word_bits, ((opfield, code),), _fields(mnem, word_bits, extended, pimsim_compat))
+        fmt = Format(word_bits, ((opfield, code),), _fields(mnem, word_bits, extended, pimsim_compat, odd_pairs))
         specs.append(InstrSpec(mnem, code, fmt, SYNTAX[mnem], CATEGORY[mnem], DOC[mnem]))
-    mode = "extended" if extended else "strict"
+    mode = ("extended" if extended else "strict") + (", odd address registers" if odd_pairs and not extended else "")
     return ISA(f"PIM ISA ({mode})", word_bits, opfield, COLUMNS, specs)

@@ -289,7 +289,7 @@ def _build(parts: dict, config: Any, name: str, legacy_groups: str | None, ignor
         total = sum(odd.values())
         detail = ", ".join(f"{k}: {v}" for k, v in odd.items())
         warnings.append(f"{total} instruction(s) use an odd global-address register ({detail}); accepted "
-                        "(PIMCOMP-NN single-register addressing, spec §1.6) but strict encoding rejects them")
+                        "(PIMCOMP-NN single-register addressing, spec §1.6); the program is marked odd_pairs")
     if ignored_keys:
         warnings.append(f"ignored top-level key(s): {', '.join(repr(k) for k in ignored_keys[:10])}"
                         + (f" and {len(ignored_keys) - 10} more" if len(ignored_keys) > 10 else ""))
@@ -332,7 +332,8 @@ def _build(parts: dict, config: Any, name: str, legacy_groups: str | None, ignor
     if bad_group:
         warnings.append(f"{bad_group} mvmul name an array group not listed in config.array_group_map")
     extra = {k: v for k, v in config.items() if k not in ("core_cnt", "array_group_map")}
-    prog = PimProgram(cores=cores, array_group_map=agm, chip_cores=chip, config_extra=extra, warnings=warnings)
+    prog = PimProgram(cores=cores, array_group_map=agm, chip_cores=chip, config_extra=extra, warnings=warnings,
+                      odd_pairs=bool(odd))
     if legacy:
         prog.legacy_groups = legacy
     return prog

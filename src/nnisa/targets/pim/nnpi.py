@@ -61,6 +61,8 @@ def _meta(program: PimProgram) -> dict:
     }
     if program.act_frac:
         meta["act_frac"] = {f"core{c}": list(v) for c, v in sorted(program.act_frac.items())}
+    if program.odd_pairs:
+        meta["odd_pairs"] = True
     if program.config_extra:
         meta["config_extra"] = program.config_extra
     return meta
@@ -120,7 +122,8 @@ def decode_nnpi(data: bytes, lenient: bool = False, *, file: str | None = None) 
         raise DecodeError("metadata must be a JSON object", file=name)
     pos += meta_len
     extended = bool(flags & 1)
-    isa = build_isa(word_bits, extended)
+    odd_pairs = bool(meta.get("odd_pairs", False))
+    isa = build_isa(word_bits, extended, odd_pairs=odd_pairs)
     wbytes = word_bits // 8
     cores: dict[int, np.ndarray] = {}
     warnings: list[str] = []
@@ -156,7 +159,7 @@ def decode_nnpi(data: bytes, lenient: bool = False, *, file: str | None = None) 
     except (TypeError, ValueError, AttributeError, IndexError) as exc:
         raise DecodeError(f"bad metadata: {exc}", file=name) from None
     extra = meta.get("config_extra", {})
-    return PimProgram(cores=cores, array_group_map=agm, chip_cores=chip, word_bits=word_bits,
+    return PimProgram(cores=cores, array_group_map=agm, chip_cores=chip, word_bits=word_bits, odd_pairs=odd_pairs,
                       extended=extended, act_frac=act, config_extra=extra if isinstance(extra, dict) else {},
                       warnings=warnings)
 

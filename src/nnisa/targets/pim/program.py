@@ -36,6 +36,9 @@ class PimProgram:
         core id → (act_in_frac, act_out_frac) set by ``.act_frac`` (D9).
     config_extra
         Other ``config`` keys of a pimsim-nn JSON file, written back unchanged.
+    odd_pairs
+        Odd global-address registers are accepted in strict mode (set when a pimsim-nn JSON
+        program uses them; the importer warns once, spec §1.6).
     warnings
         Non-fatal findings from reading the program (aggregated, one line each).
     """
@@ -47,12 +50,13 @@ class PimProgram:
     extended: bool = False
     act_frac: dict[int, tuple[int, int]] = field(default_factory=dict)
     config_extra: dict[str, Any] = field(default_factory=dict)
+    odd_pairs: bool = False
     warnings: list[str] = field(default_factory=list)
 
     @property
     def isa(self):
         """The ISA table for this program's encoding mode."""
-        return build_isa(self.word_bits, self.extended)
+        return build_isa(self.word_bits, self.extended, odd_pairs=self.odd_pairs)
 
     @property
     def core_count(self) -> int:

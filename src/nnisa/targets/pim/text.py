@@ -106,6 +106,7 @@ class _Assembler:
         self.lines: list[int] = []
         self.raw_lines: list[str] = []
         self.isa = None
+        self.odd_pairs = False
 
     def err(self, msg: str, lineno: int, col: int | None = None) -> AsmError:
         return AsmError(msg, file=self.file, line=lineno, column=col)
@@ -133,6 +134,11 @@ class _Assembler:
                 if a not in ("strict", "extended"):
                     raise self.err(f".encoding must be strict or extended, got {args.strip()!r}", lineno, col)
                 self.extended = a == "extended"
+            self.isa = None
+        elif d == ".odd_pairs":
+            if self.ops:
+                raise self.err(".odd_pairs must come before the first instruction", lineno, col)
+            self.odd_pairs = True
             self.isa = None
         elif d == ".core":
             (c,) = self._ints(args, 1, lineno, col, ".core")
@@ -177,7 +183,7 @@ class _Assembler:
 
     def get_isa(self):
         if self.isa is None:
-            self.isa = build_isa(self.word_bits, self.extended)
+            self.isa = build_isa(self.word_bits, self.extended, odd_pairs=self.odd_pairs)
         return self.isa
 
     def run(self) -> PimProgram:
@@ -266,7 +272,8 @@ class _Assembler:
             cores[c].append(rows[bounds[k]:bounds[k + 1]])
         out = {c: (np.concatenate(parts) if len(parts) > 1 else parts[0].copy()) for c, parts in cores.items()}
         return PimProgram(cores=out, array_group_map=self.groups, chip_cores=self.chip_cores,
-                          word_bits=self.word_bits, extended=self.extended, act_frac=self.act_frac)
+                          word_bits=self.word_bits, extended=self.extended, act_frac=self.act_frac,
+                          odd_pairs=self.odd_pairs)
 
     def _raise_for_line(self, lineno: int) -> None:
         self.generic(strip_comment(self.text.splitlines()[lineno - 1]), lineno)  # raises on a bad range
@@ -320,6 +327,8 @@ def disassemble(program: PimProgram) -> str:
     """Canonical assembly text of a program (spec §4.4)."""
     plan = _text_plan()
     out = [f".mode {program.word_bits}\n.encoding {'extended' if program.extended else 'strict'}\n"]
+    if program.odd_pairs:
+        out.append(".odd_pairs\n")
     if program.chip_cores is not None:
         out.append(f".chip_cores {program.chip_cores}\n")
     ids = sorted(set(program.cores) | set(program.array_group_map) | set(program.act_frac))

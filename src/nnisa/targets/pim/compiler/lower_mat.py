@@ -136,6 +136,50 @@ class MatCodegen:
             else:
                 e.ld(patch + off, g, size)
 
+    # ------------------------------------------------------------------ band reuse
+    BAND_LIMIT = 1 << 16
+
+    def _band_alloc(self, e: CoreEmitter):
+        """A buffer for ``span`` input rows (sliding-window reuse), or None (direct patch loads)."""
+        l = self.l
+        h, w, c = l.in_hwc
+        span = (l.kernel[0] - 1) * l.dilations[0] + 1
+        if l.windows == 1 or span * w * c > self.BAND_LIMIT:
+            return None
+        return [e.arena.alloc(span * w * c), -1, -1]   # [address, first row, end row]
+
+    def _load_patch_band(self, e: CoreEmitter, band: list, p: int, patch: int, k0: int, k1: int) -> None:
+        """Patch from a local band of input rows: rows are loaded from global memory once per
+        band (one ``ld``), each window's patch is assembled with ``lmv`` (local) and ``lldi``."""
+        l = self.l
+        ow = l.out_hw[1]
+        oy, ox = divmod(p, ow)
+        h, w, c = l.in_hwc
+        kh, kw = l.kernel
+        sh, sw = l.strides
+        dh, dw = l.dilations
+        span = (kh - 1) * dh + 1
+        iy0, ix0 = oy * sh - l.pads[0], ox * sw - l.pads[1]
+        need0, need1 = max(0, iy0), min(h, iy0 + span)
+        baddr, by0, by1 = band
+        if need0 < need1 and not (by0 <= need0 and need1 <= by1):
+            by0, by1 = need0, min(h, need0 + span)
+            e.ld(baddr, self.in_addr + by0 * w * c, (by1 - by0) * w * c)
+            band[1], band[2] = by0, by1
+        if iy0 >= 0 and ix0 >= 0 and iy0 + span <= h and ix0 + (kw - 1) * dw < w:
+            tpl = self._templates.get((k0, k1))
+            if tpl is None:
+                tpl = self._templates[(k0, k1)] = self._interior_template(k0, k1)
+            src = baddr + ((iy0 - by0) * w + ix0) * c
+            for off, g, size in tpl:
+                e.lmv(patch + off, src + g, size)
+            return
+        for off, g, size in _clip_segments(_patch_taps(l, oy, ox, baddr - by0 * w * c), k0, k1):
+            if g < 0:
+                e.lldi(patch + off, 0, size)
+            else:
+                e.lmv(patch + off, g, size)
+
     def _interior_template(self, k0: int, k1: int):
         l = self.l
         h, w, c = l.in_hwc
@@ -183,7 +227,8 @@ class MatCodegen:
             k0, k1 = min(a.r0 for a in my), max(a.r1 for a in my)
             patch = e.arena.alloc(k1 - k0)
             parts = [e.arena.alloc(bmax * nu * self.accb) for _ in my]
-            bufs[c] = (my, k0, k1, patch, parts)
+            band = self._band_alloc(e)
+            bufs[c] = (my, k0, k1, patch, parts, band)
         e_home = self.em[home]
         rbuf = e_home.arena.alloc(bmax * nu * self.accb) if len(cores) > 1 else None
         obuf = e_home.arena.alloc(bmax * nu * elem_bytes(self.ob))
@@ -214,11 +259,14 @@ class MatCodegen:
     def _partials(self, c: int, buf, q0: int, q1: int, nu: int) -> None:
         l = self.l
         e = self.em[c]
-        my, k0, k1, patch, parts = buf
+        my, k0, k1, patch, parts, band = buf
         mbiw = l.w_bits
         for i, p in enumerate(range(q0, q1)):
             e.setbw(self.ab, self.acc)
-            self._load_patch(e, p, patch, k0, k1)
+            if band is None:
+                self._load_patch(e, p, patch, k0, k1)
+            else:
+                self._load_patch_band(e, band, p, patch, k0, k1)
             for a, part in zip(my, parts):
                 g = e.group_id((a.layer, a.replica, a.unit, a.row_slice), a.xbars)
                 e.mvmul(part + i * nu * self.accb, patch + a.r0 - k0, g, mbiw)
