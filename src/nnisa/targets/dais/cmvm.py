@@ -1,0 +1,335 @@
+"""Constant matrix–vector multiplication by distributed arithmetic (spec §8.3).
+
+``y = x @ W`` with shifts and adds only:
+
+1. scale ``W`` to integers (the common power of two goes to ``out_shifts``);
+2. recode every entry in canonical signed digits (non-adjacent form): column ``c`` becomes a set
+   of terms ``(signal, shift, sign)``;
+3. greedy common-subexpression elimination: the most frequent two-term pattern
+   ``p + ρ·q·2^Δ`` (``mc``: count; ``wmc``: (count − 1) × adder width) becomes a new adder and
+   replaces its non-overlapping occurrences; pattern counts are maintained incrementally;
+4. each column's remaining terms are summed earliest-available-first (balanced by adder depth);
+5. every op gets the tightest dtype from its exact value range: each signal is an integer linear
+   form of the inputs, so its range is computed exactly (no interval-arithmetic overestimate).
+
+An optional ``max_depth`` bounds the adder depth of every output (occurrences that would make a
+column's minimal achievable depth exceed it are left alone).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from fractions import Fraction
+
+import numpy as np
+
+from .program import Program, ProgramBuilder, minimal_kif
+
+
+def csd(n: int) -> list[tuple[int, int]]:
+    """Non-adjacent form of ``n``: ``[(shift, ±1), ...]`` with no two adjacent non-zero digits."""
+    out, b = [], 0
+    while n:
+        if n & 1:
+            d = 2 - (n & 3)  # +1 if n ≡ 1 (mod 4), −1 if n ≡ 3
+            out.append((b, d))
+            n -= d
+        n >>= 1
+        b += 1
+    return out
+
+
+MAX_FRAC_BITS = 32  # weights needing finer resolution are almost surely unquantized floats
+
+
+def _to_int_matrix(W: np.ndarray) -> tuple[list[list[int]], int]:
+    """Integer matrix ``M`` and ``F`` with ``W = M · 2^-F`` (exact; rejects non-dyadic entries)."""
+    W = np.asarray(W, dtype=np.float64)
+    if not np.all(np.isfinite(W)):
+        j, c = np.argwhere(~np.isfinite(W))[0]
+        raise ValueError(f"W[{j},{c}] is not finite")
+    F = 0
+    for (j, c), v in np.ndenumerate(W):
+        fr = Fraction(float(v))
+        den = fr.denominator
+        if den & (den - 1):
+            raise ValueError(f"W[{j},{c}] = {v} is not dyadic")
+        if den.bit_length() - 1 > MAX_FRAC_BITS:
+            raise ValueError(f"W[{j},{c}] = {v} needs {den.bit_length() - 1} fractional bits "
+                             f"(> {MAX_FRAC_BITS}); quantize the weights first")
+        F = max(F, den.bit_length() - 1)
+    M = [[int(Fraction(float(v)) * (1 << F)) for v in row] for row in W]
+    return M, F
+
+
+class _Signal:
+    __slots__ = ("slot", "coef", "f", "lo", "hi", "depth", "width")
+
+
+class CMVMCompiler:
+    """Builds the shift-add program into a :class:`ProgramBuilder` (reusable by the network compiler).
+
+    ``inputs`` are ``(slot, k, i, f)`` of existing builder slots holding the input vector.
+    """
+
+    def __init__(self, builder: ProgramBuilder, inputs, *, method: str = "wmc", max_depth: int | None = None,
+                 time_budget_s: float | None = None, tiebreak: int = 0):
+        self.tiebreak = tiebreak
+        if method not in ("wmc", "mc", "dummy"):
+            raise ValueError(f"method must be wmc, mc or dummy, not {method!r}")
+        self.b = builder
+        self.method, self.max_depth, self.budget = method, max_depth, time_budget_s
+        self.n = len(inputs)
+        self.sig: list[_Signal] = []
+        fin = max([f for *_, f in inputs] + [0])
+        self.fin = fin
+        # exact input bounds in units of 2^-fin
+        self.L = [(-k << (i + fin)) if k else 0 for _, k, i, f in inputs]
+        self.H = [((1 << (i + fin)) - (1 << (fin - f))) if k + i + f > 0 else 0 for _, k, i, f in inputs]
+        for j, (slot, k, i, f) in enumerate(inputs):
+            s = _Signal()
+            s.slot, s.f, s.depth = slot, f, 0
+            s.coef = {j: 1}
+            s.lo, s.hi = self.L[j], self.H[j]
+            s.width = k + i + f
+            self.sig.append(s)
+
+    # -- signals -----------------------------------------------------------------------------
+    def _new(self, p: int, q: int, d: int, rho: int) -> int:
+        """Emit ``sig[p] + rho·sig[q]·2^d`` (d ≥ 0) as an adder; returns the signal index."""
+        sp, sq = self.sig[p], self.sig[q]
+        coef = dict(sp.coef)
+        for j, c in sq.coef.items():
+            coef[j] = coef.get(j, 0) + rho * (c << d)
+        coef = {j: c for j, c in coef.items() if c}
+        lo = sum(c * (self.L[j] if c > 0 else self.H[j]) for j, c in coef.items())
+        hi = sum(c * (self.H[j] if c > 0 else self.L[j]) for j, c in coef.items())
+        f = max(sp.f, sq.f - d)  # canonical (natural) resolution of the adder
+        scale = Fraction(1, 1 << self.fin) if self.fin >= 0 else Fraction(1 << -self.fin)
+        k, i, ff = minimal_kif(lo * scale, hi * scale, Fraction(2) ** -f)
+        if (k, i, ff) == (0, 0, 0):  # identically zero: keep a 1-bit dtype at the natural f
+            k, i, ff = 0, 1 - f, f
+        s = _Signal()
+        s.coef, s.lo, s.hi, s.f = coef, lo, hi, ff
+        s.depth = max(sp.depth, sq.depth) + 1
+        s.width = k + i + ff
+        s.slot = self.b.add_op(0 if rho > 0 else 1, sp.slot, sq.slot, d, (k, i, ff))
+        self.sig.append(s)
+        return len(self.sig) - 1
+
+    # -- patterns ----------------------------------------------------------------------------
+    def _key(self, t1, t2):
+        """Canonical pattern of two terms ``(sig, shift, sign)``: lower shift first."""
+        (p, b1, s1), (q, b2, s2) = t1, t2
+        if b2 < b1 or (b2 == b1 and q < p):
+            (p, b1, s1), (q, b2, s2) = (q, b2, s2), (p, b1, s1)
+        return (p, q, b2 - b1, s1 * s2)
+
+    def _score(self, key, count):
+        p, q, d, _ = key
+        sp, sq = self.sig[p], self.sig[q]
+        w = max(sp.width, sq.width + d, 1)
+        tb = self.tiebreak
+        if tb == 0:
+            t = 0
+        elif tb == 1:
+            t = -w
+        elif tb == 2:
+            t = w
+        elif tb == 3:
+            t = -d
+        else:
+            t = -max(sp.depth, sq.depth)
+        if self.method == "mc":
+            return -(count * 4096 + t)
+        return -((count - 1) * w * 4096 + t)
+
+    # -- main ----------------------------------------------------------------------------------
+    def solve(self, M: list[list[int]]) -> list[tuple[int, int, int] | None]:
+        """CSE + accumulation for the integer matrix ``M`` (``n_in × n_out``).
+
+        Returns per column ``(slot, shift, negate)`` or ``None`` for an all-zero column.
+        """
+        n_out = len(M[0]) if M else 0
+        cols: list[dict] = []
+        for c in range(n_out):
+            terms = {}
+            for j in range(self.n):
+                if M[j][c] and self.sig[j].width > 0:
+                    for b, d in csd(M[j][c]):
+                        terms[(j, b)] = d
+            cols.append(terms)
+        if self.method != "dummy":
+            self._cse(cols)
+        return [self._accumulate(t) for t in cols]
+
+    def _cse(self, cols: list[dict]) -> None:
+        cnt: dict = {}
+        heap: list = []
+        where: dict[int, set] = {}  # signal -> columns holding it
+        for c, terms in enumerate(cols):
+            items = [(s, b, d) for (s, b), d in terms.items()]
+            for x in range(len(items)):
+                where.setdefault(items[x][0], set()).add(c)
+                for y in range(x + 1, len(items)):
+                    k = self._key(items[x], items[y])
+                    cnt[k] = cnt.get(k, 0) + 1
+        for k, v in cnt.items():
+            if v >= 2:
+                heap.append((self._score(k, v), k))
+        heapq.heapify(heap)
+        base = [math.ceil(math.log2(len(t))) if len(t) > 1 else 0 for t in cols]
+        t0 = time.perf_counter()
+
+        def change(c, term, delta):
+            for (s2, b2), d2 in cols[c].items():
+                k = self._key(term, (s2, b2, d2))
+                v = cnt.get(k, 0) + delta
+                cnt[k] = v
+                if delta > 0 and v >= 2:
+                    heapq.heappush(heap, (self._score(k, v), k))
+
+        while heap:
+            if self.budget is not None and time.perf_counter() - t0 > self.budget:
+                break
+            negscore, key = heapq.heappop(heap)
+            v = cnt.get(key, 0)
+            if v < 2 or negscore != self._score(key, v):
+                continue  # stale entry
+            p, q, d, rho = key
+            new = None
+            used = 0
+            for c in sorted(where.get(p, set()) & where.get(q, set())):
+                terms = cols[c]
+                for (s, b) in sorted(k for k in terms if k[0] == p):
+                    if (p, b) not in terms or (q, b + d) not in terms or (p, b) == (q, b + d):
+                        continue
+                    sg = terms[(p, b)]
+                    if terms[(q, b + d)] != sg * rho:
+                        continue
+                    if self.max_depth is not None:
+                        trial = {k: v for k, v in terms.items() if k not in ((p, b), (q, b + d))}
+                        depth = max(self.sig[p].depth, self.sig[q].depth) + 1
+                        tot = sum(2.0 ** self.sig[s2].depth for (s2, _) in trial) + 2.0 ** depth
+                        if math.ceil(math.log2(tot) - 1e-9) > max(self.max_depth, base[c]):
+                            continue
+                    if new is None:
+                        new = self._new(p, q, d, rho)
+                    for t in ((p, b), (q, b + d)):
+                        sgt = terms.pop(t)
+                        change(c, (t[0], t[1], sgt), -1)
+                    change(c, (new, b, sg), +1)
+                    terms[(new, b)] = sg
+                    where.setdefault(new, set()).add(c)
+                    used += 1
+                for s in (p, q):
+                    if not any(k[0] == s for k in terms):
+                        where.get(s, set()).discard(c)
+            if used == 0:
+                cnt[key] = 0  # every occurrence blocked (overlap or depth): never retry
+
+    def _accumulate(self, terms: dict):
+        if not terms:
+            return None
+        heap = [(self.sig[s].depth, self.sig[s].width, s, b, d) for (s, b), d in sorted(terms.items())]
+        heapq.heapify(heap)
+        while len(heap) > 1:
+            _, _, s1, b1, d1 = heapq.heappop(heap)
+            _, _, s2, b2, d2 = heapq.heappop(heap)
+            if b2 < b1:
+                s1, b1, d1, s2, b2, d2 = s2, b2, d2, s1, b1, d1
+            new = self._new(s1, s2, b2 - b1, d1 * d2)
+            sg = self.sig[new]
+            heapq.heappush(heap, (sg.depth, sg.width, new, b1, d1))
+        _, _, s, b, d = heap[0]
+        return (self.sig[s].slot, b, d < 0)
+
+
+def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = None,
+                   time_budget_s: float | None = None, search: bool = False, tiebreak: int = 0) -> Program:
+    """Compile ``y = x @ W`` into a DAIS program (spec §8.3).
+
+    Parameters
+    ----------
+    W
+        ``[n_in, n_out]`` array of dyadic constants.
+    inputs
+        One ``(k, i, f)`` per input (or a single tuple for all).
+    method
+        ``"wmc"`` (default), ``"mc"`` or ``"dummy"`` (no CSE; plain adder trees).
+    max_depth
+        Adder-depth limit per output (``None`` = unlimited; never below ``ceil(log2(terms))``).
+    search
+        Try several method/tie-break combinations and keep the one with fewest adders (then
+        fewest adder bits); deterministic.
+    tiebreak
+        Order among equally scored patterns: 0 by operand index, 1 narrow first, 2 wide first,
+        3 small shift first, 4 shallow first.
+    """
+    if search:
+        best = None
+        for m, tb in SEARCH_SPACE:
+            p = compile_matrix(W, inputs, method=m, max_depth=max_depth, time_budget_s=time_budget_s, tiebreak=tb)
+            st = p.stats()
+            key = (st["n_adders"], st["adder_bits"])
+            if best is None or key < best[0]:
+                best = (key, p)
+        return best[1]
+    W = np.atleast_2d(np.asarray(W, dtype=np.float64))
+    n_in, n_out = W.shape
+    if len(inputs) == 3 and not isinstance(inputs[0], (tuple, list)):
+        inputs = [tuple(inputs)] * n_in
+    if len(inputs) != n_in:
+        raise ValueError(f"{len(inputs)} input types for {n_in} inputs")
+    M, F = _to_int_matrix(W)
+    b = ProgramBuilder(n_in)
+    slots = {}
+    for j in range(n_in):
+        if any(M[j]) and sum(inputs[j]) > 0:  # dead rows / zero-width inputs get no op
+            slots[j] = b.add_op(-1, j, -1, 0, tuple(inputs[j]))
+    ins = [(slots[j], *inputs[j]) if j in slots else (-1, 0, 0, 0) for j in range(n_in)]
+    Mlive = [M[j] if j in slots else [0] * n_out for j in range(n_in)]
+    comp = CMVMCompiler(b, ins, method=method, max_depth=max_depth, time_budget_s=time_budget_s,
+                        tiebreak=tiebreak)
+    res = comp.solve(Mlive)
+    idx, sh, neg = [], [], []
+    for r in res:
+        if r is None:
+            idx.append(-1), sh.append(0), neg.append(0)
+        else:
+            idx.append(r[0]), sh.append(r[1] - F), neg.append(int(r[2]))
+    b.set_outputs(idx, sh, neg)
+    return b.build(adder_size=1, carry_size=-1)
+
+
+#: combinations tried by ``search=True``
+SEARCH_SPACE = (("mc", 3), ("mc", 0), ("mc", 2), ("wmc", 0))
+
+
+def verify_linear(p: Program, W) -> bool:
+    """Propagate exact linear forms through a shift-add program and compare with ``W``."""
+    forms: list = []
+    for op in p.ops:
+        if op.opcode == -1:
+            forms.append({op.id0: Fraction(1)})
+        elif op.opcode in (0, 1):
+            a, c = forms[op.id0], forms[op.id1]
+            d = (op.data + 2**31) % 2**32 - 2**31
+            sg = 1 if op.opcode == 0 else -1
+            f = dict(a)
+            for j, v in c.items():
+                f[j] = f.get(j, 0) + sg * v * Fraction(2) ** d
+            forms.append(f)
+        else:
+            raise ValueError(f"op {len(forms)}: opcode {op.opcode} is not shift-add")
+    W = np.atleast_2d(np.asarray(W, dtype=np.float64))
+    for c in range(p.n_out):
+        q = int(p.out_idxs[c])
+        got = {} if q < 0 else {j: v * Fraction(2) ** int(p.out_shifts[c]) * (-1 if p.out_negs[c] else 1)
+                                 for j, v in forms[q].items()}
+        for j in range(W.shape[0]):
+            if got.get(j, 0) != Fraction(float(W[j, c])):
+                return False
+    return True
