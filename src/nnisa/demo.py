@@ -20,7 +20,7 @@ import numpy as np
 from rich.console import Console
 
 from .core.target import get_target, target_names
-from .report.tables import compare_table, dict_rows_table, kv_table
+from .report.tables import compare_table, kv_table
 
 #: how many test samples the demo simulates per target (simulation is per sample for some)
 DEMO_SAMPLES = int(os.environ.get("NNISA_DEMO_SAMPLES", "32"))
@@ -119,17 +119,8 @@ def pim_conformance_step(con: Console | None, shared: Path) -> dict[str, Any] | 
     st = t.stats(prog)
     st["load_s"] = load_s
     if con:
-        con.print(kv_table(f"3. PIM conformance program {prog_path.name} (read in {load_s:.2f} s)",
-                           {k: v for k, v in st.items() if not isinstance(v, (dict, list))}))
-        for key in ("op_mix", "field_ranges", "per_core"):
-            v = st.get(key)
-            if isinstance(v, dict) and v and not isinstance(next(iter(v.values())), (dict, list)):
-                con.print(kv_table(key, v))
-            elif isinstance(v, list) and v:
-                con.print(dict_rows_table(key, v))
-            elif isinstance(v, dict) and v:
-                con.print(dict_rows_table(key, [{"key": k, **x} if isinstance(x, dict) else {"key": k, "value": x}
-                                                for k, x in v.items()]))
+        from .report.tables import print_stats
+        print_stats(st, f"3. PIM conformance program {prog_path.name} (read in {load_s:.2f} s)", con)
     return st
 
 

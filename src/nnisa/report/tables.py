@@ -56,18 +56,61 @@ def dict_rows_table(title: str, rows: list[dict[str, Any]], limit: int = 64) -> 
     return t
 
 
-def print_stats(stats: dict[str, Any], title: str) -> None:
-    """Print a program's static statistics (scalar figures, then any list-of-dict tables)."""
-    con = Console()
+def _flat(d: dict[str, Any]) -> dict[str, Any]:
+    """One table row from a nested dict: inner dicts become columns, [lo, hi] pairs "lo..hi"."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and all(not isinstance(x, dict) for x in v.values()):
+            for kk, vv in v.items():
+                out[str(kk)] = _cell(vv)
+        elif not isinstance(v, dict):
+            out[str(k)] = _cell(v)
+    return out
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
+        return f"{_fmt(v[0])}..{_fmt(v[1])}"
+    return v
+
+
+def _is_pair_dict(v: Any) -> bool:
+    return isinstance(v, dict) and bool(v) and all(
+        isinstance(x, dict) and x and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in x.values())
+        for x in v.values())
+
+
+def print_stats(stats: dict[str, Any], title: str, con: Console | None = None) -> None:
+    """Print statistics: scalar figures, then one table per nested dict/list.
+
+    Dicts of scalars print as two-column tables; dicts of dicts as one row per key (inner dicts
+    merged into columns); ``{op: {field: [lo, hi]}}`` as a range table; lists of dicts as rows.
+    """
+    con = con or Console()
     scalars = {k: v for k, v in stats.items() if not isinstance(v, (list, dict))}
     con.print(kv_table(title, scalars))
     for k, v in stats.items():
-        if isinstance(v, dict) and v and all(not isinstance(x, (dict, list)) for x in v.values()):
+        if not v or not isinstance(v, (dict, list)):
+            continue
+        if isinstance(v, list):
+            if isinstance(v[0], dict):
+                con.print(dict_rows_table(k, [_flat(x) for x in v]))
+        elif _is_pair_dict(v):
+            rows = [{"op": a, "field": f, "min": p[0], "max": p[1]} for a, fs in v.items() for f, p in fs.items()]
+            con.print(dict_rows_table(k, rows, limit=200))
+        elif all(not isinstance(x, (dict, list)) for x in v.values()):
             con.print(kv_table(k, v))
-        elif isinstance(v, list) and v and isinstance(v[0], dict):
-            con.print(dict_rows_table(k, v))
-        elif isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()):
-            con.print(dict_rows_table(k, [{"key": kk, **vv} for kk, vv in v.items()]))
+        elif all(isinstance(x, dict) for x in v.values()):
+            con.print(dict_rows_table(k, [{"key": kk, **_flat(vv)} for kk, vv in v.items()]))
+        else:
+            flat = {kk: _cell(vv) for kk, vv in v.items() if not isinstance(vv, dict)}
+            if flat:
+                con.print(kv_table(k, flat))
+            for kk, vv in v.items():
+                if isinstance(vv, dict) and vv and all(isinstance(x, dict) for x in vv.values()):
+                    con.print(dict_rows_table(f"{k}: {kk}", [{"key": a, **_flat(b)} for a, b in vv.items()]))
+                elif isinstance(vv, dict) and vv:
+                    con.print(kv_table(f"{k}: {kk}", {a: _cell(b) for a, b in vv.items()}))
 
 
 def print_mapping(summary: dict[str, Any]) -> None:
