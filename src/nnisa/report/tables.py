@@ -10,6 +10,8 @@ from rich.table import Table
 
 
 def _fmt(v: Any) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
     if isinstance(v, float):
         if v == 0:
             return "0"
