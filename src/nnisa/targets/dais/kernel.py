@@ -264,6 +264,17 @@ def _run(X, P, FS, tabs, outp, outd, n_regs, chunk, n_threads, compat, Y, err):
 
 
 @nb.njit(cache=True)
+def _run_serial(X, P, FS, tabs, outp, outd, n_regs, chunk, compat, Y, err):
+    # single-thread path: no parallel region, so no thread wake-up latency at small batches
+    n = X.shape[0]
+    buf = np.zeros((max(n_regs, 1), chunk), np.int64)
+    for s0 in range(0, n, chunk):
+        _chunk(X, s0, min(chunk, n - s0), P, FS, tabs, outp, outd, buf, Y, err[0], compat)
+        if err[0, 0] != 0:
+            break
+
+
+@nb.njit(cache=True)
 def _allocate(n_ops, uses_a, uses_c, uses_q, a, c, q, out_idxs, dst):
     """Linear-scan register allocation; returns the register count."""
     last = np.arange(n_ops)
@@ -363,8 +374,11 @@ class Lowered:
         n_threads = max(1, min(int(n_threads), (n + 31) // 32))
         Y = np.empty((n, len(self.outd)))
         err = np.zeros((n_threads, 4), np.int64)
-        _run(X, self.P, self.FS, self.tabs, self.outp, self.outd, self.n_regs, chunk, n_threads,
-             self.compat, Y, err)
+        if n_threads == 1:
+            _run_serial(X, self.P, self.FS, self.tabs, self.outp, self.outd, self.n_regs, chunk, self.compat, Y, err)
+        else:
+            _run(X, self.P, self.FS, self.tabs, self.outp, self.outd, self.n_regs, chunk, n_threads,
+                 self.compat, Y, err)
         bad = np.flatnonzero(err[:, 0])
         if len(bad):
             _, i, s, idx = err[bad[0]].tolist()
