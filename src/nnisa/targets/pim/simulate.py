@@ -124,6 +124,11 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
     extra: dict[str, Any] = {"mode": mode}
     if mode in ("both", "functional"):
         from .functional import run_functional
+        if global_address_mode is None and getattr(prog, "odd_pairs", False) and \
+                (cfg is None or "global_address_mode" not in cfg.nnisa.model_fields_set):
+            # PIMCOMP-NN addresses global memory with one (odd) register: read it as intended
+            global_address_mode = "single32"
+            extra["global_address_mode"] = "single32 (program uses odd address registers)"
         gm = GlobalMemory(1 << 32)
         if cfg is not None and cfg.gmem_bounded:
             gm = GlobalMemory(int(cfg.chip_config.global_memory_config.memory_size))
