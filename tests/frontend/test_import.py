@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from conftest import assert_close, make_model, ort_run
+from frontend_helpers import assert_close, make_model, ort_run
 from onnx import helper
 
 from nnisa.core.errors import FormatError, UnsupportedError

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conftest import assert_close, ort_run
+from frontend_helpers import assert_close, ort_run
 
 from nnisa.frontend import evaluate_float, load_model
 

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from conftest import make_model
+from frontend_helpers import make_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import helper

@@ -13,7 +13,7 @@ from nnisa.targets.pim.compiler import compile_model
 from nnisa.targets.pim.config import load_config
 
 from test_compiler_helpers import run_sample, small_config
-from conftest import SHARED_DIR
+from shared_data import SHARED_DIR
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import numpy as np
 import orjson
 import pytest
 
-from conftest import require_shared
+from shared_data import require_shared
 from nnisa.core.errors import EncodeError
 from nnisa.targets.pim import nnpi
 from nnisa.targets.pim.jsonio import _decompress, dump_json, read_json

@@ -16,7 +16,7 @@ from nnisa.targets.pim.config import load_config
 from nnisa.targets.pim.timing import simulate_timing
 from nnisa.targets.pim.timing_report import format_pimsim_report
 
-from conftest import require_shared
+from shared_data import require_shared
 from pim_loader import read_program
 
 # "ref. model finish (ns)" column of spec §12.3 (tie seed 0)

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def conformance():
-    from conftest import require_shared
+    from shared_data import require_shared
     path = require_shared("conformance", "pim", "resnet18_batch_8x8.json.gz")
     cfg = require_shared("conformance", "pim", "pimsim_config.json")
     return read_program(path), cfg
