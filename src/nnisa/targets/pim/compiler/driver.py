@@ -19,10 +19,11 @@ from ..program import DTYPE, PimProgram
 from .emit import CoreEmitter
 from .graph import ClampLayer, EltLayer, GapLayer, Lowered, MatLayer, PoolLayer, lower_graph
 from .lower_mat import MatCodegen
-from .lower_vec import emit_clamp, emit_elt, emit_gap, emit_pool
+from .lower_vec import clamp_tasks, elt_tasks, emit_clamp, emit_elt, emit_gap, emit_pool, gap_tasks, pool_tasks
 from .mapping import MappingError, map_ags
 from .memory_plan import ConstPool, plan_gmem
 from .partition import build_ags, partition, replicate
+from .pipeline import run_element
 from .schedule import barrier
 
 STRICT_GROUPS = 16
@@ -89,8 +90,8 @@ def _default_calib(g, seed: int):
 
 
 def compile_model(model, config=None, *, calib=None, mode: str = "batch", replication: str = "balance",
-                  fill: float = 0.9, mapping: str = "first_fit", links: bool | None = None, batch: int = 32,
-                  bits: int = 8, gmem_reuse: bool = True) -> Compiled:
+                  fill: float = 0.9, mapping: str = "balanced", links: bool | None = None, batch: int = 32,
+                  bits: int = 8, gmem_reuse: bool | None = None, schedule: str | None = None) -> Compiled:
     """Compile ``model`` for the PIM configuration ``config``.
 
     Parameters
@@ -103,21 +104,31 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     calib
         Calibration inputs for quantization (default: bundled test set / seeded uniform).
     mode
-        ``"batch"`` (layer by layer with barriers).  ``"element"`` is not implemented.
+        ``"batch"`` (layer by layer with barriers) or ``"element"`` (inter-layer pipeline at
+        window/row granularity, token-synchronised; ``pipeline.py``).  ``schedule`` is an alias
+        (``-O schedule=element`` on the command line).
     replication
         ``"balance"`` or ``"none"``.
     fill
         Fraction of the chip's crossbars replication may use.
     mapping
-        ``"first_fit"`` or ``"locality"``.
+        ``"balanced"`` (default: a layer's replicas on different cores, least-loaded first,
+        replicas capped at the cores they can use), ``"first_fit"`` or ``"locality"``.
     links
         Core-to-core send/recv available (default from ``nnisa.core_links`` in the config, true).
     batch
         Maximum output windows per batch (vector instructions cover a whole batch).
     """
     t0 = time.perf_counter()
-    if mode != "batch":
-        raise UnsupportedError(f"schedule mode {mode!r} is not implemented (use 'batch')")
+    if schedule is not None:
+        mode = schedule
+    if mode not in ("batch", "element"):
+        raise UnsupportedError(f"schedule mode {mode!r} is not implemented (use 'batch' or 'element')")
+    element = mode == "element"
+    if gmem_reuse is None:
+        gmem_reuse = not element   # the pipeline would need write-after-read ordering
+    elif gmem_reuse and element:
+        raise UnsupportedError("gmem_reuse is not supported by the element schedule")
     cfg = _resolve_config(config)
     hw = _hw(cfg)
     if links is None:
@@ -135,11 +146,25 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         raise MappingError(f"the model needs {base_need} crossbars without replication; the chip has {total}")
     used = None
     for f in ([fill, fill * 0.75, fill * 0.5, 0.0] if replication != "none" else [0.0]):
-        replicate(mats, plans, total, mode="balance" if f > 0 else "none", fill=f)
-        for i, (l, p) in enumerate(zip(mats, plans)):
-            build_ags(i, l, p, hw["rows"], hw["cols"])
+        caps = [hw["cores"]] * len(mats)
         try:
-            used = map_ags(plans, hw["cores"], hw["xbars"], policy=mapping)
+            for _ in range(4 if mapping == "balanced" else 1):
+                if mapping == "balanced":
+                    # replicas on one core run serially: at most one replica per core is useful
+                    replicate(mats, plans, total, mode="balance" if f > 0 else "none", fill=f,
+                              max_replicas=caps, work=True)
+                else:
+                    replicate(mats, plans, total, mode="balance" if f > 0 else "none", fill=f)
+                for i, (l, p) in enumerate(zip(mats, plans)):
+                    build_ags(i, l, p, hw["rows"], hw["cols"])
+                used = map_ags(plans, hw["cores"], hw["xbars"], policy=mapping)
+                if mapping != "balanced":
+                    break
+                # a layer whose replicas had to share home cores: cap it at the distinct homes
+                homes = [len({ags[0].core for ags in p.ags}) for p in plans]
+                if all(h >= p.replicas for h, p in zip(homes, plans)):
+                    break
+                caps = [min(c, h) for c, h in zip(caps, homes)]
             break
         except MappingError:
             if f == 0.0:
@@ -158,7 +183,10 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         return a
 
     nlayers = len(low.layers)
-    for li, layer in enumerate(low.layers):
+    pipe_stats = None
+    if element:
+        pipe_stats = _emit_element(low, em, workers, consts, links, batch, scratch_alloc)
+    for li, layer in enumerate(low.layers if not element else []):
         for e in em.values():
             e.arena.reset()
         if isinstance(layer, MatLayer):
@@ -196,9 +224,34 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
                   "local_memory_peak": {str(c): e.arena.peak for c, e in sorted(em.items())},
                   "local_memory_size": hw["lmem"]}
     report = _report(low, mats, plans, used, hw, prog, em, links, mapping, replication)
+    report["options"]["schedule"] = mode
+    if pipe_stats is not None:
+        report["element_schedule"] = pipe_stats
     report["compile_seconds"] = {"quantize": t_q - t0, "map": t_map - t_q, "codegen": t_gen - t_map,
                                  "assemble": t_end - t_gen, "total": t_end - t0}
     return Compiled(prog, weights, dict(consts.segments), low, cfg, report, memory_map, inputs, outputs)
+
+
+def _emit_element(low, em, workers, consts, links, batch, scratch_alloc) -> dict:
+    """Cut every layer into tasks and emit them with the element schedule (``pipeline.py``)."""
+    for e in em.values():
+        e.arena.base = e.arena.top = 4     # local bytes 0..3: the token byte of send/recv
+    tasks = []
+    for li, layer in enumerate(low.layers):
+        if isinstance(layer, MatLayer):
+            cg = MatCodegen(layer, em, consts, links=links, batch=batch, scratch_alloc=scratch_alloc)
+            tasks.extend(cg.tasks(li, element=True))
+        elif isinstance(layer, PoolLayer):
+            tasks.extend(pool_tasks(layer, em, workers, li))
+        elif isinstance(layer, GapLayer):
+            tasks.extend(gap_tasks(layer, em, workers, li))
+        elif isinstance(layer, EltLayer):
+            tasks.extend(elt_tasks(layer, em, workers, consts, li))
+        elif isinstance(layer, ClampLayer):
+            tasks.extend(clamp_tasks(layer, em, workers, li))
+        else:  # pragma: no cover - lower_graph only creates the kinds above
+            raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
+    return run_element(tasks, em)
 
 
 def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg) -> PimProgram:

@@ -39,6 +39,7 @@ class LmemArena:
 
     def __init__(self, size: int):
         self.size = size
+        self.base = 0     # bytes below ``base`` are reserved (element mode: the token byte)
         self.top = 0
         self.peak = 0
 
@@ -49,7 +50,7 @@ class LmemArena:
         return a
 
     def reset(self) -> None:
-        self.top = 0
+        self.top = self.base
 
 
 class CoreEmitter:
@@ -65,6 +66,10 @@ class CoreEmitter:
         self.arena = LmemArena(lmem_size)
         self.groups: dict[object, int] = {}                  # AG key -> group id (first use order)
         self.group_xbars: list[int] = []
+        # element schedule: position (in ``rows``) just after the last send/recv, and token
+        # sends inserted at earlier positions: (position, sequence, row)
+        self.msg_pos = 0
+        self.inserts: list[tuple[int, int, tuple]] = []
 
     # ------------------------------------------------------------------ scalar / registers
     def _set(self, r: int, value: int) -> None:
@@ -136,6 +141,16 @@ class CoreEmitter:
                 self.rows.append((_LD, lr, 0, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, go))
             done += n
 
+    def ld_rep(self, laddr: int, gaddr: int, unit: int, size: int) -> None:
+        """LMem[laddr, +size) ← the ``unit`` bytes at GMem[gaddr] repeated: one ``ld``, then
+        local doubling with ``lmv`` (global memory is the shared bottleneck)."""
+        self.ld(laddr, gaddr, min(unit, size))
+        have = min(unit, size)
+        while have < size:
+            k = min(have, size - have)
+            self.lmv(laddr + have, laddr, k)
+            have += k
+
     def st(self, gaddr: int, laddr: int, size: int) -> None:
         """GMem[gaddr, +size) ← LMem[laddr, +size) (chunked)."""
         done = 0
@@ -176,6 +191,7 @@ class CoreEmitter:
             r, o = self.near(laddr + done)
             self.rows.append((_SEND, 0, r, 0, n, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, o))
             done += n
+        self.msg_pos = len(self.rows)
 
     def recv(self, laddr: int, src: int, size: int) -> None:
         done = 0
@@ -184,6 +200,35 @@ class CoreEmitter:
             r, o = self.near(laddr + done)
             self.rows.append((_RECV, r, 0, 0, n, 0, 0, 0, 0, src, 0, 0, 0, 0, 0, o))
             done += n
+        self.msg_pos = len(self.rows)
+
+    # ------------------------------------------------------------------ element-schedule tokens
+    def token_send_at(self, pos: int, dst: int, seq: int) -> None:
+        """Insert a 1-byte ``send`` (local address r0 + 0, no register set-up) to ``dst`` after
+        ``rows[:pos]``; ``pos`` must be >= ``msg_pos`` (message order is kept)."""
+        assert pos >= self.msg_pos
+        self.inserts.append((pos, seq, (_SEND, 0, 0, 0, 1, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0)))
+        self.msg_pos = pos
+
+    def token_recv(self, src: int) -> None:
+        """Append a 1-byte ``recv`` from ``src`` into local byte 0 (reserved)."""
+        self.rows.append((_RECV, 0, 0, 0, 1, 0, 0, 0, 0, src, 0, 0, 0, 0, 0, 0))
+        self.msg_pos = len(self.rows)
+
+    def merge_inserts(self) -> None:
+        """Splice the inserted token sends into ``rows`` (stable by position, then sequence)."""
+        if not self.inserts:
+            return
+        ins = sorted(self.inserts, key=lambda t: (t[0], t[1]))
+        out, j = [], 0
+        for i, row in enumerate(self.rows):
+            while j < len(ins) and ins[j][0] <= i:
+                out.append(ins[j][2])
+                j += 1
+            out.append(row)
+        out.extend(t[2] for t in ins[j:])
+        self.rows = out
+        self.inserts = []
 
     def sync(self, ev: int, core: int) -> None:
         self.rows.append((_SYNC, 0, 0, 0, 0, 0, 0, 0, 0, core, ev, 0, 0, 0, 0, 0))

@@ -102,9 +102,19 @@ class MatCodegen:
                 continue
             if name == "shr" and not shr.any():
                 continue
-            ga = self.consts.add(np.tile(vec, b), self.acc)
             la = e.arena.alloc(n * self.accb)
-            e.ld(la, ga, n * self.accb)
+            one = (c1 - c0) * self.accb
+            if b > 1 and one * b > 512:
+                # load one copy, replicate it locally by doubling (lmv): global memory is the
+                # chip's bottleneck, local copies are cheaper
+                e.ld(la, self.consts.add(vec, self.acc), one)
+                have = one
+                while have < n * self.accb:
+                    k = min(have, n * self.accb - have)
+                    e.lmv(la + have, la, k)
+                    have += k
+            else:
+                e.ld(la, self.consts.add(np.tile(vec, b), self.acc), n * self.accb)
             out[name] = la
         self._const_cache[key] = out
         return out
@@ -139,14 +149,26 @@ class MatCodegen:
     # ------------------------------------------------------------------ band reuse
     BAND_LIMIT = 1 << 16
 
-    def _band_alloc(self, e: CoreEmitter):
-        """A buffer for ``span`` input rows (sliding-window reuse), or None (direct patch loads)."""
+    def _band_alloc(self, e: CoreEmitter, k0: int = 0, k1: int | None = None, nwin: int | None = None):
+        """A buffer for ``span`` input rows (sliding-window reuse), or None (direct patch loads).
+
+        Direct per-window loads of the core's patch part ``[k0, k1)`` are chosen when they move
+        fewer bytes through global memory than the band would (cores holding a few row slices
+        of a large patch)."""
         l = self.l
         h, w, c = l.in_hwc
         span = (l.kernel[0] - 1) * l.dilations[0] + 1
         if l.windows == 1 or span * w * c > self.BAND_LIMIT:
             return None
-        return [e.arena.alloc(span * w * c), -1, -1]   # [address, first row, end row]
+        if k1 is not None and nwin:
+            ow = l.out_hw[1]
+            band_bytes = span * w * c + (nwin / ow) * l.strides[0] * w * c
+            if nwin * (k1 - k0) < band_bytes:
+                return None
+        # [address, first row, end row, spare buffer]: when the window moves down, the rows
+        # still needed are copied (lmv, local) into the spare buffer and only the new rows
+        # are loaded from global memory, then the buffers swap
+        return [e.arena.alloc(span * w * c), -1, -1, e.arena.alloc(span * w * c)]
 
     def _load_patch_band(self, e: CoreEmitter, band: list, p: int, patch: int, k0: int, k1: int) -> None:
         """Patch from a local band of input rows: rows are loaded from global memory once per
@@ -161,10 +183,19 @@ class MatCodegen:
         span = (kh - 1) * dh + 1
         iy0, ix0 = oy * sh - l.pads[0], ox * sw - l.pads[1]
         need0, need1 = max(0, iy0), min(h, iy0 + span)
-        baddr, by0, by1 = band
+        baddr, by0, by1 = band[0], band[1], band[2]
         if need0 < need1 and not (by0 <= need0 and need1 <= by1):
-            by0, by1 = need0, min(h, need0 + span)
-            e.ld(baddr, self.in_addr + by0 * w * c, (by1 - by0) * w * c)
+            nb0, nb1 = need0, min(h, need0 + span)
+            rb = w * c
+            if by0 <= nb0 < by1 < nb1:
+                spare = band[3]
+                e.lmv(spare, baddr + (nb0 - by0) * rb, (by1 - nb0) * rb)
+                e.ld(spare + (by1 - nb0) * rb, self.in_addr + by1 * rb, (nb1 - by1) * rb)
+                band[0], band[3] = spare, baddr
+                baddr = spare
+            else:
+                e.ld(baddr, self.in_addr + nb0 * rb, (nb1 - nb0) * rb)
+            by0, by1 = nb0, nb1
             band[1], band[2] = by0, by1
         if iy0 >= 0 and ix0 >= 0 and iy0 + span <= h and ix0 + (kw - 1) * dw < w:
             tpl = self._templates.get((k0, k1))
@@ -203,13 +234,37 @@ class MatCodegen:
 
     # ------------------------------------------------------------------ main
     def emit(self) -> None:
+        for t in self.tasks():
+            t.run()
+
+    def tasks(self, layer_index: int = 0, element: bool = False):
+        """The layer's tasks in batch order (replica, unit, batch)."""
         plan = self.l.plan
         for r, ags in enumerate(plan.ags):
             p0, p1 = plan.windows[r]
             for unit in units(ags):
-                self._unit(r, unit, p0, p1)
+                yield from self._unit_tasks(layer_index, r, unit, p0, p1, element)
 
-    def _unit(self, r: int, unit, p0: int, p1: int) -> None:
+    def _read_range(self, q0: int, q1: int) -> tuple[int, int]:
+        """Global byte range of the input rows that the windows ``[q0, q1)`` load (superset)."""
+        l = self.l
+        buf = l.inputs[0].buf
+        if l.windows == 1:
+            return (buf.addr, buf.addr + buf.size)
+        h, w, c = l.in_hwc
+        ow = l.out_hw[1]
+        span = (l.kernel[0] - 1) * l.dilations[0] + 1
+        ys = []
+        for oy in {q0 // ow, (q1 - 1) // ow}:
+            iy0 = oy * l.strides[0] - l.pads[0]
+            ys.append((max(0, iy0), min(h, max(0, iy0) + span)))
+        y0 = min(a for a, _ in ys)
+        y1 = max(b for _, b in ys)
+        return (self.in_addr + y0 * w * c, self.in_addr + max(y0 + 1, y1) * w * c)
+
+    def _unit_tasks(self, li: int, r: int, unit, p0: int, p1: int, element: bool):
+        from ....core.errors import UnsupportedError
+        from .schedule import Task
         l = self.l
         c0, c1 = unit[0].c0, unit[0].c1
         nu = c1 - c0
@@ -219,42 +274,63 @@ class MatCodegen:
         for a in unit:
             by_core.setdefault(a.core, []).append(a)
         cores = [c for c in by_core if c != home] + [home]
-        # per-core buffers for this unit
-        bufs = {}
-        for c in cores:
-            e = self.em[c]
-            my = by_core[c]
-            k0, k1 = min(a.r0 for a in my), max(a.r1 for a in my)
-            patch = e.arena.alloc(k1 - k0)
-            parts = [e.arena.alloc(bmax * nu * self.accb) for _ in my]
-            band = self._band_alloc(e)
-            bufs[c] = (my, k0, k1, patch, parts, band)
-        e_home = self.em[home]
-        rbuf = e_home.arena.alloc(bmax * nu * self.accb) if len(cores) > 1 else None
-        obuf = e_home.arena.alloc(bmax * nu * elem_bytes(self.ob))
-        consts = self._consts(home, c0, c1, bmax)
+        if element and len(cores) > 1 and not self.links:
+            raise UnsupportedError("element schedule of a replica split over cores needs core links",
+                                   where=f"node {l.name} ({l.op})")
+        st: dict = {}
+
+        def setup() -> None:
+            bufs = {}
+            for c in cores:
+                e = self.em[c]
+                my = by_core[c]
+                k0, k1 = min(a.r0 for a in my), max(a.r1 for a in my)
+                patch = e.arena.alloc(k1 - k0)
+                parts = [e.arena.alloc(bmax * nu * self.accb) for _ in my]
+                band = self._band_alloc(e, k0, k1, p1 - p0)
+                bufs[c] = (my, k0, k1, patch, parts, band)
+            e_home = self.em[home]
+            st["bufs"] = bufs
+            st["rbuf"] = e_home.arena.alloc(bmax * nu * self.accb) if len(cores) > 1 else None
+            st["obuf"] = e_home.arena.alloc(bmax * nu * elem_bytes(self.ob))
+            st["consts"] = self._consts(home, c0, c1, bmax)
+
+        ob = elem_bytes(self.ob)
         for q0 in range(p0, p1, bmax):
             q1 = min(p1, q0 + bmax)
-            nb = q1 - q0
+
+            def run(q0=q0, q1=q1) -> None:
+                if not st:
+                    setup()
+                self._batch(st, cores, home, nu, c0, c1, q0, q1)
+
+            w = (self.out_addr + (q0 * l.N + c0) * ob, self.out_addr + ((q1 - 1) * l.N + c1) * ob)
+            yield Task(li, list(cores), list(cores), [self._read_range(q0, q1)], [w], home, run,
+                       f"node {l.name} ({l.op})")
+
+    def _batch(self, st: dict, cores: list[int], home: int, nu: int, c0: int, c1: int, q0: int, q1: int) -> None:
+        bufs, rbuf, obuf, consts = st["bufs"], st["rbuf"], st["obuf"], st["consts"]
+        e_home = self.em[home]
+        nb = q1 - q0
+        for c in cores:
+            self._partials(c, bufs[c], q0, q1, nu)
+        n = nb * nu
+        if len(cores) > 1 and self.links:
+            for c in cores[:-1]:
+                self.em[c].send(bufs[c][4][0], home, n * self.accb)
+                e_home.recv(rbuf, c, n * self.accb)
+                e_home.setbw(self.acc, self.acc)
+                e_home.vv("vvadd", bufs[home][4][0], bufs[home][4][0], rbuf, n)
+        elif len(cores) > 1:
+            # global-memory path: partial sums go to scratch, reduced after the barrier
+            slots = []
             for c in cores:
-                self._partials(c, bufs[c], q0, q1, nu)
-            n = nb * nu
-            if len(cores) > 1 and self.links:
-                for c in cores[:-1]:
-                    self.em[c].send(bufs[c][4][0], home, n * self.accb)
-                    e_home.recv(rbuf, c, n * self.accb)
-                    e_home.setbw(self.acc, self.acc)
-                    e_home.vv("vvadd", bufs[home][4][0], bufs[home][4][0], rbuf, n)
-            elif len(cores) > 1:
-                # global-memory path: partial sums go to scratch, reduced after the barrier
-                slots = []
-                for c in cores:
-                    ga = self.scratch_alloc(n * self.accb)
-                    self.em[c].st(ga, bufs[c][4][0], n * self.accb)
-                    slots.append(ga)
-                self.deferred.append((home, bufs[home][4][0], slots, q0, q1, c0, c1, rbuf, obuf, consts))
-                continue
-            self._finish(e_home, bufs[home][4][0], consts, obuf, q0, q1, c0, c1)
+                ga = self.scratch_alloc(n * self.accb)
+                self.em[c].st(ga, bufs[c][4][0], n * self.accb)
+                slots.append(ga)
+            self.deferred.append((home, bufs[home][4][0], slots, q0, q1, c0, c1, rbuf, obuf, consts))
+            return
+        self._finish(e_home, bufs[home][4][0], consts, obuf, q0, q1, c0, c1)
 
     def _partials(self, c: int, buf, q0: int, q1: int, nu: int) -> None:
         l = self.l

@@ -25,6 +25,7 @@ from ....core.errors import UnsupportedError
 from .emit import MAXLEN, CoreEmitter
 from .graph import ClampLayer, EltLayer, GapLayer, PoolLayer
 from .memory_plan import ConstPool, elem_bytes
+from .schedule import Task
 
 
 def split(n: int, parts: int) -> list[tuple[int, int]]:
@@ -44,6 +45,12 @@ def _where(layer) -> str:
 
 
 def emit_pool(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
+    for t in pool_tasks(layer, em, workers):
+        t.run()
+
+
+def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0):
+    """One task per output row (rows split into contiguous ranges over the workers)."""
     h, w, c = layer.in_hwc
     oh, ow = layer.out_hw
     kh, kw = layer.kernel
@@ -55,25 +62,39 @@ def emit_pool(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int]) 
         raise UnsupportedError("pooling of > 8-bit tensors", where=_where(layer))
     ina, outa = layer.inputs[0].buf.addr, layer.out.buf.addr
     rowb = w * c
+    span = (kh - 1) * dh + 1
     for core, (r0, r1) in zip(workers, split(oh, len(workers))):
-        e = em[core]
-        span = (kh - 1) * dh + 1
-        inbuf = e.arena.alloc(span * rowb)
-        obuf = e.arena.alloc(ow * c)
-        gbuf = e.arena.alloc(kh * kw * c) if layer.kind == "avg" else None
-        e.setbw(bits, bits)
+        st: dict = {}
+
+        def setup(core=core, st=st) -> None:
+            e = em[core]
+            st["inbuf"] = e.arena.alloc(span * rowb)
+            st["obuf"] = e.arena.alloc(ow * c)
+            st["gbuf"] = e.arena.alloc(kh * kw * c) if layer.kind == "avg" else None
+            e.setbw(bits, bits)
+
         for oy in range(r0, r1):
             y0 = oy * sh - pt
             ya, yb = max(0, y0), min(h, y0 + span)
-            if ya < yb:
-                e.ld(inbuf + (ya - y0) * rowb, ina + ya * rowb, (yb - ya) * rowb)
-            for ox in range(ow):
-                x0 = ox * sw - pl
-                if layer.kind == "max":
-                    _max_pixel(e, layer, inbuf, obuf, y0, x0, ox)
-                else:
-                    _avg_pixel(e, layer, inbuf, gbuf, obuf, y0, x0, oy, ox)
-            e.st(outa + oy * ow * c, obuf, ow * c)
+
+            def run(core=core, st=st, setup=setup, oy=oy, y0=y0, ya=ya, yb=yb) -> None:
+                if not st:
+                    setup()
+                e = em[core]
+                inbuf, obuf, gbuf = st["inbuf"], st["obuf"], st["gbuf"]
+                if ya < yb:
+                    e.ld(inbuf + (ya - y0) * rowb, ina + ya * rowb, (yb - ya) * rowb)
+                for ox in range(ow):
+                    x0 = ox * sw - pl
+                    if layer.kind == "max":
+                        _max_pixel(e, layer, inbuf, obuf, y0, x0, ox)
+                    else:
+                        _avg_pixel(e, layer, inbuf, gbuf, obuf, y0, x0, oy, ox)
+                e.st(outa + oy * ow * c, obuf, ow * c)
+
+            reads = [(ina + ya * rowb, ina + yb * rowb)] if ya < yb else []
+            yield Task(li, [core], [core], reads, [(outa + oy * ow * c, outa + (oy + 1) * ow * c)], core, run,
+                       _where(layer))
 
 
 def _max_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, obuf: int, y0: int, x0: int, ox: int) -> None:
@@ -148,6 +169,11 @@ def _avg_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, gbuf: int, obuf: in
 
 
 def emit_gap(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
+    for t in gap_tasks(layer, em, workers):
+        t.run()
+
+
+def gap_tasks(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0):
     h, w, c = layer.in_hwc
     n = h * w
     if n > MAXLEN:
@@ -155,14 +181,17 @@ def emit_gap(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int]) ->
     bits = layer.out.bits
     ina, outa = layer.inputs[0].buf.addr, layer.out.buf.addr
     for core, (c0, c1) in zip(workers, split(c, max(1, min(len(workers), c // 32 or 1)))):
-        e = em[core]
-        inbuf = e.arena.alloc(n * c)
-        obuf = e.arena.alloc(c1 - c0)
-        e.ld(inbuf, ina, n * c)
-        e.setbw(bits, bits)
-        for ch in range(c0, c1):
-            e.vavg(obuf + ch - c0, inbuf, c, n, ch)
-        e.st(outa + c0, obuf, c1 - c0)
+        def run(core=core, c0=c0, c1=c1) -> None:
+            e = em[core]
+            inbuf = e.arena.alloc(n * c)
+            obuf = e.arena.alloc(c1 - c0)
+            e.ld(inbuf, ina, n * c)
+            e.setbw(bits, bits)
+            for ch in range(c0, c1):
+                e.vavg(obuf + ch - c0, inbuf, c, n, ch)
+            e.st(outa + c0, obuf, c1 - c0)
+
+        yield Task(li, [core], [core], [(ina, ina + n * c)], [(outa + c0, outa + c1)], core, run, _where(layer))
 
 
 def _chunks(total: int, workers: list[int], chunk: int):
@@ -173,6 +202,12 @@ def _chunks(total: int, workers: list[int], chunk: int):
 
 
 def emit_elt(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], consts: ConstPool) -> None:
+    for t in elt_tasks(layer, em, workers, consts):
+        t.run()
+
+
+def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], consts: ConstPool, li: int = 0):
+    """Per worker: constants once, then one task per chunk of <= 2047 elements."""
     a, b = layer.inputs
     ab, bb, ob, acc = a.bits, b.bits, layer.out.bits, layer.acc_bits
     if max(ab, bb, ob) > 8:
@@ -188,49 +223,69 @@ def emit_elt(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], co
     tmax = (1 << (ob - 1)) - 1
     if shl and tmax + 1 << shl >= 1 << (acc - 1):
         raise UnsupportedError("Add requant left shift too large", where=_where(layer))
+    outa = layer.out.buf.addr
     for core, pieces in _chunks(total, workers, chunk):
-        e = em[core]
-        n0 = pieces[0][1] - pieces[0][0]
-        abuf, bbuf = e.arena.alloc(n0), e.arena.alloc(n0)
-        A, B = e.arena.alloc(n0 * accb), e.arena.alloc(n0 * accb)
-        obuf = e.arena.alloc(n0)
-        ksa = e.arena.alloc(n0)
-        ksb = e.arena.alloc(n0)
-        kr = e.arena.alloc(n0 * accb)
-        e.ld(ksa, consts.add(np.full(n0, layer.in_shifts[0]), 8), n0)
-        e.ld(ksb, consts.add(np.full(n0, layer.in_shifts[1]), 8), n0)
-        e.ld(kr, consts.add(np.full(n0, half), acc), n0 * accb)
-        if shr:
-            ks = e.arena.alloc(n0 * accb)
-            e.ld(ks, consts.add(np.full(n0, shr), acc), n0 * accb)
-        if shl:
-            kl = e.arena.alloc(n0 * accb)
-            e.ld(kl, consts.add(np.full(n0, shl), acc), n0 * accb)
-        for p, q in pieces:
-            n = q - p
-            e.ld(abuf, a.buf.addr + p, n)
-            e.ld(bbuf, b.buf.addr + p, n)
-            e.setbw(8, acc)
-            e.vv("vvsll", A, abuf, ksa, n)
-            e.vv("vvsll", B, bbuf, ksb, n)
-            e.setbw(acc, acc)
-            e.vv("vvsub" if layer.sub else "vvadd", A, A, B, n)
+        st: dict = {}
+
+        def setup(core=core, st=st, pieces=pieces) -> None:
+            e = em[core]
+            n0 = pieces[0][1] - pieces[0][0]
+            st["abuf"], st["bbuf"] = e.arena.alloc(n0), e.arena.alloc(n0)
+            st["A"], st["B"] = e.arena.alloc(n0 * accb), e.arena.alloc(n0 * accb)
+            st["obuf"] = e.arena.alloc(n0)
+            st["ksa"] = e.arena.alloc(n0)
+            st["ksb"] = e.arena.alloc(n0)
+            st["kr"] = e.arena.alloc(n0 * accb)
+            # uniform constant vectors: 64 elements from global memory, replicated locally
+            u = min(n0, 64)
+            e.ld_rep(st["ksa"], consts.add(np.full(u, layer.in_shifts[0]), 8), u, n0)
+            e.ld_rep(st["ksb"], consts.add(np.full(u, layer.in_shifts[1]), 8), u, n0)
+            e.ld_rep(st["kr"], consts.add(np.full(u, half), acc), u * accb, n0 * accb)
             if shr:
-                e.vv("vvadd", A, A, kr, n)
-                e.vv("vvsra", A, A, ks, n)
+                st["ks"] = e.arena.alloc(n0 * accb)
+                e.ld_rep(st["ks"], consts.add(np.full(u, shr), acc), u * accb, n0 * accb)
             if shl:
-                e.vrs("vrsl", A, A, -tmax - 2, n)
-                e.vrs("vrsu", A, A, tmax + 1, n)
-                e.vv("vvsll", A, A, kl, n)
-            e.setbw(acc, ob)
-            e.vrs("vrsl", obuf, A, lo, n)
-            if hi < tmax:
-                e.setbw(ob, ob)
-                e.vrs("vrsu", obuf, obuf, hi, n)
-            e.st(layer.out.buf.addr + p, obuf, n)
+                st["kl"] = e.arena.alloc(n0 * accb)
+                e.ld_rep(st["kl"], consts.add(np.full(u, shl), acc), u * accb, n0 * accb)
+
+        for p, q in pieces:
+            def run(core=core, st=st, setup=setup, p=p, q=q) -> None:
+                if not st:
+                    setup()
+                e = em[core]
+                abuf, bbuf, A, B, obuf = st["abuf"], st["bbuf"], st["A"], st["B"], st["obuf"]
+                n = q - p
+                e.ld(abuf, a.buf.addr + p, n)
+                e.ld(bbuf, b.buf.addr + p, n)
+                e.setbw(8, acc)
+                e.vv("vvsll", A, abuf, st["ksa"], n)
+                e.vv("vvsll", B, bbuf, st["ksb"], n)
+                e.setbw(acc, acc)
+                e.vv("vvsub" if layer.sub else "vvadd", A, A, B, n)
+                if shr:
+                    e.vv("vvadd", A, A, st["kr"], n)
+                    e.vv("vvsra", A, A, st["ks"], n)
+                if shl:
+                    e.vrs("vrsl", A, A, -tmax - 2, n)
+                    e.vrs("vrsu", A, A, tmax + 1, n)
+                    e.vv("vvsll", A, A, st["kl"], n)
+                e.setbw(acc, ob)
+                e.vrs("vrsl", obuf, A, lo, n)
+                if hi < tmax:
+                    e.setbw(ob, ob)
+                    e.vrs("vrsu", obuf, obuf, hi, n)
+                e.st(outa + p, obuf, n)
+
+            yield Task(li, [core], [core], [(a.buf.addr + p, a.buf.addr + q), (b.buf.addr + p, b.buf.addr + q)],
+                       [(outa + p, outa + q)], core, run, _where(layer))
 
 
 def emit_clamp(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
+    for t in clamp_tasks(layer, em, workers):
+        t.run()
+
+
+def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0):
     x = layer.inputs[0]
     bits = layer.out.bits
     if bits > 8 or x.bits != bits:
@@ -239,13 +294,20 @@ def emit_clamp(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int]
     total = h * w * c
     lo, hi = layer.clamp
     tmax = (1 << (bits - 1)) - 1
+    xa, outa = x.buf.addr, layer.out.buf.addr
     for core, pieces in _chunks(total, workers, min(MAXLEN, total)):
-        e = em[core]
-        buf = e.arena.alloc(pieces[0][1] - pieces[0][0])
-        e.setbw(bits, bits)
+        st: dict = {}
         for p, q in pieces:
-            e.ld(buf, x.buf.addr + p, q - p)
-            e.vrs("vrsl", buf, buf, lo, q - p)
-            if hi < tmax:
-                e.vrs("vrsu", buf, buf, hi, q - p)
-            e.st(layer.out.buf.addr + p, buf, q - p)
+            def run(core=core, st=st, p=p, q=q, n0=pieces[0][1] - pieces[0][0]) -> None:
+                e = em[core]
+                if not st:
+                    st["buf"] = e.arena.alloc(n0)
+                    e.setbw(bits, bits)
+                buf = st["buf"]
+                e.ld(buf, xa + p, q - p)
+                e.vrs("vrsl", buf, buf, lo, q - p)
+                if hi < tmax:
+                    e.vrs("vrsu", buf, buf, hi, q - p)
+                e.st(outa + p, buf, q - p)
+
+            yield Task(li, [core], [core], [(xa + p, xa + q)], [(outa + p, outa + q)], core, run, _where(layer))

@@ -80,13 +80,14 @@ def build_ags(li: int, layer: MatLayer, plan: MatPlan, rows: int, cols: int) -> 
 
 
 def replicate(layers: list[MatLayer], plans: list[MatPlan], total_xbars: int, *, mode: str = "balance",
-              fill: float = 0.9) -> None:
+              fill: float = 0.9, max_replicas=None, work: bool = False) -> None:
     """Choose replica counts in place (``plans[i].replicas``).
 
     ``balance`` (PIMCOMP-NN's default policy, adapted): repeatedly give one more replica to the
     layer with the most output windows per replica while the crossbars still free after that
-    stay within ``fill × total``; replicas never exceed the window count.  ``none``: one replica
-    each.
+    stay within ``fill × total``; replicas never exceed the window count (nor ``max_replicas``).
+    With ``work`` the priority is the ``mvmul`` count of one replica (windows per replica × AGs)
+    instead of the window count.  ``none``: one replica each.
     """
     for p in plans:
         p.replicas = 1
@@ -96,13 +97,21 @@ def replicate(layers: list[MatLayer], plans: list[MatPlan], total_xbars: int, *,
         raise ValueError(f"unknown replication mode {mode!r} (balance, none)")
     used = sum(p.xbars_per_replica for p in plans)
     budget = int(total_xbars * fill)
-    heap = [(-(l.windows), i) for i, l in enumerate(layers) if l.windows > 1]
+    if max_replicas is None or isinstance(max_replicas, int):
+        max_replicas = [max_replicas] * len(layers)
+    cap = [l.windows if m is None else min(l.windows, m) for l, m in zip(layers, max_replicas)]
+
+    def prio(i: int) -> int:
+        per = -(-layers[i].windows // plans[i].replicas)
+        return -(per * plans[i].hbar * plans[i].agp if work else per)
+
+    heap = [(prio(i), i) for i, l in enumerate(layers) if l.windows > 1]
     heapq.heapify(heap)
     while heap:
         negw, i = heapq.heappop(heap)
         p, l = plans[i], layers[i]
-        if p.replicas >= l.windows or used + p.xbars_per_replica > budget:
+        if p.replicas >= cap[i] or used + p.xbars_per_replica > budget:
             continue  # this layer cannot grow any more; others still may
         p.replicas += 1
         used += p.xbars_per_replica
-        heapq.heappush(heap, (-(-(-l.windows // p.replicas)), i))
+        heapq.heappush(heap, (prio(i), i))

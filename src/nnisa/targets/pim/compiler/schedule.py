@@ -11,6 +11,9 @@ overshoot the awaited value.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Callable
+
 from .emit import CoreEmitter
 
 EV_ARRIVE = 0
@@ -28,3 +31,24 @@ def barrier(em: dict[int, CoreEmitter], cores: list[int]) -> None:
     em[lead].wait(EV_ARRIVE, len(rest))
     for c in rest:
         em[lead].sync(EV_RELEASE, c)
+
+
+@dataclass
+class Task:
+    """One schedulable piece of a layer's code (a batch of windows, a pooled row, a chunk).
+
+    ``run()`` appends the code to the emitters of ``cores`` (in program order on each core);
+    ``loaders`` are the cores that read ``reads`` (global byte ranges) from global memory,
+    ``store`` the core that writes ``writes``.  Batch mode just runs the tasks in order; the
+    element schedule (``pipeline.py``) orders them and adds the synchronisation.
+    """
+
+    layer: int
+    cores: list[int]
+    loaders: list[int]
+    reads: list[tuple[int, int]]
+    writes: list[tuple[int, int]]
+    store: int
+    run: Callable[[], None]
+    where: str = ""
+    deps: list = field(default_factory=list)

@@ -1,0 +1,178 @@
+"""Element (low-latency) schedule: an inter-layer pipeline at window / row granularity.
+
+Every layer is cut into *tasks* (a batch of output windows of one replica unit, one pooled
+output row, one element chunk; :class:`~.schedule.Task`), each with the global byte ranges it
+reads and writes.  Activations still go through global memory, but there are no layer
+barriers: a task depends only on the tasks of earlier layers that wrote the bytes it reads.
+
+Synchronisation uses 1-byte **token** messages (``send``/``recv``, synchronous rendezvous):
+before a task runs on a loading core ``C``, ``C`` receives one token from every other core
+``P`` that stored data the task reads (unless an earlier token from ``P`` already covers it).
+The matching ``send`` is inserted into ``P``'s program right after the producing store (or
+after ``P``'s last message, whichever is later), so ``P`` is not held up by the consumer's
+earlier work.  Tokens read/write local byte 0 (reserved) through ``r0`` and need no register
+set-up, so inserting them never disturbs the emitter's register tracking.
+
+Deadlock freedom: tasks are emitted in one global order (a list schedule), every message
+(tokens and the partial-sum send/recv of split replicas) is created in that order, and on every
+core its messages appear in program order in creation order (an inserted send goes after the
+core's last message).  The first message of the global order that is not complete therefore
+has both partners reaching it after only local work: no cycle can form.
+
+Global order: each core runs its tasks layer by layer (the per-core order of the batch
+schedule, which also keeps the per-layer local-memory arena valid); among the tasks that are
+ready (head of all their cores' queues, producers emitted) the one with the earliest estimated
+start time goes first.  The task of the lowest (layer, index) is always ready, so the list
+schedule never stalls.  Global-memory buffers are not reused (no write-after-read hazards).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+
+from ..isa import OPCODE
+from .emit import CoreEmitter
+from .schedule import Task
+
+_COST_MVM = 1660
+_MVMUL, _LD, _ST = OPCODE["mvmul"], OPCODE["ld"], OPCODE["st"]
+_SCALAR = {OPCODE[k] for k in ("sldi", "setbw", "saddi")}
+
+
+def _cost(rows, t0: float, times: list[float]) -> float:
+    """Rough latency estimate (ns, conformance parameters) of ``rows`` starting at ``t0``;
+    appends the estimated end time of every row to ``times``; returns the end time."""
+    t = t0
+    for r in rows:
+        op = r[0]
+        if op == _MVMUL:
+            t += _COST_MVM
+        elif op in (_LD, _ST):
+            t += 60 + 1.7 * r[4]
+        elif op in _SCALAR:
+            t += 1
+        else:
+            t += 70 + 1.2 * r[4]
+        times.append(t)
+    return t
+
+
+def _deps(tasks: list[Task]) -> None:
+    """``task.deps`` = tasks of earlier layers whose written byte ranges overlap its reads."""
+    writes = sorted((lo, hi, i) for i, t in enumerate(tasks) for lo, hi in t.writes)
+    los = [w[0] for w in writes]
+    maxlen = max((hi - lo for lo, hi, _ in writes), default=0)
+    for t in tasks:
+        found = set()
+        for a, b in t.reads:
+            j0 = bisect.bisect_right(los, a - maxlen)
+            j1 = bisect.bisect_left(los, b)
+            for lo, hi, i in writes[j0:j1]:
+                if hi > a and tasks[i].layer < t.layer:
+                    found.add(i)
+        t.deps = sorted(found)
+
+
+def _sync_rows(times: list[float], n: int, t: float | None = None) -> None:
+    """Pad ``times`` to ``n`` rows (token recvs appended outside a task: time ``t`` or the last)."""
+    while len(times) < n:
+        times.append(t if t is not None else (times[-1] if times else 0.0))
+
+
+def run_element(tasks: list[Task], em: dict[int, CoreEmitter]) -> dict:
+    """Emit ``tasks`` (in batch order: layer, index) with the element schedule; returns stats."""
+    _deps(tasks)
+    n = len(tasks)
+    queues: dict[int, list[int]] = {}
+    for i, t in enumerate(tasks):
+        for c in t.cores:
+            queues.setdefault(c, []).append(i)
+    head = {c: 0 for c in queues}
+    pending = [len(t.deps) for t in tasks]
+    users: list[list[int]] = [[] for _ in range(n)]
+    for i, t in enumerate(tasks):
+        for d in t.deps:
+            users[d].append(i)
+    fin = [0.0] * n
+    endpos = [0] * n
+    avail = {c: 0.0 for c in queues}
+    cur_layer = {c: None for c in queues}
+    known: dict[tuple[int, int], int] = {}
+    done = [False] * n
+    heap: list[tuple[float, int]] = []
+    seq = 0
+    tokens = 0
+    times: dict[int, list[float]] = {c: [] for c in em}   # estimated end time of every row
+
+    def ready(i: int) -> bool:
+        t = tasks[i]
+        return pending[i] == 0 and all(queues[c][head[c]] == i for c in t.cores)
+
+    def push(i: int) -> None:
+        t = tasks[i]
+        s = max([avail[c] for c in t.cores] + [fin[d] + 50 for d in t.deps])
+        heapq.heappush(heap, (s, i))
+
+    queued = [False] * n
+    for i in range(n):
+        if ready(i):
+            queued[i] = True
+            push(i)
+    emitted = 0
+    while heap:
+        start, i = heapq.heappop(heap)
+        t = tasks[i]
+        for c in t.cores:
+            if cur_layer[c] != t.layer:
+                em[c].arena.reset()
+                cur_layer[c] = t.layer
+        # tokens: one per (producer core, loading core) not yet covered
+        for c in t.loaders:
+            need: dict[int, int] = {}
+            for d in t.deps:
+                p = tasks[d].store
+                if p != c and endpos[d] > need.get(p, -1):
+                    need[p] = endpos[d]
+            for p in sorted(need):
+                if known.get((c, p), -1) >= need[p]:
+                    continue
+                ep = em[p]
+                lo = max(need[p], ep.msg_pos)
+                # the send goes where the producer is estimated to reach the consumer's start
+                # (a synchronous send placed earlier would stall the producer)
+                tp = times[p]
+                _sync_rows(tp, len(ep.rows))
+                pos = max(lo, bisect.bisect_left(tp, start))
+                ep.token_send_at(pos, c, seq)
+                seq += 1
+                em[c].token_recv(p)
+                known[(c, p)] = pos
+                tokens += 1
+        before = {c: len(em[c].rows) for c in t.cores}
+        t.run()
+        end = start
+        for c in t.cores:
+            tc = times[c]
+            _sync_rows(tc, before[c], start)
+            end = max(end, _cost(em[c].rows[before[c]:], max(start, tc[-1] if tc else 0.0), tc))
+        fin[i] = end
+        endpos[i] = len(em[t.store].rows)
+        done[i] = True
+        emitted += 1
+        for c in t.cores:
+            avail[c] = fin[i]
+            head[c] += 1
+        cand = [queues[c][head[c]] for c in t.cores if head[c] < len(queues[c])]
+        for u in users[i]:
+            pending[u] -= 1
+            cand.append(u)
+        for u in cand:
+            if not queued[u] and ready(u):
+                queued[u] = True
+                push(u)
+    if emitted != n:  # pragma: no cover - impossible by construction (see module docstring)
+        raise RuntimeError(f"element schedule stalled after {emitted} of {n} tasks")
+    for e in em.values():
+        e.merge_inserts()
+    return {"tasks": n, "tokens": tokens, "estimated_ns": max(fin) if fin else 0.0}
