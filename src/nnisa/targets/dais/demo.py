@@ -21,7 +21,7 @@ def small_mlp(sizes=(16, 32, 16, 5), seed: int = 0):
             cur = f"a{li}"
     g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, sizes[0]])],
                           [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [1, sizes[-1]])], inits)
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def run_demo(n: int = 1000) -> dict:
