@@ -1,9 +1,12 @@
 """pimsim-nn JSON dialect: import and export of PIM programs (spec §6).
 
-:func:`read_json` first runs the numba tokenizer of :mod:`.jsonscan` over the decompressed
-bytes (no Python objects per instruction); if it meets anything outside the common dialect it
-falls back to an orjson-based reader that gives identical results and authoritative error
-messages.  :func:`write_json` renders every core with per-opcode templates (:mod:`.render`).
+:func:`read_json` runs the numba tokenizer of :mod:`.jsonscan` over the decompressed bytes (no
+Python objects per instruction; it writes the IR rows in place).  A gzip file is inflated in a
+background thread while the tokenizer consumes the bytes already available, so on two cores a
+load takes about as long as the decompression alone.  If the tokenizer meets anything outside
+the common dialect, the reader falls back to an orjson-based path that gives identical results
+and authoritative error messages.  :func:`write_json` renders every core with per-opcode
+templates (:mod:`.render`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -51,10 +55,12 @@ def _decompress(raw: bytes, name: str) -> bytes:
     return raw
 
 
-def _line_col(data: bytes, pos: int) -> tuple[int, int]:
-    pos = max(0, min(pos, len(data)))
-    line = data.count(b"\n", 0, pos) + 1
-    return line, pos - (data.rfind(b"\n", 0, pos) + 1) + 1
+def _line_col(data, pos: int) -> tuple[int, int]:
+    """1-based line and column of byte ``pos`` in a bytes-like object."""
+    head = np.frombuffer(data, dtype=np.uint8)[:max(0, pos)]
+    nl = np.flatnonzero(head == 10)
+    line = len(nl) + 1
+    return line, len(head) - (int(nl[-1]) + 1 if len(nl) else 0) + 1
 
 
 def _slot_name(slot: int) -> str:
@@ -111,45 +117,182 @@ def read_json(src: str | os.PathLike | bytes | bytearray | memoryview, legacy_gr
             raise FormatError("file not found", file=name) from None
         except IsADirectoryError:
             raise FormatError("is a directory, expected a file", file=name) from None
-    data = _decompress(raw, name)
+    if not fast:
+        return _read_orjson(_decompress(raw, name), name, legacy_groups)
+    feed = _GzipFeed(raw, name) if raw[:2] == b"\x1f\x8b" else _BytesFeed(_decompress(raw, name))
     del raw
-    if fast:
-        prog = _read_fast(data, name, legacy_groups)
-        if prog is not None:
-            return prog
-    return _read_orjson(data, name, legacy_groups)
+    prog = _read_fast(feed, name, legacy_groups)
+    if prog is not None:
+        return prog
+    return _read_orjson(feed.data(), name, legacy_groups)
 
 
-def _read_fast(data: bytes, name: str, legacy_groups: str | None) -> PimProgram | None:
-    buf = np.frombuffer(data, dtype=np.uint8)
-    n_op, n_arr = js.count_bounds(buf)
-    ops = np.zeros(n_op, dtype=np.int16)
-    cols = np.zeros((n_op, len(js.ICOLS)), dtype=np.int32)
-    imm = np.zeros(n_op, dtype=np.int64)
-    flags = np.zeros(n_op, dtype=np.uint8)
-    segs = np.zeros((n_arr, 3), dtype=np.int64)
-    info = np.zeros(10, dtype=np.int64)
-    st = js.scan(buf, ops, cols, imm, flags, segs, info, js.KEY_TAB, js.KEY_LEN, js.OP_TAB, js.OP_LEN,
-                 js.SLOT_MAP, js._POW10)
+class _BytesFeed:
+    """The scanner's input when all bytes are there (plain or zlib input)."""
+
+    def __init__(self, data: bytes):
+        self._data = data
+        self._buf = np.frombuffer(data, dtype=np.uint8)
+
+    def size_hint(self) -> int:
+        return len(self._data)
+
+    def wait(self, seen: int):
+        return self._buf, len(self._buf), True
+
+    def finish(self) -> None:
+        pass
+
+    def data(self):
+        return self._data
+
+
+class _GzipFeed:
+    """Inflates gzip bytes into a growing numpy buffer in a background thread.
+
+    zlib releases the GIL while inflating and the scanner releases it while scanning, so on
+    two cores decompression and tokenizing overlap.  Errors are those of :func:`_decompress`
+    (raised by :meth:`wait` / :meth:`finish`).
+    """
+
+    CHUNK = 1 << 17  # compressed bytes per step (≈ 4 MB of pimsim-nn JSON)
+
+    def __init__(self, raw: bytes, name: str):
+        self._raw, self._name = raw, name
+        isize = int.from_bytes(raw[-4:], "little")  # of the last member, mod 2**32: a hint
+        cap = isize if isize else 4 * len(raw)
+        self._cap_hint = max(4096, min(cap, 1100 * len(raw)))
+        self._buf = np.empty(self._cap_hint, dtype=np.uint8)
+        self._n = 0
+        self._done = False
+        self._error: BaseException | None = None
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="nnisa-gunzip", daemon=True)
+        self._thread.start()
+
+    def size_hint(self) -> int:
+        return self._cap_hint
+
+    def _append(self, chunk: bytes) -> None:
+        k = len(chunk)
+        if not k:
+            return
+        buf, n = self._buf, self._n  # only this thread writes beyond the published size
+        if n + k > len(buf):
+            grown = np.empty(max(2 * len(buf), n + k), dtype=np.uint8)
+            grown[:n] = buf[:n]
+            buf = grown
+        buf[n:n + k] = np.frombuffer(chunk, dtype=np.uint8)
+        with self._cond:
+            self._buf = buf
+            self._n = n + k
+            self._cond.notify_all()
+
+    def _inflate(self) -> None:
+        raw = memoryview(self._raw)
+        d = zlib.decompressobj(47)
+        pos = 0
+        while pos < len(raw) and not d.eof:
+            self._append(d.decompress(raw[pos:pos + self.CHUNK]))
+            pos += self.CHUNK
+        if not d.eof:
+            raise FormatError("truncated compressed data", file=self._name)
+        tail = d.unused_data + raw[pos:].tobytes()
+        if tail:
+            self._append(gzip.decompress(tail))
+
+    def _run(self) -> None:
+        try:
+            self._inflate()
+        except (zlib.error, OSError, EOFError) as exc:
+            self._error = FormatError(f"corrupt gzip data: {exc}", file=self._name)
+        except BaseException as exc:  # FormatError, MemoryError, ...: re-raised by the reader
+            self._error = exc
+        finally:
+            self._raw = None
+            with self._cond:
+                self._done = True
+                self._cond.notify_all()
+
+    def wait(self, seen: int):
+        """Block until more than ``seen`` bytes are there or inflating ended: (buf, n, done)."""
+        with self._cond:
+            while self._n <= seen and not self._done:
+                self._cond.wait()
+            if self._error is not None:
+                raise self._error
+            return self._buf, self._n, self._done
+
+    def finish(self) -> None:
+        """Wait for the end of inflating; raise its error if any."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def data(self):
+        self.finish()
+        return memoryview(self._buf)[:self._n]
+
+
+def _scan(feed):
+    """Run the tokenizer over a feed, growing its outputs as needed: (status, rows, segs, info, buf)."""
+    state = np.zeros(js.NSTATE, dtype=np.int64)
+    info = np.full(10, -1, dtype=np.int64)
+    # rows: zero-filled pages are mapped lazily, so only the rows written cost memory
+    rows = np.zeros(feed.size_hint() // 24 + 1024, dtype=js.ROW_DTYPE)
+    segs = np.zeros((64, 6), dtype=np.int64)
+    tabs = js.tables()
+    seen = 0
+    while True:
+        buf, n, done = feed.wait(seen)
+        seen = n
+        while True:
+            st = js.scan(buf, n, done, state, rows.view(np.uint8), segs, info, *tabs)
+            if st != js.ST_FULL:
+                break
+            used = int(state[2])
+            if used == len(rows):
+                grown = np.zeros(2 * len(rows), dtype=js.ROW_DTYPE)
+                grown[:used] = rows[:used]
+                rows = grown
+            nseg = int(state[3])
+            if nseg == len(segs):
+                segs = np.concatenate([segs, np.zeros_like(segs)])
+        if st != js.ST_MORE:
+            return st, rows, segs, info, buf
+
+
+def _read_fast(feed, name: str, legacy_groups: str | None) -> PimProgram | None:
+    st, rows, segs, info, buf = _scan(feed)
     if st == js.ST_UNSUPPORTED:
         return None
     if st != js.ST_OK:
+        feed.finish()  # a broken gzip stream is reported first, as without streaming
         pos = int(info[0])
-        line, col = _line_col(data, pos)
-        op = data[int(info[8]):int(info[9])].decode("ascii", "replace") if st == js.ST_UNKNOWN_OP else ""
+        line, col = _line_col(buf, pos)
+        op = bytes(buf[int(info[8]):int(info[9])]).decode("ascii", "replace") if st == js.ST_UNKNOWN_OP else ""
         raise _semantic_error(st, int(info[5]), int(info[6]), int(info[7]), name=name, op=op,
                               line=line, column=col)
     config = None
     if info[3] >= 0:
         try:
-            config = orjson.loads(data[int(info[3]):int(info[4])])
+            config = orjson.loads(memoryview(buf)[int(info[3]):int(info[4])])
         except orjson.JSONDecodeError:
             return None
-    parts = {}
-    for k in range(int(info[2])):
-        c, s, e = (int(x) for x in segs[k])
-        parts[c] = (ops[s:e], cols[s:e], imm[s:e], flags[s:e])  # a repeated key: the last wins
-    return _build(parts, config, name, legacy_groups, ignored_keys=[])
+    del buf
+    nrows = int(info[1])
+    try:  # give back the unused tail of the row allocation (a realloc, no copy)
+        rows.resize((nrows,), refcheck=True)
+    except ValueError:
+        rows = rows[:nrows]
+    chosen = {}
+    for c, s, e, ntr, ftr, nsend in segs[:int(info[2])].tolist():
+        chosen[c] = (s, e, ntr, ftr, nsend)  # a repeated key: the last wins
+    cores = {c: rows[chosen[c][0]:chosen[c][1]] for c in sorted(chosen)}
+    first_trunc = next(((c, chosen[c][3]) for c in sorted(chosen) if chosen[c][2]), None)
+    n_trunc = sum(v[2] for v in chosen.values())
+    n_send = sum(v[4] for v in chosen.values())
+    return _build(cores, n_trunc, first_trunc, n_send, config, name, legacy_groups, ignored_keys=[])
 
 
 def _read_orjson(data: bytes, name: str, legacy_groups: str | None) -> PimProgram:
@@ -171,7 +314,26 @@ def _read_orjson(data: bytes, name: str, legacy_groups: str | None) -> PimProgra
         if not isinstance(value, list):
             raise FormatError(f"{key} must be an array of instruction objects", file=name)
         parts[core] = _rows_from_dicts(value, core, name)
-    return _build(parts, doc.get("config"), name, legacy_groups, ignored_keys=ignored)
+    cores: dict[int, np.ndarray] = {}
+    n_trunc = n_send = 0
+    first_trunc = None
+    for c in sorted(parts):
+        ops, cols, imm, flags = parts[c]
+        rows = np.zeros(len(ops), dtype=DTYPE)
+        rows["op"] = ops
+        for j, col in enumerate(js.ICOLS):
+            rows[col] = cols[:, j]
+        rows["imm"] = imm
+        cores[c] = rows
+        if len(flags):
+            t = (flags & js.F_TRUNC) != 0
+            if t.any():
+                n_trunc += int(t.sum())
+                if first_trunc is None:
+                    first_trunc = (c, int(np.argmax(t)))
+            n_send += int(((flags & js.F_SEND_RS1) != 0).sum())
+    return _build(cores, n_trunc, first_trunc, n_send, doc.get("config"), name, legacy_groups,
+                  ignored_keys=ignored)
 
 
 def _number(v: Any, key: str, where: str, name: str) -> float:
@@ -248,31 +410,16 @@ def _parse_group_map(cfg: dict, name: str) -> dict[int, list[int]]:
     return out
 
 
-def _build(parts: dict, config: Any, name: str, legacy_groups: str | None, ignored_keys: list) -> PimProgram:
-    """Shared tail of both readers: IR arrays, config and aggregated warnings."""
+def _build(cores: dict[int, np.ndarray], n_trunc: int, first_trunc: tuple[int, int] | None, n_send: int,
+           config: Any, name: str, legacy_groups: str | None, ignored_keys: list) -> PimProgram:
+    """Shared tail of both readers: config and aggregated warnings around the IR arrays
+    (``cores`` in ascending core id; ``n_trunc``/``first_trunc``/``n_send`` count the
+    instructions with truncated numbers and with a send ``rs1``)."""
     warnings: list[str] = []
     if config is None:
         config = {}
     if not isinstance(config, dict):
         raise FormatError("config must be a JSON object", file=name)
-    cores: dict[int, np.ndarray] = {}
-    n_trunc = n_send = 0
-    first_trunc = None
-    for c in sorted(parts):
-        ops, cols, imm, flags = parts[c]
-        rows = np.zeros(len(ops), dtype=DTYPE)
-        rows["op"] = ops
-        for j, col in enumerate(js.ICOLS):
-            rows[col] = cols[:, j]
-        rows["imm"] = imm
-        cores[c] = rows
-        if len(flags):
-            t = (flags & js.F_TRUNC) != 0
-            if t.any():
-                n_trunc += int(t.sum())
-                if first_trunc is None:
-                    first_trunc = (c, int(np.argmax(t)))
-            n_send += int(((flags & js.F_SEND_RS1) != 0).sum())
     if n_trunc:
         warnings.append(f"{n_trunc} instruction(s) with non-integral numbers truncated toward zero like "
                         f"pimsim-nn (first: core {first_trunc[0]}, instruction {first_trunc[1]})")
@@ -280,9 +427,14 @@ def _build(parts: dict, config: Any, name: str, legacy_groups: str | None, ignor
         warnings.append(f"{n_send} send instruction(s) carry a non-zero 'rs1', which is ignored: the source "
                         "address register of send is JSON 'rd' (spec §6.3)")
     # odd global-address registers (§1.6): one aggregated line
+    ops = {c: np.ascontiguousarray(rows["op"]) for c, rows in cores.items()}  # one strided read per core
     odd = {}
     for mnem, col in _GADDR:
-        n = sum(int(((r["op"] == OPCODE[mnem]) & (r[col] % 2 != 0)).sum()) for r in cores.values())
+        n = 0
+        for c, rows in cores.items():
+            idx = np.flatnonzero(ops[c] == OPCODE[mnem])
+            if len(idx):
+                n += int((rows[col][idx] % 2 != 0).sum())
         if n:
             odd[f"{mnem} {col}"] = n
     if odd:
@@ -326,7 +478,7 @@ def _build(parts: dict, config: Any, name: str, legacy_groups: str | None, ignor
                                "mvmul.group; read it with legacy_groups='by-size'")
     bad_group = 0
     for c, rows in cores.items():
-        sel = rows["op"] == OPCODE["mvmul"]
+        sel = ops[c] == OPCODE["mvmul"]
         if sel.any():
             bad_group += int((rows["group"][sel] >= len(agm.get(c, []))).sum())
     if bad_group:
