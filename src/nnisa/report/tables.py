@@ -144,5 +144,25 @@ def print_run(report: dict[str, Any]) -> None:
 
 
 def compare_table(rows: list[dict[str, Any]], title: str = "targets side by side") -> Table:
-    """One row per target run (for ``nnisa demo`` and comparisons)."""
-    return dict_rows_table(title, rows)
+    """Runs side by side: one column per run (``target / model``), one row per figure.
+
+    ``note`` entries (e.g. why a model was not compiled) go into the caption.
+    """
+    t = Table(title=title)
+    t.add_column("figure", style="bold")
+    keys: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in ("target", "model", "note") and k not in keys:
+                keys.append(k)
+    for r in rows:
+        t.add_column(f"{r.get('target')}\n{r.get('model', '')}", justify="right")
+    notes = []
+    for r in rows:
+        if r.get("note"):
+            notes.append(f"{r.get('target')}/{r.get('model')}: {r['note']}")
+    for k in keys:
+        t.add_row(k, *[_fmt(r[k]) if k in r else "–" for r in rows])
+    if notes:
+        t.caption = "\n".join(notes)
+    return t
