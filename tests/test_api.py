@@ -32,7 +32,7 @@ def test_default_inputs_bundled_and_random(tmp_path):
                           [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 3, 4])],
                           [helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 3, 4])])
     m = tmp_path / "relu.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), m)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), m)
     r = default_inputs(m, samples=2)
     assert r["a"].shape == (2, 3, 4) and r["a"].dtype == np.float32
     out = onnx_reference(m, r)
