@@ -241,7 +241,6 @@ def test_element_schedule_split_replicas_and_first_fit():
     assert_bit_exact(c, qg, x[:2])
 
 
-@pytest.mark.skip(reason="pending: element schedule tuning")
 def test_element_schedule_digits_faster_than_batch(digits):
     from nnisa.targets.pim.timing import simulate_timing
     path, x, _ = digits

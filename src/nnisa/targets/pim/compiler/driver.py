@@ -23,7 +23,7 @@ from .lower_vec import clamp_tasks, elt_tasks, emit_clamp, emit_elt, emit_gap, e
 from .mapping import MappingError, map_ags
 from .memory_plan import ConstPool, plan_gmem
 from .partition import build_ags, partition, replicate
-from .pipeline import run_element
+from .pipeline import Producers, run_element
 from .schedule import barrier
 
 STRICT_GROUPS = 16
@@ -91,7 +91,8 @@ def _default_calib(g, seed: int):
 
 def compile_model(model, config=None, *, calib=None, mode: str = "batch", replication: str = "balance",
                   fill: float = 0.9, mapping: str = "balanced", links: bool | None = None, batch: int = 32,
-                  bits: int = 8, gmem_reuse: bool | None = None, schedule: str | None = None) -> Compiled:
+                  bits: int = 8, gmem_reuse: bool | None = None, schedule: str | None = None,
+                  rounds: int = 1, interleave: bool = True) -> Compiled:
     """Compile ``model`` for the PIM configuration ``config``.
 
     Parameters
@@ -169,6 +170,17 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         except MappingError:
             if f == 0.0:
                 raise
+    if element and rounds > 1:
+        # element schedule: the windows of a layer are cut into replicas × rounds chunks dealt
+        # round-robin, so the layer's output appears top to bottom over time (a consumer can
+        # start early) instead of every replica finishing its contiguous range at the end
+        for l, p in zip(mats, plans):
+            k = min(l.windows, p.replicas * rounds)
+            if p.replicas > 1 and k > p.replicas:
+                from .lower_vec import split
+                p.chunks = [[] for _ in range(p.replicas)]
+                for j, rg in enumerate(split(l.windows, k)):
+                    p.chunks[j % p.replicas].append(rg)
     t_map = time.perf_counter()
     gmap = plan_gmem(low, reuse=gmem_reuse)
     consts = ConstPool(gmap["end"] + 4096)
@@ -185,7 +197,8 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     nlayers = len(low.layers)
     pipe_stats = None
     if element:
-        pipe_stats = _emit_element(low, em, workers, consts, links, batch, scratch_alloc)
+        pipe_stats = _emit_element(low, em, workers, consts, links, batch, scratch_alloc,
+                                   interleave=interleave, lmem=hw["lmem"])
     for li, layer in enumerate(low.layers if not element else []):
         for e in em.values():
             e.arena.reset()
@@ -212,6 +225,10 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     prog = _build_program(em, hw, cfg)
     weights = _weights(em, mats)
     for e in em.values():
+        if e.per_task and (e.arena.peak > e.tarena.base or e.tarena.peak > hw["lmem"]):
+            raise ConfigError(f"core {e.cid}: the interleaved element schedule needs {e.arena.peak} bytes of "
+                              f"per-unit state and {e.tarena.peak - e.tarena.base} bytes per task; the config has "
+                              f"{hw['lmem']} (use interleave=False or lower the batch option)")
         if e.arena.peak > hw["lmem"]:
             raise ConfigError(f"core {e.cid} needs {e.arena.peak} bytes of local memory; the config has {hw['lmem']}"
                               " (lower the batch option)")
@@ -232,26 +249,31 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     return Compiled(prog, weights, dict(consts.segments), low, cfg, report, memory_map, inputs, outputs)
 
 
-def _emit_element(low, em, workers, consts, links, batch, scratch_alloc) -> dict:
+def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, locality: bool = True,
+                  interleave: bool = True, lmem: int = 1 << 20) -> dict:
     """Cut every layer into tasks and emit them with the element schedule (``pipeline.py``)."""
     for e in em.values():
         e.arena.base = e.arena.top = 4     # local bytes 0..3: the token byte of send/recv
     tasks = []
+    prod = Producers()
+    pick = prod.pick if locality else None
     for li, layer in enumerate(low.layers):
         if isinstance(layer, MatLayer):
             cg = MatCodegen(layer, em, consts, links=links, batch=batch, scratch_alloc=scratch_alloc)
-            tasks.extend(cg.tasks(li, element=True))
+            new = list(cg.tasks(li, element=True))
         elif isinstance(layer, PoolLayer):
-            tasks.extend(pool_tasks(layer, em, workers, li))
+            new = list(pool_tasks(layer, em, workers, li, pick))
         elif isinstance(layer, GapLayer):
-            tasks.extend(gap_tasks(layer, em, workers, li))
+            new = list(gap_tasks(layer, em, workers, li))
         elif isinstance(layer, EltLayer):
-            tasks.extend(elt_tasks(layer, em, workers, consts, li))
+            new = list(elt_tasks(layer, em, workers, consts, li, pick))
         elif isinstance(layer, ClampLayer):
-            tasks.extend(clamp_tasks(layer, em, workers, li))
+            new = list(clamp_tasks(layer, em, workers, li, pick))
         else:  # pragma: no cover - lower_graph only creates the kinds above
             raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
-    return run_element(tasks, em)
+        prod.add(new)
+        tasks.extend(new)
+    return run_element(tasks, em, interleave=interleave, lmem=lmem)
 
 
 def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg) -> PimProgram:

@@ -64,6 +64,11 @@ class CoreEmitter:
         self.owner: dict[int, int] = {}                      # register -> cached value
         self.widths: tuple[int, int] | None = None
         self.arena = LmemArena(lmem_size)
+        # transient buffers (a task's patch/partial sums/outputs): the same arena in the
+        # layer-major schedules; a separate one, reset before every task, when the element
+        # schedule interleaves layers on a core (then ``arena`` holds only per-unit state)
+        self.tarena = self.arena
+        self.per_task = False
         self.groups: dict[object, int] = {}                  # AG key -> group id (first use order)
         self.group_xbars: list[int] = []
         # element schedule: position (in ``rows``) just after the last send/recv, and token

@@ -96,26 +96,30 @@ class MatCodegen:
         half = np.where(shr > 0, np.left_shift(1, np.maximum(shr - 1, 0)), 0)
         e = self.em[core]
         n = (c1 - c0) * b
-        out = {}
-        for name, vec in (("bias", l.bias[c0:c1] + half), ("shr", shr), ("shl", shl)):
-            if name == "shl" and not shl.any():
-                continue
-            if name == "shr" and not shr.any():
-                continue
-            la = e.arena.alloc(n * self.accb)
-            one = (c1 - c0) * self.accb
-            if b > 1 and one * b > 512:
-                # load one copy, replicate it locally by doubling (lmv): global memory is the
-                # chip's bottleneck, local copies are cheaper
-                e.ld(la, self.consts.add(vec, self.acc), one)
+        vecs = [("bias", l.bias[c0:c1] + half)]
+        if shr.any():
+            vecs.append(("shr", shr))
+        if shl.any():
+            vecs.append(("shl", shl))
+        # all vectors of the unit in one contiguous local block, fetched with as few global
+        # requests as possible (global memory is the chip's shared bottleneck)
+        one = (c1 - c0) * self.accb
+        size = n * self.accb
+        base = e.arena.alloc(len(vecs) * size)
+        out = {name: base + j * size for j, (name, _) in enumerate(vecs)}
+        if b > 1 and one * b > 512:
+            # one copy of each vector, moved to its slot, then replicated locally by doubling
+            e.ld(base, self.consts.add(np.concatenate([v for _, v in vecs]), self.acc), len(vecs) * one)
+            for j in range(len(vecs) - 1, 0, -1):
+                e.lmv(base + j * size, base + j * one, one)
+            for j in range(len(vecs)):
                 have = one
-                while have < n * self.accb:
-                    k = min(have, n * self.accb - have)
-                    e.lmv(la + have, la, k)
+                while have < size:
+                    k = min(have, size - have)
+                    e.lmv(base + j * size + have, base + j * size, k)
                     have += k
-            else:
-                e.ld(la, self.consts.add(np.tile(vec, b), self.acc), n * self.accb)
-            out[name] = la
+        else:
+            e.ld(base, self.consts.add(np.concatenate([np.tile(v, b) for _, v in vecs]), self.acc), len(vecs) * size)
         self._const_cache[key] = out
         return out
 
@@ -240,10 +244,11 @@ class MatCodegen:
     def tasks(self, layer_index: int = 0, element: bool = False):
         """The layer's tasks in batch order (replica, unit, batch)."""
         plan = self.l.plan
+        chunks = getattr(plan, "chunks", None)
         for r, ags in enumerate(plan.ags):
-            p0, p1 = plan.windows[r]
+            ranges = chunks[r] if chunks else [plan.windows[r]]
             for unit in units(ags):
-                yield from self._unit_tasks(layer_index, r, unit, p0, p1, element)
+                yield from self._unit_tasks(layer_index, r, unit, ranges, element)
 
     def _read_range(self, q0: int, q1: int) -> tuple[int, int]:
         """Global byte range of the input rows that the windows ``[q0, q1)`` load (superset)."""
@@ -262,7 +267,7 @@ class MatCodegen:
         y1 = max(b for _, b in ys)
         return (self.in_addr + y0 * w * c, self.in_addr + max(y0 + 1, y1) * w * c)
 
-    def _unit_tasks(self, li: int, r: int, unit, p0: int, p1: int, element: bool):
+    def _unit_tasks(self, li: int, r: int, unit, ranges: list[tuple[int, int]], element: bool):
         from ....core.errors import UnsupportedError
         from .schedule import Task
         l = self.l
@@ -278,35 +283,46 @@ class MatCodegen:
             raise UnsupportedError("element schedule of a replica split over cores needs core links",
                                    where=f"node {l.name} ({l.op})")
         st: dict = {}
+        nwin = sum(q - p for p, q in ranges)
 
         def setup() -> None:
+            # per-unit state: input bands and constants (kept while the unit runs)
+            bands = {}
+            for c in cores:
+                my = by_core[c]
+                bands[c] = self._band_alloc(self.em[c], min(a.r0 for a in my), max(a.r1 for a in my), nwin)
+            st["bands"] = bands
+            st["consts"] = self._consts(home, c0, c1, bmax)
+
+        def talloc() -> None:
+            # transient buffers of one batch
             bufs = {}
             for c in cores:
                 e = self.em[c]
                 my = by_core[c]
                 k0, k1 = min(a.r0 for a in my), max(a.r1 for a in my)
-                patch = e.arena.alloc(k1 - k0)
-                parts = [e.arena.alloc(bmax * nu * self.accb) for _ in my]
-                band = self._band_alloc(e, k0, k1, p1 - p0)
-                bufs[c] = (my, k0, k1, patch, parts, band)
+                patch = e.tarena.alloc(k1 - k0)
+                parts = [e.tarena.alloc(bmax * nu * self.accb) for _ in my]
+                bufs[c] = (my, k0, k1, patch, parts, st["bands"][c])
             e_home = self.em[home]
             st["bufs"] = bufs
-            st["rbuf"] = e_home.arena.alloc(bmax * nu * self.accb) if len(cores) > 1 else None
-            st["obuf"] = e_home.arena.alloc(bmax * nu * elem_bytes(self.ob))
-            st["consts"] = self._consts(home, c0, c1, bmax)
+            st["rbuf"] = e_home.tarena.alloc(bmax * nu * self.accb) if len(cores) > 1 else None
+            st["obuf"] = e_home.tarena.alloc(bmax * nu * elem_bytes(self.ob))
 
         ob = elem_bytes(self.ob)
-        for q0 in range(p0, p1, bmax):
-            q1 = min(p1, q0 + bmax)
+        for q0, q1 in [(q, min(p1, q + bmax)) for p0, p1 in ranges for q in range(p0, p1, bmax)]:
 
             def run(q0=q0, q1=q1) -> None:
                 if not st:
                     setup()
+                    talloc()
+                elif self.em[home].per_task:
+                    talloc()
                 self._batch(st, cores, home, nu, c0, c1, q0, q1)
 
             w = (self.out_addr + (q0 * l.N + c0) * ob, self.out_addr + ((q1 - 1) * l.N + c1) * ob)
             yield Task(li, list(cores), list(cores), [self._read_range(q0, q1)], [w], home, run,
-                       f"node {l.name} ({l.op})")
+                       f"node {l.name} ({l.op})", chain=(li, r, c0))
 
     def _batch(self, st: dict, cores: list[int], home: int, nu: int, c0: int, c1: int, q0: int, q1: int) -> None:
         bufs, rbuf, obuf, consts = st["bufs"], st["rbuf"], st["obuf"], st["consts"]

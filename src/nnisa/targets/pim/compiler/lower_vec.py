@@ -49,8 +49,9 @@ def emit_pool(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int]) 
         t.run()
 
 
-def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0):
-    """One task per output row (rows split into contiguous ranges over the workers)."""
+def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, pick=None):
+    """One task per output row (rows split into contiguous ranges over the workers; with
+    ``pick(reads, core)``, the element schedule moves a row to the core that produced its input)."""
     h, w, c = layer.in_hwc
     oh, ow = layer.out_hw
     kh, kw = layer.kernel
@@ -63,23 +64,27 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
     ina, outa = layer.inputs[0].buf.addr, layer.out.buf.addr
     rowb = w * c
     span = (kh - 1) * dh + 1
-    for core, (r0, r1) in zip(workers, split(oh, len(workers))):
-        st: dict = {}
+    states: dict[int, dict] = {}
+    for core0, (r0, r1) in zip(workers, split(oh, len(workers))):
 
-        def setup(core=core, st=st) -> None:
+        def setup(core, st) -> None:
             e = em[core]
-            st["inbuf"] = e.arena.alloc(span * rowb)
-            st["obuf"] = e.arena.alloc(ow * c)
-            st["gbuf"] = e.arena.alloc(kh * kw * c) if layer.kind == "avg" else None
+            st["inbuf"] = e.tarena.alloc(span * rowb)
+            st["obuf"] = e.tarena.alloc(ow * c)
+            st["gbuf"] = e.tarena.alloc(kh * kw * c) if layer.kind == "avg" else None
             e.setbw(bits, bits)
 
         for oy in range(r0, r1):
             y0 = oy * sh - pt
             ya, yb = max(0, y0), min(h, y0 + span)
 
+            reads = [(ina + ya * rowb, ina + yb * rowb)] if ya < yb else []
+            core = pick(reads, core0) if pick else core0
+            st = states.setdefault(core, {})
+
             def run(core=core, st=st, setup=setup, oy=oy, y0=y0, ya=ya, yb=yb) -> None:
-                if not st:
-                    setup()
+                if not st or em[core].per_task:
+                    setup(core, st)
                 e = em[core]
                 inbuf, obuf, gbuf = st["inbuf"], st["obuf"], st["gbuf"]
                 if ya < yb:
@@ -92,7 +97,6 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
                         _avg_pixel(e, layer, inbuf, gbuf, obuf, y0, x0, oy, ox)
                 e.st(outa + oy * ow * c, obuf, ow * c)
 
-            reads = [(ina + ya * rowb, ina + yb * rowb)] if ya < yb else []
             yield Task(li, [core], [core], reads, [(outa + oy * ow * c, outa + (oy + 1) * ow * c)], core, run,
                        _where(layer))
 
@@ -183,8 +187,8 @@ def gap_tasks(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int], l
     for core, (c0, c1) in zip(workers, split(c, max(1, min(len(workers), c // 32 or 1)))):
         def run(core=core, c0=c0, c1=c1) -> None:
             e = em[core]
-            inbuf = e.arena.alloc(n * c)
-            obuf = e.arena.alloc(c1 - c0)
+            inbuf = e.tarena.alloc(n * c)
+            obuf = e.tarena.alloc(c1 - c0)
             e.ld(inbuf, ina, n * c)
             e.setbw(bits, bits)
             for ch in range(c0, c1):
@@ -206,7 +210,8 @@ def emit_elt(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], co
         t.run()
 
 
-def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], consts: ConstPool, li: int = 0):
+def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], consts: ConstPool, li: int = 0,
+              pick=None):
     """Per worker: constants once, then one task per chunk of <= 2047 elements."""
     a, b = layer.inputs
     ab, bb, ob, acc = a.bits, b.bits, layer.out.bits, layer.acc_bits
@@ -224,15 +229,19 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
     if shl and tmax + 1 << shl >= 1 << (acc - 1):
         raise UnsupportedError("Add requant left shift too large", where=_where(layer))
     outa = layer.out.buf.addr
-    for core, pieces in _chunks(total, workers, chunk):
-        st: dict = {}
+    states: dict[int, dict] = {}
 
-        def setup(core=core, st=st, pieces=pieces) -> None:
+    def talloc(core, st, n0) -> None:
+        e = em[core]
+        st["abuf"], st["bbuf"] = e.tarena.alloc(n0), e.tarena.alloc(n0)
+        st["A"], st["B"] = e.tarena.alloc(n0 * accb), e.tarena.alloc(n0 * accb)
+        st["obuf"] = e.tarena.alloc(n0)
+
+    for core0, pieces in _chunks(total, workers, chunk):
+
+        def setup(core, st, n0) -> None:
             e = em[core]
-            n0 = pieces[0][1] - pieces[0][0]
-            st["abuf"], st["bbuf"] = e.arena.alloc(n0), e.arena.alloc(n0)
-            st["A"], st["B"] = e.arena.alloc(n0 * accb), e.arena.alloc(n0 * accb)
-            st["obuf"] = e.arena.alloc(n0)
+            talloc(core, st, n0)
             st["ksa"] = e.arena.alloc(n0)
             st["ksb"] = e.arena.alloc(n0)
             st["kr"] = e.arena.alloc(n0 * accb)
@@ -249,9 +258,16 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
                 e.ld_rep(st["kl"], consts.add(np.full(u, shl), acc), u * accb, n0 * accb)
 
         for p, q in pieces:
-            def run(core=core, st=st, setup=setup, p=p, q=q) -> None:
+            reads = [(a.buf.addr + p, a.buf.addr + q), (b.buf.addr + p, b.buf.addr + q)]
+            core = pick(reads, core0) if pick else core0
+            st = states.setdefault(core, {})
+
+            def run(core=core, st=st, setup=setup, p=p, q=q,
+                    n0=chunk if pick else pieces[0][1] - pieces[0][0]) -> None:
                 if not st:
-                    setup()
+                    setup(core, st, n0)
+                elif em[core].per_task:
+                    talloc(core, st, n0)
                 e = em[core]
                 abuf, bbuf, A, B, obuf = st["abuf"], st["bbuf"], st["A"], st["B"], st["obuf"]
                 n = q - p
@@ -276,8 +292,7 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
                     e.vrs("vrsu", obuf, obuf, hi, n)
                 e.st(outa + p, obuf, n)
 
-            yield Task(li, [core], [core], [(a.buf.addr + p, a.buf.addr + q), (b.buf.addr + p, b.buf.addr + q)],
-                       [(outa + p, outa + q)], core, run, _where(layer))
+            yield Task(li, [core], [core], reads, [(outa + p, outa + q)], core, run, _where(layer))
 
 
 def emit_clamp(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
@@ -285,7 +300,7 @@ def emit_clamp(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int]
         t.run()
 
 
-def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0):
+def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, pick=None):
     x = layer.inputs[0]
     bits = layer.out.bits
     if bits > 8 or x.bits != bits:
@@ -295,13 +310,17 @@ def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int
     lo, hi = layer.clamp
     tmax = (1 << (bits - 1)) - 1
     xa, outa = x.buf.addr, layer.out.buf.addr
-    for core, pieces in _chunks(total, workers, min(MAXLEN, total)):
-        st: dict = {}
+    states: dict[int, dict] = {}
+    chunk = min(MAXLEN, total)
+    for core0, pieces in _chunks(total, workers, chunk):
         for p, q in pieces:
-            def run(core=core, st=st, p=p, q=q, n0=pieces[0][1] - pieces[0][0]) -> None:
+            core = pick([(xa + p, xa + q)], core0) if pick else core0
+            st = states.setdefault(core, {})
+
+            def run(core=core, st=st, p=p, q=q, n0=chunk if pick else pieces[0][1] - pieces[0][0]) -> None:
                 e = em[core]
-                if not st:
-                    st["buf"] = e.arena.alloc(n0)
+                if not st or e.per_task:
+                    st["buf"] = e.tarena.alloc(n0)
                     e.setbw(bits, bits)
                 buf = st["buf"]
                 e.ld(buf, xa + p, q - p)

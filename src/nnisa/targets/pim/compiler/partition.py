@@ -100,6 +100,11 @@ def replicate(layers: list[MatLayer], plans: list[MatPlan], total_xbars: int, *,
     if max_replicas is None or isinstance(max_replicas, int):
         max_replicas = [max_replicas] * len(layers)
     cap = [l.windows if m is None else min(l.windows, m) for l, m in zip(layers, max_replicas)]
+    if work:
+        # every replica costs a few fixed global-memory requests (constants, first input band,
+        # stores) on the chip's single global memory: beyond ~sqrt(6·windows·AGs) replicas the
+        # serialised requests outweigh the shorter per-replica compute
+        cap = [min(c, max(1, int((6 * l.windows * p.hbar * p.agp) ** 0.5))) for c, l, p in zip(cap, layers, plans)]
 
     def prio(i: int) -> int:
         per = -(-layers[i].windows // plans[i].replicas)

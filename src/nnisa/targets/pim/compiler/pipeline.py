@@ -74,25 +74,78 @@ def _deps(tasks: list[Task]) -> None:
         t.deps = sorted(found)
 
 
+class Producers:
+    """Which core stored which global bytes (tasks of the layers generated so far)."""
+
+    def __init__(self):
+        self._new: list[tuple[int, int, int]] = []
+        self._sorted: list[tuple[int, int, int]] = []
+        self._los: list[int] = []
+        self._maxlen = 0
+
+    def add(self, tasks: list[Task]) -> None:
+        for t in tasks:
+            for lo, hi in t.writes:
+                self._new.append((lo, hi, t.store))
+                self._maxlen = max(self._maxlen, hi - lo)
+
+    def pick(self, reads: list[tuple[int, int]], default: int) -> int:
+        """The core that stored most of ``reads`` (``default`` if none): running a vector task
+        there saves the tokens (and keeps a conv → pool chain on one core)."""
+        if self._new:
+            self._sorted = sorted(self._sorted + self._new)
+            self._los = [w[0] for w in self._sorted]
+            self._new = []
+        score: dict[int, int] = {}
+        for a, b in reads:
+            j0 = bisect.bisect_right(self._los, a - self._maxlen)
+            j1 = bisect.bisect_left(self._los, b)
+            for lo, hi, c in self._sorted[j0:j1]:
+                ov = min(hi, b) - max(lo, a)
+                if ov > 0:
+                    score[c] = score.get(c, 0) + ov
+        if not score:
+            return default
+        return max(score, key=lambda c: (score[c], c == default, -c))
+
+
 def _sync_rows(times: list[float], n: int, t: float | None = None) -> None:
     """Pad ``times`` to ``n`` rows (token recvs appended outside a task: time ``t`` or the last)."""
     while len(times) < n:
         times.append(t if t is not None else (times[-1] if times else 0.0))
 
 
-def run_element(tasks: list[Task], em: dict[int, CoreEmitter]) -> dict:
-    """Emit ``tasks`` (in batch order: layer, index) with the element schedule; returns stats."""
+def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bool = True,
+                lmem: int = 1 << 20) -> dict:
+    """Emit ``tasks`` (in batch order: layer, index) with the element schedule; returns stats.
+
+    ``interleave``: a core's tasks of different layers may interleave (true pipelining on every
+    core); per-unit state then lives in the lower half of local memory and each task's
+    transient buffers in the upper half.  Otherwise each core runs its layers in order."""
     _deps(tasks)
     n = len(tasks)
+    if interleave:
+        from .emit import LmemArena
+        for e in em.values():
+            e.per_task = True
+            e.tarena = LmemArena(lmem)
+            e.tarena.base = e.tarena.top = lmem // 2
+    order_deps: list[list[int]] = [[] for _ in range(n)]
+    last: dict = {}
+    for i, t in enumerate(tasks):
+        if t.chain is not None:
+            if t.chain in last:
+                order_deps[i].append(last[t.chain])
+            last[t.chain] = i
     queues: dict[int, list[int]] = {}
     for i, t in enumerate(tasks):
         for c in t.cores:
             queues.setdefault(c, []).append(i)
     head = {c: 0 for c in queues}
-    pending = [len(t.deps) for t in tasks]
+    pending = [len(t.deps) + len(order_deps[i]) for i, t in enumerate(tasks)]
     users: list[list[int]] = [[] for _ in range(n)]
     for i, t in enumerate(tasks):
-        for d in t.deps:
+        for d in list(t.deps) + order_deps[i]:
             users[d].append(i)
     fin = [0.0] * n
     endpos = [0] * n
@@ -107,12 +160,14 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter]) -> dict:
 
     def ready(i: int) -> bool:
         t = tasks[i]
-        return pending[i] == 0 and all(queues[c][head[c]] == i for c in t.cores)
+        return pending[i] == 0 and (interleave or all(queues[c][head[c]] == i for c in t.cores))
+
+    def est(i: int) -> float:
+        t = tasks[i]
+        return max([avail[c] for c in t.cores] + [fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]])
 
     def push(i: int) -> None:
-        t = tasks[i]
-        s = max([avail[c] for c in t.cores] + [fin[d] + 50 for d in t.deps])
-        heapq.heappush(heap, (s, i))
+        heapq.heappush(heap, (est(i), i))
 
     queued = [False] * n
     for i in range(n):
@@ -122,9 +177,16 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter]) -> dict:
     emitted = 0
     while heap:
         start, i = heapq.heappop(heap)
+        if interleave:
+            s = est(i)
+            if s > start:   # a core of the task got busier since it was queued
+                heapq.heappush(heap, (s, i))
+                continue
         t = tasks[i]
         for c in t.cores:
-            if cur_layer[c] != t.layer:
+            if interleave:
+                em[c].tarena.reset()
+            elif cur_layer[c] != t.layer:
                 em[c].arena.reset()
                 cur_layer[c] = t.layer
         # tokens: one per (producer core, loading core) not yet covered

@@ -51,4 +51,5 @@ class Task:
     store: int
     run: Callable[[], None]
     where: str = ""
+    chain: object = None     # tasks with the same key run in list order (a unit's batches)
     deps: list = field(default_factory=list)
