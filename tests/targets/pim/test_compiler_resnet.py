@@ -60,3 +60,20 @@ def test_resnet18_bit_exact_functional(resnet18):
     x = np.random.default_rng(5).random((1, 3, 224, 224)).astype(np.float32)
     got, ref = run_sample(c, qg, x)
     np.testing.assert_array_equal(got["logits"], ref["logits"])
+
+
+@pytest.mark.slow
+def test_resnet18_element_schedule_bit_exact_and_faster(resnet18):
+    from nnisa.targets.pim.timing import simulate_timing
+    qg, c_batch, cfg, _ = resnet18
+    c = compile_model(qg, cfg, mode="element")
+    ops = c.program.op_counts()
+    assert "wait" not in ops and ops["send"] == ops["recv"]
+    x = np.random.default_rng(6).random((1, 3, 224, 224)).astype(np.float32)
+    got, ref = run_sample(c, qg, x)
+    np.testing.assert_array_equal(got["logits"], ref["logits"])
+    cfg = cfg.copy() if hasattr(cfg, "copy") else cfg
+    cfg.sim_config.sim_time = max(cfg.sim_config.sim_time, 1000)
+    lat = {m: simulate_timing(p, cfg, mode="pimsim").latency_ps for m, p in (("batch", c_batch.program),
+                                                                            ("element", c.program))}
+    assert lat["element"] < lat["batch"], lat
