@@ -83,6 +83,9 @@ class CMVMCompiler:
         self.method, self.max_depth, self.budget = method, max_depth, time_budget_s
         self.n = len(inputs)
         self.sig: list[_Signal] = []
+        self.log: list[tuple[int, int, int, int]] = []  # (p, q, d, rho) of every emitted adder
+        self.out_terms: list = []  # per column (signal, shift, negate) or None, after solve()
+        self.cse_info: dict | None = None  # what the CSE did (time, whether the budget cut it short)
         fin = max([f for *_, f in inputs] + [0])
         self.fin = fin
         # exact input bounds in units of 2^-fin
@@ -117,6 +120,7 @@ class CMVMCompiler:
         s.width = k + i + ff
         s.slot = self.b.add_op(0 if rho > 0 else 1, sp.slot, sq.slot, d, (k, i, ff))
         self.sig.append(s)
+        self.log.append((p, q, d, rho))
         return len(self.sig) - 1
 
     # -- patterns ----------------------------------------------------------------------------
@@ -162,8 +166,44 @@ class CMVMCompiler:
                         terms[(j, b)] = d
             cols.append(terms)
         if self.method != "dummy":
-            self._cse(cols)
-        return [self._accumulate(t) for t in cols]
+            t0 = time.perf_counter()
+            complete = self._cse(cols)
+            self.cse_info = {"cse_s": round(time.perf_counter() - t0, 3), "complete": complete}
+        self.out_terms = [self._accumulate(t) for t in cols]
+        return [None if t is None else (self.sig[t[0]].slot, t[1], t[2]) for t in self.out_terms]
+
+    def instantiate(self, template: "CMVMCompiler") -> list[tuple[int, int, int] | None]:
+        """Replay the adders of an already solved ``template`` (same input count) on this compiler's inputs.
+
+        Used for convolutions: the kernel matrix is solved once and every output position reuses the
+        solution.  Inputs of zero width (padding) are dropped: an adder with a zero operand becomes an
+        alias of its other operand, so no op ever reads a missing input.  Dtypes are recomputed from
+        this instance's exact input ranges.  Returns per column ``(slot, shift, negate)`` or ``None``.
+        """
+        if template.n != self.n:
+            raise ValueError(f"template has {template.n} inputs, this compiler {self.n}")
+        alias: list = [(j, 0, 1) if self.sig[j].width > 0 else None for j in range(self.n)]
+        for p, q, d, rho in template.log:
+            a, c = alias[p], alias[q]
+            if c is None:
+                alias.append(a)
+                continue
+            c = (c[0], c[1] + d, c[2] * rho)
+            if a is None:
+                alias.append(c)
+                continue
+            if a[1] > c[1]:
+                a, c = c, a
+            s = self._new(a[0], c[0], c[1] - a[1], a[2] * c[2])
+            alias.append((s, a[1], a[2]))
+        out = []
+        for t in template.out_terms:
+            al = None if t is None else alias[t[0]]
+            if al is None:
+                out.append(None)
+            else:
+                out.append((self.sig[al[0]].slot, al[1] + t[1], (al[2] < 0) != bool(t[2])))
+        return out
 
     def _cse(self, cols: list[dict]) -> None:
         cnt: dict = {}
@@ -193,7 +233,7 @@ class CMVMCompiler:
 
         while heap:
             if self.budget is not None and time.perf_counter() - t0 > self.budget:
-                break
+                return False
             negscore, key = heapq.heappop(heap)
             v = cnt.get(key, 0)
             if v < 2 or negscore != self._score(key, v):
@@ -229,6 +269,7 @@ class CMVMCompiler:
                         where.get(s, set()).discard(c)
             if used == 0:
                 cnt[key] = 0  # every occurrence blocked (overlap or depth): never retry
+        return True
 
     def _accumulate(self, terms: dict):
         if not terms:
@@ -244,7 +285,7 @@ class CMVMCompiler:
             sg = self.sig[new]
             heapq.heappush(heap, (sg.depth, sg.width, new, b1, d1))
         _, _, s, b, d = heap[0]
-        return (self.sig[s].slot, b, d < 0)
+        return (s, b, d < 0)
 
 
 def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = None,
