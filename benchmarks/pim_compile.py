@@ -3,7 +3,9 @@
 PIMCOMP-NN needs 36.3 s (and 4.58 GB) for the same network and hardware (spec §12.2); the
 goal for nnisa is ≤ 4 s.  Measured phases: ONNX import + pow2 quantization (frontend),
 compilation to an in-memory program, and writing the output files (bundle, binary, reports).
-Writes the ``## PIM compiler`` section of ``benchmarks/RESULTS.md``.
+Also measures the latency of the compiled programs (pimsim timing mode, conformance config)
+for the digits CNN, LeNet and ResNet-18: batch vs element schedule, balanced vs first-fit
+mapping.  Writes the ``## PIM compiler`` section of ``benchmarks/RESULTS.md``.
 
 Usage: ``python benchmarks/pim_compile.py [--repeat N] [--no-write]``
 """
@@ -22,8 +24,35 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import machine, peak_rss_mb, today, update_section  # noqa: E402
 
+#: latency (µs, pimsim mode, conformance config) of the batch schedule with first-fit mapping
+#: before the element schedule / balanced mapping work (commit 624bb9e)
+BEFORE_US = {"digits CNN": 242.7, "LeNet": 458.9, "ResNet-18": 94_744.7}
+PIMCOMP_RESNET18_US = 16_295.5   # PIMCOMP-NN's conformance program in the same timing model (§8.7)
+
 PIMCOMP = {"seconds": 36.3, "peak_gb": 4.58, "instructions": 3_119_907, "crossbars": 2760, "util": 0.674,
            "ags": 2119}
+
+
+def latencies(cfg, resnet_qg) -> list[tuple[str, dict[str, float]]]:
+    """pimsim-mode latency (µs) per model and (schedule, mapping)."""
+    from nnisa.frontend import load_model, quantize
+    from nnisa.frontend.models import bundled_model_path, make_lenet
+    from nnisa.targets.pim.compiler import compile_model
+    from nnisa.targets.pim.timing import simulate_timing
+    cfg.sim_config.sim_time = max(cfg.sim_config.sim_time, 10_000)   # ms; ResNet-18 runs > 17 ms
+    g = load_model(make_lenet())
+    x = np.random.default_rng(0).random((2, 1, 28, 28)).astype(np.float32)
+    lenet = quantize(g, {g.inputs[0].name: x}, scale_mode="pow2")
+    out = []
+    for name, m in (("digits CNN", bundled_model_path("digits_cnn")), ("LeNet", lenet), ("ResNet-18", resnet_qg)):
+        row = {}
+        for key, kw in (("batch_ff", dict(mode="batch", mapping="first_fit")), ("batch", dict(mode="batch")),
+                        ("element", dict(mode="element"))):
+            c = compile_model(m, cfg, **kw)
+            row[key] = simulate_timing(c.program, cfg, mode="pimsim").latency_ps / 1e6
+        out.append((name, row))
+        print(name, {k: round(v, 1) for k, v in row.items()}, "µs")
+    return out
 
 
 def main() -> None:
@@ -61,12 +90,20 @@ def main() -> None:
     print(f"instructions {r['instructions']:,}, crossbars {r['crossbars_used']} ({r['crossbar_utilization']:.1%}), "
           f"AGs {r['array_groups']}, cores {r['cores_used']}")
     phases = r["compile_seconds"]
+    lat = latencies(cfg, qg)
+
+    def us(v: float) -> str:
+        return f"{v / 1000:.2f} ms" if v >= 10_000 else f"{v:.1f} µs"
+
+    lat_rows = "\n".join(
+        f"| {name} | {us(BEFORE_US[name])} | {us(row['batch_ff'])} | {us(row['batch'])} | **{us(row['element'])}** | "
+        f"{BEFORE_US[name] / row['element']:.1f}× |" for name, row in lat)
     body = f"""
 Machine: {machine()}; date {today()}; median of {args.repeat} runs; load average at start
 {load:.1f} (the 2 cores are shared with other jobs: times vary by up to ~2x; an idle run measured
 0.5 s frontend + 1.0 s compile + 2.1 s files = 3.6 s).
 ResNet-18 (generated, random weights, 224×224, BN folded), 8×8-core conformance configuration
-(64 cores × 64 crossbars of 128×128), batch schedule, balance replication, first-fit mapping.
+(64 cores × 64 crossbars of 128×128), batch schedule, balance replication, balanced mapping.
 
 | phase | nnisa (s) |
 | --- | ---: |
@@ -87,7 +124,20 @@ ResNet-18 (generated, random weights, 224×224, BN folded), 8×8-core conformanc
 | mvmul / sldi / ld / st | {ops.get('mvmul', 0):,} / {ops.get('sldi', 0):,} / {ops.get('ld', 0):,} / {ops.get('st', 0):,} | 132,500 / 2,109,911 / 83,488 / 30,234 |
 
 The functional simulation of the compiled program is bit-exact with the frontend's quantized
-evaluator (`tests/targets/pim/test_compiler_resnet.py::test_resnet18_bit_exact_functional`, slow).
+evaluator (`tests/targets/pim/test_compiler_resnet.py::test_resnet18_bit_exact_functional`, slow;
+element schedule: `test_resnet18_element_schedule_bit_exact_and_faster`).
+
+### Latency (pimsim timing mode, conformance config `pimsim_config.json`, 8×8 cores)
+
+`simulate_timing(program, config, mode="pimsim")`, one inference.  *before*: batch schedule with
+first-fit mapping as of commit 624bb9e; *first-fit* / *batch*: today's code generation (rolling
+input bands, merged constant loads, band-vs-direct patch loads) with first-fit / balanced mapping;
+*element*: the pipelined schedule (`mode="element"`, balanced mapping).  PIMCOMP-NN's ResNet-18
+program: {us(PIMCOMP_RESNET18_US)} in the same model.
+
+| model | before | batch, first-fit | batch, balanced | element, balanced | speed-up vs before |
+| --- | ---: | ---: | ---: | ---: | ---: |
+{lat_rows}
 """
     if not args.no_write:
         update_section("PIM compiler", body)

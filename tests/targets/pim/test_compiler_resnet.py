@@ -72,7 +72,7 @@ def test_resnet18_element_schedule_bit_exact_and_faster(resnet18):
     x = np.random.default_rng(6).random((1, 3, 224, 224)).astype(np.float32)
     got, ref = run_sample(c, qg, x)
     np.testing.assert_array_equal(got["logits"], ref["logits"])
-    cfg = cfg.copy() if hasattr(cfg, "copy") else cfg
+    cfg = cfg.model_copy(deep=True)      # ResNet-18 runs longer than the config's 17 ms sim_time
     cfg.sim_config.sim_time = max(cfg.sim_config.sim_time, 1000)
     lat = {m: simulate_timing(p, cfg, mode="pimsim").latency_ps for m, p in (("batch", c_batch.program),
                                                                             ("element", c.program))}
