@@ -117,7 +117,7 @@ def compare_outputs(got: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> d
 
 def run_model(target_name: str, model_path: str | Path, *, inputs: dict[str, np.ndarray] | None = None,
               samples: int = 1, config: str | Path | None = None, out_dir: str | Path | None = None,
-              save_outputs: str | Path | None = None, **options: Any) -> dict[str, Any]:
+              save_outputs: str | Path | None = None, progress: Any = None, **options: Any) -> dict[str, Any]:
     """Compile an ONNX model for a target, simulate it and compare with onnxruntime.
 
     Parameters
@@ -135,6 +135,8 @@ def run_model(target_name: str, model_path: str | Path, *, inputs: dict[str, np.
         Where the compiled files go (a temporary directory by default).
     save_outputs
         Write the simulated float outputs to this ``.npz``/``.npy``/``.csv`` file.
+    progress
+        ``progress(done, total)`` callback for the simulated samples.
 
     Returns
     -------
@@ -152,7 +154,7 @@ def run_model(target_name: str, model_path: str | Path, *, inputs: dict[str, np.
         c0 = time.perf_counter()
         compiled = tgt.compile(model_path, config=config, out_dir=dest, **options)
         c1 = time.perf_counter()
-        outs, stats, checks = tgt.run_compiled(compiled, inputs)
+        outs, stats, checks = tgt.run_compiled(compiled, inputs, progress=progress)
         c2 = time.perf_counter()
     ref = onnx_reference(model_path, inputs)
     if set(outs) != set(ref) and len(outs) == len(ref):

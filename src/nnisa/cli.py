@@ -48,6 +48,19 @@ def console():
 
 
 @contextmanager
+def progress_bar(description: str, enabled: bool = True):
+    """A rich progress bar on a terminal; yields ``update(done, total)`` (a no-op elsewhere)."""
+    if not (enabled and sys.stdout.isatty()):
+        yield lambda done, total: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console(), transient=True) as prog:
+        task = prog.add_task(description, total=None)
+        yield lambda done, total: prog.update(task, completed=done, total=total)
+
+
+@contextmanager
 def status(message: str, enabled: bool = True):
     """A rich spinner while work runs, only on a terminal (never in pipes or --json runs)."""
     if enabled and sys.stdout.isatty():
@@ -278,9 +291,9 @@ def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, optio
     """Compile, simulate and compare with onnxruntime."""
     from .api import run_model
     data = load_arrays(inputs) if inputs else None
-    with status(f"running {model} on {target_name}", not as_json):
+    with progress_bar(f"{Path(model).name} on {target_name}", not as_json) as update:
         report = run_model(target_name, model, inputs=data, samples=samples, config=config,
-                           out_dir=out_dir, save_outputs=outputs, **parse_options(options))
+                           out_dir=out_dir, save_outputs=outputs, progress=update, **parse_options(options))
     if as_json:
         emit_json(report)
     else:

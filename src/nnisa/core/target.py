@@ -153,13 +153,14 @@ class Target:
         """Run a program: output values and statistics."""
         self._unsupported("simulation")
 
-    def run_compiled(self, compiled: CompileResult, inputs: dict[str, np.ndarray]
-                     ) -> tuple[dict[str, np.ndarray], Stats, dict[str, Any]]:
+    def run_compiled(self, compiled: CompileResult, inputs: dict[str, np.ndarray],
+                     progress: Any = None) -> tuple[dict[str, np.ndarray], Stats, dict[str, Any]]:
         """Simulate a compiled model on a batch of float inputs (leading axis = samples).
 
         Returns float outputs (batch first), the statistics of the last sample, and checks
         (``bit_exact``: every sample equals the quantized reference, when one is available).
         The default runs one simulation per sample; targets that batch natively override it.
+        ``progress(done, total)`` is called after each sample when given.
         """
         if compiled.encode_inputs is None or compiled.decode_outputs is None:
             self._unsupported("running compiled models")
@@ -176,6 +177,8 @@ class Target:
                 exact.append(all(np.array_equal(np.asarray(res.outputs[k]), np.asarray(v)) for k, v in ref.items()))
             for k, v in compiled.decode_outputs(res.outputs).items():
                 outs.setdefault(k, []).append(np.asarray(v))
+            if progress is not None:
+                progress(i + 1, n)
         checks = {"bit_exact": None if exact is None else bool(all(exact))}
         return {k: np.stack(v) for k, v in outs.items()}, stats, checks
 
