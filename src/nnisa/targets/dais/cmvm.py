@@ -75,8 +75,8 @@ class CMVMCompiler:
     """
 
     def __init__(self, builder: ProgramBuilder, inputs, *, method: str = "wmc", max_depth: int | None = None,
-                 time_budget_s: float | None = None, tiebreak: int = 0):
-        self.tiebreak = tiebreak
+                 time_budget_s: float | None = None, tiebreak: int = 0, engine: str = "numba"):
+        self.tiebreak, self.engine = tiebreak, engine
         if method not in ("wmc", "mc", "dummy"):
             raise ValueError(f"method must be wmc, mc or dummy, not {method!r}")
         self.b = builder
@@ -205,7 +205,24 @@ class CMVMCompiler:
                 out.append((self.sig[al[0]].slot, al[1] + t[1], (al[2] < 0) != bool(t[2])))
         return out
 
-    def _cse(self, cols: list[dict]) -> None:
+    def _cse(self, cols: list[dict]) -> bool:
+        """Greedy CSE in place on ``cols``; numba kernel unless ``engine="python"`` or int64 could
+        overflow.  Returns False when the time budget stopped it early."""
+        maxm = max((abs(d) << b for terms in cols for (_, b), d in terms.items()), default=1)
+        maxr = max([abs(v) for v in self.L + self.H] + [1])
+        fits = (2 * maxm).bit_length() + maxr.bit_length() + max(self.n, 1).bit_length() < 62
+        if self.engine == "python" or not fits or self.n >= (1 << 23):
+            return self._cse_py(cols)
+        from .cmvm_nb import cse_numba
+        log, out, complete = cse_numba(cols, self.sig, self.L, self.H, self.fin, self.method, self.tiebreak,
+                                       self.max_depth, self.budget)
+        for p, q, d, rho in log.tolist():
+            self._new(p, q, d, rho)
+        cols[:] = out
+        return complete
+
+    def _cse_py(self, cols: list[dict]) -> bool:
+        """Pure-Python reference of the CSE (the numba kernel reproduces it step for step)."""
         cnt: dict = {}
         heap: list = []
         where: dict[int, set] = {}  # signal -> columns holding it

@@ -1,0 +1,419 @@
+"""numba kernel of the CMVM common-subexpression elimination (same greedy as ``CMVMCompiler._cse_py``).
+
+The kernel reproduces the pure-Python reference step for step (same pattern keys, scores, heap
+order, occurrence order and depth test), so both give the same adders; it only replaces Python
+dicts/sets by numba typed dicts and flat arrays:
+
+* terms of column ``c`` live in fixed slots (a replaced pair frees one slot for the new term);
+  a hash table ``(c, signal, shift) → slot`` finds a term;
+* an open-addressing table holds pattern frequencies, updated incrementally; a lazy heap holds
+  ``(-score, pattern)`` entries (stale ones are skipped on pop);
+* each signal's exact integer range is computed from its sparse coefficient vector (inputs and
+  coefficients in flat growable arrays), so adder widths match the Python compiler's exactly.
+
+Patterns are packed into one int64 ``p<<32 | q<<8 | d<<1 | (rho > 0)``, which orders like the
+Python tuple ``(p, q, d, rho)``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numba as nb
+import numpy as np
+
+
+@nb.njit(cache=True)
+def _bitlen(n):
+    b = 0
+    while n > 0:
+        n >>= 1
+        b += 1
+    return b
+
+
+@nb.njit(cache=True)
+def _pkey(s1, b1, g1, s2, b2, g2):
+    if b2 < b1 or (b2 == b1 and s2 < s1):
+        s1, b1, g1, s2, b2, g2 = s2, b2, g2, s1, b1, g1
+    return (s1 << 32) | (s2 << 8) | ((b2 - b1) << 1) | (1 if g1 * g2 > 0 else 0)
+
+
+@nb.njit(cache=True)
+def _tkey(c, s, b):
+    return (c << 44) | (s << 12) | b
+
+
+@nb.njit(cache=True)
+def _hslot(keys, k):
+    """Open-addressing (linear probing) slot of key ``k ≥ 0`` in ``keys`` (-1 = empty)."""
+    mask = len(keys) - 1
+    i = np.int64((np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & mask
+    while keys[i] != k and keys[i] != -1:
+        i = (i + 1) & mask
+    return i
+
+
+@nb.njit(cache=True)
+def _hget(keys, vals, k):
+    i = _hslot(keys, k)
+    return vals[i] if keys[i] == k else 0
+
+
+@nb.njit(cache=True)
+def _hgrow(keys, vals):
+    nk = -np.ones(2 * len(keys), np.int64)
+    nv = np.zeros(2 * len(keys), np.int64)
+    for i in range(len(keys)):
+        if keys[i] >= 0:
+            j = _hslot(nk, keys[i])
+            nk[j] = keys[i]
+            nv[j] = vals[i]
+    return nk, nv
+
+
+@nb.njit(cache=True)
+def _score(key, count, width, depth, method, tiebreak):
+    p = key >> 32
+    q = (key >> 8) & 0xFFFFFF
+    d = (key >> 1) & 0x7F
+    w = max(width[p], width[q] + d, 1)
+    t = 0
+    if tiebreak == 1:
+        t = -w
+    elif tiebreak == 2:
+        t = w
+    elif tiebreak == 3:
+        t = -d
+    elif tiebreak == 4:
+        t = -max(depth[p], depth[q])
+    if method == 1:  # mc
+        return -(count * 4096 + t)
+    return -((count - 1) * w * 4096 + t)
+
+
+@nb.njit(cache=True)
+def _change(c, s0, b0, g0, cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn, heap, width, depth, method,
+            tiebreak, delta):
+    """Add ``delta`` to the count of every pattern of term ``(s0, b0, g0)`` with column ``c``'s live
+    terms; the table must have room for ``clen[c]`` new keys."""
+    for t in range(cstart[c], cstart[c] + clen[c]):
+        if talive[t]:
+            k = _pkey(s0, b0, g0, tsig[t], tsh[t], tsg[t])
+            i = _hslot(hk, k)
+            if hk[i] != k:
+                hk[i] = k
+                hv[i] = 0
+                hn[0] += 1
+            v = hv[i] + delta
+            hv[i] = v
+            if delta > 0 and v >= 2:
+                heapq_push(heap, (_score(k, v, width, depth, method, tiebreak), k))
+
+
+@nb.njit(cache=True)
+def heapq_push(heap, item):
+    # binary heap on a typed list of (score, key) tuples (smallest first)
+    heap.append(item)
+    i = len(heap) - 1
+    while i > 0:
+        par = (i - 1) >> 1
+        if heap[i] < heap[par]:
+            heap[i], heap[par] = heap[par], heap[i]
+            i = par
+        else:
+            break
+
+
+@nb.njit(cache=True)
+def heapq_pop(heap):
+    top = heap[0]
+    last = heap.pop()
+    n = len(heap)
+    if n:
+        heap[0] = last
+        i = 0
+        while True:
+            l = 2 * i + 1
+            if l >= n:
+                break
+            m = l
+            if l + 1 < n and heap[l + 1] < heap[l]:
+                m = l + 1
+            if heap[m] < heap[i]:
+                heap[i], heap[m] = heap[m], heap[i]
+                i = m
+            else:
+                break
+    return top
+
+
+@nb.njit(cache=True)
+def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, method, tiebreak, max_depth,
+                deadline, max_new):
+    n_cols = len(cstart)
+    n_t = len(tsig)
+    talive = np.ones(n_t, np.bool_)
+    cap = n_in + max_new + 1
+    width = np.zeros(cap, np.int64)
+    depth = np.zeros(cap, np.int64)
+    sf = np.zeros(cap, np.int64)
+    width[:n_in] = width0
+    sf[:n_in] = f0
+    # sparse coefficient vectors: signal s has entries cf_idx/cf_val[cf_start[s] : cf_start[s] + cf_len[s]]
+    cf_start = np.zeros(cap, np.int64)
+    cf_len = np.zeros(cap, np.int64)
+    cf_idx = np.empty(max(16, 4 * n_in), np.int64)
+    cf_val = np.empty(max(16, 4 * n_in), np.int64)
+    for j in range(n_in):
+        cf_start[j] = j
+        cf_len[j] = 1
+        cf_idx[j] = j
+        cf_val[j] = 1
+    cf_n = n_in
+    n_sig = n_in
+    log = np.zeros((max_new, 4), np.int64)
+    n_new = 0
+    tcap = 1 << _bitlen(4 * (n_t + max_new) + 16)
+    pk = -np.ones(tcap, np.int64)  # (c, signal, shift) -> term index (-1: removed)
+    pv = np.zeros(tcap, np.int64)
+    ck_ = -np.ones(tcap, np.int64)  # (c, signal) -> number of its terms in column c
+    cv_ = np.zeros(tcap, np.int64)
+    hk = -np.ones(1 << 16, np.int64)  # pattern -> count (open addressing)
+    hv = np.zeros(1 << 16, np.int64)
+    hn = np.zeros(1, np.int64)
+    # per-signal linked list of columns (may hold stale/duplicate entries; colcnt decides)
+    head = -np.ones(cap, np.int64)
+    lnext = np.empty(max(16, n_t * 2), np.int64)
+    lcol = np.empty(max(16, n_t * 2), np.int64)
+    n_link = 0
+    base = np.zeros(n_cols, np.int64)
+    for c in range(n_cols):
+        nt = clen[c]
+        base[c] = math.ceil(math.log2(nt)) if nt > 1 else 0
+        for x in range(cstart[c], cstart[c] + nt):
+            i = _hslot(pk, _tkey(c, tsig[x], tsh[x]))
+            pk[i] = _tkey(c, tsig[x], tsh[x])
+            pv[i] = x
+            ck = (c << 32) | tsig[x]
+            i = _hslot(ck_, ck)
+            ck_[i] = ck
+            v = cv_[i]
+            if v == 0:
+                lcol[n_link] = c
+                lnext[n_link] = head[tsig[x]]
+                head[tsig[x]] = n_link
+                n_link += 1
+            cv_[i] = v + 1
+            if 2 * (hn[0] + nt) > len(hk):
+                hk, hv = _hgrow(hk, hv)
+            for y in range(x + 1, cstart[c] + nt):
+                k = _pkey(tsig[x], tsh[x], tsg[x], tsig[y], tsh[y], tsg[y])
+                i = _hslot(hk, k)
+                if hk[i] != k:
+                    hk[i] = k
+                    hn[0] += 1
+                hv[i] += 1
+    heap = [(np.int64(0), np.int64(0))]
+    heap.pop()
+    for i in range(len(hk)):
+        if hk[i] >= 0 and hv[i] >= 2:
+            heapq_push(heap, (_score(hk[i], hv[i], width, depth, method, tiebreak), hk[i]))
+    mark = -np.ones(n_cols, np.int64)
+    it = 0
+    complete = True
+    colbuf = np.empty(n_cols, np.int64)
+    shbuf = np.empty(max(1, n_t), np.int64)
+    while len(heap):
+        it += 1
+        if deadline > 0 and (it & 255) == 0:
+            with nb.objmode(now="float64"):
+                now = time.perf_counter()
+            if now > deadline:
+                complete = False
+                break
+        negscore, key = heapq_pop(heap)
+        v = _hget(hk, hv, key)
+        if v < 2 or negscore != _score(key, v, width, depth, method, tiebreak):
+            continue
+        p = key >> 32
+        q = (key >> 8) & 0xFFFFFF
+        d = (key >> 1) & 0x7F
+        rho = 1 if key & 1 else -1
+        # columns holding both p and q, ascending
+        nc = 0
+        li = head[p]
+        while li >= 0:
+            c = lcol[li]
+            if mark[c] != it and _hget(ck_, cv_, (c << 32) | p) > 0 and _hget(ck_, cv_, (c << 32) | q) > 0:
+                mark[c] = it
+                colbuf[nc] = c
+                nc += 1
+            li = lnext[li]
+        cols = np.sort(colbuf[:nc])
+        new = -1
+        used = 0
+        for c in cols:
+            ns = 0
+            for t in range(cstart[c], cstart[c] + clen[c]):
+                if talive[t] and tsig[t] == p:
+                    shbuf[ns] = tsh[t]
+                    ns += 1
+            shs = np.sort(shbuf[:ns])
+            for b in shs:
+                i1 = _hslot(pk, _tkey(c, p, b))
+                i2 = _hslot(pk, _tkey(c, q, b + d))
+                tp = pv[i1] if pk[i1] >= 0 else -1
+                tq = pv[i2] if pk[i2] >= 0 else -1
+                if tp < 0 or tq < 0 or tp == tq:
+                    continue
+                sg = tsg[tp]
+                if tsg[tq] != sg * rho:
+                    continue
+                if max_depth >= 0:
+                    dnew = max(depth[p], depth[q]) + 1
+                    tot = 2.0 ** dnew
+                    for t in range(cstart[c], cstart[c] + clen[c]):
+                        if talive[t] and t != tp and t != tq:
+                            tot += 2.0 ** depth[tsig[t]]
+                    if math.ceil(math.log2(tot) - 1e-9) > max(max_depth, base[c]):
+                        continue
+                if new < 0:
+                    if n_sig >= cap:
+                        complete = False
+                        break
+                    new = n_sig
+                    n_sig += 1
+                    log[n_new, 0] = p
+                    log[n_new, 1] = q
+                    log[n_new, 2] = d
+                    log[n_new, 3] = rho
+                    n_new += 1
+                    depth[new] = max(depth[p], depth[q]) + 1
+                    # exact range of sig[p] + rho·sig[q]·2^d from the merged coefficient vectors
+                    need = cf_n + cf_len[p] + cf_len[q]
+                    if need > len(cf_idx):
+                        m2 = max(need, 2 * len(cf_idx))
+                        a1 = np.empty(m2, np.int64)
+                        a1[:cf_n] = cf_idx[:cf_n]
+                        cf_idx = a1
+                        a2 = np.empty(m2, np.int64)
+                        a2[:cf_n] = cf_val[:cf_n]
+                        cf_val = a2
+                    i1, e1 = cf_start[p], cf_start[p] + cf_len[p]
+                    i2, e2 = cf_start[q], cf_start[q] + cf_len[q]
+                    cf_start[new] = cf_n
+                    lo = 0
+                    hi = 0
+                    while i1 < e1 or i2 < e2:
+                        if i2 >= e2 or (i1 < e1 and cf_idx[i1] < cf_idx[i2]):
+                            j, cv = cf_idx[i1], cf_val[i1]
+                            i1 += 1
+                        elif i1 >= e1 or cf_idx[i2] < cf_idx[i1]:
+                            j, cv = cf_idx[i2], rho * (cf_val[i2] << d)
+                            i2 += 1
+                        else:
+                            j, cv = cf_idx[i1], cf_val[i1] + rho * (cf_val[i2] << d)
+                            i1 += 1
+                            i2 += 1
+                        if cv != 0:
+                            cf_idx[cf_n] = j
+                            cf_val[cf_n] = cv
+                            cf_n += 1
+                            if cv > 0:
+                                lo += cv * L[j]
+                                hi += cv * H[j]
+                            else:
+                                lo += cv * H[j]
+                                hi += cv * L[j]
+                    cf_len[new] = cf_n - cf_start[new]
+                    fn = max(sf[p], sf[q] - d)
+                    sf[new] = fn
+                    if lo == 0 and hi == 0:
+                        width[new] = 1
+                    else:
+                        if fn >= fin:
+                            a, bb = lo << (fn - fin), hi << (fn - fin)
+                        else:
+                            a, bb = lo >> (fin - fn), hi >> (fin - fn)
+                        nn = max(abs(a), bb + 1)
+                        width[new] = (1 if lo < 0 else 0) + _bitlen(nn - 1)
+                while 2 * (hn[0] + 3 * clen[c]) > len(hk):
+                    hk, hv = _hgrow(hk, hv)
+                for tt in (tp, tq):
+                    talive[tt] = False
+                    pv[_hslot(pk, _tkey(c, tsig[tt], tsh[tt]))] = -1
+                    cv_[_hslot(ck_, (c << 32) | tsig[tt])] -= 1
+                    _change(c, tsig[tt], tsh[tt], tsg[tt], cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn,
+                            heap, width, depth, method, tiebreak, -1)
+                _change(c, new, b, sg, cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn, heap, width, depth,
+                        method, tiebreak, 1)
+                tsig[tp] = new
+                tsh[tp] = b
+                tsg[tp] = sg
+                talive[tp] = True
+                i1 = _hslot(pk, _tkey(c, new, b))
+                pk[i1] = _tkey(c, new, b)
+                pv[i1] = tp
+                ck = (c << 32) | new
+                i2 = _hslot(ck_, ck)
+                ck_[i2] = ck
+                v2 = cv_[i2]
+                if v2 == 0:
+                    if n_link >= len(lcol):
+                        m2 = 2 * len(lcol)
+                        a1 = np.empty(m2, np.int64)
+                        a1[:n_link] = lcol[:n_link]
+                        lcol = a1
+                        a2 = np.empty(m2, np.int64)
+                        a2[:n_link] = lnext[:n_link]
+                        lnext = a2
+                    lcol[n_link] = c
+                    lnext[n_link] = head[new]
+                    head[new] = n_link
+                    n_link += 1
+                cv_[i2] = v2 + 1
+                used += 1
+            if not complete:
+                break
+        if not complete:
+            break
+        if used == 0:
+            hv[_hslot(hk, key)] = 0
+    return log[:n_new], talive, complete
+
+
+def cse_numba(cols: list[dict], sig, L, H, fin: int, method: str, tiebreak: int, max_depth, budget_s):
+    """Run the kernel on Python column dicts; returns ``(log, final cols, complete)``.
+
+    ``log`` rows are ``(p, q, d, rho)`` in creation order (signal ``n_in + i``); the caller replays
+    them with ``CMVMCompiler._new`` (exact dtypes) before rebuilding the column dicts.
+    """
+    n_in = len(sig)
+    cstart = np.zeros(len(cols), np.int64)
+    clen = np.zeros(len(cols), np.int64)
+    ts, tb, tg = [], [], []
+    for c, terms in enumerate(cols):
+        cstart[c] = len(ts)
+        clen[c] = len(terms)
+        for (s, b), d in terms.items():
+            ts.append(s)
+            tb.append(b)
+            tg.append(d)
+    tsig = np.array(ts, np.int64)
+    tsh = np.array(tb, np.int64)
+    tsg = np.array(tg, np.int64)
+    width0 = np.array([s.width for s in sig], np.int64)
+    f0 = np.array([s.f for s in sig], np.int64)
+    deadline = time.perf_counter() + budget_s if budget_s is not None else -1.0
+    max_new = max(16, len(tsig))
+    log, alive, complete = _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0,
+                                       np.asarray(L, np.int64), np.asarray(H, np.int64), int(fin),
+                                       1 if method == "mc" else 0, int(tiebreak),
+                                       -1 if max_depth is None else int(max_depth), float(deadline), max_new)
+    out = []
+    for c in range(len(cols)):
+        sl = slice(cstart[c], cstart[c] + clen[c])
+        out.append({(int(s), int(b)): int(g) for s, b, g, a in zip(tsig[sl], tsh[sl], tsg[sl], alive[sl]) if a})
+    return log, out, complete
