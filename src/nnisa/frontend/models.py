@@ -16,7 +16,8 @@ from onnx import TensorProto, helper, numpy_helper
 from nnisa.core.errors import FormatError
 
 OPSET = 17
-_BUNDLED = {"digits_cnn": ("digits_cnn.onnx", "digits_cnn_test.npz")}
+_BUNDLED = {"digits_cnn": ("digits_cnn.onnx", "digits_cnn_test.npz"),
+            "digits_mlp": ("digits_mlp.onnx", "digits_cnn_test.npz")}  # same test images
 
 
 def _data_dir() -> Path:

@@ -362,6 +362,22 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
         for ext in (".dais", ".dais.txt", ".json"):
             t.write(prog, out / f"{stem}{ext}")
             files[ext.lstrip(".")] = str(out / f"{stem}{ext}")
-    res = CompileResult(program=prog, files=files, report=report)
+    t_in, t_out = qg.inputs[0], qg.outputs[0]
+
+    def encode(sample):
+        x = np.asarray(sample[t_in.name] if t_in.name in sample else next(iter(sample.values())))
+        return {"x": qg.quantize_input(t_in.name, x[None]).reshape(1, -1)}
+
+    def decode(outputs):
+        y = np.asarray(outputs["y"])
+        return {t_out.name: (y * t_out.scale).reshape((len(y),) + tuple(t_out.shape[1:]))[0].astype(np.float32)}
+
+    def reference(sample):
+        from ...frontend import evaluate_quantized
+        x = np.asarray(sample[t_in.name] if t_in.name in sample else next(iter(sample.values())))
+        return {"y": evaluate_quantized(qg, {t_in.name: x[None]})[t_out.name].reshape(1, -1)}
+
+    res = CompileResult(program=prog, files=files, report=report, encode_inputs=encode, decode_outputs=decode,
+                        reference=reference)
     res.qgraph = qg  # for callers comparing against the frontend reference
     return res

@@ -37,6 +37,8 @@ class DaisTarget(Target):
     """da4ml's DAIS (spec ``dais.md``).  Programs are :class:`~nnisa.targets.dais.program.Program`."""
 
     name = "dais"
+    #: bundled model used by ``nnisa demo`` / ``nnisa run`` for this target
+    demo_model = "digits_mlp"
     description = "da4ml Distributed Arithmetic Instruction Set (combinational fixed-point DA programs)"
     formats = {".bin": "DAIS binary (v1/v0/legacy, auto-detected)", ".dais": "DAIS binary",
                ".json": "da4ml CombLogic JSON (or nnisa DAIS JSON on read)", ".dais.txt": "nnisa DAIS assembly"}
@@ -114,6 +116,24 @@ class DaisTarget(Target):
         extra["semantics"] = semantics
         return SimResult(outputs={"y": y}, stats=Stats(instructions=int(program.n_ops * y.shape[0]), wall_s=wall,
                                                        extra=extra))
+
+    def run_compiled(self, compiled: CompileResult, inputs: dict[str, np.ndarray], progress=None):
+        """Batched run of a compiled network: quantize all samples, one interpreter call, compare the
+        integers with ``evaluate_quantized`` (``bit_exact``) and dequantize."""
+        from ...frontend import evaluate_quantized
+        qg = getattr(compiled, "qgraph", None)
+        if qg is None:
+            return super().run_compiled(compiled, inputs, progress)
+        t_in, t_out = qg.inputs[0], qg.outputs[0]
+        x = np.asarray(inputs[t_in.name] if t_in.name in inputs else next(iter(inputs.values())))
+        qx = qg.quantize_input(t_in.name, x).reshape(len(x), -1)
+        res = self.simulate(compiled.program, inputs={"x": qx})
+        y = np.asarray(res.outputs["y"])
+        ref = evaluate_quantized(qg, {t_in.name: x})[t_out.name].reshape(y.shape)
+        if progress is not None:
+            progress(len(x), len(x))
+        out = (y * t_out.scale).reshape((len(x),) + tuple(t_out.shape[1:])).astype(np.float32)
+        return {t_out.name: out}, res.stats, {"bit_exact": bool(np.array_equal(y, ref))}
 
     def stats(self, program: Program) -> dict[str, Any]:
         return program.stats()
