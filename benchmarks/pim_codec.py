@@ -11,10 +11,7 @@ Usage: python benchmarks/pim_codec.py [--no-orjson] [--no-write]
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
-import platform
-import re
 import resource
 import sys
 import time
@@ -22,7 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT.parent / "shared" / "conformance" / "pim" / "resnet18_batch_8x8.json.gz"
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _results import machine, today, update_section  # noqa: E402
 
 
 def _rss_gb() -> float:
@@ -110,13 +108,8 @@ def main(argv: list[str]) -> int:
         _timed(rows, "load JSON.gz, orjson path", lambda: read_json(CONF, fast=False))
     fast = warm
     enc = next(dt for w, dt, _ in rows if w.startswith("encode"))
-    ncpu = os.cpu_count()
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
-    machine = f"{platform.processor() or platform.machine()}, {ncpu} CPUs, {mem:.0f} GiB RAM, Python {platform.python_version()}"
     lines = [
-        "## PIM codec (benchmarks/pim_codec.py)",
-        "",
-        f"{_dt.date.today().isoformat()} — {machine}. Program: resnet18_batch_8x8.json.gz "
+        f"{today()} — {machine()}. Program: resnet18_batch_8x8.json.gz "
         f"({len(prog):,} instructions, 256 MB uncompressed); load average {load_avg:.1f} at the start "
         "(the cores are shared: timings are noisy).",
         "",
@@ -132,11 +125,7 @@ def main(argv: list[str]) -> int:
     print()
     print(table)
     if "--no-write" not in argv:
-        old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-        pat = re.compile(r"## PIM codec \(benchmarks/pim_codec\.py\).*?(?=\n## |\Z)", re.S)
-        new = pat.sub(lambda m: table.rstrip("\n") + "\n", old) if pat.search(old) else old.rstrip("\n") + "\n\n" + table
-        from nnisa.core.fileio import write_atomic
-        write_atomic(RESULTS, new)
+        update_section("PIM codec (benchmarks/pim_codec.py)", table)
     return 0
 
 

@@ -33,7 +33,7 @@ from ...core.errors import ConfigError, DeadlockError, FormatError, SimError
 from .isa import OPCODE
 from .memory import GlobalMemory, GmemRangeError, as_bytes, load_elems
 from .program import PimProgram
-from .semantics import M32, Fault, wrap32
+from .semantics import M32, Fault
 
 __all__ = ["run_functional", "FunctionalResult", "GroupWeights", "load_weights", "make_weights"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .isa import COLUMNS, OPCODES
+from .isa import OPCODES
 
 #: numeric JSON keys of an instruction object, in slot order.  Slots 14/15 are the members of
 #: the nested ``offset`` object; slot 16 is a flat ``offset_value`` (used by ``sld``).

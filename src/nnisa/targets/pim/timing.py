@@ -23,7 +23,7 @@ from ...core.errors import ConfigError, DeadlockError, SimError, SimTimeExceeded
 from .config import PimConfig, default_config, load_config
 from .energy import COMPONENTS, frontend_energy, per_instruction_dynamic, static_power_mw
 from .program import PimProgram
-from .timing_engine import DONE, HUNG, STOPPED, EngineResult, run_events
+from .timing_engine import DONE, HUNG, EngineResult, run_events
 from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, OP_LLDI, OP_LMV,
                            OP_MVMUL, OP_NOP, OP_SETBW, PS, SCALAR_OPS, CorePlan, Params, cdiv,
                            plan_core)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, EV_WAIT, PS, CorePlan,
+from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, PS, CorePlan,
                            SCALAR_OPS, OP_SETBW, OP_NOP)
 
 # core states

@@ -28,15 +28,10 @@ import heapq
 import numpy as np
 
 from .timing_engine import DONE, GM_WAIT, RECV_WAIT, RUN, SEND_WAIT, WAIT_WAIT, EngineResult
-from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, EV_WAIT, OP_LLDI,
+from .semantics import wrap32
+from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, OP_LLDI,
                            OP_LMV, OP_MVMUL, OP_SETBW, CorePlan, Params, cdiv)
 
-_MASK32 = 0xFFFFFFFF
-
-
-def _wrap32(v: int) -> int:
-    v &= _MASK32
-    return v - (1 << 32) if v >= 1 << 31 else v
 
 
 class LocalMemory:
@@ -174,14 +169,14 @@ def run_rob(program, plans: dict[int, CorePlan], prm: Params, cfg, native: bool)
                 else:
                     cost = P
                 if op == 1:
-                    regs[row[1]] = _wrap32(row[5])
+                    regs[row[1]] = wrap32(row[5])
                 elif op == 2 and not native:
                     regs[0] = 0
                 elif 3 <= op <= 5:
                     a, b = regs[row[2]], regs[row[3]]
-                    regs[row[1]] = _wrap32(a + b if op == 3 else a - b if op == 4 else a * b)
+                    regs[row[1]] = wrap32(a + b if op == 3 else a - b if op == 4 else a * b)
                 elif op in (6, 7):
-                    regs[row[1]] = _wrap32(regs[row[2]] + row[5] if op == 6 else regs[row[2]] * row[5])
+                    regs[row[1]] = wrap32(regs[row[2]] + row[5] if op == 6 else regs[row[2]] * row[5])
                 S_a[i] = T
                 E_a[i] = R_a[i] = T + cost
                 T += cost

@@ -13,7 +13,7 @@ matrix (correct, but uses ``g`` times the crossbars of a dense layout).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np

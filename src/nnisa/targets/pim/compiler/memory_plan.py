@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import Buffer, Lowered
+from .graph import Lowered
 
 ALIGN = 64
 

@@ -114,7 +114,7 @@ def replicate(layers: list[MatLayer], plans: list[MatPlan], total_xbars: int, *,
     heapq.heapify(heap)
     while heap:
         negw, i = heapq.heappop(heap)
-        p, l = plans[i], layers[i]
+        p = plans[i]
         if p.replicas >= cap[i] or used + p.xbars_per_replica > budget:
             continue  # this layer cannot grow any more; others still may
         p.replicas += 1
