@@ -110,10 +110,12 @@ class CMVMCompiler:
         lo = sum(c * (self.L[j] if c > 0 else self.H[j]) for j, c in coef.items())
         hi = sum(c * (self.H[j] if c > 0 else self.L[j]) for j, c in coef.items())
         f = max(sp.f, sq.f - d)  # canonical (natural) resolution of the adder
-        scale = Fraction(1, 1 << self.fin) if self.fin >= 0 else Fraction(1 << -self.fin)
-        k, i, ff = minimal_kif(lo * scale, hi * scale, Fraction(2) ** -f)
-        if (k, i, ff) == (0, 0, 0):  # identically zero: keep a 1-bit dtype at the natural f
+        if lo == 0 and hi == 0:  # identically zero: keep a 1-bit dtype at the natural f
             k, i, ff = 0, 1 - f, f
+        else:  # minimal_kif in integers: lo, hi are exact multiples of 2^-f (in units of 2^-fin)
+            a, bb = (lo << (f - self.fin), hi << (f - self.fin)) if f >= self.fin else \
+                (lo >> (self.fin - f), hi >> (self.fin - f))
+            k, i, ff = (1 if lo < 0 else 0), (max(-a, bb + 1) - 1).bit_length() - f, f
         s = _Signal()
         s.coef, s.lo, s.hi, s.f = coef, lo, hi, ff
         s.depth = max(sp.depth, sq.depth) + 1

@@ -166,15 +166,20 @@ class NetOps:
             for p in range(P):
                 els = [flat[i - 1] for i in win[c, p] if i]
                 out[c, p] = self.div_round_away(node, self.sum(node, els), int(counts[p]))
+            if len({r.e for r in out[c]}) > 1:  # divisors differ: bring the channel to e = 0
+                for p in range(P):
+                    r = out[c, p]
+                    if r.e:
+                        slot, f = self.acc_slot((r.slot, -r.e, False), 0, r.lo, r.hi)
+                        out[c, p] = self.Act(slot, 0, r.lo, r.hi, f)
         self.set_out(node, out.reshape(self.qg.tensors[node.outputs[0]].shape[1:]))
         self.report(node, n_before, positions=P)
 
     def sum(self, node, els):
-        """Balanced adder tree; returns ``(slot, f, e, lo, hi)`` with slot = sum(q)·2^e."""
+        """Balanced adder tree; returns ``(slot, f, e, lo, hi)`` with slot = sum(q)·2^e (elements may
+        carry different exponents: :meth:`add2` aligns them)."""
         if not els:
             return None
-        if len({a.e for a in els}) != 1:
-            self.fail(node, "pooling window mixes element exponents")
         cur = [(a.slot, self.kif(a.slot)[2], a.e, a.lo, a.hi) for a in els]
         while len(cur) > 1:
             nxt = []
