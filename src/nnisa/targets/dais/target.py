@@ -113,9 +113,10 @@ class DaisTarget(Target):
         st = program.stats()
         extra = {k: st[k] for k in ("n_ops", "n_adders", "adder_bits", "depth", "adder_depth")}
         extra["samples"] = int(y.shape[0])
+        extra["executed_ops"] = int(program.n_ops * y.shape[0])
         extra["semantics"] = semantics
-        return SimResult(outputs={"y": y}, stats=Stats(instructions=int(program.n_ops * y.shape[0]), wall_s=wall,
-                                                       extra=extra))
+        # ``instructions`` is the program length, as for every target (executed_ops counts the batch)
+        return SimResult(outputs={"y": y}, stats=Stats(instructions=int(program.n_ops), wall_s=wall, extra=extra))
 
     def run_compiled(self, compiled: CompileResult, inputs: dict[str, np.ndarray], progress=None):
         """Batched run of a compiled network: quantize all samples, one interpreter call, compare the
