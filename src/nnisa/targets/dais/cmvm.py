@@ -64,6 +64,72 @@ def _to_int_matrix(W: np.ndarray) -> tuple[list[list[int]], int]:
     return M, F
 
 
+def naf_weight(a: np.ndarray) -> np.ndarray:
+    """Number of non-zero non-adjacent-form digits of every entry of the int64 array ``a``
+    (``popcount(n XOR 3n)`` for ``n = |a|``; entries must satisfy ``|a| < 2^61``)."""
+    n = np.abs(np.asarray(a, dtype=np.int64))
+    return np.bitwise_count(n ^ (3 * n)).astype(np.int64)
+
+
+def column_tree(A, max_tree_depth: int | None = None):
+    """Minimum spanning tree over the columns of the integer matrix ``A`` plus the zero vector.
+
+    Edge weights (adder estimates without CSE): zero vector – column ``u``: ``nnz(u) - 1``;
+    column ``u`` – column ``v``: ``min(nnz(v - u), nnz(v + u))`` (the difference's adders plus the
+    one combining it with the parent), ``nnz`` counting non-adjacent-form digits.  Prim's algorithm
+    from the zero vector, ties broken by the lower column index; a column joins a parent column
+    only if that is strictly cheaper.  ``max_tree_depth`` bounds the number of column-to-column
+    edges on any path from the root.
+
+    Returns
+    -------
+    tuple or None
+        ``(parent, sign, order)``: column ``c = sign[c]·column parent[c] + diff_c`` (``parent -1``:
+        the zero vector), ``order`` lists parents before children.  ``None`` when no column has a
+        column parent or entries are too large for int64 arithmetic.
+    """
+    A = np.asarray(A, dtype=object)
+    if A.size == 0 or max(abs(int(v)) for v in A.flat) >= (1 << 59):
+        return None
+    A = A.astype(np.int64)
+    n_out = A.shape[1]
+    dist = np.maximum(naf_weight(A).sum(axis=0) - 1, 0)
+    parent = -np.ones(n_out, np.int64)
+    sign = np.ones(n_out, np.int64)
+    tdepth = np.zeros(n_out, np.int64)
+    done = np.zeros(n_out, bool)
+    order = []
+    for _ in range(n_out):
+        u = int(np.argmin(np.where(done, np.iinfo(np.int64).max, dist)))
+        done[u] = True
+        order.append(u)
+        if max_tree_depth is not None and tdepth[u] >= max_tree_depth:
+            continue
+        wm = naf_weight(A - A[:, u:u + 1]).sum(axis=0)  # v - u
+        wp = naf_weight(A + A[:, u:u + 1]).sum(axis=0)  # v + u
+        w = np.minimum(wm, wp)
+        upd = ~done & (w < dist)
+        dist[upd] = w[upd]
+        parent[upd] = u
+        sign[upd] = np.where(wm[upd] <= wp[upd], 1, -1)
+        tdepth[upd] = tdepth[u] + 1
+    if (parent < 0).all():
+        return None
+    return parent.tolist(), sign.tolist(), order
+
+
+def _add_term(terms: dict, s: int, b: int, d: int) -> None:
+    """Add ``d·sig[s]·2^b`` to a column's term dict, merging with an existing ``(s, b)`` term."""
+    while d:
+        old = terms.pop((s, b), 0)
+        if old == 0:
+            terms[(s, b)] = d
+            return
+        if old != d:
+            return  # cancel
+        b += 1  # 2·d·2^b
+
+
 class _Signal:
     __slots__ = ("slot", "coef", "f", "lo", "hi", "depth", "width")
 
@@ -153,17 +219,43 @@ class CMVMCompiler:
         return -((count - 1) * w * 4096 + t)
 
     # -- main ----------------------------------------------------------------------------------
-    def solve(self, M: list[list[int]]) -> list[tuple[int, int, int] | None]:
+    def solve(self, M: list[list[int]], decompose: bool = False,
+              decompose_depth: int | None = None) -> list[tuple[int, int, int] | None]:
         """CSE + accumulation for the integer matrix ``M`` (``n_in × n_out``).
 
-        Returns per column ``(slot, shift, negate)`` or ``None`` for an all-zero column.
+        Parameters
+        ----------
+        M
+            Integer matrix, ``M[j][c]`` (rows of zero-width inputs are ignored).
+        decompose
+            Column decomposition (spec §8.3 step 5): column ``c`` becomes ``±column parent(c) +
+            diff_c`` along a minimum spanning tree (:func:`column_tree`); the CSE runs on the
+            difference columns, and each column's accumulation adds its parent's finished output as
+            one more term.  Ignored when ``max_depth`` is set.
+        decompose_depth
+            Maximum tree depth of the decomposition (``None``: unlimited); each level adds at most
+            one adder to an output's depth.
+
+        Returns
+        -------
+        list
+            Per column ``(slot, shift, negate)`` or ``None`` for an all-zero column.
         """
         n_out = len(M[0]) if M else 0
+        live = [self.sig[j].width > 0 for j in range(self.n)]
+        parent, sign, order = [-1] * n_out, [1] * n_out, list(range(n_out))
+        if decompose and self.max_depth is None and n_out > 1:
+            A = [[M[j][c] if live[j] else 0 for c in range(n_out)] for j in range(self.n)]
+            tree = column_tree(A, max_tree_depth=decompose_depth)
+            if tree is not None:
+                parent, sign, order = tree
+                M = [[A[j][c] - (sign[c] * A[j][parent[c]] if parent[c] >= 0 else 0) for c in range(n_out)]
+                     for j in range(self.n)]
         cols: list[dict] = []
         for c in range(n_out):
             terms = {}
             for j in range(self.n):
-                if M[j][c] and self.sig[j].width > 0:
+                if M[j][c] and live[j]:
                     for b, d in csd(M[j][c]):
                         terms[(j, b)] = d
             cols.append(terms)
@@ -171,7 +263,12 @@ class CMVMCompiler:
             t0 = time.perf_counter()
             complete = self._cse(cols)
             self.cse_info = {"cse_s": round(time.perf_counter() - t0, 3), "complete": complete}
-        self.out_terms = [self._accumulate(t) for t in cols]
+        self.out_terms = [None] * n_out
+        for c in order:
+            if parent[c] >= 0 and self.out_terms[parent[c]] is not None:
+                s, b, neg = self.out_terms[parent[c]]
+                _add_term(cols[c], s, b, -sign[c] if neg else sign[c])
+            self.out_terms[c] = self._accumulate(cols[c])
         return [None if t is None else (self.sig[t[0]].slot, t[1], t[2]) for t in self.out_terms]
 
     def instantiate(self, template: "CMVMCompiler") -> list[tuple[int, int, int] | None]:
@@ -308,7 +405,8 @@ class CMVMCompiler:
 
 
 def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = None,
-                   time_budget_s: float | None = None, search: bool = False, tiebreak: int = 0) -> Program:
+                   time_budget_s: float | None = None, search: bool = False, tiebreak: int = 0,
+                   decompose: bool = False, decompose_depth: int | None = None) -> Program:
     """Compile ``y = x @ W`` into a DAIS program (spec §8.3).
 
     Parameters
@@ -322,16 +420,25 @@ def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = No
     max_depth
         Adder-depth limit per output (``None`` = unlimited; never below ``ceil(log2(terms))``).
     search
-        Try several method/tie-break combinations and keep the one with fewest adders (then
-        fewest adder bits); deterministic.
+        Try the method/tie-break/decomposition combinations of :data:`SEARCH_SPACE` and keep the
+        one with fewest adders (then fewest adder bits); deterministic.
     tiebreak
         Order among equally scored patterns: 0 by operand index, 1 narrow first, 2 wide first,
         3 small shift first, 4 shallow first.
+    decompose
+        Column decomposition before the CSE (spec §8.3 step 5, :func:`column_tree`); not combined
+        with ``max_depth``.
+    decompose_depth
+        Tree-depth limit of the decomposition (``None``: unlimited); each level can add one adder
+        to an output's depth.
     """
     if search:
         best = None
-        for m, tb in SEARCH_SPACE:
-            p = compile_matrix(W, inputs, method=m, max_depth=max_depth, time_budget_s=time_budget_s, tiebreak=tb)
+        for m, tb, dd in SEARCH_SPACE:
+            if dd and max_depth is not None:
+                continue  # decomposition is not combined with a depth limit
+            p = compile_matrix(W, inputs, method=m, max_depth=max_depth, time_budget_s=time_budget_s, tiebreak=tb,
+                               decompose=dd > 0, decompose_depth=dd or None)
             st = p.stats()
             key = (st["n_adders"], st["adder_bits"])
             if best is None or key < best[0]:
@@ -353,7 +460,7 @@ def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = No
     Mlive = [M[j] if j in slots else [0] * n_out for j in range(n_in)]
     comp = CMVMCompiler(b, ins, method=method, max_depth=max_depth, time_budget_s=time_budget_s,
                         tiebreak=tiebreak)
-    res = comp.solve(Mlive)
+    res = comp.solve(Mlive, decompose=decompose, decompose_depth=decompose_depth)
     idx, sh, neg = [], [], []
     for r in res:
         if r is None:
@@ -364,8 +471,8 @@ def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = No
     return b.build(adder_size=1, carry_size=-1)
 
 
-#: combinations tried by ``search=True``
-SEARCH_SPACE = (("mc", 3), ("mc", 0), ("mc", 2), ("wmc", 0))
+#: ``(method, tiebreak, decomposition tree depth (0: none))`` combinations tried by ``search=True``
+SEARCH_SPACE = (("mc", 3, 0), ("mc", 0, 0), ("mc", 2, 0), ("wmc", 0, 0), ("mc", 0, 1), ("mc", 2, 1), ("wmc", 0, 1))
 
 
 def verify_linear(p: Program, W) -> bool:

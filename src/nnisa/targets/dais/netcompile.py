@@ -30,6 +30,10 @@ import numpy as np
 from ...core.errors import UnsupportedError
 from ...core.target import CompileResult
 from .cmvm import CMVMCompiler, _to_int_matrix
+
+#: default CSE time budget per layer (seconds): a layer's greedy CSE stops after this long and its
+#: remaining terms go to plain adder trees (exact either way); pass ``cse_budget_s=None`` for no limit
+DEFAULT_CSE_BUDGET_S = 30.0
 from .program import Program, ProgramBuilder, minimal_kif
 from .netops import NetOps
 
@@ -276,7 +280,7 @@ def _kif_of(b: ProgramBuilder, slot: int):
 
 
 def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
-                   cse_budget_s: float | None = None) -> tuple[Program, list[dict]]:
+                   cse_budget_s: float | None = DEFAULT_CSE_BUDGET_S) -> tuple[Program, list[dict]]:
     """Compile a pow2 QGraph with one input and one output.
 
     Parameters
@@ -288,7 +292,8 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     max_depth
         Adder-depth limit per CMVM output.
     cse_budget_s
-        Time budget of each layer's CSE (``None``: the CMVM compiler's default for large layers).
+        Time budget of each layer's CSE in seconds (default :data:`DEFAULT_CSE_BUDGET_S` = 30 s;
+        ``None``: unlimited).  A layer whose CSE was cut short has ``cse.complete = False``.
 
     Returns
     -------
@@ -327,11 +332,13 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
 
 
 def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_depth=None, bits: int = 8,
-                  cse_budget_s: float | None = None, **_ignored) -> CompileResult:
+                  cse_budget_s: float | None = DEFAULT_CSE_BUDGET_S, **_ignored) -> CompileResult:
     """ONNX model → quantize (pow2, frontend) → one DAIS program; writes ``model.dais`` etc.
 
     The report has ``adders``, ``adder_bits`` and ``depth`` (adder depth) at top level, plus
-    ``n_ops``, per-layer rows and the compile time.
+    ``n_ops``, per-layer rows and the compile time.  ``cse_budget_s`` bounds each layer's CSE
+    (default 30 s, ``None``: unlimited); ``cse_budget_s`` and ``cse_cut_short`` (indices of layers
+    whose CSE hit the budget) are in the report.
     """
     import time
 
@@ -349,7 +356,9 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
     st = prog.stats()
     report = {"n_ops": st["n_ops"], "adders": st["n_adders"], "n_adders": st["n_adders"],
               "adder_bits": st["adder_bits"], "depth": st["adder_depth"], "op_depth": st["depth"],
-              "adder_depth": st["adder_depth"], "layers": layers,
+              "adder_depth": st["adder_depth"], "layers": layers, "cse_budget_s": cse_budget_s,
+              "cse_cut_short": [i for i, r in enumerate(layers)
+                                if isinstance(r.get("cse"), dict) and r["cse"].get("complete") is False],
               "compile_s": round(time.perf_counter() - t0, 3),
               "input_scale": qg.inputs[0].scale, "output_scale": qg.outputs[0].scale,
               "note": "program inputs are the quantized integers q = QGraph.quantize_input(x), C order"}
