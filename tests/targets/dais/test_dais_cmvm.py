@@ -83,3 +83,37 @@ def test_depth_limit():
 def test_rejects_non_dyadic():
     with pytest.raises(ValueError, match=r"W\[0,1\]"):
         compile_matrix(np.array([[1.0, 0.1]]), (1, 7, 0))
+
+
+def _bench_matrix(n, bits, sp):
+    rng = np.random.default_rng(n * 1000 + bits * 10 + int(sp * 10))
+    W = rng.integers(-2 ** (bits - 1), 2 ** (bits - 1), (n, n)).astype(np.float64)
+    W[rng.random(W.shape) < sp] = 0
+    return W
+
+
+def test_cse_requeues_patterns_whose_count_dropped(monkeypatch):
+    """A pattern whose count decreases (but stays ≥ 2) must stay selectable: before the fix its
+    stale heap entry was dropped and the pattern lost, costing 48×48 6-bit 50 % sparse 1,480 adders."""
+    from nnisa.targets.dais import cmvm
+    W = _bench_matrix(48, 6, 0.5)
+    got = {}
+    for m, tb in (("mc", 0), ("mc", 2), ("wmc", 0)):
+        pn = cmvm.compile_matrix(W, (1, 7, 0), method=m, tiebreak=tb)
+        with monkeypatch.context() as mp:
+            init = cmvm.CMVMCompiler.__init__
+            mp.setattr(cmvm.CMVMCompiler, "__init__", lambda self, *a, **kw: init(self, *a, **{**kw, "engine": "python"}))
+            pp = cmvm.compile_matrix(W, (1, 7, 0), method=m, tiebreak=tb)
+        assert verify_linear(pn, W) and verify_linear(pp, W)
+        assert [(o.opcode, o.id0, o.id1, o.data) for o in pn.ops] == [(o.opcode, o.id0, o.id1, o.data) for o in pp.ops]
+        got[(m, tb)] = pn.stats()["n_adders"]
+    assert got == {("mc", 0): 1441, ("mc", 2): 1422, ("wmc", 0): 1431}
+    best = cmvm.compile_matrix(W, (1, 7, 0), search=True)
+    assert best.stats()["n_adders"] == 1422 and verify_linear(best, W)  # da4ml wmc: 1,407 (limit 1,477)
+
+
+def test_tiny_3x2_count():
+    from nnisa.targets.dais.cmvm import compile_matrix, verify_linear
+    W = np.array([[7, 12], [10, 6], [3, 5]], float)
+    p = compile_matrix(W, (1, 7, 0), search=True)
+    assert verify_linear(p, W) and p.stats()["n_adders"] == 8  # da4ml: 8 (was 9 before the requeue fix)

@@ -75,10 +75,10 @@ def test_decomposition_values_and_search():
     plain = compile_matrix(W, (1, 7, 0), method="mc").stats()["n_adders"]
     dec = compile_matrix(W, (1, 7, 0), method="mc", decompose=True, decompose_depth=1)
     assert verify_linear(dec, W)
-    assert (plain, dec.stats()["n_adders"]) == (301, 294)
+    assert (plain, dec.stats()["n_adders"]) == (284, 288)  # after the requeue fix of the CSE heap
     assert any(dd for *_, dd in SEARCH_SPACE)
     best = compile_matrix(W, (1, 7, 0), search=True)
-    assert best.stats()["n_adders"] <= 294 and verify_linear(best, W)
+    assert best.stats()["n_adders"] <= 284 and verify_linear(best, W)
     # with a depth limit, search skips the decomposed variants and respects the limit
     lim = compile_matrix(W, (1, 7, 0), search=True, max_depth=6)
     assert verify_linear(lim, W) and lim.stats()["adder_depth"] <= 6

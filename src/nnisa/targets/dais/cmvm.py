@@ -352,8 +352,12 @@ class CMVMCompiler:
                 return False
             negscore, key = heapq.heappop(heap)
             v = cnt.get(key, 0)
-            if v < 2 or negscore != self._score(key, v):
+            if v < 2:
                 continue  # stale entry
+            sc = self._score(key, v)
+            if negscore != sc:  # count dropped since the push: requeue at the current score
+                heapq.heappush(heap, (sc, key))
+                continue
             p, q, d, rho = key
             new = None
             used = 0

@@ -235,7 +235,11 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                 break
         negscore, key = heapq_pop(heap)
         v = _hget(hk, hv, key)
-        if v < 2 or negscore != _score(key, v, width, depth, method, tiebreak):
+        if v < 2:
+            continue
+        sc = _score(key, v, width, depth, method, tiebreak)
+        if negscore != sc:  # count dropped since the push: requeue at the current score
+            heapq_push(heap, (sc, key))
             continue
         p = key >> 32
         q = (key >> 8) & 0xFFFFFF
