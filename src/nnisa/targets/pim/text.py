@@ -281,14 +281,64 @@ class _Assembler:
         raise self.err(f"offsets are not supported in {self.word_bits}-bit mode (spec §3.6)", lineno)
 
 
-def assemble_text(text: str, file: str | None = None) -> PimProgram:
+def _scan_text(text: str) -> PimProgram | None:
+    """The numba scanner (:mod:`.textscan`); ``None`` when it leaves the text to :class:`_Assembler`."""
+    from . import textscan as ts
+
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: the Python path reports them
+        return None
+    buf = np.frombuffer(data, dtype=np.uint8)
+    cap = data.count(b"\n") + data.count(b"\r") + 1  # >= number of lines
+    ndot = data.count(b".") + 1  # >= number of directive lines
+    rows = np.zeros(cap, dtype=DTYPE)
+    segs = np.zeros((ndot, 2), dtype=np.int64)
+    dirs = np.zeros((ndot, 4), dtype=np.int64)
+    info = np.zeros(ts.NINFO, dtype=np.int64)
+    if ts.scan(buf, rows.view(np.uint8), segs, dirs, info, *ts.tables()) != ts.ST_OK:
+        return None
+    groups: dict[int, list[int]] = {}
+    act_frac: dict[int, tuple[int, int]] = {}
+    for kind, core, a, b in dirs[:info[ts.I_DIRS]].tolist():
+        if kind == ts.DIR_GROUP:
+            g = groups.setdefault(core, [])
+            if a != len(g) or b < 0:
+                return None
+            g.append(b)
+        else:
+            if not (0 <= a <= 31 and 0 <= b <= 31):
+                return None
+            act_frac[core] = (a, b)
+    n = int(info[ts.I_ROWS])
+    rows = rows[:n]
+    parts: dict[int, list[np.ndarray]] = {}
+    seg = segs[:info[ts.I_SEGS]].tolist()
+    for k, (c, start) in enumerate(seg):
+        parts.setdefault(c, []).append(rows[start:seg[k + 1][1] if k + 1 < len(seg) else n])
+    cores = {c: (np.concatenate(p) if len(p) > 1 else p[0]) for c, p in parts.items()}
+    return PimProgram(cores=cores, array_group_map=groups,
+                      chip_cores=int(info[ts.I_CHIP]) if info[ts.I_CHIP_SET] else None,
+                      word_bits=int(info[ts.I_WORD]), extended=bool(info[ts.I_EXT]), act_frac=act_frac,
+                      odd_pairs=bool(info[ts.I_ODD]))
+
+
+def assemble_text(text: str, file: str | None = None, fast: bool = True) -> PimProgram:
     """Assemble PIM text (spec §4) into a :class:`PimProgram`.
+
+    With ``fast`` (default) the numba scanner of :mod:`.textscan` reads the text first; on
+    anything it does not handle (labels, unusual syntax, any error) the Python assembler reads
+    the whole text and is the authority for the result and the error message.
 
     Raises
     ------
     AsmError
         With file, line and column, for any bad line, operand, range or directive.
     """
+    if fast:
+        prog = _scan_text(text)
+        if prog is not None:
+            return prog
     return _Assembler(text, file).run()
 
 
