@@ -27,7 +27,7 @@ def main():
     from nnisa.targets.dais.cmvm import compile_matrix, verify_linear
     cases = CASES[:6] if args.quick else CASES
     print(f"# DAIS CMVM benchmark — {platform.machine()}, {datetime.date.today()}\n")
-    print("nnisa: `compile_matrix(W, (1,7,0), search=True)` (7 method/tie-break/decomposition variants, best kept); da4ml: `solve(W, method0='wmc', "
+    print("nnisa: `compile_matrix(W, (1,7,0), search=True)` (9 method/tie-break/decomposition variants, best kept); da4ml: `solve(W, method0='wmc', "
           "search_all_decompose_dc=False)` and the default `search_all_decompose_dc=True`.\n")
     print("| matrix | bits | sparsity | nnisa adders | da4ml adders | ratio | da4ml (search all) | ratio | "
           "nnisa bits | nnisa depth | nnisa time | da4ml time | da4ml search time |")

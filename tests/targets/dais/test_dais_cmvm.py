@@ -98,7 +98,7 @@ def test_cse_requeues_patterns_whose_count_dropped(monkeypatch):
     from nnisa.targets.dais import cmvm
     W = _bench_matrix(48, 6, 0.5)
     got = {}
-    for m, tb in (("mc", 0), ("mc", 2), ("wmc", 0)):
+    for m, tb in (("mc", 0), ("mc", 2), ("wmc", 0), ("mc", 5), ("wmc", 5)):
         pn = cmvm.compile_matrix(W, (1, 7, 0), method=m, tiebreak=tb)
         with monkeypatch.context() as mp:
             init = cmvm.CMVMCompiler.__init__
@@ -107,9 +107,9 @@ def test_cse_requeues_patterns_whose_count_dropped(monkeypatch):
         assert verify_linear(pn, W) and verify_linear(pp, W)
         assert [(o.opcode, o.id0, o.id1, o.data) for o in pn.ops] == [(o.opcode, o.id0, o.id1, o.data) for o in pp.ops]
         got[(m, tb)] = pn.stats()["n_adders"]
-    assert got == {("mc", 0): 1441, ("mc", 2): 1422, ("wmc", 0): 1431}
-    best = cmvm.compile_matrix(W, (1, 7, 0), search=True)
-    assert best.stats()["n_adders"] == 1422 and verify_linear(best, W)  # da4ml wmc: 1,407 (limit 1,477)
+    assert got == {("mc", 0): 1441, ("mc", 2): 1422, ("wmc", 0): 1431, ("mc", 5): 1408, ("wmc", 5): 1416}
+    best = cmvm.compile_matrix(W, (1, 7, 0), search=True)  # tie-break 5 (highest signal indices first)
+    assert best.stats()["n_adders"] == 1408 and verify_linear(best, W)  # da4ml wmc: 1,407 (limit 1,477)
 
 
 def test_tiny_3x2_count():
@@ -117,3 +117,37 @@ def test_tiny_3x2_count():
     W = np.array([[7, 12], [10, 6], [3, 5]], float)
     p = compile_matrix(W, (1, 7, 0), search=True)
     assert verify_linear(p, W) and p.stats()["n_adders"] == 8  # da4ml: 8 (was 9 before the requeue fix)
+
+
+@pytest.mark.parametrize("method,max_depth", [("mc", None), ("wmc", None), ("mc", 5), ("wmc", 4)])
+def test_tiebreak5_numba_equals_python(method, max_depth):
+    """Tie-break 5 (equal scores: highest signal indices first) uses a secondary heap key; the
+    numba kernel must emit the same adders as the Python reference, with and without a depth limit."""
+    from nnisa.targets.dais import cmvm
+    from nnisa.targets.dais.program import ProgramBuilder
+    rng = np.random.default_rng(11)
+    W = rng.integers(-64, 64, (14, 12)).astype(float)
+    W[rng.random(W.shape) < 0.3] = 0
+    M, _ = cmvm._to_int_matrix(W)
+    ops = {}
+    for engine in ("python", "numba"):
+        b = ProgramBuilder(14)
+        ins = [(b.add_op(-1, j, -1, 0, (1, 7, 0)), 1, 7, 0) for j in range(14)]
+        res = cmvm.CMVMCompiler(b, ins, method=method, tiebreak=5, max_depth=max_depth, engine=engine).solve(M)
+        ops[engine] = (b._ops, res)
+    assert ops["python"] == ops["numba"]
+    p = cmvm.compile_matrix(W, (1, 7, 0), method=method, tiebreak=5, max_depth=max_depth)
+    assert verify_linear(p, W)
+    if max_depth is not None:
+        dummy = cmvm.compile_matrix(W, (1, 7, 0), method="dummy")  # balanced trees: the floor of the limit
+        assert p.stats()["adder_depth"] <= max(max_depth, dummy.stats()["adder_depth"])
+        X = _corner_inputs(rng, 14, (1, 7, 0))
+        assert np.array_equal(run(p, X, check=True), X @ W)
+
+
+def test_search_includes_tiebreak5():
+    from nnisa.targets.dais.cmvm import SEARCH_SPACE
+    assert ("mc", 5, 0) in SEARCH_SPACE and ("mc", 5, 1) in SEARCH_SPACE
+    W = _bench_matrix(8, 4, 0.0)  # the benchmark's 8×8 4-bit case: best is mc, tie-break 5, decomposed
+    p = compile_matrix(W, (1, 7, 0), search=True)
+    assert p.stats()["n_adders"] == 55 and verify_linear(p, W)  # 56 before tie-break 5 (da4ml wmc: 59)

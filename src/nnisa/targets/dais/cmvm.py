@@ -212,11 +212,21 @@ class CMVMCompiler:
             t = w
         elif tb == 3:
             t = -d
-        else:
+        elif tb == 4:
             t = -max(sp.depth, sq.depth)
+        else:  # 5: score ties go to the secondary key (_sec)
+            t = 0
         if self.method == "mc":
             return -(count * 4096 + t)
         return -((count - 1) * w * 4096 + t)
+
+    def _sec(self, key):
+        """Secondary heap key (ties of equal score): tie-break 5 prefers the pattern whose larger
+        signal index is highest, then whose smaller one is; 0 (plain pattern order) otherwise."""
+        if self.tiebreak != 5:
+            return 0
+        p, q = key[0], key[1]
+        return -((max(p, q) << 32) | min(p, q))
 
     # -- main ----------------------------------------------------------------------------------
     def solve(self, M: list[list[int]], decompose: bool = False,
@@ -334,7 +344,7 @@ class CMVMCompiler:
                     cnt[k] = cnt.get(k, 0) + 1
         for k, v in cnt.items():
             if v >= 2:
-                heap.append((self._score(k, v), k))
+                heap.append((self._score(k, v), self._sec(k), k))
         heapq.heapify(heap)
         base = [math.ceil(math.log2(len(t))) if len(t) > 1 else 0 for t in cols]
         t0 = time.perf_counter()
@@ -345,18 +355,18 @@ class CMVMCompiler:
                 v = cnt.get(k, 0) + delta
                 cnt[k] = v
                 if delta > 0 and v >= 2:
-                    heapq.heappush(heap, (self._score(k, v), k))
+                    heapq.heappush(heap, (self._score(k, v), self._sec(k), k))
 
         while heap:
             if self.budget is not None and time.perf_counter() - t0 > self.budget:
                 return False
-            negscore, key = heapq.heappop(heap)
+            negscore, sec, key = heapq.heappop(heap)
             v = cnt.get(key, 0)
             if v < 2:
                 continue  # stale entry
             sc = self._score(key, v)
             if negscore != sc:  # count dropped since the push: requeue at the current score
-                heapq.heappush(heap, (sc, key))
+                heapq.heappush(heap, (sc, sec, key))
                 continue
             p, q, d, rho = key
             new = None
@@ -428,7 +438,8 @@ def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = No
         one with fewest adders (then fewest adder bits); deterministic.
     tiebreak
         Order among equally scored patterns: 0 by operand index, 1 narrow first, 2 wide first,
-        3 small shift first, 4 shallow first.
+        3 small shift first, 4 shallow first, 5 highest signal indices first (the most recently
+        created adders; the larger of the two indices decides, then the smaller).
     decompose
         Column decomposition before the CSE (spec §8.3 step 5, :func:`column_tree`); not combined
         with ``max_depth``.
@@ -476,7 +487,8 @@ def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = No
 
 
 #: ``(method, tiebreak, decomposition tree depth (0: none))`` combinations tried by ``search=True``
-SEARCH_SPACE = (("mc", 3, 0), ("mc", 0, 0), ("mc", 2, 0), ("wmc", 0, 0), ("mc", 0, 1), ("mc", 2, 1), ("wmc", 0, 1))
+SEARCH_SPACE = (("mc", 3, 0), ("mc", 0, 0), ("mc", 2, 0), ("wmc", 0, 0), ("mc", 0, 1), ("mc", 2, 1), ("wmc", 0, 1),
+                ("mc", 5, 0), ("mc", 5, 1))
 
 
 def verify_linear(p: Program, W) -> bool:

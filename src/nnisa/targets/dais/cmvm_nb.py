@@ -7,7 +7,8 @@ dicts/sets by numba typed dicts and flat arrays:
 * terms of column ``c`` live in fixed slots (a replaced pair frees one slot for the new term);
   a hash table ``(c, signal, shift) → slot`` finds a term;
 * an open-addressing table holds pattern frequencies, updated incrementally; a lazy heap holds
-  ``(-score, pattern)`` entries (stale ones are skipped on pop);
+  ``(-score, secondary key, pattern)`` entries (stale ones are skipped on pop, ones whose count
+  dropped are requeued);
 * each signal's exact integer range is computed from its sparse coefficient vector (inputs and
   coefficients in flat growable arrays), so adder widths match the Python compiler's exactly.
 
@@ -94,6 +95,16 @@ def _score(key, count, width, depth, method, tiebreak):
 
 
 @nb.njit(cache=True)
+def _sec(key, tiebreak):
+    """Secondary heap key (as ``CMVMCompiler._sec``): tie-break 5 prefers high signal indices."""
+    if tiebreak != 5:
+        return 0
+    p = key >> 32
+    q = (key >> 8) & 0xFFFFFF
+    return -((max(p, q) << 32) | min(p, q))
+
+
+@nb.njit(cache=True)
 def _change(c, s0, b0, g0, cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn, heap, width, depth, method,
             tiebreak, delta):
     """Add ``delta`` to the count of every pattern of term ``(s0, b0, g0)`` with column ``c``'s live
@@ -109,12 +120,12 @@ def _change(c, s0, b0, g0, cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn, hea
             v = hv[i] + delta
             hv[i] = v
             if delta > 0 and v >= 2:
-                heapq_push(heap, (_score(k, v, width, depth, method, tiebreak), k))
+                heapq_push(heap, (_score(k, v, width, depth, method, tiebreak), _sec(k, tiebreak), k))
 
 
 @nb.njit(cache=True)
 def heapq_push(heap, item):
-    # binary heap on a typed list of (score, key) tuples (smallest first)
+    # binary heap on a typed list of (score, secondary key, pattern) tuples (smallest first)
     heap.append(item)
     i = len(heap) - 1
     while i > 0:
@@ -215,11 +226,11 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                     hk[i] = k
                     hn[0] += 1
                 hv[i] += 1
-    heap = [(np.int64(0), np.int64(0))]
+    heap = [(np.int64(0), np.int64(0), np.int64(0))]
     heap.pop()
     for i in range(len(hk)):
         if hk[i] >= 0 and hv[i] >= 2:
-            heapq_push(heap, (_score(hk[i], hv[i], width, depth, method, tiebreak), hk[i]))
+            heapq_push(heap, (_score(hk[i], hv[i], width, depth, method, tiebreak), _sec(hk[i], tiebreak), hk[i]))
     mark = -np.ones(n_cols, np.int64)
     it = 0
     complete = True
@@ -233,13 +244,13 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
             if now > deadline:
                 complete = False
                 break
-        negscore, key = heapq_pop(heap)
+        negscore, sec, key = heapq_pop(heap)
         v = _hget(hk, hv, key)
         if v < 2:
             continue
         sc = _score(key, v, width, depth, method, tiebreak)
         if negscore != sc:  # count dropped since the push: requeue at the current score
-            heapq_push(heap, (sc, key))
+            heapq_push(heap, (sc, sec, key))
             continue
         p = key >> 32
         q = (key >> 8) & 0xFFFFFF
