@@ -17,12 +17,9 @@ import numpy as np
 import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 from torch import nn
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "nnisa" / "data"
-SEED = 0
+from digits_training import OUT, SEED, accuracy, load_split, train
 
 
 def export(model: nn.Sequential, path: Path) -> None:
@@ -48,23 +45,10 @@ def export(model: nn.Sequential, path: Path) -> None:
 
 def main() -> None:
     torch.manual_seed(SEED)
-    d = load_digits()
-    x = (d.images / 16.0).astype(np.float32)[:, None]
-    y = d.target.astype(np.int64)
-    xtr, xte, ytr, yte = train_test_split(x, y, test_size=360, random_state=SEED, stratify=y)
+    xtr, xte, ytr, yte = load_split()
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3, weight_decay=1e-4)
-    xt, yt = torch.from_numpy(xtr.reshape(len(xtr), -1)), torch.from_numpy(ytr)
-    for epoch in range(60):
-        perm = torch.randperm(len(xt))
-        for k in range(0, len(xt), 64):
-            idx = perm[k: k + 64]
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(xt[idx]), yt[idx])
-            loss.backward()
-            opt.step()
-    with torch.no_grad():
-        acc = (model(torch.from_numpy(xte.reshape(len(xte), -1))).argmax(1).numpy() == yte).mean()
+    train(model, xtr.reshape(len(xtr), -1), ytr, epochs=60)
+    acc = accuracy(model, xte.reshape(len(xte), -1), yte)
     print(f"test accuracy (torch): {acc:.4f}")
     ref = np.load(OUT / "digits_cnn_test.npz")
     assert np.array_equal(ref["x"], xte) and np.array_equal(ref["y"], yte), "split differs from the CNN's"
