@@ -44,7 +44,7 @@ def encode_words(program: PimProgram) -> dict[int, np.ndarray]:
         mode = f"{program.word_bits}-bit {'extended' if program.extended else 'strict'}"
         hint = None
         if any(f == "group" for _, f, _ in offenders) and not program.extended:
-            hint = "mvmul group > 15 needs the extended encoding mode (spec §3.5)"
+            hint = "mvmul group > 15 needs the extended encoding (spec §3.5): -O extended=true, or extended=True in the API"
         n_instr = len({w for w, _, _ in offenders})
         raise EncodeError(f"{n_instr} instruction(s) cannot be encoded in {mode} mode "
                           f"({len(offenders)} bad field values): {format_offenders(offenders)}",
