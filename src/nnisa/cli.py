@@ -312,13 +312,8 @@ def demo_cmd(shared, as_json):
 
 
 def _read_text(path: str) -> str:
-    from .core.errors import FormatError
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError("file not found", file=path) from None
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=path) from None
+    from .core.fileio import decode_text, read_bytes
+    return decode_text(read_bytes(path), path)
 
 
 def _report_written(as_json, target_name, source, dest, prog):

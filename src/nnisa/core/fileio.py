@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FormatError
+from .errors import FormatError, NnisaError
 
 
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
@@ -34,15 +34,30 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
         raise
 
 
+def read_bytes(path: str | os.PathLike, error: type[NnisaError] = FormatError) -> bytes:
+    """Read a whole file; a missing/unreadable file raises ``error`` naming it (one line)."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise error("file not found", file=str(path)) from None
+    except IsADirectoryError:
+        raise error("is a directory, expected a file", file=str(path)) from None
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror}", file=str(path)) from None
+
+
+def decode_text(data: bytes, file: str | None = None) -> str:
+    """UTF-8 text of ``data``; invalid bytes raise :class:`FormatError` with their offset."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file) from None
+
+
 def read_maybe_compressed(path: str | os.PathLike) -> bytes:
     """Read a file, transparently gunzipping (gzip or zlib streams, detected by magic)."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise FormatError("file not found", file=str(path)) from None
-    except IsADirectoryError:
-        raise FormatError("is a directory, expected a file", file=str(path)) from None
+    raw = read_bytes(path)
     if raw[:2] == b"\x1f\x8b":
         try:
             return gzip.decompress(raw)

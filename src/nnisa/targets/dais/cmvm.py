@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .program import Program, ProgramBuilder, minimal_kif
+from .program import Program, ProgramBuilder
 
 
 def csd(n: int) -> list[tuple[int, int]]:

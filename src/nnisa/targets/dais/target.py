@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import FormatError, UnsupportedError
-from ...core.fileio import read_maybe_compressed, write_atomic
+from ...core.fileio import decode_text, read_maybe_compressed, write_atomic
 from ...core.target import CompileResult, SimResult, Stats, Target
 from . import isa
 from .binary import read_binary, to_bytes
@@ -65,10 +65,7 @@ class DaisTarget(Target):
         raw = read_maybe_compressed(path)
         if kind == "binary":
             return self.decode(raw, file=str(path), **options)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise FormatError("not UTF-8 text", file=str(path)) from None
+        text = decode_text(raw, str(path))
         if kind == "text":
             return assemble(text, file=str(path))
         if text.lstrip().startswith("{"):

@@ -25,6 +25,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from ...core.errors import ConfigError
+from ...core.fileio import read_bytes
 
 __all__ = [
     "MemoryConfig", "MatrixConfig", "CoreConfig", "NetworkConfig", "ChipConfig", "SimConfig",
@@ -465,12 +466,7 @@ def load_config(path: str | os.PathLike) -> PimConfig:
         File missing, not JSON, or a key with an invalid value (the message names file and key).
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError("configuration file not found", file=str(path)) from None
-    except IsADirectoryError:
-        raise ConfigError("is a directory, expected a configuration file", file=str(path)) from None
+    raw = read_bytes(path, ConfigError)
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

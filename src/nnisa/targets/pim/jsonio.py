@@ -16,14 +16,13 @@ import os
 import re
 import threading
 import zlib
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
 from ...core.errors import FormatError
-from ...core.fileio import write_atomic
+from ...core.fileio import read_bytes, write_atomic
 from . import jsonscan as js
 from .isa import OPCODE, OPCODES
 from .program import DTYPE, PimProgram
@@ -111,12 +110,7 @@ def read_json(src: str | os.PathLike | bytes | bytearray | memoryview, legacy_gr
         raw = bytes(src)
     else:
         name = str(src)
-        try:
-            raw = Path(src).read_bytes()
-        except FileNotFoundError:
-            raise FormatError("file not found", file=name) from None
-        except IsADirectoryError:
-            raise FormatError("is a directory, expected a file", file=name) from None
+        raw = read_bytes(src)
     if not fast:
         return _read_orjson(_decompress(raw, name), name, legacy_groups)
     feed = _GzipFeed(raw, name) if raw[:2] == b"\x1f\x8b" else _BytesFeed(_decompress(raw, name))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import FormatError
-from ...core.fileio import write_atomic
+from ...core.fileio import decode_text, read_bytes, write_atomic
 from ...core.target import Target
 from .isa import build_isa
 from .jsonio import read_json, write_json
@@ -77,17 +77,10 @@ class PimTarget(Target):
             return read_json(path, legacy_groups=legacy_groups)
         if kind == "pimb":
             return read_pimb_dir(path)
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise FormatError(f"cannot read: {exc.strerror}", file=str(path)) from None
+        data = read_bytes(path)
         if kind == "nnpi":
             return decode_nnpi(data, lenient=lenient, file=str(path))
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FormatError(f"not UTF-8 text: {exc}", file=str(path)) from None
-        return assemble_text(text, file=str(path))
+        return assemble_text(decode_text(data, str(path)), file=str(path))
 
     def write(self, program: PimProgram, path: str | Path, *, keep_nop: bool = False, **options: Any) -> list[str]:
         """Write by extension; returns warnings (e.g. nops dropped from JSON)."""
