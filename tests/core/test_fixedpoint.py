@@ -51,3 +51,21 @@ def test_round_half_away_and_requantize():
     acc = np.array([1000, -1000, 70000])
     # 1000 * 3 / 2**5 = 93.75 -> 94; 70000*3/32 = 6562.5 -> saturates at 127
     assert fx.requantize(acc, 3, 5).tolist() == [94, -94, 127]
+
+
+@given(st.integers(-(1 << 40), 1 << 40), st.integers(1, 40))
+def test_int_twins_match_array_versions(x, bits):
+    assert fx.wrap_int(x, bits) == int(fx.wrap(x, bits))
+    assert fx.sat_int(x, bits) == int(fx.saturate(x, bits))
+
+
+@given(st.integers(-(1 << 40), 1 << 40), st.integers(1, 1000))
+def test_div_round_away(a, n):
+    q = Fraction(a, n)
+    want = math.floor(abs(q) + Fraction(1, 2)) * (1 if q >= 0 else -1)
+    assert fx.div_round_away_int(a, n) == want == int(fx.div_round_away(a, n))
+
+
+@given(st.floats(-1e12, 1e12, allow_nan=False))
+def test_round_half_away_twins(v):
+    assert fx.round_half_away_int(v) == int(fx.round_half_away(v))

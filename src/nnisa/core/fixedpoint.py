@@ -1,10 +1,14 @@
-"""Fixed-point helpers shared by targets: wrap, saturate and rounding on int64 numpy arrays.
+"""Fixed-point helpers shared by the frontend and the targets: wrap, saturate and rounding.
 
-All functions accept Python ints or numpy integer arrays and return int64 arrays (or numpy
-scalars).  Widths are in bits and include the sign bit for signed values.
+The array functions accept Python ints or numpy integer arrays and return int64 arrays.  The
+``*_int`` twins work on single Python ints (exact, arbitrary precision) for the interpreters'
+per-instruction hot paths, where a numpy call per value would dominate.  Widths are in bits and
+include the sign bit for signed values.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -16,16 +20,18 @@ def _arr(x) -> np.ndarray:
 
 
 def wrap(x, bits: int, signed: bool = True) -> np.ndarray:
-    """Two's-complement wrap of ``x`` to ``bits`` bits (the value congruent mod ``2**bits``)."""
+    """Two's-complement wrap of ``x`` to ``bits`` bits (the value congruent mod ``2**bits``).
+
+    Modular, so it is also right after int64 overflow of ``x``.
+    """
     x = _arr(x)
     if bits >= 64:
         return x
     m = np.int64((1 << bits) - 1)
-    v = x & m
-    if signed:
-        half = np.int64(1 << (bits - 1))
-        v = np.where(v >= half, v - np.int64(1 << bits), v)
-    return v
+    if not signed:
+        return x & m
+    half = np.int64(1 << (bits - 1))
+    return ((x + half) & m) - half
 
 
 def saturate(x, bits: int, signed: bool = True) -> np.ndarray:
@@ -70,6 +76,14 @@ def shift_right_round(x, shift, mode: str = "floor") -> np.ndarray:
     raise ValueError(f"unknown rounding mode {mode!r}; choose from {ROUNDING_MODES}")
 
 
+def div_round_away(a, n) -> np.ndarray:
+    """Integer ``a / n`` (``n > 0``) rounded to nearest, ties away from zero."""
+    a = _arr(a)
+    n = _arr(n)
+    q = (np.abs(a) + n // 2) // n  # n // 2 rounds ties up only for even n; odd n has no ties
+    return np.where(a < 0, -q, q)
+
+
 def round_half_away(x) -> np.ndarray:
     """Round floats to the nearest integer, ties away from zero (``floor(|x| + 0.5)`` with sign)."""
     x = np.asarray(x, dtype=np.float64)
@@ -84,3 +98,28 @@ def requantize(acc, multiplier, shift, bits: int = 8, mode: str = "half_up", sat
     prod = _arr(acc) * _arr(multiplier)
     q = shift_right_round(prod, shift, mode)
     return saturate(q, bits) if saturating else wrap(q, bits)
+
+
+# ---------------------------------------------------------------- single Python ints (hot paths)
+def wrap_int(v: int, bits: int) -> int:
+    """:func:`wrap` (signed) of one Python int."""
+    half = 1 << (bits - 1)
+    return ((v + half) & ((1 << bits) - 1)) - half
+
+
+def sat_int(v: int, bits: int) -> int:
+    """:func:`saturate` (signed) of one Python int."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return lo if v < lo else hi if v > hi else v
+
+
+def div_round_away_int(num: int, den: int) -> int:
+    """:func:`div_round_away` of Python ints (``den > 0``)."""
+    q = (2 * abs(num) + den) // (2 * den)
+    return -q if num < 0 else q
+
+
+def round_half_away_int(v: float) -> int:
+    """:func:`round_half_away` of one float: ``floor(|v| + 0.5)`` with the sign of ``v``."""
+    r = math.floor(abs(v) + 0.5)
+    return -r if v < 0 else r

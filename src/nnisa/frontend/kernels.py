@@ -10,6 +10,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..core import fixedpoint as fx
+
 # |partial sums| below this are exact in float64, so integer matmuls may use BLAS.
 _EXACT_F64 = float(2**53)
 
@@ -186,19 +188,9 @@ def avgpool2d(x: np.ndarray, attrs: dict) -> np.ndarray:
     return (window_sum(x, attrs) / counts).astype(x.dtype)
 
 
-def div_round_away(a: np.ndarray, n) -> np.ndarray:
-    """Integer ``a / n`` (``n > 0``) rounded to nearest, ties away from zero."""
-    a = np.asarray(a, dtype=np.int64)
-    n = np.asarray(n, dtype=np.int64)
-    q = (np.abs(a) + n // 2) // n
-    # n//2 rounds ties up only for even n; for odd n there are no ties.
-    return np.where(a < 0, -q, q)
-
-
-def round_half_away(x) -> np.ndarray:
-    """Round floats to the nearest integer, ties away from zero, as int64."""
-    x = np.asarray(x, dtype=np.float64)
-    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(np.int64)
+# integer division and float rounding of the integer model are the shared fixed-point rules
+div_round_away = fx.div_round_away
+round_half_away = fx.round_half_away
 
 
 def ceil_log2(x: float) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from nnisa.core import fixedpoint as fx
 from nnisa.core.errors import ConfigError, UnsupportedError
 
 from . import kernels as K
@@ -28,18 +29,13 @@ _FLOAT_PASS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Ident
 ADD_FRAC_BITS = 16
 
 
-def qrange(bits: int) -> tuple[int, int]:
-    """Inclusive range of a signed ``bits``-bit integer."""
-    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+qrange = fx.int_range  # inclusive range of a signed ``bits``-bit integer
 
 
 def rshift_round(v: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """``(v + 2**(s-1)) >> s`` for ``s > 0`` (round half up), ``v`` for 0, ``v << -s`` for ``s < 0``."""
-    v = np.asarray(v, dtype=np.int64)
     s = np.asarray(shift, dtype=np.int64)
-    sp = np.maximum(s, 0)
-    half = np.where(sp > 0, np.left_shift(np.int64(1), np.maximum(sp - 1, 0)), 0)
-    return np.left_shift((v + half) >> sp, np.maximum(-s, 0))
+    return np.left_shift(fx.shift_right_round(v, np.maximum(s, 0), "half_up"), np.maximum(-s, 0))
 
 
 @dataclass

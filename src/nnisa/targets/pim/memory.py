@@ -16,6 +16,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from ...core import fixedpoint as fx
+
 PAGE_BITS = 16
 PAGE_SIZE = 1 << PAGE_BITS
 _PAGE_MASK = PAGE_SIZE - 1
@@ -188,12 +190,7 @@ def _pieces(addr: int, size: int) -> Iterable[tuple[int, int, int]]:
 
 
 # ---------------------------------------------------------------------- element vectors
-def wrap_np(v: np.ndarray, bits: int) -> np.ndarray:
-    """``wrap_bits`` of an int64 array (modular; correct even after int64 overflow)."""
-    if bits >= 64:
-        return v
-    half = 1 << (bits - 1)
-    return ((v + half) & ((1 << bits) - 1)) - half
+wrap_np = fx.wrap  # ``wrap_bits`` of an int64 array (modular; right even after int64 overflow)
 
 
 def load_elems(buf: np.ndarray, addr: int, count: int, biw: int, byw: int, stride: int = 1) -> np.ndarray:

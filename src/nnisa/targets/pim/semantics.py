@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from ...core import fixedpoint as fx
+
 M32 = 0xFFFFFFFF
 
 
@@ -29,10 +31,11 @@ class Fault(Exception):
         super().__init__(message)
 
 
-def wrap(v: int, bits: int) -> int:
-    """``wrap_bits(v)``: the value congruent to ``v`` mod ``2**bits`` in the signed range."""
-    half = 1 << (bits - 1)
-    return ((v + half) & ((1 << bits) - 1)) - half
+# wrap_bits / sat_bits (§0.3), vavg rounding and D9 rounding are the shared fixed-point rules
+wrap = fx.wrap_int
+sat = fx.sat_int
+div_round_away = fx.div_round_away_int
+round_away = fx.round_half_away_int
 
 
 def wrap32(v: int) -> int:
@@ -40,28 +43,9 @@ def wrap32(v: int) -> int:
     return ((v + 0x80000000) & M32) - 0x80000000
 
 
-def sat(v: int, bits: int) -> int:
-    """``sat_bits(v)``: clamp to the signed ``bits``-bit range."""
-    lo = -(1 << (bits - 1))
-    hi = (1 << (bits - 1)) - 1
-    return lo if v < lo else hi if v > hi else v
-
-
-def div_round_away(num: int, den: int) -> int:
-    """``num / den`` (den > 0) rounded to nearest, ties away from zero (vavg, §5.2)."""
-    q = (2 * abs(num) + den) // (2 * den)
-    return -q if num < 0 else q
-
-
 def shift_amount(b: int) -> int:
     """Shift amount of vvsll/vvsra: the element value clamped to [0, 63] (§5.2)."""
     return 0 if b < 0 else 63 if b > 63 else b
-
-
-def round_away(v: float) -> int:
-    """Round a float to nearest, ties away from zero (``floor(|v| + 0.5)`` with the sign)."""
-    r = math.floor(abs(v) + 0.5)
-    return -r if v < 0 else r
 
 
 def logistic(v: float) -> float:
