@@ -51,3 +51,34 @@ def update_section(title: str, body: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text)
+
+
+class captured:
+    """Context manager that echoes stdout and keeps a copy (for scripts that print their tables)."""
+
+    def __enter__(self):
+        import io
+        import sys
+        self._old = sys.stdout
+        self._buf = io.StringIO()
+        outer = self
+
+        class _Tee:
+            def write(self, s):
+                outer._old.write(s)
+                return outer._buf.write(s)
+
+            def flush(self):
+                outer._old.flush()
+
+        sys.stdout = _Tee()
+        return self
+
+    def __exit__(self, *exc):
+        import sys
+        sys.stdout = self._old
+        return False
+
+    @property
+    def text(self) -> str:
+        return self._buf.getvalue()

@@ -6,11 +6,14 @@ Usage: python benchmarks/dais_cmvm.py [--quick]
 """
 
 import argparse
-import datetime
-import platform
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import captured, machine, today, update_section  # noqa: E402
 
 CASES = [(8, 8, 4, 0.0), (8, 8, 8, 0.0), (16, 16, 4, 0.0), (16, 16, 6, 0.0), (16, 16, 8, 0.5),
          (32, 32, 4, 0.0), (32, 32, 8, 0.0), (32, 32, 6, 0.7), (48, 48, 6, 0.5), (64, 64, 4, 0.0),
@@ -26,7 +29,8 @@ def main():
 
     from nnisa.targets.dais.cmvm import compile_matrix, verify_linear
     cases = CASES[:6] if args.quick else CASES
-    print(f"# DAIS CMVM benchmark — {platform.machine()}, {datetime.date.today()}\n")
+    print(f"Machine: {machine()}; date {today()}; `python benchmarks/dais_cmvm.py` (adders, nnisa vs "
+          "da4ml 0.6.0's `cmvm.solve` on the same random matrices, in the same run).\n")
     print("nnisa: `compile_matrix(W, (1,7,0), search=True)` (9 method/tie-break/decomposition variants, best kept); da4ml: `solve(W, method0='wmc', "
           "search_all_decompose_dc=False)` and the default `search_all_decompose_dc=True`.\n")
     print("| matrix | bits | sparsity | nnisa adders | da4ml adders | ratio | da4ml (search all) | ratio | "
@@ -61,4 +65,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with captured() as out:
+        main()
+    if "--quick" not in sys.argv:
+        update_section("DAIS CMVM", out.text)

@@ -6,11 +6,14 @@ Usage: python benchmarks/dais_interp.py [--quick]
 """
 
 import argparse
-import datetime
-import platform
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import captured, machine, today, update_section  # noqa: E402
 
 
 def _time(fn, min_s=0.5, max_reps=50):
@@ -57,8 +60,8 @@ def main():
 
     from nnisa.targets.dais.binary import read_binary
     from nnisa.targets.dais.interp import Interpreter
-    print(f"# DAIS interpreter benchmark — {platform.processor() or platform.machine()}, "
-          f"{datetime.date.today()}\n")
+    print(f"Machine: {machine()}; date {today()}; `python benchmarks/dais_interp.py` "
+          "(samples/s, nnisa vs da4ml 0.6.0's C++ interpreter in the same run).\n")
     batches = (1, 100, 10000) if args.quick else (1, 10, 100, 1000, 10000)
     for name, b in programs(args.quick).items():
         p = read_binary(b)
@@ -68,7 +71,7 @@ def main():
         rng = np.random.default_rng(1)
         Xall = rng.integers(-128, 128, (max(batches), p.n_in)).astype(np.float64) / 4
         assert np.array_equal(it.run(Xall[:2000]), dais_interp_run(b, Xall[:2000], 1))  # bit-exact first
-        print(f"## {name}: {p.n_ops} ops, {it._lowered.n_regs} registers, lowering {lower_ms:.0f} ms\n")
+        print(f"### {name}: {p.n_ops} ops, {it._lowered.n_regs} registers, lowering {lower_ms:.0f} ms\n")
         print("| batch | da4ml 1 thr | da4ml 2 thr | nnisa 1 thr | nnisa 2 thr | nnisa/da4ml (1 thr) | nnisa 2 thr / da4ml 1 thr |")
         print("|---:|---:|---:|---:|---:|---:|---:|")
         for n in batches:
@@ -87,4 +90,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with captured() as out:
+        main()
+    if "--quick" not in sys.argv:
+        update_section("DAIS interpreter", out.text)
