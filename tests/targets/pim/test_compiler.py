@@ -16,7 +16,7 @@ from nnisa.targets.pim.compiler import compile_model, quantize_model
 from nnisa.targets.pim.functional import run_functional
 from nnisa.targets.pim.target import PimTarget
 
-from test_compiler_helpers import assert_bit_exact, quantized, run_sample, small_config
+from compiler_helpers import assert_bit_exact, quantized, run_sample, small_config
 
 
 @pytest.fixture(scope="module")

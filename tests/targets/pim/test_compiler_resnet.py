@@ -12,7 +12,7 @@ from nnisa.frontend.models import make_resnet18
 from nnisa.targets.pim.compiler import compile_model
 from nnisa.targets.pim.config import load_config
 
-from test_compiler_helpers import run_sample, small_config
+from compiler_helpers import run_sample, small_config
 from shared_data import SHARED_DIR
 
 
