@@ -17,29 +17,17 @@ from typing import Any
 import click
 import numpy as np
 
-from .core.errors import DeadlockError, NnisaError, SimTimeExceeded
+from .core.errors import NnisaError
 from .core.fileio import load_arrays, save_arrays, write_atomic
-from .core.target import get_target, target_names
+from .core.jsonsafe import to_jsonable
+from .core.options import parse_option_pairs
+from .core.target import Target, get_target, target_names
 
 TARGET_HELP = "ISA target: " + ", ".join(target_names())
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
 def emit_json(obj: dict) -> None:
-    click.echo(json.dumps(_jsonable(obj), indent=None, sort_keys=False))
+    click.echo(json.dumps(to_jsonable(obj), indent=None, sort_keys=False))
 
 
 def console():
@@ -70,24 +58,49 @@ def status(message: str, enabled: bool = True):
         yield
 
 
-def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """``-O key=value`` pairs; values parsed as JSON when possible (numbers, true/false)."""
-    out: dict[str, Any] = {}
-    for p in pairs:
-        if "=" not in p:
-            raise click.BadParameter(f"expected key=value, got {p!r}", param_hint="-O/--option")
-        k, v = p.split("=", 1)
+def parse_options(target: Target, command: str, pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``-O key=value`` pairs checked against the target's declared options for ``command``
+    (unknown keys and bad values are one-line errors) → typed values."""
+    return target.option_table().validate(command, parse_option_pairs(pairs))
+
+
+def options_help(command: str) -> str:
+    """The ``-O`` options every target declares for ``command`` (shown in ``--help``)."""
+    lines = []
+    for name in target_names():
         try:
-            out[k.replace("-", "_")] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k.replace("-", "_")] = v
-    return out
+            specs = get_target(name).option_table().for_command(command)
+        except NnisaError:
+            continue
+        if specs:
+            lines.append(f"-t {name}:")
+            lines.extend(f"  -O {s.describe()}" for s in specs)
+    return "\n".join(lines)
+
+
+class TargetCommand(click.Command):
+    """A command whose help ends with every target's ``-O`` options (collected only when shown)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        text = options_help(self.name or "")
+        if text:
+            with formatter.section("Target options (-O KEY=VALUE)"):
+                with formatter.indentation():
+                    for line in text.splitlines():
+                        formatter.write_text(line)
+        super().format_epilog(ctx, formatter)
 
 
 target_option = click.option("--target", "-t", "target_name", required=True, help=TARGET_HELP)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")
 option_option = click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE",
-                             help="Target-specific option (repeatable), e.g. -O word_bits=32.")
+                             help="Target-specific option (repeatable); listed below.")
+config_option = click.option("--config", "--arch", "config", default=None,
+                             help="Architecture/configuration: a preset name or a file (target-specific).")
+
+
+def _cfg(config: str | None) -> dict[str, Any]:
+    return {} if config is None else {"config": config}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -105,28 +118,36 @@ def targets_cmd(as_json: bool) -> None:
         try:
             t = get_target(name)
             rows.append({"target": name, "description": t.description, "capabilities": t.capabilities(),
-                         "formats": t.formats})
+                         "formats": t.formats, "presets": t.config_presets(), "workloads": t.workloads(),
+                         "options": [{"name": o.name, "type": o.type_name, "default": o.default,
+                                      "choices": list(o.choices) if o.choices else None, "help": o.help,
+                                      "commands": list(o.commands)} for o in t.options]})
         except NnisaError as exc:
-            rows.append({"target": name, "description": str(exc), "capabilities": [], "formats": {}})
+            rows.append({"target": name, "description": str(exc), "capabilities": [], "formats": {},
+                         "presets": {}, "workloads": {}, "options": []})
     if as_json:
         emit_json({"targets": rows})
         return
     from rich.table import Table
     table = Table(title="nnisa targets")
-    for col in ("target", "description", "capabilities", "formats"):
+    for col in ("target", "description", "capabilities", "formats", "presets", "workloads", "-O options"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["target"], r["description"], ", ".join(r["capabilities"]), ", ".join(r["formats"]))
+        table.add_row(r["target"], r["description"], ", ".join(r["capabilities"]), ", ".join(r["formats"]),
+                      ", ".join(r["presets"]), ", ".join(r["workloads"]), str(len(r["options"])))
+    table.caption = "options per command: nnisa COMMAND --help; everything: nnisa targets --json"
     console().print(table)
 
 
-@cli.command("isa")
+@cli.command("isa", cls=TargetCommand)
 @target_option
+@config_option
 @option_option
 @json_option
-def isa_cmd(target_name: str, options: tuple[str, ...], as_json: bool) -> None:
+def isa_cmd(target_name: str, config, options: tuple[str, ...], as_json: bool) -> None:
     """Print the instruction reference table (Markdown)."""
-    md = get_target(target_name).isa_markdown(**parse_options(options))
+    t = get_target(target_name)
+    md = t.isa_markdown(**_cfg(config), **parse_options(t, "isa", options))
     if as_json:
         emit_json({"target": target_name, "markdown": md})
     else:
@@ -140,31 +161,35 @@ def _write_or_print(text: str, output: str | None) -> None:
         click.echo(text, nl=False)
 
 
-@cli.command("asm")
+@cli.command("asm", cls=TargetCommand)
 @target_option
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, help="Output program (format from the extension).")
+@config_option
 @option_option
 @json_option
-def asm_cmd(target_name, source, output, options, as_json):
+def asm_cmd(target_name, source, output, config, options, as_json):
     """Assemble a text program and write it (binary, JSON, ...)."""
     t = get_target(target_name)
+    opts = parse_options(t, "asm", options)
     text = _read_text(source)
-    prog = t.assemble(text, file=source, **parse_options(options))
-    t.write(prog, output)
+    prog = t.assemble(text, file=source, **_cfg(config), **opts)
+    t.write(prog, output, **_cfg(config), **opts)
     _report_written(as_json, target_name, source, output, prog)
 
 
-@cli.command("disasm")
+@cli.command("disasm", cls=TargetCommand)
 @target_option
 @click.argument("program", type=click.Path())
 @click.option("-o", "--output", help="Write the text here instead of stdout.")
+@config_option
 @option_option
 @json_option
-def disasm_cmd(target_name, program, output, options, as_json):
+def disasm_cmd(target_name, program, output, config, options, as_json):
     """Disassemble a program file to canonical text."""
     t = get_target(target_name)
-    text = t.disassemble(t.read(program, **parse_options(options)))
+    opts = parse_options(t, "disasm", options)
+    text = t.disassemble(t.read(program, **_cfg(config), **opts), **_cfg(config), **opts)
     if as_json:
         if output:
             write_atomic(output, text)
@@ -174,35 +199,39 @@ def disasm_cmd(target_name, program, output, options, as_json):
         _write_or_print(text, output)
 
 
-@cli.command("convert")
+@cli.command("convert", cls=TargetCommand)
 @target_option
 @click.argument("source", type=click.Path())
 @click.argument("dest", type=click.Path())
+@config_option
 @option_option
 @json_option
-def convert_cmd(target_name, source, dest, options, as_json):
-    """Convert a program between formats (chosen by extension: .json/.json.gz, .bin/.nnpi, .s).
+def convert_cmd(target_name, source, dest, config, options, as_json):
+    """Convert a program between formats (chosen by the file extensions; see `nnisa targets`).
 
     Encoding options go through -O, e.g. ``-O word_bits=32 -O extended=true``.
     """
     t = get_target(target_name)
-    opts = parse_options(options)
+    opts = parse_options(t, "convert", options)
     with status(f"reading {source}", not as_json):
-        prog = t.read(source)
+        prog = t.read(source, **_cfg(config))
     with status(f"writing {dest}", not as_json):
-        t.write(prog, dest, **opts)
+        t.write(prog, dest, **_cfg(config), **opts)
     _report_written(as_json, target_name, source, dest, prog)
 
 
-@cli.command("stats")
+@cli.command("stats", cls=TargetCommand)
 @target_option
 @click.argument("program", type=click.Path())
+@config_option
+@option_option
 @json_option
-def stats_cmd(target_name, program, as_json):
+def stats_cmd(target_name, program, config, options, as_json):
     """Static statistics of a program: instruction mix, field ranges."""
     t = get_target(target_name)
+    opts = parse_options(t, "stats", options)
     with status(f"reading {program}", not as_json):
-        st = t.stats(t.read(program))
+        st = t.stats(t.read(program, **_cfg(config), **opts), **_cfg(config))
     if as_json:
         emit_json({"target": target_name, "program": program, **st})
     else:
@@ -210,10 +239,10 @@ def stats_cmd(target_name, program, as_json):
         print_stats(st, title=f"{target_name}: {Path(program).name}")
 
 
-@cli.command("compile")
+@cli.command("compile", cls=TargetCommand)
 @target_option
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--config", "--arch", "config", type=click.Path(), help="Architecture/config file.")
+@config_option
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Output directory.")
 @option_option
@@ -221,9 +250,10 @@ def stats_cmd(target_name, program, as_json):
 def compile_cmd(target_name, model, config, out_dir, options, as_json):
     """Compile an ONNX model for a target."""
     t = get_target(target_name)
+    opts = parse_options(t, "compile", options)
     t0 = time.perf_counter()
     with status(f"compiling {model} for {target_name}", not as_json):
-        res = t.compile(model, config=config, out_dir=out_dir, **parse_options(options))
+        res = t.compile(model, config=config, out_dir=out_dir, **opts)
     summary = {"target": target_name, "model": model, "out_dir": out_dir, "files": res.files,
                "compile_s": time.perf_counter() - t0, "report": res.report}
     if as_json:
@@ -233,10 +263,10 @@ def compile_cmd(target_name, model, config, out_dir, options, as_json):
         print_mapping(summary)
 
 
-@cli.command("sim")
+@cli.command("sim", cls=TargetCommand)
 @target_option
 @click.argument("program", type=click.Path())
-@click.option("--config", "--arch", "config", type=click.Path(), help="Architecture/simulator config.")
+@config_option
 @click.option("--inputs", type=click.Path(dir_okay=False), help="Inputs (.npy, .npz or .csv).")
 @click.option("--outputs", type=click.Path(dir_okay=False), help="Write outputs here (.npy, .npz, .csv).")
 @click.option("--mode", help="Simulation mode (target-specific, e.g. timing/functional/both).")
@@ -249,7 +279,7 @@ def compile_cmd(target_name, model, config, out_dir, options, as_json):
 def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, report_style, options, as_json):
     """Simulate a program: output values plus cycles and energy."""
     t = get_target(target_name)
-    opts = parse_options(options)
+    opts = parse_options(t, "sim", options)
     if report_style != "table":
         opts["report"] = report_style
         opts["source"] = program
@@ -258,7 +288,7 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
             opts[key] = val
     t0 = time.perf_counter()
     with status(f"reading {program}", not as_json):
-        prog = t.read(program)
+        prog = t.read(program, **_cfg(config))
     data = load_arrays(inputs) if inputs else None
     with status("simulating", not as_json):
         res = t.simulate(prog, config=config, inputs=data, **opts)
@@ -277,28 +307,64 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
         print_sim(stats, res.outputs, title=f"{target_name}: {Path(program).name}")
 
 
-@cli.command("run")
+@cli.command("run", cls=TargetCommand)
 @target_option
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--config", "--arch", "config", type=click.Path(), help="Architecture/config file.")
+@config_option
 @click.option("--inputs", type=click.Path(dir_okay=False), help="Float inputs (.npz/.npy, batch first).")
 @click.option("--outputs", type=click.Path(dir_okay=False), help="Write the simulated float outputs here.")
-@click.option("--samples", default=1, show_default=True, help="Samples when no inputs are given.")
+@click.option("--samples", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Samples when no inputs are given.")
 @click.option("-o", "--out-dir", type=click.Path(file_okay=False), help="Keep the compiled files here.")
 @option_option
 @json_option
 def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, options, as_json):
     """Compile, simulate and compare with onnxruntime."""
     from .api import run_model
+    t = get_target(target_name)
+    opts = parse_options(t, "run", options)
     data = load_arrays(inputs) if inputs else None
     with progress_bar(f"{Path(model).name} on {target_name}", not as_json) as update:
         report = run_model(target_name, model, inputs=data, samples=samples, config=config,
-                           out_dir=out_dir, save_outputs=outputs, progress=update, **parse_options(options))
+                           out_dir=out_dir, save_outputs=outputs, progress=update, **opts)
     if as_json:
         emit_json(report)
     else:
         from .report.tables import print_run
         print_run(report)
+
+
+@cli.command("bench", cls=TargetCommand)
+@target_option
+@click.argument("workload", required=False)
+@config_option
+@option_option
+@json_option
+def bench_cmd(target_name, workload, config, options, as_json):
+    """Run one of a target's built-in workloads (no WORKLOAD: list them)."""
+    t = get_target(target_name)
+    if workload is None:
+        names = t.workloads()
+        if as_json:
+            emit_json({"target": target_name, "workloads": names})
+        else:
+            from .report.tables import kv_table
+            console().print(kv_table(f"{target_name}: built-in workloads (nnisa bench -t {target_name} NAME)",
+                                     names or {"(none)": ""}))
+        return
+    opts = parse_options(t, "bench", options)
+    if workload not in t.workloads():
+        t._unknown_workload(workload)
+    t0 = time.perf_counter()
+    with status(f"running {workload} on {target_name}", not as_json):
+        res = t.bench(workload, **_cfg(config), **opts)
+    res = {"target": target_name, "workload": workload, **res}
+    res.setdefault("wall_s", time.perf_counter() - t0)
+    if as_json:
+        emit_json(res)
+    else:
+        from .report.tables import kv_table
+        console().print(kv_table(f"{target_name}: {workload}", res))
 
 
 @cli.command("demo")
@@ -324,24 +390,32 @@ def _report_written(as_json, target_name, source, dest, prog):
         click.echo(f"wrote {dest}" + (f" ({n} instructions)" if n is not None else ""), err=True)
 
 
+def _error(exc: NnisaError, as_json: bool) -> None:
+    """One line on stderr (and with --json one JSON object on stdout); exit with the error's code."""
+    report = getattr(exc, "report", "") or ""
+    if as_json:
+        emit_json({"error": str(exc), "error_type": type(exc).__name__, "exit_code": exc.exit_code,
+                   **({"report": report} if report else {})})
+    click.echo(f"nnisa: error: {exc}", err=True)
+    if report and not as_json:
+        click.echo(report.rstrip("\n"), err=True)
+    sys.exit(exc.exit_code)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI and turn user errors into one-line messages."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    as_json = "--json" in args
     try:
-        cli.main(args=argv, prog_name="nnisa", standalone_mode=False)
+        cli.main(args=args, prog_name="nnisa", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("nnisa: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except (DeadlockError, SimTimeExceeded) as exc:
-        click.echo(f"nnisa: error: {exc}", err=True)
-        if exc.report:
-            click.echo(exc.report.rstrip("\n"), err=True)
-        sys.exit(exc.exit_code)
     except NnisaError as exc:
-        click.echo(f"nnisa: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        _error(exc, as_json)
     except KeyboardInterrupt:
         click.echo("nnisa: interrupted", err=True)
         sys.exit(130)

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
+from .core.jsonsafe import dumps
 from .core.target import get_target, target_names
 from .report.tables import compare_table, kv_table
 
@@ -154,6 +154,5 @@ def run_demo(shared_dir: str | Path | None = None, as_json: bool = False) -> dic
     out: dict[str, Any] = {"frontend": frontend_step(con), "targets": targets_step(con)}
     out["pim_conformance"] = pim_conformance_step(con, shared)
     if as_json:
-        from .cli import _jsonable
-        print(json.dumps(_jsonable(out)))
+        print(dumps(out))
     return out

@@ -103,8 +103,16 @@ class FormatError(NnisaError):
     """A malformed file in one of the supported formats (JSON, containers, configs)."""
 
 
+class OutputError(NnisaError):
+    """An output file or folder cannot be written (a folder in the way, no permission, ...)."""
+
+
 class ConfigError(NnisaError):
     """An invalid architecture or simulator configuration."""
+
+
+class OptionError(NnisaError):
+    """An unknown ``-O`` option for a target/command, or a value of the wrong type or range."""
 
 
 class UnsupportedError(NnisaError):

@@ -11,26 +11,53 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FormatError, NnisaError
+from .errors import FormatError, NnisaError, OutputError
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: str | os.PathLike, mode: int = 0o666) -> None:
+    """Give a freshly created file/folder the permissions a plain ``open``/``mkdir`` would."""
+    os.chmod(path, mode & ~_umask())
 
 
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
     """Write ``data`` to ``path`` via a temporary file and rename, so a failure never
-    leaves a half-written file behind."""
+    leaves a half-written file behind.
+
+    The file gets the mode of the file it replaces, or the umask's default for a new file.
+    Any OS error becomes an :class:`~nnisa.core.errors.OutputError` naming the path.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(data, str):
         data = data.encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise OutputError("is a folder, expected a file name", file=str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        try:
+            mode = path.stat().st_mode & 0o7777
+            os.chmod(tmp, mode)
+        except FileNotFoundError:
+            apply_umask(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
         raise
 
 

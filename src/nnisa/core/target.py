@@ -14,21 +14,26 @@ from typing import Any
 
 import numpy as np
 
-from .errors import UnsupportedError
+from .errors import ConfigError, UnsupportedError
+from .options import OptionSpec, OptionTable
 
-CAPABILITIES = ("isa", "asm", "disasm", "encode", "decode", "read", "write", "compile", "simulate", "stats")
+CAPABILITIES = ("isa", "asm", "disasm", "encode", "decode", "read", "write", "compile", "simulate", "stats",
+                "bench")
 
 
 @dataclass
 class Stats:
     """Timing/energy figures of one simulation; every target fills what it models.
 
-    ``extra`` holds target-specific figures (per-core tables, unit busy times, ...); everything
+    ``latency_ns`` is the time of one input from in to out; ``period_ns`` the steady-state time per
+    input of a stream (pipelined programs); ``cycles`` are the cycles of the model named in
+    ``extra["timing_model"]`` (reference-compatible or nnisa's own).  ``extra`` holds target-specific figures (per-core tables, unit busy times, ...); everything
     in it must be JSON-serialisable.
     """
 
     cycles: int | None = None
     latency_ns: float | None = None
+    period_ns: float | None = None
     energy_pj: float | None = None
     instructions: int | None = None
     wall_s: float | None = None
@@ -97,6 +102,14 @@ class Target:
     description = ""
     #: file extensions this target reads/writes, mapped to a short description
     formats: dict[str, str] = {}
+    #: every ``-O key=value`` option the target accepts, per command (validated by the CLI)
+    options: tuple[OptionSpec, ...] = ()
+    #: bundled model (``nnisa.frontend.models``) the demo runs on this target, if any
+    demo_model: str | None = None
+
+    def option_table(self) -> OptionTable:
+        """The declared options (:attr:`options`) as a validator."""
+        return OptionTable(self.name, self.options)
 
     def _unsupported(self, what: str):
         raise UnsupportedError(f"target {self.name!r} does not support {what} yet")
@@ -106,9 +119,22 @@ class Target:
         base = Target
         mapping = {"isa": "isa_markdown", "asm": "assemble", "disasm": "disassemble", "encode": "encode",
                    "decode": "decode", "read": "read", "write": "write", "compile": "compile",
-                   "simulate": "simulate", "stats": "stats"}
+                   "simulate": "simulate", "stats": "stats", "bench": "bench"}
         return [cap for cap, meth in mapping.items()
                 if getattr(type(self), meth) is not getattr(base, meth)]
+
+    # --- architecture / configuration ----------------------------------------------------
+    def config_presets(self) -> dict[str, str]:
+        """Named architectures/configurations (``--config NAME``) → one-line description."""
+        return {}
+
+    def load_config(self, config: Any) -> Any:
+        """Resolve ``--config/--arch``: ``None`` (the default), a preset name, a file path or an
+        already loaded object → the target's configuration object.  The base class passes the
+        value through unchanged."""
+        if isinstance(config, str) and config in self.config_presets():
+            raise ConfigError(f"target {self.name!r} lists preset {config!r} but does not load it")
+        return config
 
     # --- ISA description -----------------------------------------------------------------
     def isa_markdown(self, **options: Any) -> str:
@@ -182,15 +208,32 @@ class Target:
         checks = {"bit_exact": None if exact is None else bool(all(exact))}
         return {k: np.stack(v) for k, v in outs.items()}, stats, checks
 
-    def stats(self, program: Any) -> dict[str, Any]:
+    def stats(self, program: Any, **options: Any) -> dict[str, Any]:
         """Static statistics of a program (instruction mix, field ranges)."""
         self._unsupported("program statistics")
+
+    # --- built-in workloads ----------------------------------------------------------------
+    def workloads(self) -> dict[str, str]:
+        """Named built-in workloads for ``nnisa bench`` → one-line description."""
+        return {}
+
+    def bench(self, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
+        """Run a built-in workload; returns a JSON-safe dict with at least ``wall_s`` and the
+        figures the target models (``cycles``, ``latency_ns``/``time_ns``, ``energy_pj``, ...)."""
+        self._unsupported("built-in workloads")
+
+    def _unknown_workload(self, workload: str):
+        names = ", ".join(self.workloads()) or "none"
+        raise UnsupportedError(f"target {self.name!r} has no workload {workload!r} (workloads: {names})")
 
 
 #: name → "module:Class" (imported lazily so `nnisa targets` stays fast)
 _REGISTRY: dict[str, str] = {
     "pim": "nnisa.targets.pim.target:PimTarget",
     "dais": "nnisa.targets.dais.target:DaisTarget",
+    "tensil": "nnisa.targets.tensil.target:TensilTarget",
+    "pimsab": "nnisa.targets.pimsab.target:PimsabTarget",
+    "cherry": "nnisa.targets.cherry.target:CherryTarget",
 }
 _INSTANCES: dict[str, Target] = {}
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...core.errors import FormatError, UnsupportedError
 from ...core.fileio import decode_text, read_maybe_compressed, write_atomic
+from ...core.options import OptionSpec as O
 from ...core.target import CompileResult, SimResult, Stats, Target
 from . import isa
 from .binary import read_binary, to_bytes
@@ -42,6 +43,24 @@ class DaisTarget(Target):
     description = "da4ml Distributed Arithmetic Instruction Set (combinational fixed-point DA programs)"
     formats = {".bin": "DAIS binary (v1/v0/legacy, auto-detected)", ".dais": "DAIS binary",
                ".json": "da4ml CombLogic JSON (or nnisa DAIS JSON on read)", ".dais.txt": "nnisa DAIS assembly"}
+    options = (
+        O("format", str, "v1", ("v1", "v0", "legacy"), "binary format written", ("asm", "convert")),
+        O("firmware_version", int, None, None, "firmware version stored in v1 binaries", ("asm", "convert"),
+          minimum=0, maximum=2**32 - 1),
+        O("json", str, "da4ml", ("da4ml", "nnisa"), "JSON dialect written", ("asm", "convert")),
+        O("intervals", bool, True, None, "print each op's value interval in the disassembly", ("disasm",)),
+        O("legacy_data_order", str, "lo-hi", ("lo-hi", "hi-lo"), "data word order of legacy binaries",
+          ("disasm", "stats")),
+        O("da4ml_compat", bool, False, None, "reproduce da4ml's C++ interpreter quirks", ("sim",)),
+        O("engine", str, "auto", ("auto", "compiled", "exact"), "numba engine or the exact reference", ("sim",)),
+        O("n_threads", int, 1, None, "interpreter threads", ("sim",), minimum=1, maximum=1024),
+        O("check", bool, False, None, "also run the exact reference and compare", ("sim",)),
+        O("method", str, "wmc", ("wmc", "mc", "dummy"), "CSE heuristic (weighted/plain most common pair)"),
+        O("max_depth", int, None, None, "adder depth limit per layer", minimum=1, maximum=1 << 16, nullable=True),
+        O("bits", int, 8, None, "quantization bit width", minimum=2, maximum=16),
+        O("cse_budget_s", float, 30.0, None, "CSE time budget per layer in seconds (none: unlimited)",
+          minimum=0.0, nullable=True),
+    )
 
     def isa_markdown(self, **options: Any) -> str:
         return "# DAIS opcodes (da4ml 0.6.0, spec_version 1)\n\n" + isa.isa_markdown()

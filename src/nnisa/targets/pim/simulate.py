@@ -155,7 +155,7 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
             write_chrome_trace(tres, trace)
             extra["trace_file"] = str(trace)
         if gantt:
-            from ...report.gantt import plot_gantt
+            from .trace import plot_gantt
             plot_gantt(tres, gantt)
             extra["gantt_file"] = str(gantt)
         if report == "pimsim":

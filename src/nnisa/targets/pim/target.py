@@ -12,6 +12,7 @@ from typing import Any
 
 from ...core.errors import FormatError
 from ...core.fileio import decode_text, read_bytes, write_atomic
+from ...core.options import OptionSpec as O
 from ...core.target import Target
 from .isa import build_isa
 from .jsonio import read_json, write_json
@@ -48,6 +49,36 @@ class PimTarget(Target):
     formats = {".json": "pimsim-nn JSON program", ".json.gz": "gzipped pimsim-nn JSON program",
                ".nnpi": "NNPI binary container", ".bin": "NNPI binary container",
                ".s": "PIM assembly", ".asm": "PIM assembly", ".txt": "PIM assembly"}
+    options = (
+        O("word_bits", int, 64, (32, 64), "instruction word size of NNPI binaries", ("isa", "asm", "convert")),
+        O("extended", bool, False, None, "extended encoding (wider fields; needed for > 16 array groups)",
+          ("isa", "asm", "convert")),
+        O("keep_nop", bool, False, None, "keep nop instructions when writing pimsim-nn JSON", ("asm", "convert")),
+        O("lenient", bool, False, None, "decode NNPI words with nonzero reserved bits", ("disasm", "stats")),
+        O("legacy_groups", str, None, ("by-size",), "group map for old JSON without array_group_map",
+          ("disasm", "stats")),
+        O("schedule", str, "batch", ("batch", "element"), "batch (layer barriers) or element (row pipeline)"),
+        O("mode", str, "batch", ("batch", "element"), "alias of schedule"),
+        O("replication", str, "balance", ("balance", "none"), "replicate slow layers onto free crossbars"),
+        O("fill", float, 0.9, None, "fraction of the chip's crossbars replication may use", minimum=0.0,
+          maximum=1.0),
+        O("mapping", str, "balanced", ("balanced", "first_fit", "locality"), "array-group to core placement"),
+        O("links", bool, None, None, "core-to-core send/recv available (default: the config's core_links)",
+          nullable=True),
+        O("batch", int, 32, None, "output windows per vector batch", minimum=1, maximum=1 << 20),
+        O("bits", int, 8, None, "activation/weight bit width of the quantized model", minimum=2, maximum=16),
+        O("gmem_reuse", bool, None, None, "reuse global-memory buffers (default: on for batch)", nullable=True),
+        O("rounds", int, 1, None, "element schedule: window chunks per replica", minimum=1, maximum=4096),
+        O("interleave", bool, True, None, "element schedule: interleave the layers' chunks"),
+        O("timing", str, "pimsim", ("pimsim", "native"), "pimsim (reproduces pimsim-nn) or native timing",
+          ("sim",)),
+        O("global_address_mode", str, None, ("pair", "single32"), "global addresses from a register pair "
+          "or one register (default: the bundle's/config's)", ("sim",)),
+        O("weights", str, None, None, "array-group weights: a .npz file, zeros or random", ("sim",)),
+        O("weight_seed", int, 0, None, "seed of -O weights=random", ("sim",), minimum=0, maximum=2**32 - 1),
+        O("path", str, "fast", ("fast", "reference"), "functional interpreter: numba fast path or reference",
+          ("sim",)),
+    )
 
     def isa_markdown(self, word_bits: int = 64, extended: bool = False, **options: Any) -> str:
         return build_isa(word_bits, extended).markdown()

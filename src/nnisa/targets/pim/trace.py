@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import orjson
 
-from ...core.fileio import write_atomic
+from ...report.timeline import Timeline, Track
+from ...report.timeline import plot_gantt as draw_gantt
+from ...report.timeline import write_chrome_trace as write_trace
 from .isa import OPCODES
 from .timing_units import EV_ST, EV_SYNC, EV_WAIT, PS, UNIT_OF_OP, UNITS, CorePlan
 
@@ -73,38 +74,31 @@ def instruction_times(plan: CorePlan, ev_S: np.ndarray, ev_E: np.ndarray, P: int
     return out
 
 
-def write_chrome_trace(result, path: str | os.PathLike, *, max_events: int = 2_000_000) -> int:
-    """Write a Chrome/Perfetto trace (JSON) of a timing result, atomically.
-
-    One process ("PIM chip"), one track (thread) per core; one complete event ("X") per
-    non-scalar instruction (name = mnemonic, category = unit, args = pc), times in µs.  If the
-    result carries no per-instruction trace, one event per core spanning its run is written.
-
-    Returns
-    -------
-    int
-        Number of events written (capped at ``max_events``; the rest is dropped).
-    """
-    events = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "PIM chip"}}]
-    count = 0
-    for c in sorted(result.finish_ps):
-        events.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": c, "args": {"name": f"core {c}"}})
-        events.append({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": c, "args": {"sort_index": c}})
+def timeline(result, cores: list[int] | None = None) -> Timeline:
+    """The :class:`~nnisa.report.timeline.Timeline` of a timing result: one track per core,
+    lanes matrix / vector / transfer (scalar front-end work kept as a unit but not drawn), labels
+    = mnemonics, times in ps.  Without a per-instruction trace each core is one bar to its finish."""
+    ids = sorted(result.finish_ps) if cores is None else list(cores)
+    tracks = []
+    for c in ids:
         tr = result.trace.get(c) if result.trace else None
-        if tr is None:
-            events.append({"name": f"core {c}", "ph": "X", "pid": 0, "tid": c, "ts": 0,
-                           "dur": result.finish_ps[c] / 1e6, "cat": "core"})
-            count += 1
+        fin = float(result.finish_ps.get(c, 0))
+        if tr is None or len(tr) == 0:
+            tracks.append(Track(f"core {c}", finish=fin))
             continue
-        keep = UNIT_OF_OP[tr["op"]] > 0
-        t = tr[keep]
-        t = t[: max(0, max_events - count)]
-        ops = t["op"].tolist()
-        for pc, o, s, e in zip(t["pc"].tolist(), ops, t["S"].tolist(), t["E"].tolist()):
-            events.append({"name": OPCODES[o], "cat": UNITS[UNIT_OF_OP[o]], "ph": "X", "pid": 0,
-                           "tid": c, "ts": s / 1e6, "dur": (e - s) / 1e6, "args": {"pc": pc}})
-        count += len(t)
-    data = orjson.dumps({"traceEvents": events, "displayTimeUnit": "ns",
-                         "otherData": {"latency_ns": result.latency_ps / PS, "mode": result.mode}})
-    write_atomic(path, data)
-    return count
+        tracks.append(Track(f"core {c}", start=tr["S"], end=tr["E"], unit=UNIT_OF_OP[tr["op"]],
+                            label=tr["op"].astype(np.int32), pc=tr["pc"], finish=fin))
+    return Timeline(tracks, units=UNITS, labels=tuple(OPCODES), time_unit="ps", ns_per_unit=1e-3,
+                    title=f"PIM timing ({result.mode} mode): chip latency {result.latency_ps / 1000:,.0f} ns",
+                    process="PIM chip", meta={"latency_ns": result.latency_ps / PS, "mode": result.mode})
+
+
+def write_chrome_trace(result, path: str | os.PathLike, *, max_events: int = 2_000_000) -> int:
+    """Write a Chrome/Perfetto trace of a timing result (one track per core, one event per
+    non-scalar instruction, args = pc); returns the number of events written."""
+    return write_trace(timeline(result), path, max_events=max_events, skip_units=("scalar",))
+
+
+def plot_gantt(result, path_png: str | os.PathLike, **kw) -> None:
+    """Write a per-core Gantt chart (PNG) of a timing result."""
+    draw_gantt(timeline(result), path_png, skip_units=("scalar",), **kw)

@@ -1,0 +1,282 @@
+"""Compiled output folders ("bundles"): program + weights/data + ``manifest.json``, for every target.
+
+A bundle is what ``nnisa compile -o DIR`` writes and ``nnisa sim -t T DIR`` reads::
+
+    DIR/
+      manifest.json   format, version, target, the files below by role, input/output tensors, config
+      <program>       the program in the target's own format
+      ...             weights, memory images, reports (target-specific, named in the manifest)
+
+Writing is all-or-nothing: :class:`BundleWriter` fills a temporary sibling folder and renames it
+into place only when complete (``manifest.json`` last), so a reader never sees a half-written or
+mixed bundle, even with two compiles writing the same folder at once.  Reading confines every file
+the manifest names to the folder (no absolute paths, no ``..``, no symlinks leading out).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import FormatError, OutputError
+from .fileio import apply_umask, read_bytes, write_atomic
+
+MANIFEST = "manifest.json"
+GENERIC_FORMAT = "nnisa-bundle"
+#: largest manifest read (a manifest is a few kB; anything bigger is not one)
+MAX_MANIFEST_BYTES = 64 << 20
+
+
+class TensorSpec(BaseModel):
+    """One network input or output tensor of a compiled program.
+
+    The integer value ``q`` of an element represents the real value ``scale * (q - zero_point)``.
+    ``layout`` names the element order in the program's memory; ``address`` is where it lives
+    (targets that place tensors in a memory set it).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(max_length=4096)
+    shape: list[int] = Field(max_length=16)
+    bits: int = Field(8, ge=1, le=32)
+    scale: float = Field(1.0, gt=0, allow_inf_nan=False)
+    zero_point: int = 0
+    layout: str = "NCHW"
+    address: int | None = Field(None, ge=0, lt=1 << 64)
+
+    def model_post_init(self, _context: Any) -> None:
+        if any(d < 0 for d in self.shape):
+            raise ValueError(f"tensor {self.name!r}: negative dimension in shape {self.shape}")
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    @property
+    def byte_width(self) -> int:
+        return (self.bits + 7) // 8
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.byte_width
+
+    def quantize(self, x: np.ndarray) -> np.ndarray:
+        """Integer tensor for ``x``: integers pass unchanged (range-checked); floats are
+        ``clip(round_half_away(x / scale) + zero_point)`` in the signed ``bits`` range.
+
+        Non-finite floats are refused (they have no integer value)."""
+        a = np.asarray(x)
+        if tuple(a.shape) != tuple(self.shape):
+            raise FormatError(f"input {self.name!r}: shape {list(a.shape)} differs from the manifest {self.shape}")
+        lo, hi = -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        if np.issubdtype(a.dtype, np.integer):
+            q = a.astype(np.int64)
+            if q.size and (q.min() < lo or q.max() > hi):
+                raise FormatError(f"input {self.name!r}: values outside the signed {self.bits}-bit range")
+            return q
+        if not (np.issubdtype(a.dtype, np.floating) or a.dtype == np.bool_):
+            raise FormatError(f"input {self.name!r}: expected numbers, got dtype {a.dtype}")
+        v = a.astype(np.float64)
+        if v.size and not np.isfinite(v).all():
+            raise FormatError(f"input {self.name!r}: contains NaN or infinity")
+        v = v / self.scale
+        q = (np.sign(v) * np.floor(np.abs(v) + 0.5))
+        q = np.clip(q + self.zero_point, lo, hi)
+        return q.astype(np.int64)
+
+    def dequantize(self, q: np.ndarray) -> np.ndarray:
+        """Real values ``scale * (q - zero_point)``."""
+        return self.scale * (np.asarray(q, dtype=np.float64) - self.zero_point)
+
+
+class Manifest(BaseModel):
+    """``manifest.json``: the generic part every target's manifest has.
+
+    Targets subclass it for their own fields; ``FILE_FIELDS`` lists the fields holding file names
+    (all are confined to the bundle on reading), ``files`` maps further roles to file names.
+    """
+
+    model_config = ConfigDict(extra="allow")
+    FILE_FIELDS: ClassVar[tuple[str, ...]] = ("program",)
+
+    format: str = GENERIC_FORMAT
+    version: int = 1
+    target: str | None = None
+    program: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)
+    inputs: list[TensorSpec] = Field(default_factory=list)
+    outputs: list[TensorSpec] = Field(default_factory=list)
+    config: dict[str, Any] | None = None
+
+    def file_names(self) -> dict[str, str]:
+        """Role → file name of every file the manifest refers to."""
+        out = {f: getattr(self, f) for f in self.FILE_FIELDS if getattr(self, f, None)}
+        out.update(self.files)
+        return out
+
+    def tensor(self, name: str) -> TensorSpec:
+        for t in self.inputs + self.outputs:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+
+def is_bundle_dir(path: str | os.PathLike) -> bool:
+    """A directory that holds a ``manifest.json``."""
+    p = Path(path)
+    return p.is_dir() and (p / MANIFEST).is_file()
+
+
+def member(root: str | os.PathLike, name: str, *, what: str = "file") -> Path:
+    """``root/name`` after checking that ``name`` stays inside ``root`` (raises FormatError)."""
+    rootp = Path(root)
+    if not isinstance(name, str) or not name or "\x00" in name:
+        raise FormatError(f"bad {what} name {name!r} in the manifest", file=str(rootp / MANIFEST))
+    p = Path(name)
+    if p.is_absolute() or ".." in p.parts:
+        raise FormatError(f"{what} {name!r} in the manifest must be a plain name inside the bundle folder",
+                          file=str(rootp / MANIFEST))
+    full = rootp / p
+    try:
+        inside = full.resolve().is_relative_to(rootp.resolve())
+    except OSError:
+        inside = False
+    if not inside:
+        raise FormatError(f"{what} {name!r} in the manifest leads outside the bundle folder",
+                          file=str(rootp / MANIFEST))
+    return full
+
+
+def read_manifest(root: str | os.PathLike, cls: type[Manifest] = Manifest) -> Manifest:
+    """Read and validate ``root/manifest.json`` as ``cls``; every named file is confined to ``root``."""
+    rootp = Path(root)
+    mpath = rootp / MANIFEST
+    if not mpath.is_file():
+        raise FormatError("not a bundle: manifest.json missing", file=str(rootp))
+    if mpath.stat().st_size > MAX_MANIFEST_BYTES:
+        raise FormatError(f"manifest larger than {MAX_MANIFEST_BYTES >> 20} MB", file=str(mpath))
+    raw = read_bytes(mpath)
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise FormatError(f"invalid JSON: {exc}", file=str(mpath)) from None
+    if not isinstance(data, dict):
+        raise FormatError("the manifest must be a JSON object", file=str(mpath))
+    try:
+        man = cls.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise FormatError(f"invalid manifest: {loc}: {first['msg']}", file=str(mpath)) from None
+    for role, name in man.file_names().items():
+        member(rootp, name, what=f"{role} file")
+    return man
+
+
+def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """An uncompressed ``.npz`` image (weights barely compress; deflate costs seconds)."""
+    buf = io.BytesIO()
+    np.savez(buf, **dict(arrays))
+    return buf.getvalue()
+
+
+def manifest_bytes(manifest: Manifest) -> bytes:
+    return orjson.dumps(manifest.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
+
+
+class BundleWriter:
+    """Write a bundle folder all at once.
+
+    Files go into a temporary sibling folder; :meth:`commit` writes the manifest last and renames
+    the folder into place.  An existing bundle (or empty folder) at the destination is replaced
+    whole; any other existing folder is refused, so a user's files are never deleted.  Leaving the
+    ``with`` block without :meth:`commit` (an error) removes the temporary folder.
+
+    >>> with BundleWriter("out") as w:                      # doctest: +SKIP
+    ...     w.write("model.bin", data)
+    ...     w.commit(Manifest(target="x", program="model.bin"))
+    """
+
+    def __init__(self, out_dir: str | os.PathLike):
+        self.dest = Path(out_dir)
+        self._check_dest()
+        parent = self.dest.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.", suffix=".tmp", dir=parent))
+        except OSError as exc:
+            raise OutputError(f"cannot create the output folder: {exc.strerror or exc}", file=str(self.dest)) from None
+        apply_umask(self.path, 0o777)
+        self.committed = False
+
+    def _check_dest(self) -> None:
+        d = self.dest
+        if d.exists() or d.is_symlink():
+            if not d.is_dir():
+                raise OutputError("exists and is not a folder", file=str(d))
+            if any(d.iterdir()) and not (d / MANIFEST).is_file():
+                raise OutputError("exists, is not empty and is not an nnisa bundle; "
+                                  "refusing to replace it (choose a new or empty folder)", file=str(d))
+        for parent in d.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise OutputError(f"{parent} is not a folder", file=str(d))
+                break
+
+    def __enter__(self) -> "BundleWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if not self.committed:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    def file(self, name: str) -> Path:
+        """Path of ``name`` inside the folder being written (for writers that take a path)."""
+        return member(self.path, name)
+
+    def write(self, name: str, data: bytes | str) -> Path:
+        p = self.file(name)
+        write_atomic(p, data)
+        return p
+
+    def write_arrays(self, name: str, arrays: Mapping[str, np.ndarray]) -> Path:
+        return self.write(name, npz_bytes(arrays))
+
+    def commit(self, manifest: Manifest) -> Path:
+        """Write the manifest, move the folder into place; returns the destination."""
+        missing = [n for n in manifest.file_names().values() if not (self.path / n).exists()]
+        if missing:
+            raise FormatError(f"bundle files named by the manifest were not written: {', '.join(missing)}")
+        write_atomic(self.path / MANIFEST, manifest_bytes(manifest))
+        self._check_dest()
+        old = None
+        for _ in range(20):
+            try:
+                if self.dest.exists():
+                    old = self.dest.with_name(f".{self.dest.name}.old-{uuid.uuid4().hex[:8]}")
+                    os.rename(self.dest, old)
+                os.rename(self.path, self.dest)
+                break
+            except FileNotFoundError:
+                continue  # another writer moved the destination meanwhile: try again
+            except OSError as exc:
+                if exc.errno in (39, 66):  # ENOTEMPTY: a concurrent writer put its bundle in place
+                    continue
+                raise OutputError(f"cannot move the bundle into place: {exc.strerror or exc}",
+                                  file=str(self.dest)) from None
+        else:
+            raise OutputError("the output folder kept changing under concurrent writers", file=str(self.dest))
+        self.committed = True
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return self.dest
