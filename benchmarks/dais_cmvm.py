@@ -27,7 +27,7 @@ def main():
     from da4ml.cmvm import solve
     from da4ml.types import QInterval
 
-    from nnisa.targets.dais.cmvm import compile_matrix, verify_linear
+    from nnisa.targets.dais.compiler.cmvm import compile_matrix, verify_linear
     cases = CASES[:6] if args.quick else CASES
     print(f"Machine: {machine()}; date {today()}; `python benchmarks/dais_cmvm.py` (adders, nnisa vs "
           "da4ml 0.6.0's `cmvm.solve` on the same random matrices, in the same run).\n")

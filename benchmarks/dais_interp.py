@@ -58,8 +58,8 @@ def main():
     args = ap.parse_args()
     from da4ml._binary import dais_interp_run
 
-    from nnisa.targets.dais.binary import read_binary
-    from nnisa.targets.dais.interp import Interpreter
+    from nnisa.targets.dais.formats.binary import read_binary
+    from nnisa.targets.dais.sim.interp import Interpreter
     print(f"Machine: {machine()}; date {today()}; `python benchmarks/dais_interp.py` "
           "(samples/s, nnisa vs da4ml 0.6.0's C++ interpreter in the same run).\n")
     batches = (1, 100, 10000) if args.quick else (1, 10, 100, 1000, 10000)

@@ -49,8 +49,8 @@ def _phases(rows):
     """The warm load's phases, each alone (best of 3): inflate, tokenize, build."""
     import numpy as np
 
-    from nnisa.targets.pim import jsonio
-    from nnisa.targets.pim import jsonscan as js
+    from nnisa.targets.pim.formats import jsonio
+    from nnisa.targets.pim.formats import jsonscan as js
     raw = CONF.read_bytes()
 
     def inflate():
@@ -85,9 +85,9 @@ def main(argv: list[str]) -> int:
     if not CONF.exists():
         print(f"conformance program not found: {CONF}", file=sys.stderr)
         return 1
-    from nnisa.targets.pim import nnpi
-    from nnisa.targets.pim.jsonio import dump_json, read_json
-    from nnisa.targets.pim.text import assemble_text, disassemble
+    from nnisa.targets.pim.formats import nnpi
+    from nnisa.targets.pim.formats.jsonio import dump_json, read_json
+    from nnisa.targets.pim.formats.text import assemble_text, disassemble
 
     rows: list[tuple[str, float, float]] = []
     prog = _timed(rows, "load JSON.gz, fast path (first call)", lambda: read_json(CONF))

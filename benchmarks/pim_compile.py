@@ -38,7 +38,7 @@ def latencies(cfg, resnet_qg) -> list[tuple[str, dict[str, float]]]:
     from nnisa.frontend import load_model, quantize
     from nnisa.frontend.models import bundled_model_path, make_lenet
     from nnisa.targets.pim.compiler import compile_model
-    from nnisa.targets.pim.timing import simulate_timing
+    from nnisa.targets.pim.sim.timing import simulate_timing
     cfg.sim_config.sim_time = max(cfg.sim_config.sim_time, 10_000)   # ms; ResNet-18 runs > 17 ms
     g = load_model(make_lenet())
     x = np.random.default_rng(0).random((2, 1, 28, 28)).astype(np.float32)

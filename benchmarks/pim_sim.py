@@ -37,7 +37,7 @@ PIMSIM = {"load_s": 6.10, "total_s": 22.96, "wall_s": 25.6, "kernel_s": 16.9, "p
 
 def _load():
     try:
-        from nnisa.targets.pim.jsonio import read_json
+        from nnisa.targets.pim.formats.jsonio import read_json
     except ImportError:  # before the fast reader existed
         from pim_loader import read_program as read_json
     t = time.perf_counter()
@@ -47,7 +47,7 @@ def _load():
 
 def phase_timing(repeat: int) -> dict:
     from nnisa.targets.pim.config import load_config
-    from nnisa.targets.pim.timing import simulate_timing
+    from nnisa.targets.pim.sim.timing import simulate_timing
     prog, t_load = _load()
     cfg = load_config(CONFIG)
     times = []
@@ -65,11 +65,11 @@ def phase_timing(repeat: int) -> dict:
 
 def phase_functional() -> dict:
     from nnisa.targets.pim.config import load_config
-    from nnisa.targets.pim.timing import simulate_timing
+    from nnisa.targets.pim.sim.timing import simulate_timing
     try:
-        from nnisa.targets.pim.functional import run_functional
+        from nnisa.targets.pim.sim.functional import run_functional
     except ImportError:
-        return {"skipped": "nnisa.targets.pim.functional not available"}
+        return {"skipped": "nnisa.targets.pim.sim.functional not available"}
     prog, t_load = _load()
     cfg = load_config(CONFIG)
     t = time.perf_counter()

@@ -123,3 +123,10 @@ def round_half_away_int(v: float) -> int:
     """:func:`round_half_away` of one float: ``floor(|v| + 0.5)`` with the sign of ``v``."""
     r = math.floor(abs(v) + 0.5)
     return -r if v < 0 else r
+
+
+def pow2(e: int) -> float:
+    """``2^e`` as a double: exact in [-1074, 1023], 0 below, +inf above (DAIS spec §5.2, §5.4)."""
+    if e > 1023:
+        return math.inf
+    return math.ldexp(1.0, max(e, -1100))

@@ -106,7 +106,7 @@ def sort8(name):
 
 def inputs_for(binary, n, name, raw=False):
     """Grid inputs with corners/extremes (and off-grid, out-of-range values if ``raw``)."""
-    from nnisa.targets.dais.binary import read_binary
+    from nnisa.targets.dais.formats.binary import read_binary
     p = read_binary(binary)
     rng = np.random.default_rng(seed(name, 99))
     lo = np.zeros(p.n_in)

@@ -22,5 +22,5 @@ def prog(ops, n_in, outs, *, inp_shifts=None, out_shifts=None, out_negs=None, ta
 
 
 def words(p):
-    from nnisa.targets.dais.binary import write_binary
+    from nnisa.targets.dais.formats.binary import write_binary
     return write_binary(p)

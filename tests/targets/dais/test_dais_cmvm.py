@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from nnisa.targets.dais.binary import write_binary
-from nnisa.targets.dais.cmvm import compile_matrix, csd, verify_linear
-from nnisa.targets.dais.interp import run
+from nnisa.targets.dais.formats.binary import write_binary
+from nnisa.targets.dais.compiler.cmvm import compile_matrix, csd, verify_linear
+from nnisa.targets.dais.sim.interp import run
 
 
 @pytest.mark.parametrize("n", list(range(-70, 71)) + [2**20 - 1, -(2**31) + 5])
@@ -95,7 +95,7 @@ def _bench_matrix(n, bits, sp):
 def test_cse_requeues_patterns_whose_count_dropped(monkeypatch):
     """A pattern whose count decreases (but stays ≥ 2) must stay selectable: before the fix its
     stale heap entry was dropped and the pattern lost, costing 48×48 6-bit 50 % sparse 1,480 adders."""
-    from nnisa.targets.dais import cmvm
+    from nnisa.targets.dais.compiler import cmvm
     W = _bench_matrix(48, 6, 0.5)
     got = {}
     for m, tb in (("mc", 0), ("mc", 2), ("wmc", 0), ("mc", 5), ("wmc", 5)):
@@ -113,7 +113,7 @@ def test_cse_requeues_patterns_whose_count_dropped(monkeypatch):
 
 
 def test_tiny_3x2_count():
-    from nnisa.targets.dais.cmvm import compile_matrix, verify_linear
+    from nnisa.targets.dais.compiler.cmvm import compile_matrix, verify_linear
     W = np.array([[7, 12], [10, 6], [3, 5]], float)
     p = compile_matrix(W, (1, 7, 0), search=True)
     assert verify_linear(p, W) and p.stats()["n_adders"] == 8  # da4ml: 8 (was 9 before the requeue fix)
@@ -123,7 +123,7 @@ def test_tiny_3x2_count():
 def test_tiebreak5_numba_equals_python(method, max_depth):
     """Tie-break 5 (equal scores: highest signal indices first) uses a secondary heap key; the
     numba kernel must emit the same adders as the Python reference, with and without a depth limit."""
-    from nnisa.targets.dais import cmvm
+    from nnisa.targets.dais.compiler import cmvm
     from nnisa.targets.dais.program import ProgramBuilder
     rng = np.random.default_rng(11)
     W = rng.integers(-64, 64, (14, 12)).astype(float)
@@ -146,7 +146,7 @@ def test_tiebreak5_numba_equals_python(method, max_depth):
 
 
 def test_search_includes_tiebreak5():
-    from nnisa.targets.dais.cmvm import SEARCH_SPACE
+    from nnisa.targets.dais.compiler.cmvm import SEARCH_SPACE
     assert ("mc", 5, 0) in SEARCH_SPACE and ("mc", 5, 1) in SEARCH_SPACE
     W = _bench_matrix(8, 4, 0.0)  # the benchmark's 8×8 4-bit case: best is mc, tie-break 5, decomposed
     p = compile_matrix(W, (1, 7, 0), search=True)

@@ -5,9 +5,9 @@ import inspect
 import numpy as np
 import pytest
 
-from nnisa.targets.dais.cmvm import SEARCH_SPACE, _add_term, column_tree, compile_matrix, csd, naf_weight, \
+from nnisa.targets.dais.compiler.cmvm import SEARCH_SPACE, _add_term, column_tree, compile_matrix, csd, naf_weight, \
     verify_linear
-from nnisa.targets.dais.interp import run
+from nnisa.targets.dais.sim.interp import run
 
 
 def test_naf_weight_matches_csd():
@@ -85,7 +85,7 @@ def test_decomposition_values_and_search():
 
 
 def test_default_cse_budget():
-    from nnisa.targets.dais import netcompile
+    from nnisa.targets.dais.compiler import netcompile
     assert netcompile.DEFAULT_CSE_BUDGET_S == 30.0
     for fn in (netcompile.compile_qgraph, netcompile.compile_model):
         assert inspect.signature(fn).parameters["cse_budget_s"].default == 30.0
@@ -94,7 +94,7 @@ def test_default_cse_budget():
 def test_compile_model_reports_cut_short_layers():
     from onnx import TensorProto, helper, numpy_helper
 
-    from nnisa.targets.dais.netcompile import compile_model
+    from nnisa.targets.dais.compiler.netcompile import compile_model
     rng = np.random.default_rng(0)
     W = rng.normal(0, 0.5, (48, 40)).astype(np.float32)
     g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "mm",

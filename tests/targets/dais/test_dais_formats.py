@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from nnisa.core.errors import AsmError, NnisaError
-from nnisa.targets.dais.binary import read_binary, to_bytes, write_binary
+from nnisa.targets.dais.formats.binary import read_binary, to_bytes, write_binary
 from nnisa.targets.dais.errors import DaisFormatError, DaisValidationError, UnsupportedSpecVersion
-from nnisa.targets.dais.jsonio import from_da4ml_json, from_nnisa_json, to_da4ml_json, to_nnisa_json
+from nnisa.targets.dais.formats.jsonio import from_da4ml_json, from_nnisa_json, to_da4ml_json, to_nnisa_json
 from nnisa.targets.dais.program import kif_to_qint, minimal_kif
 from nnisa.targets.dais.target import DaisTarget
-from nnisa.targets.dais.text import assemble, disassemble
+from nnisa.targets.dais.formats.text import assemble, disassemble
 
 from .helpers import LEGACY_EXAMPLE, V1_EXAMPLE, prog
 

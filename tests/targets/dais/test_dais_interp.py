@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from nnisa.targets.dais.binary import read_binary
+from nnisa.targets.dais.formats.binary import read_binary
 from nnisa.targets.dais.errors import DaisLookupError, DaisRangeError
-from nnisa.targets.dais.interp import Interpreter, run
+from nnisa.targets.dais.sim.interp import Interpreter, run
 from nnisa.targets.dais.target import DaisTarget
 
 from .helpers import EXAMPLE_IO, LEGACY_EXAMPLE, V1_EXAMPLE, prog

@@ -5,8 +5,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from nnisa.frontend import evaluate_quantized, load_model, quantize
-from nnisa.targets.dais.interp import run
-from nnisa.targets.dais.netcompile import compile_qgraph
+from nnisa.targets.dais.sim.interp import run
+from nnisa.targets.dais.compiler.netcompile import compile_qgraph
 
 
 def _mlp(sizes, act, seed):

@@ -8,9 +8,9 @@ from onnx import TensorProto, helper, numpy_helper
 from nnisa.core.errors import UnsupportedError
 from nnisa.frontend import evaluate_quantized, load_model, quantize
 from nnisa.frontend.models import bundled_model_path, bundled_testset
-from nnisa.targets.dais.cmvm import CMVMCompiler, _to_int_matrix
-from nnisa.targets.dais.interp import run
-from nnisa.targets.dais.netcompile import compile_qgraph
+from nnisa.targets.dais.compiler.cmvm import CMVMCompiler, _to_int_matrix
+from nnisa.targets.dais.sim.interp import run
+from nnisa.targets.dais.compiler.netcompile import compile_qgraph
 from nnisa.targets.dais.program import ProgramBuilder
 
 

@@ -16,10 +16,10 @@ except ImportError as e:  # pragma: no cover
     pytest.skip(f"da4ml compiled interpreter unavailable: {e}", allow_module_level=True)
 from da4ml.types import CombLogic  # noqa: E402
 
-from nnisa.targets.dais.binary import read_binary, write_binary  # noqa: E402
-from nnisa.targets.dais.interp import Interpreter  # noqa: E402
-from nnisa.targets.dais.jsonio import from_da4ml_json, from_nnisa_json, to_da4ml_json, to_nnisa_json  # noqa: E402
-from nnisa.targets.dais.text import assemble, disassemble  # noqa: E402
+from nnisa.targets.dais.formats.binary import read_binary, write_binary  # noqa: E402
+from nnisa.targets.dais.sim.interp import Interpreter  # noqa: E402
+from nnisa.targets.dais.formats.jsonio import from_da4ml_json, from_nnisa_json, to_da4ml_json, to_nnisa_json  # noqa: E402
+from nnisa.targets.dais.formats.text import assemble, disassemble  # noqa: E402
 
 from . import da4ml_gen as G  # noqa: E402
 

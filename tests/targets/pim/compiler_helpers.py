@@ -8,7 +8,7 @@ from nnisa.frontend import evaluate_quantized, load_model, quantize
 from nnisa.targets.pim.compiler import compile_model
 from nnisa.targets.pim.compiler.io import input_segments, read_output
 from nnisa.targets.pim.config import default_config
-from nnisa.targets.pim.functional import run_functional
+from nnisa.targets.pim.sim.functional import run_functional
 
 
 def small_config(cores: int = 16, xbars: int = 64, lmem: int | None = None, links: bool | None = None):

@@ -1,6 +1,6 @@
 """Test/benchmark helper: load a pimsim-nn JSON program into a PimProgram.
 
-Uses ``nnisa.targets.pim.jsonio.read_json`` when it exists; otherwise a tiny orjson-based
+Uses ``nnisa.targets.pim.formats.jsonio.read_json`` when it exists; otherwise a tiny orjson-based
 fallback (test-only, field mapping per spec §6.2).  Also builds programs from short
 assembly-like tuples for micro-program tests.
 """
@@ -80,7 +80,7 @@ def _fallback_read(path) -> PimProgram:
 def read_program(path) -> PimProgram:
     """Read a pimsim-nn JSON program (``jsonio.read_json`` if available)."""
     try:
-        from nnisa.targets.pim.jsonio import read_json
+        from nnisa.targets.pim.formats.jsonio import read_json
     except ImportError:
         return _fallback_read(path)
     return read_json(path)

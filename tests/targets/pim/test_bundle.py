@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from nnisa.core.errors import FormatError
-from nnisa.targets.pim.bundle import Manifest, TensorSpec, read_bundle, run_bundle, write_bundle
+from nnisa.targets.pim.formats.bundle import Manifest, TensorSpec, read_bundle, write_bundle
+from nnisa.targets.pim.sim.simulate import run_bundle
 from nnisa.targets.pim.isa import build_isa
 from nnisa.targets.pim.program import PimProgram
 
@@ -17,11 +18,6 @@ ISA = build_isa(64, True)
 
 def R(m, **kw):
     return ISA.row(m, **kw)
-
-
-def have_program_io() -> bool:
-    from nnisa.targets.pim.bundle import _program_io
-    return _program_io()[1] is not None
 
 
 def small_net():
@@ -82,7 +78,6 @@ def test_tensor_spec_quantize():
     assert t.dequantize(np.array([3])).tolist() == [1.0]
 
 
-@pytest.mark.skipif(not have_program_io(), reason="no program file writer available yet")
 def test_bundle_roundtrip_and_run(tmp_path):
     p, W, man = small_net()
     out = write_bundle(tmp_path / "net", p, {"c0.g0": W}, {}, man)
@@ -98,7 +93,7 @@ def test_bundle_roundtrip_and_run(tmp_path):
 
 
 def test_run_bundle_in_memory():
-    from nnisa.targets.pim.bundle import Bundle
+    from nnisa.targets.pim.formats.bundle import Bundle
     p, W, man = small_net()
     b = Bundle(p, {(0, 0): W}, {}, Manifest.model_validate(man))
     res, outs = run_bundle(b, {"x": np.array([[2, -1, 4, 1]], dtype=np.int8)}, path="reference")

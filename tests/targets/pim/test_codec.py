@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from nnisa.core.errors import DecodeError, EncodeError
-from nnisa.targets.pim import nnpi
+from nnisa.targets.pim.formats import nnpi
 from nnisa.targets.pim.isa import build_isa
 from nnisa.targets.pim.program import DTYPE, PimProgram
-from nnisa.targets.pim.text import assemble_text
+from nnisa.targets.pim.formats.text import assemble_text
 
 from pim_strategies import program_strategy
 

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 from nnisa.core.errors import UnsupportedError
 from nnisa.frontend.models import bundled_model_path, bundled_testset, make_lenet, make_mlp, make_resnet_block
 from nnisa.targets.pim.compiler import compile_model, quantize_model
-from nnisa.targets.pim.functional import run_functional
+from nnisa.targets.pim.sim.functional import run_functional
 from nnisa.targets.pim.target import PimTarget
 
 from compiler_helpers import assert_bit_exact, quantized, run_sample, small_config
@@ -170,7 +170,8 @@ def test_requant_sequence_and_barrier_shape():
 
 # ----------------------------------------------------------------------------- outputs
 def test_compile_writes_bundle_and_reports(tmp_path, digits):
-    from nnisa.targets.pim.bundle import read_bundle, run_bundle
+    from nnisa.targets.pim.formats.bundle import read_bundle
+    from nnisa.targets.pim.sim.simulate import run_bundle
     path, x, _ = digits
     r = PimTarget().compile(path, config=small_config(64), out_dir=tmp_path)
     for role in ("program", "binary", "weights", "gmem", "manifest", "memory_map", "report"):
@@ -242,7 +243,7 @@ def test_element_schedule_split_replicas_and_first_fit():
 
 
 def test_element_schedule_digits_faster_than_batch(digits):
-    from nnisa.targets.pim.timing import simulate_timing
+    from nnisa.targets.pim.sim.timing import simulate_timing
     path, x, _ = digits
     cfg = small_config(64)
     lat = {}

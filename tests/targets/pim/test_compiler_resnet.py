@@ -64,7 +64,7 @@ def test_resnet18_bit_exact_functional(resnet18):
 
 @pytest.mark.slow
 def test_resnet18_element_schedule_bit_exact_and_faster(resnet18):
-    from nnisa.targets.pim.timing import simulate_timing
+    from nnisa.targets.pim.sim.timing import simulate_timing
     qg, c_batch, cfg, _ = resnet18
     c = compile_model(qg, cfg, mode="element")
     ops = c.program.op_counts()

@@ -14,10 +14,10 @@ import pytest
 
 from shared_data import require_shared
 from nnisa.core.errors import EncodeError
-from nnisa.targets.pim import nnpi
-from nnisa.targets.pim.jsonio import _decompress, dump_json, read_json
+from nnisa.targets.pim.formats import nnpi
+from nnisa.targets.pim.formats.jsonio import _decompress, dump_json, read_json
 from nnisa.targets.pim.stats import program_stats
-from nnisa.targets.pim.text import assemble_text, disassemble
+from nnisa.targets.pim.formats.text import assemble_text, disassemble
 
 OPS = {"sldi": 2109911, "lmv": 628329, "mvmul": 132500, "vvadd": 102267, "ld": 83488, "st": 30234,
        "vrelu": 20874, "lldi": 8462, "send": 1899, "recv": 1899, "setbw": 44}

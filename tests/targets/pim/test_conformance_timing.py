@@ -13,8 +13,8 @@ import pytest
 
 from nnisa.core.errors import DeadlockError
 from nnisa.targets.pim.config import load_config
-from nnisa.targets.pim.timing import simulate_timing
-from nnisa.targets.pim.timing_report import format_pimsim_report
+from nnisa.targets.pim.sim.timing import simulate_timing
+from nnisa.targets.pim.sim.timing_report import format_pimsim_report
 
 from shared_data import require_shared
 from pim_loader import read_program
@@ -124,8 +124,8 @@ def test_c9_deadlock_report(conf):
 @pytest.mark.slow
 def test_rob_model_with_one_entry_reproduces_c6(conf, result):
     """The general rob_size > 1 engine, run with one entry, equals the reduced model (§8.5)."""
-    from nnisa.targets.pim.timing_rob import run_rob
-    from nnisa.targets.pim.timing_units import Params, plan_core
+    from nnisa.targets.pim.sim.timing_rob import run_rob
+    from nnisa.targets.pim.sim.timing_units import Params, plan_core
     prog, cfg, _ = conf
     prm = Params.from_config(cfg, False)
     plans = {c: plan_core(c, prog.cores[c], prm, cfg, prog.array_group_map.get(c, [])) for c in prog.cores}

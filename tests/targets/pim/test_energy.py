@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nnisa.targets.pim.config import default_config
-from nnisa.targets.pim.energy import xbar_energy
-from nnisa.targets.pim.timing import simulate_timing
+from nnisa.targets.pim.sim.energy import xbar_energy
+from nnisa.targets.pim.sim.timing import simulate_timing
 
 from pim_loader import make_program
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from nnisa.core.errors import SimError
-from nnisa.targets.pim.functional import run_functional
+from nnisa.targets.pim.sim.functional import run_functional
 from nnisa.targets.pim.isa import build_isa
 from nnisa.targets.pim.program import PimProgram
 

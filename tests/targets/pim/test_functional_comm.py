@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nnisa.core.errors import ConfigError, DeadlockError, FormatError, SimError
-from nnisa.targets.pim.functional import load_weights, make_weights, run_functional
+from nnisa.targets.pim.sim.functional import load_weights, make_weights, run_functional
 from nnisa.targets.pim.isa import build_isa
 from nnisa.targets.pim.program import PimProgram
 

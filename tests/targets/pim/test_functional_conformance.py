@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from nnisa.core.errors import DeadlockError
-from nnisa.targets.pim.functional import run_functional
+from nnisa.targets.pim.sim.functional import run_functional
 from nnisa.targets.pim.isa import OPCODE
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nnisa.core.errors import NnisaError
-from nnisa.targets.pim.functional import run_functional
+from nnisa.targets.pim.sim.functional import run_functional
 from nnisa.targets.pim.isa import OPCODES, build_isa
 from nnisa.targets.pim.program import PimProgram
 
@@ -101,7 +101,7 @@ def test_fast_equals_reference(case):
 
 def test_fast_equals_reference_pimcomp_shape():
     """A larger synthetic PIMCOMP-NN-shaped program (random weights)."""
-    from nnisa.targets.pim.functional_bench import synthetic_program
+    from nnisa.targets.pim.sim.functional_bench import synthetic_program
     p = synthetic_program(3000, cores=2, seed=5, groups=2)
     img = {0: np.random.default_rng(1).integers(0, 256, size=500_000, dtype=np.uint8)}
     res = [run_functional(p, weights="random", gmem=img, global_address_mode="single32", path=path)

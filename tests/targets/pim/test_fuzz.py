@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nnisa.core.errors import AsmError, DecodeError, FormatError
-from nnisa.targets.pim import nnpi
-from nnisa.targets.pim.jsonio import read_json
-from nnisa.targets.pim.text import assemble_text
+from nnisa.targets.pim.formats import nnpi
+from nnisa.targets.pim.formats.jsonio import read_json
+from nnisa.targets.pim.formats.text import assemble_text
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

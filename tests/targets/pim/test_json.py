@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from nnisa.core.errors import FormatError
-from nnisa.targets.pim.jsonio import dump_json, read_json, write_json
+from nnisa.targets.pim.formats.jsonio import dump_json, read_json, write_json
 from nnisa.targets.pim.program import DTYPE, PimProgram
 
 from pim_strategies import program_strategy

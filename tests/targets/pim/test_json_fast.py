@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nnisa.core.errors import FormatError
-from nnisa.targets.pim import jsonio
-from nnisa.targets.pim import jsonscan as js
-from nnisa.targets.pim.jsonio import read_json
+from nnisa.targets.pim.formats import jsonio
+from nnisa.targets.pim.formats import jsonscan as js
+from nnisa.targets.pim.formats.jsonio import read_json
 
 CFG = {"core_cnt": 4, "array_group_map": {"core0": [1, 2], "core1": [4]}, "xbar_size": [128, 128]}
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnisa.targets.pim.memory import PAGE_SIZE, GlobalMemory, GmemRangeError, load_elems, store_elems, wrap_np
-from nnisa.targets.pim.semantics import (activation, activation_np, div_round_away, elem_get, elem_put, sat,
+from nnisa.targets.pim.sim.memory import PAGE_SIZE, GlobalMemory, GmemRangeError, load_elems, store_elems, wrap_np
+from nnisa.targets.pim.sim.semantics import (activation, activation_np, div_round_away, elem_get, elem_put, sat,
                                          shift_amount, wrap, wrap32)
 
 

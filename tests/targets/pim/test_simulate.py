@@ -10,7 +10,7 @@ from nnisa.cli import main
 from nnisa.core.errors import DeadlockError
 from nnisa.core.target import get_target
 from nnisa.frontend.models import bundled_model_path, bundled_testset
-from nnisa.targets.pim.bundle import Bundle
+from nnisa.targets.pim.formats.bundle import Bundle
 
 PIM = get_target("pim")
 

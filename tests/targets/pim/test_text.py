@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from nnisa.core.errors import AsmError
-from nnisa.targets.pim.text import assemble_text, disassemble
+from nnisa.targets.pim.formats.text import assemble_text, disassemble
 
 from pim_strategies import program_strategy
 
@@ -87,7 +87,7 @@ def test_roundtrip_text(bits, ext):
 
 def test_even_register_rule_in_strict_text():
     from nnisa.core.errors import AsmError
-    from nnisa.targets.pim.text import assemble_text, disassemble
+    from nnisa.targets.pim.formats.text import assemble_text, disassemble
     with pytest.raises(AsmError, match=r"rs1=1 must be a multiple of 2 \(even register"):
         assemble_text(".core 0\nld $r0, $r1, 64\n", file="t.s")
     # .odd_pairs relaxes it (what JSON-imported PIMCOMP-NN programs carry), and round-trips

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nnisa.core.errors import AsmError
-from nnisa.targets.pim import textscan as ts
-from nnisa.targets.pim.text import _scan_text, assemble_text, disassemble
+from nnisa.targets.pim.formats import textscan as ts
+from nnisa.targets.pim.formats.text import _scan_text, assemble_text, disassemble
 
 from pim_strategies import program_strategy
 

@@ -9,10 +9,10 @@ import pytest
 
 from nnisa.core.errors import ConfigError, DeadlockError, SimTimeExceeded
 from nnisa.targets.pim.config import default_config
-from nnisa.targets.pim.timing import simulate_timing
-from nnisa.targets.pim.timing_report import format_detail_report, format_pimsim_report
-from nnisa.targets.pim.timing_units import fmix32
-from nnisa.targets.pim.trace import write_chrome_trace
+from nnisa.targets.pim.sim.timing import simulate_timing
+from nnisa.targets.pim.sim.timing_report import format_detail_report, format_pimsim_report
+from nnisa.targets.pim.sim.timing_units import fmix32
+from nnisa.targets.pim.sim.trace import write_chrome_trace
 
 from pim_loader import make_program
 
@@ -295,8 +295,8 @@ def random_program(seed, n_cores=3, n=40):
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("mode", ["pimsim", "native"])
 def test_rob_model_with_one_entry_equals_reduced_model(seed, mode):
-    from nnisa.targets.pim.timing_rob import run_rob
-    from nnisa.targets.pim.timing_units import Params, plan_core
+    from nnisa.targets.pim.sim.timing_rob import run_rob
+    from nnisa.targets.pim.sim.timing_units import Params, plan_core
     cores = random_program(seed)
     prog = make_program(cores, agm={c: [1, 4] for c in cores})
     cfg = default_config(len(cores), preset="conformance")

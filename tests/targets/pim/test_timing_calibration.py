@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from nnisa.targets.pim.config import default_config
-from nnisa.targets.pim.timing import simulate_timing
+from nnisa.targets.pim.sim.timing import simulate_timing
 
 from pim_loader import make_program
 

@@ -179,10 +179,6 @@ class Program:
     def quirk_exposure(self) -> dict[str, list[int]]:
         return quirk_exposure(self)
 
-    def predict(self, x, n_threads: int = 1, **kw) -> np.ndarray:
-        from .interp import run
-        return run(self, x, n_threads=n_threads, **kw)
-
     def replace(self, **changes) -> "Program":
         """A copy with some fields changed (re-validated)."""
         d = dict(spec_version=self.spec_version, firmware_version=self.firmware_version,

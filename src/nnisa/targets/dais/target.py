@@ -8,31 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import FormatError, UnsupportedError
-from ...core.fileio import decode_text, read_maybe_compressed, write_atomic
+from ...core.errors import FormatError
 from ...core.options import OptionSpec as O
 from ...core.target import CompileResult, SimResult, Stats, Target
 from . import isa
-from .binary import read_binary, to_bytes
-from .jsonio import from_da4ml_json, from_nnisa_json, to_da4ml_json, to_nnisa_json
+from .formats import files
+from .formats.text import assemble, disassemble
 from .program import Program
-from .text import assemble, disassemble
-
-_TEXT = (".dais.txt", ".s", ".txt", ".asm")
-_BIN = (".bin", ".dais")
-
-
-def _kind(path: Path) -> str:
-    name = path.name.lower()
-    if any(name.endswith(e) for e in _TEXT):
-        return "text"
-    if name.endswith(".json"):
-        return "json"
-    if any(name.endswith(e) for e in _BIN):
-        return "binary"
-    raise UnsupportedError(f"unknown DAIS file type {path.suffix!r} (use .bin/.dais, .json or .dais.txt)",
-                           file=str(path))
-
 
 class DaisTarget(Target):
     """da4ml's DAIS (spec ``dais.md``).  Programs are :class:`~nnisa.targets.dais.program.Program`."""
@@ -72,41 +54,17 @@ class DaisTarget(Target):
         return disassemble(program, intervals=options.get("intervals", True))
 
     def encode(self, program: Program, **options: Any) -> bytes:
-        return to_bytes(program, options.get("format", "v1"), options.get("firmware_version"))
+        return files.encode(program, **options)
 
     def decode(self, data: bytes, **options: Any) -> Program:
-        return read_binary(data, options.get("format", "auto"), file=options.get("file"),
-                           legacy_data_order=options.get("legacy_data_order", "lo-hi"))
+        return files.decode(data, **options)
 
     def read(self, path: str | Path, **options: Any) -> Program:
-        path = Path(path)
-        kind = _kind(path)
-        raw = read_maybe_compressed(path)
-        if kind == "binary":
-            return self.decode(raw, file=str(path), **options)
-        text = decode_text(raw, str(path))
-        if kind == "text":
-            return assemble(text, file=str(path))
-        if text.lstrip().startswith("{"):
-            return from_nnisa_json(text, file=str(path))
-        prog = from_da4ml_json(text, file=str(path))
-        if isinstance(prog, list):
-            raise UnsupportedError("da4ml Pipeline JSON holds several programs; read it with "
-                                   "nnisa.targets.dais.jsonio.from_da4ml_json", file=str(path))
-        return prog
+        """A binary/JSON/text program (by extension) or a compiled bundle folder."""
+        return files.read_program(path, **options)
 
     def write(self, program: Program, path: str | Path, **options: Any) -> None:
-        path = Path(path)
-        kind = _kind(path)
-        if kind == "binary":
-            data: bytes | str = self.encode(program, **options)
-        elif kind == "text":
-            data = disassemble(program)
-        elif options.get("json") == "nnisa":
-            data = to_nnisa_json(program)
-        else:
-            data = to_da4ml_json(program)
-        write_atomic(path, data)
+        files.write_program(program, path, **options)
 
     def simulate(self, program: Program, *, config=None, inputs: dict[str, np.ndarray] | None = None,
                  **options: Any) -> SimResult:
@@ -115,7 +73,7 @@ class DaisTarget(Target):
         Options: ``da4ml_compat`` (bool), ``engine`` (``auto``/``compiled``/``exact``), ``n_threads``,
         ``check``.
         """
-        from .interp import Interpreter
+        from .sim.interp import Interpreter
         if isinstance(program, (str, Path)):
             program = self.read(program)
         if not inputs:
@@ -152,10 +110,10 @@ class DaisTarget(Target):
         out = (y * t_out.scale).reshape((len(x),) + tuple(t_out.shape[1:])).astype(np.float32)
         return {t_out.name: out}, res.stats, {"bit_exact": bool(np.array_equal(y, ref))}
 
-    def stats(self, program: Program) -> dict[str, Any]:
+    def stats(self, program: Program, **options: Any) -> dict[str, Any]:
         return program.stats()
 
     def compile(self, model: str | Path, *, config=None, out_dir: str | Path | None = None,
                 **options: Any) -> CompileResult:
-        from .netcompile import compile_model
+        from .compiler.netcompile import compile_model
         return compile_model(model, out_dir=out_dir, **options)

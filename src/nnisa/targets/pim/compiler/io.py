@@ -34,6 +34,6 @@ def input_segments(t: TensorRef, q: np.ndarray) -> dict[int, bytes]:
 
 
 def read_output(t: TensorRef, gmem) -> np.ndarray:
-    """Read output ``t`` from a :class:`~nnisa.targets.pim.memory.GlobalMemory` (logical shape)."""
+    """Read output ``t`` from a :class:`~nnisa.targets.pim.sim.memory.GlobalMemory` (logical shape)."""
     n = int(np.prod(t.shape))
     return from_storage(t, gmem.read_tensor(int(t.buf.addr), n, t.bits))

@@ -1,7 +1,7 @@
 """Compiler outputs: the bundle files, memory map and mapping report, and the
 :class:`~nnisa.core.target.CompileResult` glue used by ``PimTarget.compile``.
 
-Files written into ``out_dir`` (each atomically; ``manifest.json`` last, by the bundle writer):
+Files written into ``out_dir`` all at once (:class:`nnisa.core.bundle.BundleWriter`):
 
 * ``program.json.gz`` — pimsim-nn JSON (with ``array_group_map``), the bundle's program;
 * ``program.nnpi`` — the NNPI binary (64-bit words; extended mode when a core has > 16 groups);
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ....core.fileio import write_atomic
 from ....core.target import CompileResult
+from ..formats.bundle import write_bundle
 from .driver import Compiled, compile_model, quantize_model
 from .io import from_storage, input_segments, to_storage
 
@@ -29,24 +29,17 @@ def _json(obj: Any) -> bytes:
 
 
 def write_outputs(c: Compiled, out_dir: str | Path, *, binary: bool = True) -> dict[str, str]:
-    """Write the bundle, the binary program and the reports; returns role → path."""
-    from ..bundle import write_bundle
+    """Write the bundle (with the binary program and the reports) all at once; returns role → path."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    files: dict[str, str] = {}
-    if binary:
-        from ..target import PimTarget
-        PimTarget().write(c.program, out / "program.nnpi")
-        files["binary"] = str(out / "program.nnpi")
-    write_atomic(out / "memory_map.json", _json(c.memory_map))
-    write_atomic(out / "mapping_report.json", _json(c.report))
-    files["memory_map"] = str(out / "memory_map.json")
-    files["report"] = str(out / "mapping_report.json")
     manifest = {"global_address_mode": "pair", "config": c.config.to_json_dict(),
                 "inputs": [_entry(e) for e in c.inputs], "outputs": [_entry(e) for e in c.outputs]}
-    write_bundle(out, c.program, weights=c.weights, gmem_segments=c.gmem, manifest=manifest)
-    files.update({"program": str(out / "program.json.gz"), "weights": str(out / "weights.npz"),
-                  "gmem": str(out / "gmem.npz"), "manifest": str(out / "manifest.json")})
+    write_bundle(out, c.program, weights=c.weights, gmem_segments=c.gmem, manifest=manifest, binary=binary,
+                 extra_files={"memory_map.json": _json(c.memory_map), "mapping_report.json": _json(c.report)})
+    files = {"program": str(out / "program.json.gz"), "weights": str(out / "weights.npz"),
+             "gmem": str(out / "gmem.npz"), "manifest": str(out / "manifest.json"),
+             "memory_map": str(out / "memory_map.json"), "report": str(out / "mapping_report.json")}
+    if binary:
+        files["binary"] = str(out / "program.nnpi")
     c.files = files
     return files
 

@@ -1,0 +1,409 @@
+"""Quantized networks → one DAIS program (spec §8.5/§8.6, restricted to what the frontend emits).
+
+Input: the frontend's pow2-quantized :class:`~nnisa.frontend.quant.QGraph`.  Supported nodes:
+Gemm and Conv (+ fused ReLU/Clip clamp), Relu, Clip, Sigmoid/Tanh/LeakyRelu (lookup tables),
+MaxPool, AveragePool, GlobalAveragePool, Add/Sub (residuals, with the frontend's rescaling),
+Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity.  The program reads the **quantized
+integer inputs** ``q_x`` (C order) and returns the integer outputs ``q_y`` of
+``evaluate_quantized`` bit-exactly.
+
+Every activation element is a builder slot whose real value is ``q · 2^e`` (``e`` per element,
+so per-channel requant shifts cost nothing: they are folded into the next layer's weights as
+``W · 2^-e``).  Per Gemm column: CMVM (shared adders across the layer), opcode 4 adds
+``bias + 2^(s-1)`` (round half up), opcode 3 floor-shifts by ``s``, and ``max``/``min`` muxes
+(opcode 6 keyed by a subtraction) saturate to the clamp.  A convolution is unrolled: the kernel
+matrix ``(K, M/g)`` is solved once (CSE) and the solution is replayed at every output position
+(:meth:`CMVMCompiler.instantiate`), dropping zero-padding inputs.  MaxPool is a tree of
+``max`` muxes; average pooling sums the window and divides exactly (round half away from zero)
+by a floor shift, or for a non-power-of-two count by a shift-add multiplication with
+``m = ceil(2^k/n)`` and a floor shift by ``k`` (exact for the sum's whole range).  Every op's
+dtype comes from the exact integer range of its value, so no op can wrap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ....core.errors import UnsupportedError
+from ....core.target import CompileResult
+from .cmvm import CMVMCompiler, _to_int_matrix
+
+#: default CSE time budget per layer (seconds): a layer's greedy CSE stops after this long and its
+#: remaining terms go to plain adder trees (exact either way); pass ``cse_budget_s=None`` for no limit
+DEFAULT_CSE_BUDGET_S = 30.0
+from ..program import Program, ProgramBuilder, minimal_kif
+from .netops import NetOps
+
+#: pure data-movement nodes (C-order element list unchanged, batch 1)
+MOVES = ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity")
+
+
+@dataclass
+class _Act:
+    slot: int
+    e: int    # real value = q · 2^e
+    lo: int   # range of q
+    hi: int
+    f: int    # the slot's dtype f
+
+
+class _Net(NetOps):
+    def __init__(self, qg, method: str, max_depth, cse_budget_s):
+        self.qg = qg
+        t_in = qg.inputs[0]
+        shape = tuple(t_in.shape[1:])
+        n_in = int(np.prod(shape))
+        self.b = ProgramBuilder(n_in)
+        self.method, self.max_depth, self.cse_budget_s = method, max_depth, cse_budget_s
+        self.layers: list[dict] = []
+        bits = t_in.bits
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        acts = np.empty(n_in, dtype=object)
+        for j in range(n_in):
+            acts[j] = _Act(self.b.add_op(-1, j, -1, 0, (1, bits - 1, 0)), 0, lo, hi, 0)
+        self.env: dict[str, np.ndarray] = {t_in.name: acts.reshape(shape)}
+        self._consts: dict = {}
+        self.Act = _Act
+
+    def where(self, node) -> str:
+        return f"node {node.name} ({node.op})"
+
+    def fail(self, node, msg: str):
+        raise UnsupportedError(msg, where=self.where(node), file=self.qg.source)
+
+    # -- element helpers ------------------------------------------------------------------
+    def _dt(self, lo: int, hi: int, f: int):
+        """dtype holding integers ``[lo, hi]`` in units of ``2^-f``."""
+        if lo == hi == 0:
+            return (0, -f if f < 0 else 0, f) if f <= 0 else (0, 1 - f, f)
+        k, i, ff = minimal_kif(lo, hi, 1)
+        return (k, i - f, f)
+
+    def const(self, v: int, f: int) -> int:
+        key = (v, f)
+        if key not in self._consts:
+            self._consts[key] = self.b.add_op(5, -1, -1, v, self._dt(v, v, f))
+        return self._consts[key]
+
+    def kif(self, slot: int):
+        return _kif_of(self.b, slot)
+
+    def clamp(self, a: _Act, lo: int, hi: int) -> _Act:
+        """Saturate ``q`` to ``[lo, hi]`` with MSB muxes (opcode 6) keyed by subtractions."""
+        F = max(a.f, -a.e)
+        u = 1 << (a.e + F)  # q → integer at resolution F
+        cur = a
+        if cur.lo < lo:
+            c = self.const(lo * u, F)
+            key = self.b.add_op(1, cur.slot, c, 0, self._dt((cur.lo - lo) * u, (cur.hi - lo) * u, F))
+            nlo, nhi = max(cur.lo, lo), max(cur.hi, lo)
+            s = self.b.add_op(6, c, cur.slot, key, self._dt(nlo * u, nhi * u, F))
+            cur = _Act(s, a.e, nlo, nhi, F)
+        if cur.hi > hi:
+            c = self.const(hi * u, F)
+            key = self.b.add_op(1, c, cur.slot, 0, self._dt((hi - cur.hi) * u, (hi - cur.lo) * u, F))
+            nlo, nhi = min(cur.lo, hi), min(cur.hi, hi)
+            s = self.b.add_op(6, c, cur.slot, key, self._dt(nlo * u, nhi * u, F))
+            cur = _Act(s, a.e, nlo, nhi, F)
+        return cur
+
+    def acc_slot(self, term, F0: int, alo: int, ahi: int) -> tuple[int, int]:
+        """Slot holding the integer accumulator exactly, from a CMVM column result; ``(slot, f)``."""
+        if term is None:
+            return self.const(0, 0), 0
+        slot, sh, neg = term
+        sh -= F0
+        fv = int(self.b._ops[slot][6])
+        if sh or neg:  # materialise ±v·2^sh as 0 ± v·2^sh (keeps the value exact)
+            fz = max(fv - sh, 0)
+            z = self.const(0, fz)
+            fv = max(fz, fv - sh)
+            slot = self.b.add_op(1 if neg else 0, z, slot, sh, self._dt(alo << fv, ahi << fv, fv))
+        return slot, fv
+
+    def requant(self, slot: int, fv: int, e_acc: int, alo: int, ahi: int, add: int, s: int) -> _Act:
+        """``q = floor((acc + add) / 2^s)`` (``s ≤ 0``: exact left shift) from a slot holding
+        ``acc · 2^e_acc`` at dtype ``f = fv``."""
+        fb = max(fv, -e_acc)
+        u = e_acc + fb
+        blo, bhi = alo + add, ahi + add
+        v = slot
+        if add or fb != fv:
+            v = self.b.add_op(4, slot, -1, add << u, self._dt(blo << u, bhi << u, fb))
+        if s > 0:
+            qlo, qhi = blo >> s, bhi >> s
+            v = self.b.add_op(3, v, -1, 0, self._dt(qlo, qhi, -(s + e_acc)))
+            return _Act(v, s + e_acc, qlo, qhi, -(s + e_acc))
+        return _Act(v, s + e_acc, blo << -s, bhi << -s, fb)
+
+    def finish(self, term, F0, alo, ahi, bias, s, clamp) -> _Act:
+        """CMVM column → ``sat(R(acc + bias))`` with the frontend's round-half-up shift."""
+        slot, fv = self.acc_slot(term, F0, alo, ahi)
+        add = int(bias) + ((1 << (s - 1)) if s > 0 else 0)
+        return self.clamp(self.requant(slot, fv, 0, alo, ahi, add, s), *clamp)
+
+    def _shifts(self, node, n: int):
+        req = node.requant
+        mult = np.broadcast_to(np.asarray(req.multiplier, np.int64), (n,))
+        if np.any(mult != 1):
+            self.fail(node, "DAIS needs scale_mode='pow2' (requant multipliers must be 1)")
+        shift = np.broadcast_to(np.asarray(req.shift, np.int64), (n,))
+        bias = np.broadcast_to(np.asarray(node.bias if node.bias is not None else 0, np.int64), (n,))
+        return shift, bias
+
+    # -- layers -----------------------------------------------------------------------------
+    def gemm(self, node) -> None:
+        W = np.asarray(node.weight, dtype=np.int64)
+        K, N = W.shape
+        acts = list(self.env[node.inputs[0]].reshape(-1))
+        if len(acts) != K:
+            self.fail(node, f"Gemm expects {K} inputs, got {len(acts)}")
+        shift, bias = self._shifts(node, N)
+        # fold each input's 2^e into its weight row, so the CMVM output is the integer accumulator
+        Wf = W.astype(np.float64) * np.array([2.0 ** -a.e for a in acts])[:, None]
+        M, F0 = _to_int_matrix(Wf)
+        n_before = len(self.b)
+        ins = [(a.slot, *self.kif(a.slot)) for a in acts]
+        comp = CMVMCompiler(self.b, ins, method=self.method, max_depth=self.max_depth,
+                            time_budget_s=self.cse_budget_s)
+        cols = comp.solve(M)
+        qlo = np.array([a.lo for a in acts], dtype=np.int64)
+        qhi = np.array([a.hi for a in acts], dtype=np.int64)
+        alo = qlo @ np.maximum(W, 0) + qhi @ np.minimum(W, 0)
+        ahi = qhi @ np.maximum(W, 0) + qlo @ np.minimum(W, 0)
+        out = np.empty(N, dtype=object)
+        for c in range(N):
+            out[c] = self.finish(cols[c], F0, int(alo[c]), int(ahi[c]), bias[c], int(shift[c]), node.clamp)
+        self.set_out(node, out)
+        self.report(node, n_before, shape=[K, N], cse=comp.cse_info)
+
+    def conv(self, node) -> None:
+        from ....frontend import kernels as FK
+        x = self.env[node.inputs[0]]
+        if x.ndim != 3:
+            self.fail(node, f"Conv input must be (N,C,H,W), got {x.ndim + 1}-D")
+        C, H, Wd = x.shape
+        a = node.attrs
+        g = int(a["group"])
+        Wm = np.asarray(node.weight_matrix(), np.int64)  # (g, K, M/g)
+        po = node.patch_order()
+        _, Kk, Mg = Wm.shape
+        M = g * Mg
+        shift, bias = self._shifts(node, M)
+        ids = (np.arange(C * H * Wd, dtype=np.int64) + 1).reshape(1, C, H, Wd)
+        cols = FK.im2col(ids, a["kernel"], a["strides"], a["pads"], a["dilations"], g)[0]  # (g, P, K), 0 = pad
+        P = cols.shape[1]
+        flat = x.reshape(-1)
+        e_ch, kif_ch = self.channel_info(node, x)
+        qlo = np.array([0] + [v.lo for v in flat], np.int64)
+        qhi = np.array([0] + [v.hi for v in flat], np.int64)
+        out = np.empty((M, P), dtype=object)
+        n_before = len(self.b)
+        cse = None
+        for gi in range(g):
+            chans = po[:, 0] + gi * (C // g)
+            Wf = Wm[gi].astype(np.float64) * (2.0 ** -e_ch[chans].astype(np.float64))[:, None]
+            Mi, F0 = _to_int_matrix(Wf)
+            scratch = ProgramBuilder(Kk)
+            tins = [(scratch.add_op(-1, j, -1, 0, kif_ch[chans[j]]), *kif_ch[chans[j]]) for j in range(Kk)]
+            tmpl = CMVMCompiler(scratch, tins, method=self.method, max_depth=self.max_depth,
+                                time_budget_s=self.cse_budget_s)
+            tmpl.solve(Mi)
+            cse = tmpl.cse_info
+            Wp, Wn = np.maximum(Wm[gi], 0), np.minimum(Wm[gi], 0)
+            for p in range(P):
+                idx = cols[gi, p]
+                ins = [(flat[i - 1].slot, *self.kif(flat[i - 1].slot)) if i else (-1, 0, 0, 0) for i in idx]
+                comp = CMVMCompiler(self.b, ins, method="dummy")
+                terms = comp.instantiate(tmpl)
+                alo = qlo[idx] @ Wp + qhi[idx] @ Wn
+                ahi = qhi[idx] @ Wp + qlo[idx] @ Wn
+                for c in range(Mg):
+                    m = gi * Mg + c
+                    out[m, p] = self.finish(terms[c], F0, int(alo[c]), int(ahi[c]), bias[m], int(shift[m]),
+                                            node.clamp)
+        oshape = self.qg.tensors[node.outputs[0]].shape[1:]
+        self.set_out(node, out.reshape(oshape))
+        self.report(node, n_before, shape=[Kk, Mg], positions=P, groups=g, cse=cse)
+
+    def channel_info(self, node, x: np.ndarray):
+        """Per channel: the common exponent ``e`` and a dtype covering every element's slot."""
+        C = x.shape[0]
+        e_ch = np.zeros(C, np.int64)
+        kif_ch = []
+        for c in range(C):
+            es = {v.e for v in x[c].reshape(-1)}
+            if len(es) != 1:
+                self.fail(node, f"channel {c} mixes element exponents {sorted(es)}")
+            e_ch[c] = es.pop()
+            kifs = np.array([self.kif(v.slot) for v in x[c].reshape(-1)])
+            kif_ch.append(tuple(int(t) for t in kifs.max(axis=0)))
+        return e_ch, kif_ch
+
+    def lut(self, node) -> None:
+        table_q = np.asarray(node.lut, np.int64)
+        qmin = -(1 << (node.in_bits[0] - 1))
+        x = self.env[node.inputs[0]]
+        out = np.empty(x.size, dtype=object)
+        n_before = len(self.b)
+        for j, a in enumerate(x.reshape(-1)):
+            k, i, f = self.kif(a.slot)
+            w = k + i + f
+            lo_a = -(1 << (w - 1)) if k else 0
+            n = np.arange(lo_a, lo_a + (1 << w), dtype=np.int64)
+            q = np.floor_divide(n, 1 << (a.e + f)) if a.e + f >= 0 else n << -(a.e + f)
+            entries = table_q[np.clip(q - qmin, 0, len(table_q) - 1)]
+            t = self.b.add_table(entries)
+            lo, hi = int(entries.min()), int(entries.max())
+            s = self.b.add_op(8, a.slot, -1, t, self._dt(lo, hi, 0))
+            out[j] = _Act(s, 0, lo, hi, 0)
+        self.set_out(node, out.reshape(x.shape))
+        self.report(node, n_before, tables=len(self.b.tables))
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+    def set_out(self, node, arr: np.ndarray) -> None:
+        self.env[node.outputs[0]] = arr
+
+    def report(self, node, n_before: int, **extra) -> None:
+        adders = sum(1 for o in self.b._ops[n_before:] if o[0] in (0, 1))
+        row = {"node": node.name, "op": node.op, "ops": len(self.b) - n_before, "adders": adders}
+        row.update({k: v for k, v in extra.items() if v is not None})
+        self.layers.append(row)
+
+
+def _kif_of(b: ProgramBuilder, slot: int):
+    o = b._ops[slot]
+    return (o[4], o[5], o[6])
+
+
+def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
+                   cse_budget_s: float | None = DEFAULT_CSE_BUDGET_S) -> tuple[Program, list[dict]]:
+    """Compile a pow2 QGraph with one input and one output.
+
+    Parameters
+    ----------
+    qg
+        The frontend's :class:`~nnisa.frontend.quant.QGraph` (``scale_mode="pow2"``).
+    method
+        CMVM method (``wmc``, ``mc`` or ``dummy``).
+    max_depth
+        Adder-depth limit per CMVM output.
+    cse_budget_s
+        Time budget of each layer's CSE in seconds (default :data:`DEFAULT_CSE_BUDGET_S` = 30 s;
+        ``None``: unlimited).  A layer whose CSE was cut short has ``cse.complete = False``.
+
+    Returns
+    -------
+    (Program, list of dict)
+        The program (inputs: ``q_x`` flattened in C order; outputs: ``q_y``) and per-layer costs.
+    """
+    if len(qg.inputs) != 1 or len(qg.outputs) != 1:
+        raise UnsupportedError("DAIS compiles single-input, single-output graphs", file=qg.source)
+    net = _Net(qg, method, max_depth, cse_budget_s)
+    for node in qg.nodes:
+        if node.out_bits == 0:
+            net.fail(node, f"float operator {node.op} cannot be compiled to DAIS")
+        if node.op == "Gemm":
+            net.gemm(node)
+        elif node.op == "Conv":
+            net.conv(node)
+        elif node.op in MOVES or node.op == "Transpose":
+            net.move(node)
+        elif node.op in ("Relu", "Clip"):
+            x = net.env[node.inputs[0]]
+            net.set_out(node, np.vectorize(lambda a: net.clamp(a, *node.clamp), otypes=[object])(x))
+        elif node.op in ("Sigmoid", "Tanh", "LeakyRelu"):
+            net.lut(node)
+        elif node.op == "MaxPool":
+            net.maxpool(node)
+        elif node.op in ("AveragePool", "GlobalAveragePool"):
+            net.avgpool(node)
+        elif node.op in ("Add", "Sub"):
+            net.addsub(node)
+        else:
+            net.fail(node, f"operator {node.op} is not supported by the DAIS compiler")
+    outs = net.env[qg.outputs[0].name].reshape(-1)
+    net.b.set_outputs([a.slot for a in outs], [-a.e for a in outs], [0] * len(outs))
+    prog = net.b.build(adder_size=1, carry_size=-1)
+    return prog, net.layers
+
+
+def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_depth=None, bits: int = 8,
+                  cse_budget_s: float | None = DEFAULT_CSE_BUDGET_S, **_ignored) -> CompileResult:
+    """ONNX model → quantize (pow2, frontend) → one DAIS program; writes ``model.dais`` etc.
+
+    The report has ``adders``, ``adder_bits`` and ``depth`` (adder depth) at top level, plus
+    ``n_ops``, per-layer rows and the compile time.  ``cse_budget_s`` bounds each layer's CSE
+    (default 30 s, ``None``: unlimited); ``cse_budget_s`` and ``cse_cut_short`` (indices of layers
+    whose CSE hit the budget) are in the report.
+    """
+    import time
+
+    from ....frontend import load_model, quantize
+    from ....frontend.models import bundled_inputs_for
+    t0 = time.perf_counter()
+    g = load_model(model)
+    if calib is None:
+        calib = bundled_inputs_for(model, samples=64) if isinstance(model, (str, Path)) else None
+    if calib is None:
+        shape = (64,) + tuple(g.inputs[0].shape[1:])
+        calib = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
+    qg = quantize(g, calib, bits=bits, scale_mode="pow2")
+    prog, layers = compile_qgraph(qg, method=method, max_depth=max_depth, cse_budget_s=cse_budget_s)
+    st = prog.stats()
+    report = {"n_ops": st["n_ops"], "adders": st["n_adders"], "n_adders": st["n_adders"],
+              "adder_bits": st["adder_bits"], "depth": st["adder_depth"], "op_depth": st["depth"],
+              "adder_depth": st["adder_depth"], "layers": layers, "cse_budget_s": cse_budget_s,
+              "cse_cut_short": [i for i, r in enumerate(layers)
+                                if isinstance(r.get("cse"), dict) and r["cse"].get("complete") is False],
+              "compile_s": round(time.perf_counter() - t0, 3),
+              "input_scale": qg.inputs[0].scale, "output_scale": qg.outputs[0].scale,
+              "note": "program inputs are the quantized integers q = QGraph.quantize_input(x), C order"}
+    t_in, t_out = qg.inputs[0], qg.outputs[0]
+    files = {}
+    if out_dir is not None:
+        files = _write_bundle(prog, out_dir, Path(str(model)).stem if isinstance(model, (str, Path)) else "model",
+                              t_in, t_out, bits, report)
+
+    def encode(sample):
+        x = np.asarray(sample[t_in.name] if t_in.name in sample else next(iter(sample.values())))
+        return {"x": qg.quantize_input(t_in.name, x[None]).reshape(1, -1)}
+
+    def decode(outputs):
+        y = np.asarray(outputs["y"])
+        return {t_out.name: (y * t_out.scale).reshape((len(y),) + tuple(t_out.shape[1:]))[0].astype(np.float32)}
+
+    def reference(sample):
+        from ....frontend import evaluate_quantized
+        x = np.asarray(sample[t_in.name] if t_in.name in sample else next(iter(sample.values())))
+        return {"y": evaluate_quantized(qg, {t_in.name: x[None]})[t_out.name].reshape(1, -1)}
+
+    res = CompileResult(program=prog, files=files, report=report, encode_inputs=encode, decode_outputs=decode,
+                        reference=reference)
+    res.qgraph = qg  # for callers comparing against the frontend reference
+    return res
+
+
+def _write_bundle(prog: Program, out_dir, stem: str, t_in, t_out, bits: int, report: dict) -> dict[str, str]:
+    """The output folder: ``<stem>.dais`` (program), ``.dais.txt``, ``.json``, report, manifest."""
+    import orjson
+
+    from ...core.bundle import BundleWriter, TensorSpec
+    from ..formats.files import DaisManifest, program_bytes
+
+    names = {"dais": f"{stem}.dais", "dais.txt": f"{stem}.dais.txt", "json": f"{stem}.json",
+             "report": "compile_report.json"}
+    tensors = [TensorSpec(name=t.name, shape=[int(d) for d in t.shape], bits=bits, scale=float(t.scale),
+                          layout="C-order, flattened") for t in (t_in, t_out)]
+    with BundleWriter(out_dir) as w:
+        for role in ("dais", "dais.txt", "json"):
+            w.write(names[role], program_bytes(prog, names[role]))
+        w.write(names["report"], orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
+                                              | orjson.OPT_NON_STR_KEYS))
+        man = DaisManifest(program=names["dais"], files={k: v for k, v in names.items() if k != "dais"},
+                           inputs=[tensors[0]], outputs=[tensors[1]])
+        out = w.commit(man)
+    return {role: str(out / name) for role, name in names.items()} | {"manifest": str(out / "manifest.json")}

@@ -1,0 +1,141 @@
+"""JSON forms of DAIS programs (spec §4.2, §4.3): nnisa's lossless columnar JSON and da4ml's
+positional ``CombLogic`` JSON (``CombLogic.save`` / ``CombLogic.load`` interop).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import DaisFormatError
+from ..program import Program, int_bounds, minimal_kif
+
+
+# --- nnisa JSON ----------------------------------------------------------------------------------
+
+def to_nnisa_json(p: Program) -> str:
+    meta = {"qint": p.meta.get("qint"), "latency": p.meta.get("latency"), "cost": p.meta.get("cost"),
+            "adder_size": p.meta.get("adder_size", 1), "carry_size": p.meta.get("carry_size", -1)}
+    doc = {"format": "dais", "spec_version": "legacy" if p.spec_version is None else p.spec_version,
+           "firmware_version": p.firmware_version, "n_in": p.n_in, "n_out": p.n_out,
+           "inp_shifts": p.inp_shifts.tolist(), "out_idxs": p.out_idxs.tolist(),
+           "out_shifts": p.out_shifts.tolist(), "out_negs": p.out_negs.tolist(),
+           "ops": p.ops_array().tolist(), "tables": [t.tolist() for t in p.tables], "meta": meta}
+    return json.dumps(doc, separators=(", ", ": "))
+
+
+def from_nnisa_json(text: str, file=None) -> Program:
+    try:
+        d = json.loads(text)
+        if d.get("format") != "dais":
+            raise KeyError("format")
+        sv = d["spec_version"]
+        meta = {k: v for k, v in (d.get("meta") or {}).items() if v is not None}
+        return Program.from_arrays(spec_version=None if sv == "legacy" else int(sv),
+                                   firmware_version=d.get("firmware_version", 0), inp_shifts=d["inp_shifts"],
+                                   out_idxs=d["out_idxs"], out_shifts=d["out_shifts"], out_negs=d["out_negs"],
+                                   ops=np.asarray(d["ops"], dtype=np.int64).reshape(-1, 7),
+                                   tables=d.get("tables", []), meta=meta, file=file)
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, DaisFormatError) or hasattr(exc, "where"):
+            raise
+        raise DaisFormatError(f"not a nnisa DAIS JSON document ({exc})", file=file) from None
+
+
+# --- da4ml CombLogic JSON ------------------------------------------------------------------------
+
+def _lut_pad(key_qint) -> int:
+    qmin, _, qstep = (Fraction(v) for v in key_qint)
+    k, i, _ = minimal_kif(*key_qint)
+    return round((qmin + Fraction(2) ** i) / qstep) if k else round(qmin / qstep)
+
+
+def from_da4ml_json(obj, file=None):
+    """Parse da4ml ``CombLogic.save`` output (path text or parsed list).
+
+    Returns a :class:`Program`, or a list of programs for a ``Pipeline.save`` file.
+    """
+    if isinstance(obj, (str, bytes)):
+        try:
+            obj = json.loads(obj)
+        except ValueError as exc:
+            raise DaisFormatError(f"invalid JSON: {exc}", file=file) from None
+    if isinstance(obj, list) and len(obj) == 1 and isinstance(obj[0], list) and obj[0] and \
+            isinstance(obj[0][0], list) and len(obj[0][0]) >= 8:
+        return [from_da4ml_json(c, file) for c in obj[0]]
+    try:
+        shape, inp_shifts, out_idxs, out_shifts, out_negs, ops, carry, adder = obj[:8]
+        luts = obj[8] if len(obj) > 8 else None
+        tables = [np.asarray(t["table"], dtype=np.int64) for t in (luts or [])]
+        qints = [tuple(float(v) for v in op[4]) for op in ops]
+        rows = []
+        for op in ops:
+            id0, id1, opc, data = int(op[0]), int(op[1]), int(op[2]), int(op[3])
+            k, i, f = minimal_kif(*op[4])
+            if opc == 8:
+                data = (_lut_pad(qints[id0]) << 32) | (data & 0xFFFFFFFF)
+            rows.append((opc, id0, id1, data, k, i, f))
+        meta = {"qint": qints, "latency": [float(op[5]) for op in ops], "cost": [float(op[6]) for op in ops],
+                "adder_size": adder, "carry_size": carry}
+        if luts:
+            meta["lut_specs"] = [t["spec"] for t in luts]
+        if len(shape) != 2 or len(inp_shifts) != shape[0] or len(out_idxs) != shape[1]:
+            raise ValueError("shape does not match the header arrays")
+        ops_arr = np.array(rows, dtype=object).reshape(-1, 7)
+        ops_arr[:, 3] = [((int(v) + 2**63) % 2**64) - 2**63 for v in ops_arr[:, 3]]
+        return Program.from_arrays(spec_version=1, inp_shifts=inp_shifts, out_idxs=out_idxs,
+                                   out_shifts=out_shifts, out_negs=[int(bool(v)) for v in out_negs],
+                                   ops=ops_arr.astype(np.int64), tables=tables, meta=meta, file=file)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        if hasattr(exc, "where"):
+            raise
+        raise DaisFormatError(f"not a da4ml CombLogic JSON document ({exc})", file=file) from None
+
+
+def to_da4ml_json(p: Program) -> str:
+    """Render as da4ml ``CombLogic`` JSON (``CombLogic.load`` reads it back to the same binary)."""
+    lat = p.meta.get("latency") or [0.0] * p.n_ops
+    cost = p.meta.get("cost") or [0.0] * p.n_ops
+    qints = [p.qint(i) for i in range(p.n_ops)]
+    lo, hi = p.data_lo(), p.data_hi()
+    for i in np.flatnonzero(p.opcode == 8).tolist():  # narrow LUT keys' qint first (they precede i)
+        a = int(p.id0[i])
+        if p.meta.get("qint") is None or p.meta["qint"][a] is None:
+            ka, ia, fa = int(p.k[a]), int(p.I[a]), int(p.f[a])
+            lo_a = int_bounds(ka, ka + ia + fa)[0]
+            qmin = Fraction(lo_a + int(hi[i])) * Fraction(2) ** -fa
+            qmax = qmin + (len(p.tables[int(lo[i])]) - 1) * Fraction(2) ** -fa
+            qints[a] = (float(qmin), float(qmax), float(Fraction(2) ** -fa))
+            if minimal_kif(*qints[a]) != (ka, ia, fa):
+                raise DaisFormatError(f"op {i}: LUT key not representable as da4ml JSON")
+    ops = []
+    for i, op in enumerate(p.ops):
+        data = int(lo[i]) if op.opcode == 8 else op.data
+        ops.append([op.id0, op.id1, op.opcode, data, list(qints[i]), float(lat[i]), float(cost[i])])
+    luts = None
+    if p.tables:
+        luts = []
+        specs = p.meta.get("lut_specs")
+        for t, tab in enumerate(p.tables):
+            if specs is not None and t < len(specs):
+                spec = specs[t]
+            else:
+                users = np.flatnonzero((p.opcode == 8) & (lo == t))
+                f = int(p.f[users[0]]) if len(users) else 0
+                sc = 2.0 ** -f
+                h = hashlib.sha256(tab.astype("<i4").tobytes() + str(f).encode()).hexdigest()
+                spec = {"hash": h, "out_qint": {"min": float(tab.min()) * sc, "max": float(tab.max()) * sc,
+                                                "step": sc},
+                        "inp_width": int(np.ceil(np.log2(max(len(tab), 1))))}
+            luts.append({"spec": spec, "table": tab.tolist()})
+    doc = [[p.n_in, p.n_out], p.inp_shifts.tolist(), p.out_idxs.tolist(), p.out_shifts.tolist(),
+           [bool(v) for v in p.out_negs.tolist()], ops, p.meta.get("carry_size", -1),
+           p.meta.get("adder_size", 1), luts]
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def is_da4ml_json(text: str) -> bool:
+    return text.lstrip().startswith("[")

@@ -1,0 +1,174 @@
+"""The PIM program bundle: what the compiler emits and ``nnisa sim --target pim DIR`` consumes.
+
+Layout of a bundle directory (spec ``pim_isa.md`` §5.4 "Decision (program bundle)"; the full
+contract is documented in ``docs/pim_bundle.md``)::
+
+    manifest.json      tensors, hardware config, act_frac, global-address mode, file names
+    program.json.gz    the instructions (or program.nnpi / program.json / program.s)
+    weights.npz        c<core>.g<group> → integer K × N matrices
+    gmem.npz           seg@0x<hex address> → uint8 arrays (initial global memory)
+
+The folder is written all at once by :class:`nnisa.core.bundle.BundleWriter` (a temporary sibling
+renamed into place, manifest last); every file name in the manifest is confined to the folder.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Mapping
+
+import numpy as np
+from pydantic import Field
+
+from ....core import bundle as core_bundle
+from ....core.bundle import BundleWriter, member, read_manifest
+from ....core.errors import FormatError
+from ..program import PimProgram
+from ..sim.memory import as_bytes
+from ..sim.weights import load_weights
+from .files import encode, read_program, write_program
+
+BUNDLE_FORMAT = "nnisa-pim-bundle"
+BUNDLE_VERSION = 1
+PROGRAM_NAMES = ("program.nnpi", "program.json.gz", "program.json", "program.s")
+
+
+class TensorSpec(core_bundle.TensorSpec):
+    """A tensor in global memory: ``address`` is required (the generic spec's other fields).
+
+    Elements are ``bits`` wide, stored in ``⌈bits/8⌉`` bytes each, little-endian, sign-extended
+    (D12), contiguously in ``layout`` order starting at ``address``.
+    """
+
+    address: int = Field(ge=0, lt=1 << 64)
+
+
+class Manifest(core_bundle.Manifest):
+    """``manifest.json`` of a PIM bundle."""
+
+    FILE_FIELDS: ClassVar[tuple[str, ...]] = ("program", "weights", "gmem")
+
+    format: Literal["nnisa-pim-bundle"] = BUNDLE_FORMAT
+    version: int = BUNDLE_VERSION
+    target: str | None = "pim"
+    weights: str = "weights.npz"
+    gmem: str = "gmem.npz"
+    inputs: list[TensorSpec] = Field(default_factory=list)
+    outputs: list[TensorSpec] = Field(default_factory=list)
+    act_frac: dict[int, tuple[int | None, int | None]] = Field(default_factory=dict)
+    global_address_mode: Literal["pair", "single32"] = "pair"
+
+
+@dataclass
+class Bundle:
+    """A bundle in memory (what :func:`read_bundle` returns)."""
+
+    program: PimProgram | None
+    weights: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+    gmem_segments: dict[int, np.ndarray] = field(default_factory=dict)
+    manifest: Manifest = field(default_factory=Manifest)
+    path: Path | None = None
+
+    def config(self):
+        """The hardware configuration of the manifest (:class:`PimConfig`) or ``None``."""
+        if self.manifest.config is None:
+            return None
+        from ..config import config_from_dict
+        return config_from_dict(self.manifest.config, source=str(self.path) if self.path else None)
+
+
+# ---------------------------------------------------------------------- write / read
+def write_bundle(out_dir: str | os.PathLike, program: PimProgram | None,
+                 weights: Mapping | None = None, gmem_segments: Mapping[int, Any] | None = None,
+                 manifest: Manifest | Mapping | None = None, *,
+                 program_name: str = "program.json.gz", extra_files: Mapping[str, bytes | str] | None = None,
+                 binary: bool = False) -> Path:
+    """Write a bundle directory all at once; returns its path.
+
+    Parameters
+    ----------
+    out_dir
+        Target directory (replaced whole if it is a bundle or empty; any other folder is refused).
+    program
+        The program (``None`` writes no program file; the manifest then names none).
+    weights
+        ``{(core, group) or "c<core>.g<group>": K × N integer matrix}``.
+    gmem_segments
+        ``{address: uint8 array or bytes}`` — the initial global-memory image (constants such
+        as biases and shift vectors; inputs are placed by the runner).
+    manifest
+        :class:`Manifest` or a dict with its fields (``program``/``weights``/``gmem`` file names
+        are filled in).
+    program_name
+        ``program.json.gz`` (default), ``program.nnpi``, ``program.json`` or ``program.s``.
+    extra_files
+        Further files (name → content), listed under the manifest's ``files``.
+    binary
+        Also write ``program.nnpi`` (role ``binary``).
+    """
+    man = manifest if isinstance(manifest, Manifest) else Manifest.model_validate(dict(manifest or {}))
+    man = man.model_copy(update={"program": program_name if program is not None else None})
+    if program is not None and program_name not in PROGRAM_NAMES:
+        raise FormatError(f"program file name must be one of {', '.join(PROGRAM_NAMES)}, got {program_name!r}")
+    with BundleWriter(out_dir) as w:
+        files = dict(man.files)
+        if program is not None:
+            write_program(program, w.file(program_name))
+            if program.act_frac and not man.act_frac:
+                man = man.model_copy(update={"act_frac": dict(program.act_frac)})
+            if binary and program_name != "program.nnpi":
+                w.write("program.nnpi", encode(program))
+                files["binary"] = "program.nnpi"
+        wts = load_weights(weights or {})
+        w.write_arrays(man.weights, {f"c{c}.g{g}": a for (c, g), a in sorted(wts.items())})
+        segs = {}
+        for addr, seg in sorted((int(a), s) for a, s in (gmem_segments or {}).items()):
+            if addr < 0:
+                raise FormatError(f"gmem segment at negative address {addr}")
+            segs[f"seg@{addr:#x}"] = np.frombuffer(as_bytes(seg), dtype=np.uint8)
+        w.write_arrays(man.gmem, segs)
+        for name, data in (extra_files or {}).items():
+            w.write(name, data)
+            files.setdefault(Path(name).stem, name)
+        return w.commit(man.model_copy(update={"files": files}))
+
+
+def _load_npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise FormatError(f"cannot read arrays: {exc}", file=str(path)) from None
+
+
+def read_bundle(path: str | os.PathLike) -> Bundle:
+    """Read a bundle directory written by :func:`write_bundle` (or by the compiler)."""
+    root = Path(path)
+    man = read_manifest(root, Manifest)
+    program = None
+    if man.program is not None:
+        ppath = member(root, man.program, what="program file")
+        if not ppath.is_file():
+            raise FormatError(f"program file {man.program} named by the manifest is missing", file=str(root))
+        program = read_program(ppath)
+        for c, fr in man.act_frac.items():
+            program.act_frac.setdefault(int(c), tuple(fr))
+    wpath = member(root, man.weights, what="weights file")
+    weights = load_weights(wpath) if wpath.exists() else {}
+    segs: dict[int, np.ndarray] = {}
+    gpath = member(root, man.gmem, what="gmem file")
+    if gpath.exists():
+        for key, arr in _load_npz(gpath).items():
+            if not key.startswith("seg@0x"):
+                raise FormatError(f"bad gmem key {key!r}: expected 'seg@0x<hex address>'", file=str(gpath))
+            try:
+                addr = int(key[4:], 16)
+            except ValueError:
+                raise FormatError(f"bad gmem key {key!r}", file=str(gpath)) from None
+            if arr.dtype != np.uint8:
+                raise FormatError(f"gmem segment {key} must be uint8, got {arr.dtype}", file=str(gpath))
+            segs[addr] = arr.reshape(-1)
+    return Bundle(program, weights, segs, man, root)

@@ -1,0 +1,598 @@
+"""pimsim-nn JSON dialect: import and export of PIM programs (spec §6).
+
+:func:`read_json` runs the numba tokenizer of :mod:`.jsonscan` over the decompressed bytes (no
+Python objects per instruction; it writes the IR rows in place).  A gzip file is inflated in a
+background thread while the tokenizer consumes the bytes already available, so on two cores a
+load takes about as long as the decompression alone.  If the tokenizer meets anything outside
+the common dialect, the reader falls back to an orjson-based path that gives identical results
+and authoritative error messages.  :func:`write_json` renders every core with per-opcode
+templates (:mod:`.render`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import threading
+import zlib
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ....core.errors import FormatError
+from ....core.fileio import read_bytes, write_atomic
+from . import jsonscan as js
+from ..isa import OPCODE, OPCODES
+from ..program import DTYPE, PimProgram
+from .render import RenderPlan
+
+_CORE_KEY = re.compile(r"core([0-9]+)")
+_GADDR = (("sld", "rs1"), ("ld", "rs1"), ("st", "rd"))
+_SELECT_OPS = set(js._SELECT_OPS)
+_BARE_SEL = {"vavg": 2, "lldi": 1, "send": 1, "recv": 1}  # §6.5 rule 4
+
+
+# =========================================================================== input
+def _decompress(raw: bytes, name: str) -> bytes:
+    """Plain, gzip (any number of members) or zlib bytes → plain bytes."""
+    if raw[:2] == b"\x1f\x8b" or (len(raw) > 2 and raw[0] == 0x78 and (raw[0] * 256 + raw[1]) % 31 == 0):
+        is_gzip = raw[:2] == b"\x1f\x8b"
+        try:
+            d = zlib.decompressobj(47)
+            out = d.decompress(raw)
+            if not d.eof:
+                raise FormatError("truncated compressed data", file=name)
+            if d.unused_data and is_gzip:
+                out += gzip.decompress(d.unused_data)
+            return out
+        except (zlib.error, OSError, EOFError) as exc:
+            if not is_gzip:
+                return raw  # looked like zlib but is not: treat as plain text
+            raise FormatError(f"corrupt gzip data: {exc}", file=name) from None
+    return raw
+
+
+def _line_col(data, pos: int) -> tuple[int, int]:
+    """1-based line and column of byte ``pos`` in a bytes-like object."""
+    head = np.frombuffer(data, dtype=np.uint8)[:max(0, pos)]
+    nl = np.flatnonzero(head == 10)
+    line = len(nl) + 1
+    return line, len(head) - (int(nl[-1]) + 1 if len(nl) else 0) + 1
+
+
+def _slot_name(slot: int) -> str:
+    return {js.S_OSEL: "offset.offset_select", js.S_OVAL: "offset.offset_value"}.get(slot, js.SLOT_KEYS[slot])
+
+
+def _semantic_error(status: int, core: int, index: int, slot: int, *, name: str, op: str = "",
+                    line: int | None = None, column: int | None = None) -> FormatError:
+    where = f"core {core}, instruction {index}"
+    if status == js.ST_UNKNOWN_OP:
+        msg = f"unknown op {op!r}"
+    elif status == js.ST_MISSING_OP:
+        msg = "instruction object has no 'op' field"
+    elif status == js.ST_LLDI_IMM:
+        msg = "lldi imm outside -128..255"
+    else:
+        msg = f"field {_slot_name(slot)} out of range (32-bit integer expected)"
+    return FormatError(msg, file=name, line=line, column=column, where=where)
+
+
+def read_json(src: str | os.PathLike | bytes | bytearray | memoryview, legacy_groups: str | None = None,
+              *, file: str | None = None, fast: bool = True) -> PimProgram:
+    """Read a pimsim-nn JSON program (plain, gzip or zlib).
+
+    Parameters
+    ----------
+    src
+        A path, or the file content as bytes.
+    legacy_groups
+        ``None`` (a missing ``config.array_group_map`` is an error) or ``"by-size"`` (spec §6.4
+        rule 5: build one group per distinct crossbar count; the IR is flagged with
+        ``program.legacy_groups = "by-size"``).
+    file
+        Name used in messages when ``src`` is bytes.
+    fast
+        Use the numba tokenizer (falls back to orjson automatically); ``False`` forces the
+        orjson path.
+
+    Returns
+    -------
+    PimProgram
+        With aggregated import warnings in ``program.warnings``.
+    """
+    if legacy_groups not in (None, "by-size"):
+        raise ValueError("legacy_groups must be None or 'by-size'")
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        name = file or "<bytes>"
+        raw = bytes(src)
+    else:
+        name = str(src)
+        raw = read_bytes(src)
+    if not fast:
+        return _read_orjson(_decompress(raw, name), name, legacy_groups)
+    feed = _GzipFeed(raw, name) if raw[:2] == b"\x1f\x8b" else _BytesFeed(_decompress(raw, name))
+    del raw
+    prog = _read_fast(feed, name, legacy_groups)
+    if prog is not None:
+        return prog
+    return _read_orjson(feed.data(), name, legacy_groups)
+
+
+class _BytesFeed:
+    """The scanner's input when all bytes are there (plain or zlib input)."""
+
+    def __init__(self, data: bytes):
+        self._data = data
+        self._buf = np.frombuffer(data, dtype=np.uint8)
+
+    def size_hint(self) -> int:
+        return len(self._data)
+
+    def wait(self, seen: int):
+        return self._buf, len(self._buf), True
+
+    def finish(self) -> None:
+        pass
+
+    def data(self):
+        return self._data
+
+
+class _GzipFeed:
+    """Inflates gzip bytes into a growing numpy buffer in a background thread.
+
+    zlib releases the GIL while inflating and the scanner releases it while scanning, so on
+    two cores decompression and tokenizing overlap.  Errors are those of :func:`_decompress`
+    (raised by :meth:`wait` / :meth:`finish`).
+    """
+
+    CHUNK = 1 << 17  # compressed bytes per step (≈ 4 MB of pimsim-nn JSON)
+
+    def __init__(self, raw: bytes, name: str):
+        self._raw, self._name = raw, name
+        isize = int.from_bytes(raw[-4:], "little")  # of the last member, mod 2**32: a hint
+        cap = isize if isize else 4 * len(raw)
+        self._cap_hint = max(4096, min(cap, 1100 * len(raw)))
+        self._buf = np.empty(self._cap_hint, dtype=np.uint8)
+        self._n = 0
+        self._done = False
+        self._error: BaseException | None = None
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="nnisa-gunzip", daemon=True)
+        self._thread.start()
+
+    def size_hint(self) -> int:
+        return self._cap_hint
+
+    def _append(self, chunk: bytes) -> None:
+        k = len(chunk)
+        if not k:
+            return
+        buf, n = self._buf, self._n  # only this thread writes beyond the published size
+        if n + k > len(buf):
+            grown = np.empty(max(2 * len(buf), n + k), dtype=np.uint8)
+            grown[:n] = buf[:n]
+            buf = grown
+        buf[n:n + k] = np.frombuffer(chunk, dtype=np.uint8)
+        with self._cond:
+            self._buf = buf
+            self._n = n + k
+            self._cond.notify_all()
+
+    def _inflate(self) -> None:
+        raw = memoryview(self._raw)
+        d = zlib.decompressobj(47)
+        pos = 0
+        while pos < len(raw) and not d.eof:
+            self._append(d.decompress(raw[pos:pos + self.CHUNK]))
+            pos += self.CHUNK
+        if not d.eof:
+            raise FormatError("truncated compressed data", file=self._name)
+        tail = d.unused_data + raw[pos:].tobytes()
+        if tail:
+            self._append(gzip.decompress(tail))
+
+    def _run(self) -> None:
+        try:
+            self._inflate()
+        except (zlib.error, OSError, EOFError) as exc:
+            self._error = FormatError(f"corrupt gzip data: {exc}", file=self._name)
+        except BaseException as exc:  # FormatError, MemoryError, ...: re-raised by the reader
+            self._error = exc
+        finally:
+            self._raw = None
+            with self._cond:
+                self._done = True
+                self._cond.notify_all()
+
+    def wait(self, seen: int):
+        """Block until more than ``seen`` bytes are there or inflating ended: (buf, n, done)."""
+        with self._cond:
+            while self._n <= seen and not self._done:
+                self._cond.wait()
+            if self._error is not None:
+                raise self._error
+            return self._buf, self._n, self._done
+
+    def finish(self) -> None:
+        """Wait for the end of inflating; raise its error if any."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def data(self):
+        self.finish()
+        return memoryview(self._buf)[:self._n]
+
+
+def _scan(feed):
+    """Run the tokenizer over a feed, growing its outputs as needed: (status, rows, segs, info, buf)."""
+    state = np.zeros(js.NSTATE, dtype=np.int64)
+    info = np.full(10, -1, dtype=np.int64)
+    # rows: zero-filled pages are mapped lazily, so only the rows written cost memory
+    rows = np.zeros(feed.size_hint() // 24 + 1024, dtype=js.ROW_DTYPE)
+    segs = np.zeros((64, 6), dtype=np.int64)
+    tabs = js.tables()
+    seen = 0
+    while True:
+        buf, n, done = feed.wait(seen)
+        seen = n
+        while True:
+            st = js.scan(buf, n, done, state, rows.view(np.uint8), segs, info, *tabs)
+            if st != js.ST_FULL:
+                break
+            used = int(state[2])
+            if used == len(rows):
+                grown = np.zeros(2 * len(rows), dtype=js.ROW_DTYPE)
+                grown[:used] = rows[:used]
+                rows = grown
+            nseg = int(state[3])
+            if nseg == len(segs):
+                segs = np.concatenate([segs, np.zeros_like(segs)])
+        if st != js.ST_MORE:
+            return st, rows, segs, info, buf
+
+
+def _read_fast(feed, name: str, legacy_groups: str | None) -> PimProgram | None:
+    st, rows, segs, info, buf = _scan(feed)
+    if st == js.ST_UNSUPPORTED:
+        return None
+    if st != js.ST_OK:
+        feed.finish()  # a broken gzip stream is reported first, as without streaming
+        pos = int(info[0])
+        line, col = _line_col(buf, pos)
+        op = bytes(buf[int(info[8]):int(info[9])]).decode("ascii", "replace") if st == js.ST_UNKNOWN_OP else ""
+        raise _semantic_error(st, int(info[5]), int(info[6]), int(info[7]), name=name, op=op,
+                              line=line, column=col)
+    config = None
+    if info[3] >= 0:
+        try:
+            config = orjson.loads(memoryview(buf)[int(info[3]):int(info[4])])
+        except orjson.JSONDecodeError:
+            return None
+    del buf
+    nrows = int(info[1])
+    try:  # give back the unused tail of the row allocation (a realloc, no copy)
+        rows.resize((nrows,), refcheck=True)
+    except ValueError:
+        rows = rows[:nrows]
+    chosen = {}
+    for c, s, e, ntr, ftr, nsend in segs[:int(info[2])].tolist():
+        chosen[c] = (s, e, ntr, ftr, nsend)  # a repeated key: the last wins
+    cores = {c: rows[chosen[c][0]:chosen[c][1]] for c in sorted(chosen)}
+    first_trunc = next(((c, chosen[c][3]) for c in sorted(chosen) if chosen[c][2]), None)
+    n_trunc = sum(v[2] for v in chosen.values())
+    n_send = sum(v[4] for v in chosen.values())
+    return _build(cores, n_trunc, first_trunc, n_send, config, name, legacy_groups, ignored_keys=[])
+
+
+def _read_orjson(data: bytes, name: str, legacy_groups: str | None) -> PimProgram:
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise FormatError(f"invalid JSON: {exc.msg}", file=name, line=exc.lineno, column=exc.colno) from None
+    if not isinstance(doc, dict):
+        raise FormatError(f"top level must be a JSON object, got {type(doc).__name__}", file=name)
+    parts, ignored = {}, []
+    for key, value in doc.items():
+        if key == "config":
+            continue
+        m = _CORE_KEY.fullmatch(key)
+        if not m:
+            ignored.append(key)
+            continue
+        core = int(m.group(1))
+        if not isinstance(value, list):
+            raise FormatError(f"{key} must be an array of instruction objects", file=name)
+        parts[core] = _rows_from_dicts(value, core, name)
+    cores: dict[int, np.ndarray] = {}
+    n_trunc = n_send = 0
+    first_trunc = None
+    for c in sorted(parts):
+        ops, cols, imm, flags = parts[c]
+        rows = np.zeros(len(ops), dtype=DTYPE)
+        rows["op"] = ops
+        for j, col in enumerate(js.ICOLS):
+            rows[col] = cols[:, j]
+        rows["imm"] = imm
+        cores[c] = rows
+        if len(flags):
+            t = (flags & js.F_TRUNC) != 0
+            if t.any():
+                n_trunc += int(t.sum())
+                if first_trunc is None:
+                    first_trunc = (c, int(np.argmax(t)))
+            n_send += int(((flags & js.F_SEND_RS1) != 0).sum())
+    return _build(cores, n_trunc, first_trunc, n_send, doc.get("config"), name, legacy_groups,
+                  ignored_keys=ignored)
+
+
+def _number(v: Any, key: str, where: str, name: str) -> float:
+    if type(v) is int or type(v) is float:
+        try:
+            return float(v)
+        except OverflowError:
+            return float("inf")
+    raise FormatError(f"field {key} must be a number, got {type(v).__name__}", file=name, where=where)
+
+
+def _rows_from_dicts(insts: list, core: int, name: str):
+    n = len(insts)
+    ops = np.zeros(n, dtype=np.int16)
+    vals = np.zeros((n, js.NSLOTS), dtype=np.float64)
+    present = np.zeros(n, dtype=np.int64)
+    flat = js.FLAT_KEYS
+    for i, d in enumerate(insts):
+        if type(d) is not dict:
+            raise FormatError(f"expected an instruction object, got {type(d).__name__}", file=name,
+                              where=f"core {core}, instruction {i}")
+        pres = 0
+        row = vals[i]
+        op = None
+        for k, v in d.items():
+            if k == "op":
+                if type(v) is not str:
+                    raise FormatError(f"op must be a string, got {type(v).__name__}", file=name,
+                                      where=f"core {core}, instruction {i}")
+                op = OPCODE.get(v)
+                if op is None:
+                    raise _semantic_error(js.ST_UNKNOWN_OP, core, i, -1, name=name, op=v)
+            elif k == "offset":
+                if type(v) is not dict:
+                    raise FormatError(f"offset must be an object, got {type(v).__name__}", file=name,
+                                      where=f"core {core}, instruction {i}")
+                pres &= ~(3 << 14)
+                for kk, vv in v.items():
+                    if kk == "offset_select" or kk == "offset_value":
+                        slot = js.S_OSEL if kk == "offset_select" else js.S_OVAL
+                        row[slot] = _number(vv, f"offset.{kk}", f"core {core}, instruction {i}", name)
+                        pres |= 1 << slot
+            else:
+                slot = flat.get(k)
+                if slot is None:
+                    continue
+                row[slot] = _number(v, k, f"core {core}, instruction {i}", name)
+                pres |= 1 << slot
+        if op is None:
+            raise _semantic_error(js.ST_MISSING_OP, core, i, -1, name=name)
+        ops[i] = op
+        present[i] = pres
+    cols = np.zeros((n, len(js.ICOLS)), dtype=np.int32)
+    imm = np.zeros(n, dtype=np.int64)
+    flags = np.zeros(n, dtype=np.uint8)
+    st, i, slot = js.apply_rows(ops, vals, present, js.SLOT_MAP, cols, imm, flags)
+    if st != js.ST_OK:
+        raise _semantic_error(st, core, int(i), int(slot), name=name)
+    return ops, cols, imm, flags
+
+
+def _parse_group_map(cfg: dict, name: str) -> dict[int, list[int]]:
+    agm = cfg["array_group_map"]
+    if not isinstance(agm, dict):
+        raise FormatError("config.array_group_map must be an object", file=name)
+    out = {}
+    for key, groups in agm.items():
+        m = _CORE_KEY.fullmatch(key)
+        if not m or not isinstance(groups, list) or not all(
+                type(g) in (int, float) and g == int(g) and g >= 0 for g in groups):
+            raise FormatError(f"config.array_group_map entry {key!r} must map core<k> to a list of "
+                              "non-negative integers", file=name)
+        out[int(m.group(1))] = [int(g) for g in groups]
+    return out
+
+
+def _build(cores: dict[int, np.ndarray], n_trunc: int, first_trunc: tuple[int, int] | None, n_send: int,
+           config: Any, name: str, legacy_groups: str | None, ignored_keys: list) -> PimProgram:
+    """Shared tail of both readers: config and aggregated warnings around the IR arrays
+    (``cores`` in ascending core id; ``n_trunc``/``first_trunc``/``n_send`` count the
+    instructions with truncated numbers and with a send ``rs1``)."""
+    warnings: list[str] = []
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise FormatError("config must be a JSON object", file=name)
+    if n_trunc:
+        warnings.append(f"{n_trunc} instruction(s) with non-integral numbers truncated toward zero like "
+                        f"pimsim-nn (first: core {first_trunc[0]}, instruction {first_trunc[1]})")
+    if n_send:
+        warnings.append(f"{n_send} send instruction(s) carry a non-zero 'rs1', which is ignored: the source "
+                        "address register of send is JSON 'rd' (spec §6.3)")
+    # odd global-address registers (§1.6): one aggregated line
+    ops = {c: np.ascontiguousarray(rows["op"]) for c, rows in cores.items()}  # one strided read per core
+    odd = {}
+    for mnem, col in _GADDR:
+        n = 0
+        for c, rows in cores.items():
+            idx = np.flatnonzero(ops[c] == OPCODE[mnem])
+            if len(idx):
+                n += int((rows[col][idx] % 2 != 0).sum())
+        if n:
+            odd[f"{mnem} {col}"] = n
+    if odd:
+        total = sum(odd.values())
+        detail = ", ".join(f"{k}: {v}" for k, v in odd.items())
+        warnings.append(f"{total} instruction(s) use an odd global-address register ({detail}); accepted "
+                        "(PIMCOMP-NN single-register addressing, spec §1.6); the program is marked odd_pairs")
+    if ignored_keys:
+        warnings.append(f"ignored top-level key(s): {', '.join(repr(k) for k in ignored_keys[:10])}"
+                        + (f" and {len(ignored_keys) - 10} more" if len(ignored_keys) > 10 else ""))
+    chip = config.get("core_cnt")
+    if chip is not None and (type(chip) not in (int, float) or chip != int(chip) or chip < 0):
+        raise FormatError(f"config.core_cnt must be a non-negative integer, got {chip!r}", file=name)
+    chip = None if chip is None else int(chip)
+    if chip is None:
+        warnings.append("config.core_cnt missing (pimsim-nn requires it); using the highest core id + 1")
+    else:
+        beyond = [c for c in cores if c >= chip]
+        if beyond:
+            warnings.append(f"core(s) {', '.join(map(str, beyond))} have ids >= config.core_cnt = {chip}: "
+                            "pimsim-nn would ignore them")
+    legacy = None
+    if "array_group_map" in config:
+        agm = _parse_group_map(config, name)
+        if legacy_groups:
+            warnings.append("legacy_groups ignored: the file has config.array_group_map")
+    elif legacy_groups == "by-size":
+        agm = {}
+        for c, rows in cores.items():
+            g = rows["group"][rows["op"] == OPCODE["mvmul"]]
+            sizes = np.unique(g)
+            agm[c] = [int(s) for s in sizes]
+            sel = rows["op"] == OPCODE["mvmul"]
+            rows["group"][sel] = np.searchsorted(sizes, rows["group"][sel])
+        legacy = "by-size"
+        warnings.append("legacy file without array_group_map: groups rebuilt by crossbar count (by-size); "
+                        "timing-equivalent for rob_size 1, not usable for functional simulation")
+    else:
+        raise FormatError("config.array_group_map missing", file=name,
+                          hint="PIMCOMP-NN output before its Feb-2025 fix stores crossbar counts in "
+                               "mvmul.group; read it with legacy_groups='by-size'")
+    bad_group = 0
+    for c, rows in cores.items():
+        sel = ops[c] == OPCODE["mvmul"]
+        if sel.any():
+            bad_group += int((rows["group"][sel] >= len(agm.get(c, []))).sum())
+    if bad_group:
+        warnings.append(f"{bad_group} mvmul name an array group not listed in config.array_group_map")
+    extra = {k: v for k, v in config.items() if k not in ("core_cnt", "array_group_map")}
+    prog = PimProgram(cores=cores, array_group_map=agm, chip_cores=chip, config_extra=extra, warnings=warnings,
+                      odd_pairs=bool(odd))
+    if legacy:
+        prog.legacy_groups = legacy
+    return prog
+
+
+# =========================================================================== output
+_JCOLS = ("rd", "rs1", "rs2", "len", "imm", "mbiw", "relu", "group", "core", "ev", "val", "ibiw", "obiw",
+          "ofs_sel", "ofs_val")
+_OFFSET_ITEMS = ['{"offset_select": ', ("dec", "ofs_sel"), ', "offset_value": ', ("dec", "ofs_val"), "}"]
+
+
+def _json_fields(mnem: str) -> dict[str, Any]:
+    """JSON key → template item(s) of one instruction (spec §6.2, §6.5)."""
+    d = lambda c: [("dec", c)]
+    f: dict[str, Any] = {}
+    if mnem == "sldi":
+        f = {"rd": d("rd"), "imm": d("imm")}
+    elif mnem == "sld":
+        f = {"rd": d("rd"), "rs1": d("rs1"), "offset_value": d("ofs_val")}
+    elif mnem in ("sadd", "ssub", "smul"):
+        f = {"rd": d("rd"), "rs1": d("rs1"), "rs2": d("rs2")}
+    elif mnem in ("saddi", "smuli"):
+        f = {"rd": d("rd"), "rs1": d("rs1"), "imm": d("imm")}
+    elif mnem == "setbw":
+        f = {"ibiw": d("ibiw"), "obiw": d("obiw")}
+    elif mnem == "mvmul":
+        f = {"rd": d("rd"), "rs1": d("rs1"), "mbiw": d("mbiw"), "group": d("group"), "relu": d("relu")}
+    elif mnem in ("vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll", "vvsra", "vrsu", "vrsl", "vavg"):
+        f = {"rd": d("rd"), "rs1": d("rs1"), "rs2": d("rs2"), "len": d("len"), "offset": _OFFSET_ITEMS}
+    elif mnem in ("vrelu", "vtanh", "vsigm"):
+        f = {"rd": d("rd"), "rs1": d("rs1"), "len": d("len"), "offset": _OFFSET_ITEMS}
+    elif mnem == "vmv":
+        f = {"rd": d("rd"), "rs1": d("rs1"), "rs2": d("rs2"), "len": d("len")}
+    elif mnem in ("ld", "st"):
+        f = {"rd": d("rd"), "rs1": d("rs1"), "size": d("len"), "offset": _OFFSET_ITEMS}
+    elif mnem == "lldi":
+        f = {"rd": d("rd"), "imm": d("imm"), "len": d("len"), "offset": _OFFSET_ITEMS}
+    elif mnem == "lmv":
+        f = {"rd": d("rd"), "rs1": d("rs1"), "len": d("len"), "offset": _OFFSET_ITEMS}
+    elif mnem == "send":
+        f = {"rd": d("rs1"), "core": d("core"), "size": d("len"), "offset": _OFFSET_ITEMS}
+    elif mnem == "recv":
+        f = {"rd": d("rd"), "core": d("core"), "size": d("len"), "offset": _OFFSET_ITEMS}
+    elif mnem == "wait":
+        f = {"event_register": d("ev"), "wait_value": d("val")}
+    elif mnem == "sync":
+        f = {"event_register": d("ev"), "core": d("core")}
+    f["op"] = [f'"{mnem}"']
+    return f
+
+
+def _json_plan() -> RenderPlan:
+    templates = {}
+    for code, mnem in enumerate(OPCODES):
+        fields = _json_fields(mnem)
+        items: list = ["{"]
+        for i, key in enumerate(sorted(fields)):
+            items.append(("" if i == 0 else ", ") + f'"{key}": ')
+            items.extend(fields[key])
+        items.append("},\n")
+        templates[code] = items
+    return RenderPlan(templates, _JCOLS)
+
+
+_PLAN: RenderPlan | None = None
+
+
+def dump_json(program: PimProgram, keep_nop: bool = False) -> tuple[bytes, list[str]]:
+    """Render a program as pimsim-nn JSON bytes; returns ``(data, warnings)``."""
+    global _PLAN
+    if _PLAN is None:
+        _PLAN = _json_plan()
+    warnings: list[str] = []
+    agm_cores = set(program.array_group_map) | {c for c, r in program.cores.items() if len(r)}
+    config = dict(program.config_extra)
+    config["core_cnt"] = int(program.core_count)
+    config["array_group_map"] = {f"core{c}": [int(x) for x in program.array_group_map.get(c, [])]
+                                 for c in sorted(agm_cores)}
+    chunks = [b'{"config": ', orjson.dumps(config, option=orjson.OPT_SORT_KEYS)]
+    n_nop = 0
+    bare = {OPCODE[m]: s for m, s in _BARE_SEL.items()}
+    for c in sorted(program.cores, key=lambda c: f"core{c}"):
+        rows = program.cores[c]
+        if not keep_nop:
+            nop = rows["op"] == 0
+            if nop.any():
+                n_nop += int(nop.sum())
+                rows = rows[~nop]
+        chunks.append(f', \n"core{c}": ['.encode())
+        if len(rows):
+            v = _PLAN.matrix(rows)
+            j_sel, j_val = _JCOLS.index("ofs_sel"), _JCOLS.index("ofs_val")
+            for code, selbit in bare.items():
+                idx = rows["op"] == code
+                if idx.any():
+                    v[idx, j_sel] = np.where(v[idx, j_val] != 0, selbit, 0)
+            body = _PLAN.render(rows["op"], v)
+            chunks.append(b"\n" + body[:-2] + b"\n")
+        chunks.append(b"]")
+    chunks.append(b"}\n")
+    if n_nop:
+        warnings.append(f"{n_nop} nop instruction(s) dropped (pimsim-nn would stall on them; use keep_nop)")
+    return b"".join(chunks), warnings
+
+
+def write_json(program: PimProgram, path: str | os.PathLike, keep_nop: bool = False,
+               compresslevel: int = 6) -> list[str]:
+    """Write a program as pimsim-nn JSON (gzip when the name ends in ``.gz``), atomically.
+
+    Returns the export warnings (e.g. dropped nops).
+    """
+    data, warnings = dump_json(program, keep_nop=keep_nop)
+    if str(path).endswith(".gz"):
+        data = gzip.compress(data, compresslevel=compresslevel, mtime=0)
+    write_atomic(path, data)
+    return warnings

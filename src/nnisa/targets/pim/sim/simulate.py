@@ -1,0 +1,204 @@
+"""``PimTarget.simulate``: functional values and timing/energy behind the common interface.
+
+One call runs the functional simulator (values, :mod:`.functional`) and/or the timing and energy
+model (:mod:`.timing`) on a program or a compiled bundle, places inputs in global memory, reads
+the named outputs back and returns a :class:`~nnisa.core.target.SimResult`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Mapping
+
+import numpy as np
+
+from ....core.errors import ConfigError, FormatError
+from ....core.target import SimResult, Stats
+import os
+
+from ..formats.bundle import Bundle, TensorSpec, read_bundle
+from .functional import FunctionalResult, run_functional
+from ..config import PimConfig, load_config
+from .memory import GlobalMemory, as_bytes
+from ..program import PimProgram
+
+MODES = ("both", "timing", "functional")
+_SEG = re.compile(r"^seg@(0x[0-9a-fA-F]+|\d+)$")
+
+
+def _config(config: Any, bundle: Bundle | None) -> PimConfig | None:
+    if isinstance(config, PimConfig):
+        return config
+    if config is not None:
+        return load_config(config)
+    return bundle.config() if bundle is not None else None
+
+
+def _specs(items: Any) -> list[TensorSpec]:
+    return [t if isinstance(t, TensorSpec) else TensorSpec(**t) for t in (items or [])]
+
+
+def _place_inputs(gm: GlobalMemory, inputs: Mapping[Any, Any] | None, in_specs: list[TensorSpec]) -> None:
+    """Write inputs into global memory.
+
+    Keys may be integer addresses (raw bytes), ``seg@0x<hex>`` names (uint8 arrays, as in
+    ``gmem.npz``) or tensor names of the manifest (values quantized per the manifest).
+    """
+    by_name = {t.name: t for t in in_specs}
+    for key, value in (inputs or {}).items():
+        if isinstance(key, (int, np.integer)):
+            gm.write(int(key), as_bytes(value))
+            continue
+        m = _SEG.match(str(key))
+        if m:
+            gm.write(int(m.group(1), 0), as_bytes(np.asarray(value, dtype=np.uint8)))
+        elif key in by_name:
+            spec = by_name[key]
+            gm.write_tensor(spec.address, spec.quantize(np.asarray(value).reshape(spec.shape)), spec.bits)
+        else:
+            known = ", ".join(by_name) or "none (use seg@0x<address> keys for raw bytes)"
+            raise FormatError(f"unknown input {key!r}; the program's inputs are: {known}")
+
+
+def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Mapping | None = None,
+                 weights: Any = None, gmem: Any = None, outputs: Any = None, inputs_layout: Any = None,
+                 mode: str | None = None, timing: str = "pimsim", trace: str | None = None,
+                 gantt: str | None = None, global_address_mode: str | None = None,
+                 report: str | None = None, source: str | None = None, **options: Any) -> SimResult:
+    """Simulate a PIM program or bundle.
+
+    Parameters
+    ----------
+    program
+        A :class:`PimProgram`, or a :class:`~nnisa.targets.pim.formats.bundle.Bundle` (its weights,
+        initial global memory, manifest tensors and configuration are used).
+    config
+        pimsim-nn configuration (path or :class:`PimConfig`); default: the bundle's, else
+        pimsim-nn defaults.
+    inputs
+        Global-memory inputs: manifest tensor names → arrays, ``seg@0x<hex>`` → uint8 arrays, or
+        integer address → bytes.
+    weights
+        Array-group weights (``.npz`` path or mapping, or ``"zeros"``/``"random"``).
+    gmem
+        Initial global-memory segments ``{address: bytes}``.
+    outputs
+        Tensors to read back after the run (manifest-style entries).
+    mode
+        ``"both"`` (values + timing), ``"timing"`` or ``"functional"``; default ``both`` when
+        weights are available or no ``mvmul`` needs them, else ``timing``.
+    timing
+        ``"pimsim"`` (reproduces pimsim-nn) or ``"native"``.
+    trace, gantt
+        Write a Chrome/Perfetto trace (JSON) / a per-core Gantt chart (PNG).
+    global_address_mode
+        ``"pair"`` or ``"single32"`` (default: the bundle's or the configuration's).
+    report
+        ``"pimsim"``: also render pimsim-nn's report block (``stats.extra["report_text"]``).
+    source
+        The program's file name, shown in that report.
+    """
+    t0 = time.perf_counter()
+    bundle = program if isinstance(program, Bundle) else None
+    if bundle is not None:
+        if bundle.program is None:
+            raise FormatError("the bundle has no program", file=str(bundle.path) if bundle.path else None)
+        prog = bundle.program
+        weights = bundle.weights if weights is None else weights
+        segs = {int(a): as_bytes(s) for a, s in bundle.gmem_segments.items()}
+        outputs = outputs if outputs is not None else bundle.manifest.outputs
+        inputs_layout = inputs_layout if inputs_layout is not None else bundle.manifest.inputs
+        global_address_mode = global_address_mode or bundle.manifest.global_address_mode
+    else:
+        prog = program
+        segs = {}
+    segs.update({int(a): as_bytes(s) for a, s in (gmem or {}).items()})
+    cfg = _config(config, bundle)
+    if mode is None:
+        needs_weights = any((rows["op"] == 9).any() for _, rows in prog.items())
+        mode = "both" if (weights is not None or not needs_weights) else "timing"
+    if mode not in MODES:
+        raise ConfigError(f"unknown simulation mode {mode!r}; choose from {', '.join(MODES)}")
+    out_specs = _specs(outputs)
+    stats = Stats(instructions=len(prog))
+    outs: dict[str, np.ndarray] = {}
+    extra: dict[str, Any] = {"mode": mode}
+    if mode in ("both", "functional"):
+        if global_address_mode is None and getattr(prog, "odd_pairs", False) and \
+                (cfg is None or "global_address_mode" not in cfg.nnisa.model_fields_set):
+            # PIMCOMP-NN addresses global memory with one (odd) register: read it as intended
+            global_address_mode = "single32"
+            extra["global_address_mode"] = "single32 (program uses odd address registers)"
+        gm = GlobalMemory(1 << 32)
+        if cfg is not None and cfg.gmem_bounded:
+            gm = GlobalMemory(int(cfg.chip_config.global_memory_config.memory_size))
+        for addr, data in sorted(segs.items()):
+            gm.write(addr, data)
+        _place_inputs(gm, inputs, _specs(inputs_layout))
+        fres = run_functional(prog, cfg, weights=weights, gmem=gm, global_address_mode=global_address_mode,
+                              **options)
+        outs = {t.name: fres.read_tensor(t.address, tuple(t.shape), t.bits) for t in out_specs}
+        extra["functional"] = {"instructions_per_s": fres.instr_per_s, "wall_s": fres.wall_s,
+                               "warnings": list(fres.warnings)}
+    if mode in ("both", "timing"):
+        from .timing import simulate_timing
+        from .timing_report import result_to_dict
+        tres = simulate_timing(prog, cfg, mode=timing, trace=bool(trace or gantt))
+        d = result_to_dict(tres)
+        stats.cycles = int(round(d["cycles"]))
+        stats.latency_ns = d["latency_ns"]
+        stats.energy_pj = d["energy_pj"]
+        extra.update({k: v for k, v in d.items() if k not in ("latency_ns", "cycles", "energy_pj", "mode")})
+        extra["timing_mode"] = timing
+        if trace:
+            from .trace import write_chrome_trace
+            write_chrome_trace(tres, trace)
+            extra["trace_file"] = str(trace)
+        if gantt:
+            from .trace import plot_gantt
+            plot_gantt(tres, gantt)
+            extra["gantt_file"] = str(gantt)
+        if report == "pimsim":
+            from .timing_report import format_pimsim_report
+            verbose = cfg.sim_config.report_verbose_level if cfg is not None else 0
+            extra["report_text"] = format_pimsim_report(tres, str(config or "default"), source or "program",
+                                                        verbose)
+        details = tres
+    else:
+        details = None
+    stats.wall_s = time.perf_counter() - t0
+    stats.extra = extra
+    return SimResult(outputs=outs, stats=stats, details=details)
+
+
+def run_bundle(bundle: Bundle | str | os.PathLike, inputs: Mapping[str, np.ndarray] | None = None,
+               **options: Any) -> tuple[FunctionalResult, dict[str, np.ndarray]]:
+    """Functional run of a bundle: place ``inputs`` (by manifest name) in global memory, run,
+    and read every manifest output as an integer array of its shape.
+
+    ``options`` go to :func:`~nnisa.targets.pim.sim.functional.run_functional` (e.g. ``path``,
+    ``config`` to override the manifest's hardware configuration).
+    """
+    b = bundle if isinstance(bundle, Bundle) else read_bundle(bundle)
+    if b.program is None:
+        raise FormatError("the bundle has no program", file=str(b.path) if b.path else None)
+    man = b.manifest
+    inputs = dict(inputs or {})
+    unknown = sorted(set(inputs) - {t.name for t in man.inputs})
+    if unknown:
+        raise FormatError(f"unknown input(s) {', '.join(unknown)}; the manifest has "
+                          f"{', '.join(t.name for t in man.inputs) or 'none'}")
+    config = options.pop("config", None) or b.config()
+    gm = GlobalMemory(1 << 32, None)
+    if config is not None and config.gmem_bounded:
+        gm = GlobalMemory(int(config.chip_config.global_memory_config.memory_size))
+    for addr, seg in sorted(b.gmem_segments.items()):
+        gm.write(addr, as_bytes(seg))
+    for spec in man.inputs:
+        if spec.name in inputs:
+            gm.write_tensor(spec.address, spec.quantize(inputs[spec.name]), spec.bits)
+    options.setdefault("global_address_mode", man.global_address_mode)
+    res = run_functional(b.program, config, weights=b.weights, gmem=gm, **options)
+    outs = {t.name: res.read_tensor(t.address, tuple(t.shape), t.bits) for t in man.outputs}
+    return res, outs

@@ -1,0 +1,104 @@
+"""Per-instruction timing traces (core, pc, S, E, R) and Chrome/Perfetto trace export.
+
+The event loop only stores start/end times of event instructions; every other instruction's
+times follow from the per-core prefix sums (§8.5), so the full trace is reconstructed here with
+numpy, only when asked for.
+
+* S = start of execution in the unit, E = end of execution, R = retire time (§8.5);
+  scalar instructions and setbw (executed in the front end) get S = issue cycle, E = S + their
+  front-end cost, R = E.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ....report.timeline import Timeline, Track
+from ....report.timeline import plot_gantt as draw_gantt
+from ....report.timeline import write_chrome_trace as write_trace
+from ..isa import OPCODES
+from .timing_units import EV_ST, EV_SYNC, EV_WAIT, PS, UNIT_OF_OP, UNITS, CorePlan
+
+TRACE_DTYPE = np.dtype([("pc", "i4"), ("op", "i2"), ("S", "i8"), ("E", "i8"), ("R", "i8")])
+
+
+def event_toff(kinds: np.ndarray, P: int) -> np.ndarray:
+    """Issue-cursor offset after an event instruction's end: 2P for st/sync/wait, else P."""
+    return np.where((kinds == EV_ST) | (kinds == EV_SYNC) | (kinds == EV_WAIT), 2 * P, P)
+
+
+def instruction_times(plan: CorePlan, ev_S: np.ndarray, ev_E: np.ndarray, P: int,
+                      upto_event: int | None = None, T0: int | None = None) -> np.ndarray:
+    """Reconstruct S/E/R (ps) of every instruction of one core (latency mode, first pass).
+
+    Parameters
+    ----------
+    plan
+        The core's static plan.
+    ev_S, ev_E
+        Start and end of each event instruction from the event loop.
+    upto_event
+        Number of completed event instructions (a blocked core); instructions from the first
+        incomplete event on are omitted.
+    """
+    n_done = len(plan.ev_idx) if upto_event is None else upto_event
+    stop = plan.n if plan.hang < 0 else plan.hang
+    if n_done < len(plan.ev_idx):
+        stop = int(plan.ev_idx[n_done])
+    if stop <= 0:
+        return np.zeros(0, TRACE_DTYPE)
+    ev_idx = plan.ev_idx[:n_done]
+    kinds = plan.ev_kind[:n_done]
+    base = np.empty(n_done + 1, np.int64)
+    base[0] = 2 * P if T0 is None else T0
+    base[1:] = ev_E[:n_done] + event_toff(kinds, P) - plan.pre[ev_idx]
+    i = np.arange(stop)
+    seg = np.searchsorted(ev_idx, i, side="left")
+    T = base[seg] + plan.pre[:stop]
+    S = T + plan.start[:stop]
+    E = S + np.where(plan.X[:stop] > 0, plan.X[:stop], 0)
+    op = plan.op[:stop]
+    front = (op <= 8) & (plan.start[:stop] == 0)  # scalar, setbw, (native) nop
+    E = np.where(front, S + plan.inc[:stop], E)
+    R = np.where(front, E, E + 2 * P)
+    if n_done:
+        S[ev_idx] = ev_S[:n_done]
+        E[ev_idx] = ev_E[:n_done]
+        R[ev_idx] = ev_E[:n_done] + event_toff(kinds, P) + P
+    out = np.zeros(stop, TRACE_DTYPE)
+    out["pc"] = i
+    out["op"] = op
+    out["S"], out["E"], out["R"] = S, E, R
+    return out
+
+
+def timeline(result, cores: list[int] | None = None) -> Timeline:
+    """The :class:`~nnisa.report.timeline.Timeline` of a timing result: one track per core,
+    lanes matrix / vector / transfer (scalar front-end work kept as a unit but not drawn), labels
+    = mnemonics, times in ps.  Without a per-instruction trace each core is one bar to its finish."""
+    ids = sorted(result.finish_ps) if cores is None else list(cores)
+    tracks = []
+    for c in ids:
+        tr = result.trace.get(c) if result.trace else None
+        fin = float(result.finish_ps.get(c, 0))
+        if tr is None or len(tr) == 0:
+            tracks.append(Track(f"core {c}", finish=fin))
+            continue
+        tracks.append(Track(f"core {c}", start=tr["S"], end=tr["E"], unit=UNIT_OF_OP[tr["op"]],
+                            label=tr["op"].astype(np.int32), pc=tr["pc"], finish=fin))
+    return Timeline(tracks, units=UNITS, labels=tuple(OPCODES), time_unit="ps", ns_per_unit=1e-3,
+                    title=f"PIM timing ({result.mode} mode): chip latency {result.latency_ps / 1000:,.0f} ns",
+                    process="PIM chip", meta={"latency_ns": result.latency_ps / PS, "mode": result.mode})
+
+
+def write_chrome_trace(result, path: str | os.PathLike, *, max_events: int = 2_000_000) -> int:
+    """Write a Chrome/Perfetto trace of a timing result (one track per core, one event per
+    non-scalar instruction, args = pc); returns the number of events written."""
+    return write_trace(timeline(result), path, max_events=max_events, skip_units=("scalar",))
+
+
+def plot_gantt(result, path_png: str | os.PathLike, **kw) -> None:
+    """Write a per-core Gantt chart (PNG) of a timing result."""
+    draw_gantt(timeline(result), path_png, skip_units=("scalar",), **kw)
