@@ -107,6 +107,21 @@ def _matmul_exact(x, zeroes, W, y, n, bp, lo, hi, stats):
 
 
 @njit(cache=True)
+def _weight_bounds(Wf, cmax):
+    """Largest |bias| (returned) and largest |weight| of each input row (into ``cmax``)."""
+    n = Wf.shape[1]
+    b = 0.0
+    for j in range(n):
+        b = max(b, abs(Wf[0, j]))
+    for k in range(n):
+        c = 0.0
+        for j in range(n):
+            c = max(c, abs(Wf[k + 1, j]))
+        cmax[k] = c
+    return b
+
+
+@njit(cache=True)
 def run_program(hdr, a0, s0, a1, s1, nn, sop, sl, sr, sd, local, acc, dram0, dram1, W, regs,
                 bits, bp, stats, use_float):
     """Execute the decoded program on the state arrays (all int32, modified in place)."""
@@ -121,6 +136,8 @@ def run_program(hdr, a0, s0, a1, s1, nn, sop, sl, sr, sd, local, acc, dram0, dra
         for j in range(n):
             Wf[r, j] = W[r, j]
     yf = np.empty(n, np.float64)
+    cmax = np.zeros(n, np.float64)
+    bmax = _weight_bounds(Wf, cmax)
     yi = np.empty(n, np.int64)
     newW = np.empty_like(W)
     inp = np.empty(n, np.int64)
@@ -136,24 +153,25 @@ def run_program(hdr, a0, s0, a1, s1, nn, sop, sl, sr, sd, local, acc, dram0, dra
                 la = a0[i] + (v << s0[i])
                 aa = a1[i] + (v << s1[i])
                 if use_float:
-                    for j in range(n):
-                        yf[j] = Wf[0, j]
-                    bad = 0.0
+                    # a bound on every partial sum: when it stays in range no step can saturate
+                    bound = bmax + n
                     if not zeroes:
                         for k in range(n):
-                            xk = float(local[la, k])
-                            if xk == 0.0:
-                                continue
-                            for j in range(n):
-                                r = np.rint((xk * Wf[k + 1, j] + yf[j] * scale) * inv)
-                                c = min(max(r, flo), fhi)
-                                bad += abs(c - r)
-                                yf[j] = c
-                    if bad > 0.0:
-                        _matmul_exact(local[la], zeroes, W, yi, n, bp, lo, hi, stats)
-                    else:
+                            bound += abs(float(local[la, k])) * cmax[k] * inv
+                    if bound < fhi:
+                        for j in range(n):
+                            yf[j] = Wf[0, j]
+                        if not zeroes:
+                            for k in range(n):
+                                xk = float(local[la, k])
+                                if xk == 0.0:
+                                    continue
+                                for j in range(n):
+                                    yf[j] = np.rint((xk * Wf[k + 1, j] + yf[j] * scale) * inv)
                         for j in range(n):
                             yi[j] = np.int64(yf[j])
+                    else:
+                        _matmul_exact(local[la], zeroes, W, yi, n, bp, lo, hi, stats)
                 else:
                     _matmul_exact(local[la], zeroes, W, yi, n, bp, lo, hi, stats)
                 if fl & 1:
@@ -180,6 +198,7 @@ def run_program(hdr, a0, s0, a1, s1, nn, sop, sl, sr, sd, local, acc, dram0, dra
                 for j in range(n):
                     W[r, j] = newW[r, j]
                     Wf[r, j] = newW[r, j]
+            bmax = _weight_bounds(Wf, cmax)
         elif op == 2:  # DataMove
             cnt = nn[i] + 1
             for v in range(cnt):
@@ -215,10 +234,27 @@ def run_program(hdr, a0, s0, a1, s1, nn, sop, sl, sr, sd, local, acc, dram0, dra
                 for j in range(n):
                     inp[j] = 0
             l_, r_, d_ = sl[i], sr[i], sd[i]
-            for j in range(n):
-                L = inp[j] if l_ == 0 else np.int64(regs[l_ - 1, j])
-                R = inp[j] if r_ == 0 else np.int64(regs[r_ - 1, j])
-                res[j] = _simd_lane(o, L, R, inp[j], bp, lo, hi, stats)
+            if o == 1:
+                for j in range(n):
+                    res[j] = 0
+            elif o == 2 and l_ == 0:
+                for j in range(n):
+                    res[j] = inp[j]
+            elif o == 15 and l_ == 0 and r_ != 0:
+                for j in range(n):
+                    b = np.int64(regs[r_ - 1, j])
+                    res[j] = inp[j] if inp[j] > b else b
+            elif o == 8 and l_ == 0 and r_ != 0:
+                for j in range(n):
+                    res[j] = _sat(inp[j] + regs[r_ - 1, j], lo, hi, stats, 2)
+            elif o == 10 and l_ == 0 and r_ != 0:
+                for j in range(n):
+                    res[j] = _mac(inp[j], regs[r_ - 1, j], 0, bp, lo, hi, stats, 2)
+            else:
+                for j in range(n):
+                    L = inp[j] if l_ == 0 else np.int64(regs[l_ - 1, j])
+                    R = inp[j] if r_ == 0 else np.int64(regs[r_ - 1, j])
+                    res[j] = _simd_lane(o, L, R, inp[j], bp, lo, hi, stats)
             if d_ != 0 and o != 0:
                 for j in range(n):
                     regs[d_ - 1, j] = res[j]
