@@ -52,8 +52,18 @@ class TensilArch:
     stride1_depth: int = 1
     number_of_threads: int = 1
     thread_queue_depth: int = 8
-    #: ``x_nnisa_*`` keys (e.g. ``x_nnisa_lut``), kept in file order
+    #: ``x_nnisa_*`` keys (e.g. ``x_nnisa_lut``) in file order; values as (hashable) JSON text
     extensions: tuple[tuple[str, Any], ...] = field(default=(), compare=True)
+
+    def __post_init__(self) -> None:
+        frozen = tuple((k, v if isinstance(v, str) else json.dumps(v, separators=(",", ":")))
+                       for k, v in self.extensions)
+        object.__setattr__(self, "extensions", frozen)
+
+    def extension(self, key: str) -> Any:
+        """The parsed value of an ``x_nnisa_*`` key, or ``None``."""
+        v = dict(self.extensions).get(key)
+        return None if v is None else json.loads(v)
     #: display name (preset or file stem); not part of the file
     name: str = field(default="", compare=False)
 
@@ -77,7 +87,7 @@ class TensilArch:
     @property
     def lut(self) -> tuple[int, int] | None:
         """``(tables, depth)`` of the LUT extension, or ``None`` when it is off."""
-        ext = dict(self.extensions).get("x_nnisa_lut")
+        ext = self.extension("x_nnisa_lut")
         return None if ext is None else (int(ext["tables"]), int(ext["depth"]))
 
     def depth(self, memory: str) -> int:
@@ -88,7 +98,7 @@ class TensilArch:
     # ------------------------------------------------------------------ dict / files
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {k: getattr(self, k) for k in KEYS}
-        d.update(dict(self.extensions))
+        d.update({k: json.loads(v) for k, v in self.extensions})
         return d
 
     @classmethod
