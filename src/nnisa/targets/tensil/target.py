@@ -51,6 +51,9 @@ class TensilTarget(Target):
           nullable=True),
         O("raw_outputs", bool, False, None, "output raw fixed-point integers instead of floats", _SIM),
         O("array_only", bool, False, None, "detailed model: array only (no DRAM/SIMD/mover)", _SIM),
+        O("topology", str, None, None, "scalesim model: SCALE-Sim topology CSV (default: the model's layers)",
+          _SIM, nullable=True),
+        O("dataflow", str, "ws", ("ws", "os", "is"), "scalesim model: dataflow", _SIM),
     )
 
     # ------------------------------------------------------------------ configuration
@@ -92,3 +95,14 @@ class TensilTarget(Target):
         """Emulator values and cycles (``nnisa.targets.tensil.sim.simulate.simulate``)."""
         from .sim.simulate import simulate
         return simulate(program, config=config, inputs=inputs, **options)
+
+    # ------------------------------------------------------------------ workloads
+    def workloads(self) -> dict[str, str]:
+        from .workloads import WORKLOADS
+        return dict(WORKLOADS)
+
+    def bench(self, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
+        from .workloads import WORKLOADS, run_workload
+        if workload not in WORKLOADS:
+            self._unknown_workload(workload)
+        return run_workload(workload)
