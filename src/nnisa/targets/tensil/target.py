@@ -54,6 +54,10 @@ class TensilTarget(Target):
         O("topology", str, None, None, "scalesim model: SCALE-Sim topology CSV (default: the model's layers)",
           _SIM, nullable=True),
         O("dataflow", str, "ws", ("ws", "os", "is"), "scalesim model: dataflow", _SIM),
+        O("strategy", str, "local-isolated", ("local-isolated", "local-vars", "local-consts",
+                                              "local-vars-and-consts"), "memory strategy (Tensil's names)"),
+        O("softmax", str, "host", ("host", "passthrough", "error"),
+          "Softmax at an output: on the host (default), passed through as logits (Tensil), or an error"),
     )
 
     # ------------------------------------------------------------------ configuration
@@ -95,6 +99,11 @@ class TensilTarget(Target):
         """Emulator values and cycles (``nnisa.targets.tensil.sim.simulate.simulate``)."""
         from .sim.simulate import simulate
         return simulate(program, config=config, inputs=inputs, **options)
+
+    def compile(self, model, *, config=None, out_dir=None, **options: Any):
+        """ONNX → ``.tmodel``/``.tprog``/``.tdata`` bundle (``nnisa.targets.tensil.compiler``)."""
+        from .compiler.output import compile_model
+        return compile_model(model, config=config, out_dir=out_dir, **options)
 
     # ------------------------------------------------------------------ workloads
     def workloads(self) -> dict[str, str]:

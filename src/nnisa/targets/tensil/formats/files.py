@@ -45,6 +45,19 @@ def read_model_program(path: str | Path) -> TensilProgram:
     return prog
 
 
+def _attach_manifest(prog: TensilProgram, folder: Path) -> None:
+    """Figures an nnisa compile recorded next to the model (true MACs, layer topology)."""
+    from ....core.bundle import is_bundle_dir, read_manifest
+    if not is_bundle_dir(folder):
+        return
+    man = read_manifest(folder)
+    extra = man.model_extra or {}
+    if extra.get("true_macs"):
+        prog.model.extensions["x_nnisa_true_macs"] = int(extra["true_macs"])
+    if extra.get("topology"):
+        prog.model.extensions["x_nnisa_topology"] = extra["topology"]
+
+
 def read_program(path: str | Path, arch: Any = None) -> TensilProgram:
     """Any supported program file; ``arch`` (preset, file, object) is needed except for models."""
     p = Path(path)
@@ -52,7 +65,9 @@ def read_program(path: str | Path, arch: Any = None) -> TensilProgram:
         m = find_model(p)
         if m is None:
             raise FormatError("folder holds no .tmodel", file=str(p))
-        p = m
+        prog = read_model_program(m)
+        _attach_manifest(prog, p)
+        return prog
     suffix = p.suffix.lower()
     if suffix == ".tmodel":
         return read_model_program(p)
