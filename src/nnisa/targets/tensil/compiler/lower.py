@@ -169,12 +169,10 @@ class Lowering:
             name = self.output_names.get(t.name, t.name)
             if name not in self.vars:
                 raise UnsupportedError(f"graph output {t.name} is not computed on the device")
-            v = self.vars[name].root
-            if self.vars[name].view_of is not None and len(self.vars[name].shape) == 2 and \
-                    len(v.shape) == 4 and (v.shape[2] * v.shape[3] > 1 and v.shape[1] % self.N):
-                raise UnsupportedError(f"graph output {t.name} is a flattened NCHW tensor whose channels do not "
-                                       f"fill whole vectors; its layout would differ from ONNX order")
-            v.is_output = True
+            if not self._same_layout(self.vars[name]):
+                raise UnsupportedError(f"graph output {t.name} is a flattened NCHW tensor: its vectors are in NHWC "
+                                       "order, not ONNX order", hint="end the model with a Gemm or return the 4-D tensor")
+            self.vars[name].root.is_output = True
         return self
 
     def _fusable_activation(self, n: Node, consumers: dict[str, int]) -> Node | None:
@@ -228,6 +226,9 @@ class Lowering:
             self._eltwise(n, fused)
         elif op in ACTIVATIONS:
             x = self._use(self.var(n.inputs[0]))
+            if not self._same_layout(x):
+                raise _err(n, "activation of a flattened NCHW tensor (apply it before the Flatten)")
+            x = x.root
             self.ops.append(SimdOp(n, "act", [x], self._out(n, None), self._act(n)))
         elif op in ("MaxPool", "AveragePool", "GlobalAveragePool"):
             self._pool(n)
@@ -304,7 +305,9 @@ class Lowering:
                 if v.shape != ref.shape:
                     raise _err(n, f"tensor operands of shapes {v.shape} and {ref.shape} (no broadcasting of "
                                   f"activations on Tensil)")
-                ins.append(v.root if v.view_of is not None and v.size == v.root.size else v)
+                if not self._same_layout(v):
+                    raise _err(n, f"operand {i} is a flattened NCHW tensor; element-wise ops need its own layout")
+                ins.append(v.root)
         self.ops.append(SimdOp(n, n.op.lower(), ins, self._out(n, fused), self._act(fused)))
 
     def _pool(self, n) -> None:
@@ -331,17 +334,31 @@ class Lowering:
         out = n.outputs[0]
         shape = tuple(self.g.shape(out))
         root = x.root
-        same = L.vector_count(shape, self.N) == root.size and (
-            len(shape) == len(root.shape) or (len(root.shape) == 4 and root.shape[2] * root.shape[3] == 1)
-            or (len(root.shape) == 4 and len(shape) == 2))
-        if len(shape) not in (2, 4) or not same:
+        if len(shape) not in (2, 4):
+            raise _err(n, f"reshape to rank {len(shape)} has no Tensil layout")
+        if root.is_input and x is root and all(c.op in ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity")
+                                               for c in self.g.consumers(x.name)):
+            # the host lays the input out: declare it in the reshaped layout directly
+            root.shape, root.size = shape, L.vector_count(shape, self.N)
+            self.vars[out] = Var(out, shape, root.size, view_of=root)
+            self._use(x)
+            return
+        flatten = len(root.shape) == 4 and len(shape) == 2
+        if not flatten and (L.vector_count(shape, self.N) != root.size or
+                            (len(shape) == 4 and len(root.shape) == 4 and shape != root.shape)):
             raise _err(n, f"reshape {x.shape} → {shape} changes Tensil's vector layout",
                        "only flattening NCHW tensors for a following Gemm is free on Tensil")
-        if len(root.shape) == 4 and len(shape) == 4 and shape != root.shape:
-            raise _err(n, f"reshape {root.shape} → {shape} changes Tensil's vector layout")
         self._use(x)
-        v = Var(out, shape, root.size, view_of=root)
-        self.vars[out] = v
+        self.vars[out] = Var(out, shape, root.size, view_of=root)
+
+    def _same_layout(self, v: Var) -> bool:
+        """A view whose vectors are exactly its own layout (so any op may read it)."""
+        r = v.root
+        if v.view_of is None or v.shape == r.shape:
+            return True
+        if len(r.shape) == 4 and len(v.shape) == 2:
+            return r.shape[2] * r.shape[3] == 1
+        return L.vector_count(v.shape, self.N) == r.size and len(v.shape) == len(r.shape)
 
     def _softmax(self, n) -> None:
         x = self.var(n.inputs[0])

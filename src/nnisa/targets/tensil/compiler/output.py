@@ -112,14 +112,14 @@ def compile_model(model: str | Path, *, config: Any = None, out_dir: str | Path 
     tmodel.extensions = {"x_nnisa_true_macs": macs, "x_nnisa_topology": topology}
     prog.model = tmodel
     summary["compile_s"] = time.perf_counter() - t0
-    shapes_in = {t.name: tuple(t.shape) for t in graph.inputs}
+    shapes_in = {t.name: tuple(low.vars[t.name].shape) for t in graph.inputs}  # the layout's shape
     shapes_out = {t.name: tuple(src.shape) for t, src in out_vars}
     post = {p["output"]: p for p in low.postprocess}
 
     def encode_inputs(sample: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         out = {}
         for k, shape in shapes_in.items():
-            x = np.asarray(sample[k], np.float32).reshape((1,) + shape[1:] if shape[0] == 1 else shape)
+            x = np.asarray(sample[k], np.float32).reshape(shape)
             out[k] = L.activation_to_vectors(x, N)
         return out
 
