@@ -218,30 +218,37 @@ class CodeGen:
                           else c.addr, ci, 1)
             for cb in range(COUTB):
                 first = True
-                for kh in range(g["KH"]):
-                    for kw in range(g["KW"]):
-                        for rb in range(CINB):
-                            with_bias = first and op.has_bias
-                            self._load_tile(cbase, cb, COUTB, s_cb, (kh * g["KW"] + kw) * CINB + rb, with_bias)
-                            items = []
-                            for rr in range(r0, r1):
-                                b, oh = divmod(rr, OH)
-                                ih = oh * g["SH"] - g["PT"] + kh * g["DH"]
-                                for ow in range(OW):
-                                    iw = ow * g["SW"] - g["PL"] + kw * g["DW"]
-                                    a = acc0 + ((rr - r0) * OW + ow) * COUTB + cb
-                                    if 0 <= ih < H and 0 <= iw < W:
-                                        items.append((xin + (((b * H + ih) - in_lo) * W + iw) * CINB + rb, a, False))
-                                    elif first:
-                                        items.append((0, a, True))  # writes the bias
-                            self._matmuls(items, accumulate=not first)
-                            first = False
+                for kh, kw, rb in self._tiles(op, cb):
+                    with_bias = first and op.has_bias
+                    self._load_tile(cbase, cb, COUTB, s_cb, (kh * g["KW"] + kw) * CINB + rb, with_bias)
+                    items = []
+                    for rr in range(r0, r1):
+                        b, oh = divmod(rr, OH)
+                        ih = oh * g["SH"] - g["PT"] + kh * g["DH"]
+                        for ow in range(OW):
+                            iw = ow * g["SW"] - g["PL"] + kw * g["DW"]
+                            a = acc0 + ((rr - r0) * OW + ow) * COUTB + cb
+                            if 0 <= ih < H and 0 <= iw < W:
+                                items.append((xin + (((b * H + ih) - in_lo) * W + iw) * CINB + rb, a, False))
+                            elif first:
+                                items.append((0, a, True))  # writes the bias
+                    self._matmuls(items, accumulate=not first)
+                    first = False
             src = acc0
             if op.act is not None:
                 dst = acc0 + n_out if fresh else acc0
                 self._activation(op.act, src, dst, n_out, list(range(nacts)))
                 src = dst
             self._save(y, src, n_out, r0 * row_out, base + const_sz + (0 if x.home == "local" else in_n * row_in))
+
+    def _tiles(self, op: ArrayOp, cb: int) -> list[tuple[int, int, int]]:
+        """Weight tiles (kh, kw, input block) of output block ``cb`` that are not all zero (grouped and
+        depthwise convolutions are block-diagonal); the first tile always runs (it writes the bias)."""
+        g, N = op.geom, self.N
+        CINB, COUTB = g["CINB"], g["COUTB"]
+        rows = op.const.vectors[COUTB:].reshape(-1, N, COUTB, N)[:, :, cb, :]  # (tiles, N rows, N lanes)
+        nz = np.flatnonzero(rows.reshape(len(rows), -1).any(axis=1)).tolist() or [0]
+        return [(t // CINB // g["KW"], t // CINB % g["KW"], t % CINB) for t in nz]
 
     def _in_span(self, g, r0: int, r1: int) -> tuple[int, int]:
         """Global input rows (batch × H) needed by output rows [r0, r1): (first, count)."""
@@ -394,6 +401,7 @@ class CodeGen:
         for i, c in enumerate(op.consts):
             self.move("acc_out", self._load_const(c, base + i) if not self.local_consts else c.addr, i, 1)
         lbase = base + (0 if self.local_consts else nrec)
+        self._r1 = None  # which reciprocal row R1 holds
         for b in range(B):
             self.stages += 1
             n_in = H * W * CB
@@ -428,11 +436,14 @@ class CodeGen:
                 self.simd("Max", "r", 1, 0, 1, r=r)
             self.simd("Max", "rw", 0, 0, 1, w=out, r=rows[-1])
             return
+        # average: acc[out] = Σ e·(1/k), each product rounded; summing first would saturate large windows
         recip = g["recip_index"][int(g["counts"][oh, ow])]
-        self.simd("Move", "r", 1, r=rows[0])
+        if self._r1 != recip:
+            self.simd("Move", "r", 1, r=recip)
+            self._r1 = recip
+        self.simd("Multiply", "rw", 0, 0, 1, w=out, r=rows[0])
         for r in rows[1:]:
-            self.simd("Add", "r", 1, 0, 1, r=r)
-        self.simd("Multiply", "rw", 0, 0, 1, w=out, r=recip)
+            self.simd("Multiply", "rwa", 0, 0, 1, w=out, r=r)
 
 
 def codegen_summary(gen: CodeGen) -> dict[str, Any]:
