@@ -30,6 +30,15 @@ def emit_json(obj: dict) -> None:
     click.echo(json.dumps(to_jsonable(obj), indent=None, sort_keys=False))
 
 
+def show(as_json: bool, obj: dict, printer: str, *args: Any) -> None:
+    """``obj`` as one JSON object, or through ``report.tables.<printer>(obj, *args)``."""
+    if as_json:
+        emit_json(obj)
+        return
+    from .report import tables
+    getattr(tables, printer)(obj, *args)
+
+
 def console():
     from rich.console import Console
     return Console()
@@ -103,10 +112,31 @@ def _cfg(config: str | None) -> dict[str, Any]:
     return {} if config is None else {"config": config}
 
 
+def _limit_memory(size: str | None) -> None:
+    """``--max-memory 4G``: cap the process's data memory so a runaway input fails cleanly."""
+    if not size:
+        return
+    import re
+    import resource
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)[bB]?\s*", size)
+    if not m:
+        raise click.BadParameter(f"expected a size like 512M or 4G, got {size!r}", param_hint="--max-memory")
+    limit = int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
+    if limit < 64 << 20:
+        raise click.BadParameter("must be at least 64M", param_hint="--max-memory")
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="nnisa")
-def cli() -> None:
+@click.option("--max-memory", envvar="NNISA_MAX_MEMORY", metavar="SIZE",
+              help="Fail cleanly if the command needs more than SIZE of memory (e.g. 4G; env NNISA_MAX_MEMORY).")
+def cli(max_memory: str | None) -> None:
     """nnisa: exact codecs, simulators and ONNX compilers for accelerator ISAs."""
+    _limit_memory(max_memory)
 
 
 @cli.command("targets")
@@ -232,11 +262,8 @@ def stats_cmd(target_name, program, config, options, as_json):
     opts = parse_options(t, "stats", options)
     with status(f"reading {program}", not as_json):
         st = t.stats(t.read(program, **_cfg(config), **opts), **_cfg(config))
-    if as_json:
-        emit_json({"target": target_name, "program": program, **st})
-    else:
-        from .report.tables import print_stats
-        print_stats(st, title=f"{target_name}: {Path(program).name}")
+    show(as_json, {"target": target_name, "program": program, **st} if as_json else st, "print_stats",
+         f"{target_name}: {Path(program).name}")
 
 
 @cli.command("compile", cls=TargetCommand)
@@ -256,11 +283,7 @@ def compile_cmd(target_name, model, config, out_dir, options, as_json):
         res = t.compile(model, config=config, out_dir=out_dir, **opts)
     summary = {"target": target_name, "model": model, "out_dir": out_dir, "files": res.files,
                "compile_s": time.perf_counter() - t0, "report": res.report}
-    if as_json:
-        emit_json(summary)
-    else:
-        from .report.tables import print_mapping
-        print_mapping(summary)
+    show(as_json, summary, "print_mapping")
 
 
 @cli.command("sim", cls=TargetCommand)
@@ -327,11 +350,7 @@ def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, optio
     with progress_bar(f"{Path(model).name} on {target_name}", not as_json) as update:
         report = run_model(target_name, model, inputs=data, samples=samples, config=config,
                            out_dir=out_dir, save_outputs=outputs, progress=update, **opts)
-    if as_json:
-        emit_json(report)
-    else:
-        from .report.tables import print_run
-        print_run(report)
+    show(as_json, report, "print_run")
 
 
 @cli.command("bench", cls=TargetCommand)
@@ -345,12 +364,8 @@ def bench_cmd(target_name, workload, config, options, as_json):
     t = get_target(target_name)
     if workload is None:
         names = t.workloads()
-        if as_json:
-            emit_json({"target": target_name, "workloads": names})
-        else:
-            from .report.tables import kv_table
-            console().print(kv_table(f"{target_name}: built-in workloads (nnisa bench -t {target_name} NAME)",
-                                     names or {"(none)": ""}))
+        show(as_json, {"target": target_name, "workloads": names} if as_json else (names or {"(none)": ""}),
+             "print_kv", f"{target_name}: built-in workloads (nnisa bench -t {target_name} NAME)")
         return
     opts = parse_options(t, "bench", options)
     if workload not in t.workloads():
@@ -360,11 +375,7 @@ def bench_cmd(target_name, workload, config, options, as_json):
         res = t.bench(workload, **_cfg(config), **opts)
     res = {"target": target_name, "workload": workload, **res}
     res.setdefault("wall_s", time.perf_counter() - t0)
-    if as_json:
-        emit_json(res)
-    else:
-        from .report.tables import kv_table
-        console().print(kv_table(f"{target_name}: {workload}", res))
+    show(as_json, res, "print_kv", f"{target_name}: {workload}")
 
 
 @cli.command("demo")
@@ -402,25 +413,64 @@ def _error(exc: NnisaError, as_json: bool) -> None:
     sys.exit(exc.exit_code)
 
 
+def _on_signal(signum, _frame):
+    """SIGTERM/SIGHUP unwind like Ctrl-C, so temporary folders and files are cleaned up."""
+    raise KeyboardInterrupt
+
+
+def _install_signal_handlers() -> None:
+    import signal
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            try:
+                signal.signal(sig, _on_signal)
+            except (ValueError, OSError):  # not the main thread (embedded use): leave it alone
+                pass
+
+
+def _fail(message: str, code: int, as_json: bool, error_type: str) -> None:
+    if as_json:
+        emit_json({"error": message, "error_type": error_type, "exit_code": code})
+    click.echo(f"nnisa: error: {message}", err=True)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the CLI and turn user errors into one-line messages."""
+    """Console entry point: run the CLI and turn user errors into one-line messages.
+
+    Python warnings are collected and printed as one ``nnisa: warning:`` line each after a
+    successful command (an error prints only its own line).
+    """
+    import warnings
     args = sys.argv[1:] if argv is None else list(argv)
     as_json = "--json" in args
-    try:
-        cli.main(args=args, prog_name="nnisa", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("nnisa: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except NnisaError as exc:
-        _error(exc, as_json)
-    except KeyboardInterrupt:
-        click.echo("nnisa: interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(0)
+    _install_signal_handlers()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            cli.main(args=args, prog_name="nnisa", standalone_mode=False)
+        except click.exceptions.Abort:
+            click.echo("nnisa: aborted", err=True)
+            sys.exit(130)
+        except click.ClickException as exc:
+            _fail(NnisaError(exc.format_message()).__str__(), exc.exit_code, as_json, "UsageError")
+        except NnisaError as exc:
+            _error(exc, as_json)
+        except MemoryError:
+            _fail("out of memory (the input needs more memory than this machine or --max-memory allows)", 2,
+                  as_json, "MemoryError")
+        except KeyboardInterrupt:
+            click.echo("nnisa: interrupted", err=True)
+            sys.exit(130)
+        except BrokenPipeError:
+            sys.exit(0)
+    seen = set()
+    for w in caught:
+        text = " ".join(str(w.message).split())
+        if text not in seen:
+            seen.add(text)
+            click.echo(f"nnisa: warning: {text[:500]}", err=True)
     sys.exit(0)
 
 
