@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ...core import jsonsafe
 from ...core.errors import ConfigError, UnsupportedError
 from ...core.fileio import decode_text, read_bytes
 
@@ -169,10 +170,7 @@ PRESETS: dict[str, tuple[TensilArch, str]] = {
 
 def parse_tarch(text: str, *, name: str = "", file: str | None = None) -> TensilArch:
     """Parse the JSON text of a ``.tarch`` file."""
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", file=file) from None
+    d = jsonsafe.loads(text, file, ConfigError)
     return TensilArch.from_dict(d, name=name, where=file or "architecture")
 
 
@@ -194,10 +192,7 @@ def load_arch(config: Any) -> TensilArch:
         raise ConfigError(f"unknown architecture {text!r}: not a preset ({', '.join(PRESETS)}) nor a file")
     raw = decode_text(read_bytes(path, ConfigError), str(path))
     if path.suffix.lower() == ".tmodel":
-        try:
-            d = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"invalid JSON: {exc.msg} at line {exc.lineno}", file=str(path)) from None
+        d = jsonsafe.loads(raw, str(path), ConfigError)
         if not isinstance(d, dict) or "arch" not in d:
             raise ConfigError("model has no 'arch' object", file=str(path))
         return TensilArch.from_dict(d["arch"], name=path.stem, where=f"{path}: arch")

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ....core import jsonsafe
 from ....core.errors import FormatError
 from ....core.fileio import decode_text, read_bytes, write_atomic
 from ..config import TensilArch
@@ -122,10 +123,7 @@ def _entries(lst: Any, where: str, consts: bool = False) -> list[Entry]:
 def parse_tmodel(text: str, *, path: str | Path | None = None) -> TensilModel:
     """Parse ``.tmodel`` JSON."""
     file = None if path is None else str(path)
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", file=file) from None
+    d = jsonsafe.loads(text, file)
     if not isinstance(d, dict):
         raise FormatError("a .tmodel must be a JSON object", file=file)
     unknown = [k for k in d if k not in MODEL_KEYS and not k.startswith("x_nnisa_")]
