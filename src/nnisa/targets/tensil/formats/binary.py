@@ -71,6 +71,15 @@ def row_offenders(row, isa: TensilISA) -> list[str]:
             else:
                 lo, hi = f.value_range
                 out.append(f"{f.name} = {v} outside {lo}..{hi} ({f.width}-bit field)")
+    used = {f.name for f in spec.format.fields}
+    arch = isa.layout.arch
+    for c in isa.columns[1:]:
+        if c not in used and r[c] != 0:
+            if c in ("s0", "s1"):
+                depth = arch.stride0_depth if c == "s0" else arch.stride1_depth
+                out.append(f"stride field {r[c]} ≥ stride{c[1]}_depth {depth}")
+            else:
+                out.append(f"{spec.mnemonic} has no field {c} (got {r[c]})")
     return out
 
 
@@ -180,6 +189,12 @@ def encode_program(prog: TensilProgram) -> bytes:
                     msg = "; ".join(row_offenders(tuple(sub_rows[j]), isa))
                     problems.append(f"instruction {int(idx[j])} ({spec.mnemonic}): {msg}")
             f.pack_bytes(v, sub)
+        used = {f.name for f in spec.format.fields}
+        for c in DTYPE.names[1:]:
+            if c not in used and sub_rows[c].any():
+                j = int(np.flatnonzero(sub_rows[c])[0])
+                problems.append(f"instruction {int(idx[j])} ({spec.mnemonic}): "
+                                + "; ".join(row_offenders(tuple(sub_rows[j]), isa)))
         out[idx] = sub
     if problems:
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
