@@ -182,3 +182,29 @@ def test_fast_path_equals_reference_on_random_programs(arch, data):
         assert np.array_equal(getattr(fast.machine, mem), getattr(ref.machine, mem)), mem
     assert {k: v["overflows"] + v["underflows"] for k, v in fast.saturation().items()} == \
         {k: v["overflows"] + v["underflows"] for k, v in ref.saturation().items()}
+
+
+def test_fast_matmul_per_lane_bound_path():
+    """Row bound fails (max |w| per row) but every lane stays in range: the Σ|terms| path."""
+    def setup(m):
+        m.local[:5] = 0
+        for k in range(4):
+            m.local[1 + k, k] = 256  # identity weights, bias 0
+        m.local[5] = [9000, 9000, 9000, 9000]
+        m.local[6] = [30000, -30000, 20000, 100]  # saturates nothing per lane either
+    text = "loadweights local[0], 5\nmatmul local[5], acc[0], 2"
+    fast, ref = _machine(text, path="fast", setup=setup), _machine(text, path="reference", setup=setup)
+    assert np.array_equal(fast.acc, ref.acc)
+    assert fast.acc[0].tolist() == [9000] * 4 and fast.acc[1].tolist() == [30000, -30000, 20000, 100]
+
+
+def test_float32_matmul_two_roundings():
+    a = PRESETS["tiny4x4"][0].with_(data_type="FLOAT32")
+    emu = Emulator(a, "fast")  # FLOAT32 runs on the reference interpreter
+    m = emu.machine
+    m.local[:6] = (np.arange(24).reshape(6, 4) * 0.1).astype(np.float32)
+    emu.run(assemble("loadweights local[0], 5\nmatmul local[5], acc[0], 1", a))
+    y = m.local[0].copy()
+    for k in range(4):
+        y = (np.float32(m.local[5, k]) * m.local[1 + k]).astype(np.float32) + y
+    assert np.array_equal(m.acc[0], y)

@@ -121,7 +121,7 @@ def _weight_bounds(Wf, cmax):
     return b
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={'contract'})
 def run_program(hdr, a0, s0, a1, s1, nn, sop, sl, sr, sd, local, acc, dram0, dram1, W, regs,
                 bits, bp, stats, use_float):
     """Execute the decoded program on the state arrays (all int32, modified in place)."""
@@ -132,10 +132,13 @@ def run_program(hdr, a0, s0, a1, s1, nn, sop, sl, sr, sd, local, acc, dram0, dra
     scale = float(np.int64(1) << bp)
     inv = 1.0 / scale
     Wf = np.empty((n + 1, n), np.float64)
+    Wi = np.empty((n + 1, n), np.float64)  # weights / 2^bp (exact)
     for r in range(n + 1):
         for j in range(n):
             Wf[r, j] = W[r, j]
+            Wi[r, j] = W[r, j] * inv
     yf = np.empty(n, np.float64)
+    tot = np.empty(n, np.float64)
     cmax = np.zeros(n, np.float64)
     bmax = _weight_bounds(Wf, cmax)
     yi = np.empty(n, np.int64)
@@ -153,21 +156,40 @@ def run_program(hdr, a0, s0, a1, s1, nn, sop, sl, sr, sd, local, acc, dram0, dra
                 la = a0[i] + (v << s0[i])
                 aa = a1[i] + (v << s1[i])
                 if use_float:
-                    # a bound on every partial sum: when it stays in range no step can saturate
+                    # cheap bound on every partial sum (max |weight| per row): in range → no step saturates
                     bound = bmax + n
                     if not zeroes:
                         for k in range(n):
                             bound += abs(float(local[la, k])) * cmax[k] * inv
-                    if bound < fhi:
+                    for j in range(n):
+                        yf[j] = Wf[0, j]
+                    if not zeroes and bound < fhi:
+                        for k in range(n):
+                            xk = float(local[la, k])
+                            if xk != 0.0:
+                                wrow = Wi[k + 1]
+                                for j in range(n):  # x·w/2^bp + y is exact in float64: one rounding, half even
+                                    yf[j] = np.rint(xk * wrow[j] + yf[j])
+                    elif not zeroes:  # per-lane bound Σ|terms| (vectorises, unlike a running max)
                         for j in range(n):
-                            yf[j] = Wf[0, j]
-                        if not zeroes:
-                            for k in range(n):
-                                xk = float(local[la, k])
-                                if xk == 0.0:
-                                    continue
+                            tot[j] = 0.0
+                        for k in range(n):
+                            xk = float(local[la, k])
+                            if xk != 0.0:
+                                wrow = Wi[k + 1]
                                 for j in range(n):
-                                    yf[j] = np.rint((xk * Wf[k + 1, j] + yf[j] * scale) * inv)
+                                    t = xk * wrow[j]
+                                    yf[j] = np.rint(t + yf[j])
+                                    tot[j] += abs(t)
+                    ok = zeroes or bound < fhi
+                    if not ok:
+                        worst = 0.0
+                        for j in range(n):
+                            v = abs(Wf[0, j]) + tot[j]
+                            if v > worst:
+                                worst = v
+                        ok = worst + n < fhi
+                    if ok:
                         for j in range(n):
                             yi[j] = np.int64(yf[j])
                     else:
@@ -198,6 +220,7 @@ def run_program(hdr, a0, s0, a1, s1, nn, sop, sl, sr, sd, local, acc, dram0, dra
                 for j in range(n):
                     W[r, j] = newW[r, j]
                     Wf[r, j] = newW[r, j]
+                    Wi[r, j] = newW[r, j] * inv
             bmax = _weight_bounds(Wf, cmax)
         elif op == 2:  # DataMove
             cnt = nn[i] + 1

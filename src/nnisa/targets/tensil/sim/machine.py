@@ -97,8 +97,8 @@ class Machine:
             count = n + 1
             la = a0 + (np.arange(count) << s0)
             aa = a1 + (np.arange(count) << s1)
-            x = np.zeros((count, self.n), np.int64) if flags & 2 else self.local[la].astype(np.int64)
-            y = np.broadcast_to(self.weights[0].astype(np.int64), (count, self.n))
+            x = np.zeros((count, self.n), self.dtype) if flags & 2 else self.local[la]
+            y = np.broadcast_to(self.weights[0], (count, self.n))
             for k in range(self.n):  # sequential, bias first (§7.3)
                 y = num.mac(x[:, k:k + 1], self.weights[k + 1][None, :], y, "MatMul")
             if flags & 1:
