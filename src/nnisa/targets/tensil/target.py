@@ -58,6 +58,8 @@ class TensilTarget(Target):
                                               "local-vars-and-consts"), "memory strategy (Tensil's names)"),
         O("softmax", str, "host", ("host", "passthrough", "error"),
           "Softmax at an output: on the host (default), passed through as logits (Tensil), or an error"),
+        O("reuse", bool, True, None, "read a job's output from local memory in the next job instead of DRAM0 "
+          "(false: Tensil's DRAM round trips, byte-identical XOR)"),
     )
 
     # ------------------------------------------------------------------ configuration

@@ -76,6 +76,17 @@ def rollup(items: list[tuple[int, int]], max0: int, max1: int) -> list[tuple[int
     return [tuple(r) for r in runs]
 
 
+def _runs(rows: list[int]) -> list[tuple[int, int]]:
+    """Maximal runs of consecutive integers: (first, count)."""
+    out: list[list[int]] = []
+    for r in rows:
+        if out and out[-1][0] + out[-1][1] == r:
+            out[-1][1] += 1
+        else:
+            out.append([r, 1])
+    return [tuple(o) for o in out]
+
+
 def _log2(d: int) -> int | None:
     return d.bit_length() - 1 if d > 0 and d & (d - 1) == 0 else None
 
@@ -83,7 +94,7 @@ def _log2(d: int) -> int | None:
 class CodeGen:
     """Emit the program of a :class:`Lowering` for ``arch`` under one memory strategy."""
 
-    def __init__(self, low: Lowering, arch: TensilArch, strategy: str = "local-isolated") -> None:
+    def __init__(self, low: Lowering, arch: TensilArch, strategy: str = "local-isolated", reuse: bool = True) -> None:
         if strategy not in STRATEGIES:
             raise UnsupportedError(f"unknown strategy {strategy!r} (choose {', '.join(STRATEGIES)})")
         self.low, self.arch, self.strategy = low, arch, strategy
@@ -93,6 +104,7 @@ class CodeGen:
         self.local_vars = strategy in ("local-vars", "local-vars-and-consts")
         self.max_local = self.max_acc = 0
         self.stages = 0
+        self.reuse = reuse  # next job reads the previous job's output from local staging
 
     # ------------------------------------------------------------------ emission primitives
     def _row(self, hdr, a0=0, s0=0, a1=0, s1=0, n=0, sop=0, sl=0, sr=0, sd=0):
@@ -143,25 +155,42 @@ class CodeGen:
                 by_last.setdefault(v.last, []).append(v)
         for i in range(len(low.ops)):
             for v in by_first.get(i, []):
-                if self.local_vars and not v.is_output:
+                if v.name in self.ephemeral:
+                    v.home, v.addr = "none", -1
+                elif self.local_vars and not v.is_output:
                     v.home, v.addr = "local", persist.alloc(v.size, v.name)
                 else:
                     v.home, v.addr = "dram0", dram0.alloc(v.size, v.name)
             for v in by_last.get(i, []):
-                (persist if v.home == "local" else dram0).release(v.addr, v.size)
+                if v.home != "none":
+                    (persist if v.home == "local" else dram0).release(v.addr, v.size)
         self.persist_high = persist.high
         self.dram0_high = dram0.high
         self.scratch0 = persist.high
 
     # ------------------------------------------------------------------ jobs
     def generate(self) -> list[tuple]:
+        """Emit; a second pass drops the DRAM0 copy of every var only ever read from the staging
+        area its producer left in local memory (the next job's input)."""
+        self.ephemeral: set[str] = set()
+        self._emit()
+        vs = {v.name: v for v in self.low.vars.values() if v.view_of is None}
+        eph = {k for k, flags in self.reads.items() if all(flags) and not vs[k].is_output and not vs[k].is_input}
+        if eph:
+            self.ephemeral = eph
+            self._emit()
+        return self.rows
+
+    def _emit(self) -> None:
+        self.rows, self.stages, self.max_local, self.max_acc = [], 0, 0, 0
+        self.cache: dict[str, int] = {}
+        self.reads: dict[str, list[bool]] = {}
         self.place()
         for op in self.low.ops:
             if isinstance(op, ArrayOp):
                 self.array_job(op)
             else:
                 self.simd_job(op)
-        return self.rows
 
     def _scratch_limit(self) -> int:
         return self.arch.local_depth - self.scratch0
@@ -175,19 +204,26 @@ class CodeGen:
 
     def array_job(self, op: ArrayOp) -> None:
         g, N, arch = op.geom, self.N, self.arch
-        x, y = op.x.root, op.y
+        x, y, res = op.x.root, op.y, op.residual
         H, W, OH, OW, CINB, COUTB, B = g["H"], g["W"], g["OH"], g["OW"], g["CINB"], g["COUTB"], g["BATCH"]
         row_in, row_out = W * CINB, OW * COUTB
-        const_sz = 0 if self.local_consts else op.const.size
-        free_local = self._scratch_limit() - const_sz
+        tiles = {cb: self._tiles(op, cb) for cb in range(COUTB)}
+        n_tiles = sum(len(t) for t in tiles.values())
+        selective = not self.local_consts and n_tiles < COUTB * g["KH"] * g["KW"] * CINB
+        const_sz = 0 if self.local_consts else (COUTB + n_tiles * N if selective else op.const.size)
+        xc, rc = self._cached(x), self._cached(res)
+        base = max([self.scratch0] + [a + v.size for a, v in ((xc, x), (rc, res)) if a is not None])
+        x_local = x.home == "local" or xc is not None
+        r_local = res is None or res.home == "local" or rc is not None
+        free_local = arch.local_depth - base - const_sz
         fresh = op.act is not None
         nacts = len(op.act.consts) if op.act is not None else 0
-        # largest chunk of output rows (over batch × OH) whose working set fits
         total_rows = B * OH
         rows_per = total_rows
-        while rows_per > 0:
-            span = max(self._in_span(g, r, min(r + rows_per, total_rows))[1] for r in range(0, total_rows, rows_per))
-            need_local = (span * row_in if x.home != "local" else 0) + (rows_per * row_out if y.home != "local" else 0)
+        while rows_per > 0:  # largest chunk of output rows (batch × OH) whose working set fits
+            span = max(len(self._in_rows(g, r, min(r + rows_per, total_rows))) for r in range(0, total_rows, rows_per))
+            need_local = (0 if x_local else span * row_in) + (rows_per * row_out if y.home != "local" else 0) \
+                + (0 if r_local else rows_per * row_out)
             need_acc = rows_per * row_out * (2 if fresh else 1) + nacts
             if need_local <= free_local and need_acc <= arch.accumulator_depth:
                 break
@@ -196,50 +232,97 @@ class CodeGen:
                 continue
             rows_per -= 1
         if rows_per == 0:
+            if xc is not None or rc is not None:  # retry without the cached inputs' footprint
+                self.cache = {}
+                return self.array_job(op)
             raise UnsupportedError(f"one output row needs more local/accumulator memory than available "
                                    f"(local free {free_local} vectors, accumulators {arch.accumulator_depth})",
                                    where=f"node {op.node.name} ({op.node.op})")
-        base = self.scratch0
-        cbase = self._load_const(op.const, base)
+        self._served(x, x_local and x.home != "local")
+        if res is not None:
+            self._served(res, rc is not None)
         s_cb = _log2(COUTB) if COUTB > 1 else 0
+        if selective:  # only the non-zero tiles of a block-diagonal layer: bias block, then N rows per tile
+            tile_at, cbase = self._load_tiles(op, tiles, base), base
+        else:
+            tile_at, cbase = None, self._load_const(op.const, base)
+        staging = None
         for r0 in range(0, total_rows, rows_per):
             r1 = min(total_rows, r0 + rows_per)
             self.stages += 1
-            in_lo, in_n = self._in_span(g, r0, r1)
-            xin = base + const_sz
-            if x.home == "local":
-                xin = x.addr + in_lo * row_in
-            else:
-                self.move("dram0_in", xin, x.addr + in_lo * row_in, in_n * row_in)
+            at = base + const_sz
+            if x_local:
+                xin, slot = (x.addr if x.home == "local" else xc), None
+            else:  # the needed input rows, packed (strided convolutions skip the rows they never read)
+                rows = self._in_rows(g, r0, r1)
+                slot = {r: i for i, r in enumerate(rows)}
+                xin = at
+                for first_row, count in _runs(rows):
+                    self.move("dram0_in", at + slot[first_row] * row_in, x.addr + first_row * row_in, count * row_in)
+                at += len(rows) * row_in
             n_out = (r1 - r0) * row_out
             acc0 = nacts
             for ci, c in enumerate(op.act.consts if op.act is not None else ()):
-                self.move("acc_out", self._load_const(c, base + const_sz + in_n * row_in) if not self.local_consts
-                          else c.addr, ci, 1)
+                self.move("acc_out", self._load_const(c, at) if not self.local_consts else c.addr, ci, 1)
             for cb in range(COUTB):
                 first = True
-                for kh, kw, rb in self._tiles(op, cb):
+                for kh, kw, rb in tiles[cb]:
                     with_bias = first and op.has_bias
-                    self._load_tile(cbase, cb, COUTB, s_cb, (kh * g["KW"] + kw) * CINB + rb, with_bias)
+                    t = (kh * g["KW"] + kw) * CINB + rb
+                    if tile_at is not None:
+                        self._load_rows(cbase + cb, tile_at[(cb, t)], 0, with_bias)
+                    else:
+                        self._load_tile(cbase, cb, COUTB, s_cb, t, with_bias)
                     items = []
                     for rr in range(r0, r1):
                         b, oh = divmod(rr, OH)
                         ih = oh * g["SH"] - g["PT"] + kh * g["DH"]
+                        row = b * H + ih
                         for ow in range(OW):
                             iw = ow * g["SW"] - g["PL"] + kw * g["DW"]
                             a = acc0 + ((rr - r0) * OW + ow) * COUTB + cb
                             if 0 <= ih < H and 0 <= iw < W:
-                                items.append((xin + (((b * H + ih) - in_lo) * W + iw) * CINB + rb, a, False))
+                                li = row if slot is None else slot[row]
+                                items.append((xin + (li * W + iw) * CINB + rb, a, False))
                             elif first:
                                 items.append((0, a, True))  # writes the bias
                     self._matmuls(items, accumulate=not first)
                     first = False
+            if res is not None:  # fused Add: acc ⊕= shortcut rows
+                if res.home == "local" or rc is not None:
+                    raddr = (res.addr if res.home == "local" else rc) + r0 * row_out
+                else:
+                    raddr = at
+                    at += n_out
+                    self.move("dram0_in", raddr, res.addr + r0 * row_out, n_out)
+                self.move("acc_add", raddr, acc0, n_out)
             src = acc0
             if op.act is not None:
                 dst = acc0 + n_out if fresh else acc0
                 self._activation(op.act, src, dst, n_out, list(range(nacts)))
                 src = dst
-            self._save(y, src, n_out, r0 * row_out, base + const_sz + (0 if x.home == "local" else in_n * row_in))
+            staging = at
+            self._save(y, src, n_out, r0 * row_out, staging)
+        self.cache = {y.name: staging} if self.reuse and rows_per == total_rows and y.home != "local" else {}
+
+    def _cached(self, v: Var | None) -> int | None:
+        """Local address of ``v`` when the previous job left all of it in its staging area."""
+        return None if v is None or v.home == "local" else self.cache.get(v.name)
+
+    def _served(self, v: Var, from_cache: bool) -> None:
+        self.reads.setdefault(v.name, []).append(from_cache)
+
+    def _in_rows(self, g, r0: int, r1: int) -> list[int]:
+        """Global input rows (batch × H) that output rows [r0, r1) read, ascending."""
+        OH, H = g["OH"], g["H"]
+        need = set()
+        for rr in range(r0, r1):
+            b, oh = divmod(rr, OH)
+            for kh in range(g["KH"]):
+                ih = oh * g["SH"] - g["PT"] + kh * g["DH"]
+                if 0 <= ih < H:
+                    need.add(b * H + ih)
+        return sorted(need)
 
     def _tiles(self, op: ArrayOp, cb: int) -> list[tuple[int, int, int]]:
         """Weight tiles (kh, kw, input block) of output block ``cb`` that are not all zero (grouped and
@@ -250,14 +333,33 @@ class CodeGen:
         nz = np.flatnonzero(rows.reshape(len(rows), -1).any(axis=1)).tolist() or [0]
         return [(t // CINB // g["KW"], t // CINB % g["KW"], t % CINB) for t in nz]
 
-    def _in_span(self, g, r0: int, r1: int) -> tuple[int, int]:
-        """Global input rows (batch × H) needed by output rows [r0, r1): (first, count)."""
-        OH, H = g["OH"], g["H"]
-        lo_b, lo_oh = divmod(r0, OH)
-        hi_b, hi_oh = divmod(r1 - 1, OH)
-        lo = lo_b * H + max(0, lo_oh * g["SH"] - g["PT"])
-        hi = hi_b * H + min(H - 1, hi_oh * g["SH"] - g["PT"] + (g["KH"] - 1) * g["DH"])
-        return lo, max(hi - lo + 1, 0)
+    def _load_tiles(self, op: ArrayOp, tiles: dict, base: int) -> dict:
+        """Load the bias block and the rows of every non-zero tile into local; (cb, tile) → address."""
+        N, COUTB = self.N, op.geom["COUTB"]
+        c = op.const
+        self.move("dram1_in", base, c.addr, COUTB)
+        at, out = base + COUTB, {}
+        s = _log2(COUTB) if COUTB > 1 else 0
+        for cb, ts in tiles.items():
+            for kh, kw, rb in ts:
+                t = (kh * op.geom["KW"] + kw) * op.geom["CINB"] + rb
+                src = c.addr + COUTB + t * N * COUTB + cb
+                if s is not None and s < self.arch.stride1_depth:
+                    self.move("dram1_in", at, src, N, 0, s)
+                else:
+                    for k in range(N):
+                        self.move("dram1_in", at + k, src + k * COUTB, 1)
+                out[(cb, t)] = at
+                at += N
+        return out
+
+    def _load_rows(self, bias: int, row0: int, s: int, with_bias: bool) -> None:
+        """LoadWeights of N rows at ``row0`` (stride 2^s), then the bias vector or a zero vector."""
+        self._row(LOADWEIGHTS << 4, row0, s, self.N - 1, 0)
+        if with_bias:
+            self._row(LOADWEIGHTS << 4, bias, 0, 0, 0)
+        else:
+            self._row(LOADWEIGHTS << 4 | 1, 0, 0, 0, 0)
 
     def _load_tile(self, cbase: int, cb: int, COUTB: int, s_cb: int | None, tile: int, with_bias: bool) -> None:
         N, sd = self.N, self.arch.stride0_depth
@@ -320,12 +422,21 @@ class CodeGen:
             self.move("acc_in", y.addr + offset, src, n)
         else:
             self.move("acc_in", staging, src, n)
-            self.move("dram0_out", staging, y.addr + offset, n)
+            if y.home != "none":  # "none": only ever read from the staging area by the next job
+                self.move("dram0_out", staging, y.addr + offset, n)
 
     # ------------------------------------------------------------------ SIMD jobs
     def simd_job(self, op: SimdOp) -> None:
+        for v in op.inputs:
+            if isinstance(v, Var):
+                self._served(v.root, False)
         if op.kind in ("max_pool", "avg_pool"):
-            return self.pool_job(op)
+            self.pool_job(op)
+        else:
+            self._simd_job(op)
+        self.cache = {}
+
+    def _simd_job(self, op: SimdOp) -> None:
         arch = self.arch
         y = op.y
         tensors = [v for v in op.inputs if isinstance(v, Var)]

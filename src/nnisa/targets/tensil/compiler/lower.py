@@ -84,6 +84,7 @@ class ArrayOp:
     act: Act | None = None
     has_bias: bool = True
     macs: int = 0
+    residual: Var | None = None  # a fused Add: y = act(conv(x) + residual)
 
 
 @dataclass
@@ -161,10 +162,16 @@ class Lowering:
         for idx, n in enumerate(g.nodes):
             if n.name in skip:
                 continue
-            fused = self._fusable_activation(n, consumers)
+            last, residual = n, None
+            add = self._fusable_add(n, consumers)
+            if add is not None:  # conv → Add(shortcut): accumulate the shortcut into the accumulators
+                skip.add(add.name)
+                residual = next(i for i in add.inputs if i != n.outputs[0])
+                last = add
+            fused = self._fusable_activation(last, consumers)
             if fused is not None:
                 skip.add(fused.name)
-            self._lower(n, fused)
+            self._lower(n, fused, residual, last)
         for t in g.outputs:
             name = self.output_names.get(t.name, t.name)
             if name not in self.vars:
@@ -174,6 +181,24 @@ class Lowering:
                                        "order, not ONNX order", hint="end the model with a Gemm or return the 4-D tensor")
             self.vars[name].root.is_output = True
         return self
+
+    def _fusable_add(self, n: Node, consumers: dict[str, int]) -> Node | None:
+        """The Add that alone consumes a Conv/Gemm output, when its other operand is already computed
+        with the same shape and layout."""
+        if n.op not in ("Conv", "Gemm"):
+            return None
+        out = n.outputs[0]
+        if consumers.get(out, 0) != 1 or self.g.is_output(out):
+            return None
+        nxt = self.g.consumers(out)[0]
+        if nxt.op != "Add" or len(nxt.inputs) != 2 or nxt.inputs[0] == nxt.inputs[1]:
+            return None
+        other = nxt.inputs[1] if nxt.inputs[0] == out else nxt.inputs[0]
+        v = self.vars.get(other)
+        if v is None or other in self.g.initializers or tuple(self.g.shape(other)) != tuple(self.g.shape(out)) \
+                or not self._same_layout(v):
+            return None
+        return nxt
 
     def _fusable_activation(self, n: Node, consumers: dict[str, int]) -> Node | None:
         if n.op not in ("Conv", "Gemm", "Add", "Sub", "Mul"):
@@ -209,7 +234,7 @@ class Lowering:
         v.root.last = max(v.root.last, len(self.ops))
         return v
 
-    def _lower(self, n: Node, fused: Node | None) -> None:
+    def _lower(self, n: Node, fused: Node | None, residual: str | None = None, last: Node | None = None) -> None:
         g, N = self.g, self.N
         op = n.op
         if op in ("Conv", "Gemm"):
@@ -218,10 +243,15 @@ class Lowering:
             b = g.initializers.get(n.inputs[2]) if len(n.inputs) > 2 else None
             if w is None:
                 raise _err(n, "weights must be constant", "Tensil keeps weights in the consts (.tdata)")
+            start = len(self.ops)
             if op == "Conv":
-                self._conv(n, fused, x, w, b)
+                self._conv(n, fused, x, w, b, last)
             else:
-                self._gemm(n, fused, x, w, b)
+                self._gemm(n, fused, x, w, b, last)
+            if residual is not None:
+                r = self.var(residual).root
+                r.last = max(r.last, start)
+                self.ops[start].residual = r
         elif op in ("Add", "Sub", "Mul"):
             self._eltwise(n, fused)
         elif op in ACTIVATIONS:
@@ -242,14 +272,14 @@ class Lowering:
                 hint = "smooth activations are not lowered by this compiler yet; export HardSigmoid/Clip forms"
             raise _err(n, f"unsupported operator {op} on Tensil", hint)
 
-    def _conv(self, n, fused, x, w, b) -> None:
+    def _conv(self, n, fused, x, w, b, last=None) -> None:
         a = n.attrs
         if len(x.shape) != 4:
             raise _err(n, "Conv needs an NCHW input")
         cout, cg, kh, kw = w.shape
         group = int(a.get("group", 1))
         cin = cg * group
-        y = self._out(n, fused)
+        y = self._out(last or n, fused)
         _, _, OH, OW = y.shape
         bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
         cb = L.blocks(cout, N := self.N)
@@ -263,7 +293,7 @@ class Lowering:
         self.ops.append(ArrayOp(n, x, y, c, geom, self._act(fused), bool(np.any(bias)),
                                 x.shape[0] * OH * OW * cout * cg * kh * kw))
 
-    def _gemm(self, n, fused, x, w, b) -> None:
+    def _gemm(self, n, fused, x, w, b, last=None) -> None:
         N = self.N
         w = np.asarray(w, np.float32)
         root = x.root
@@ -279,7 +309,7 @@ class Lowering:
             rows[:w.shape[0]] = w
             geomx = dict(H=1, W=1, CINB=L.blocks(w.shape[0], N))
             x = x.root if x.view_of is not None else x
-        y = self._out(n, fused)
+        y = self._out(last or n, fused)
         if len(y.shape) != 2:
             raise _err(n, "Gemm output must be 2-D")
         batch, cout = y.shape

@@ -50,7 +50,7 @@ def model_name(model_path: Path, arch: TensilArch) -> str:
 
 
 def compile_model(model: str | Path, *, config: Any = None, out_dir: str | Path | None = None,
-                  strategy: str = "local-isolated", softmax: str = "host", name: str | None = None,
+                  strategy: str = "local-isolated", softmax: str = "host", name: str | None = None, reuse: bool = True,
                   **options: Any) -> CompileResult:
     """Compile an ONNX model for a Tensil architecture (default zcu104)."""
     t0 = time.perf_counter()
@@ -60,7 +60,7 @@ def compile_model(model: str | Path, *, config: Any = None, out_dir: str | Path 
     path = Path(model)
     graph = load_model(model)
     low = Lowering(graph, N, softmax).run()
-    gen = CodeGen(low, arch, strategy)
+    gen = CodeGen(low, arch, strategy, reuse)
     rows = gen.generate()
     prog = TensilProgram(arch, np.array(rows, dtype=DTYPE) if rows else np.zeros(0, DTYPE))
     num = Numeric.of(arch)
