@@ -75,7 +75,9 @@ def compile_model(model: str | Path, *, config: Any = None, out_dir: str | Path 
         out_vars.append((t, src))
     outputs = [Entry(t.name, src.root.addr, src.root.size) for t, src in out_vars]
     tmodel = TensilModel(nm, f"{nm}.tprog", len(data), [Entry(f"{nm}.tdata", 0, len(raw_consts), f"{nm}.tdata")],
-                         inputs, outputs, arch, gen.local_consts)
+                         inputs, outputs, arch, gen.local_consts,
+                         {"x_nnisa_postprocess": [{k: p[k] for k in ("op", "output", "axis")} for p in low.postprocess]}
+                         if low.postprocess else {})
     macs = sum(o.macs for o in low.ops if isinstance(o, ArrayOp))
     topology = [_topology_row(o) for o in low.ops if isinstance(o, ArrayOp)]
     est = estimate(prog, macs)
@@ -109,7 +111,7 @@ def compile_model(model: str | Path, *, config: Any = None, out_dir: str | Path 
     for role, fname in (("tmodel", f"{nm}.tmodel"), ("program", f"{nm}.tprog"), ("tdata", f"{nm}.tdata")):
         files[role] = str(final / fname)
     tmodel.directory, tmodel.path = final, final / f"{nm}.tmodel"
-    tmodel.extensions = {"x_nnisa_true_macs": macs, "x_nnisa_topology": topology}
+    tmodel.extensions = dict(tmodel.extensions, x_nnisa_true_macs=macs, x_nnisa_topology=topology)
     prog.model = tmodel
     summary["compile_s"] = time.perf_counter() - t0
     shapes_in = {t.name: tuple(low.vars[t.name].shape) for t in graph.inputs}  # the layout's shape
