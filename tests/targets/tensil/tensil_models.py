@@ -95,3 +95,11 @@ def stride_model(seed: int = 1) -> onnx.ModelProto:
     w = b.rng.standard_normal((40, 7)).astype(np.float32) * 0.2
     y = b.node("Gemm", [h, b.init(w), b.init(np.zeros(7))])
     return b.model("x", (1, 5, 12, 12), y)
+
+
+def smooth_model(seed: int = 5) -> onnx.ModelProto:
+    """Conv → Sigmoid → Conv → Tanh (needs the LUT extension)."""
+    b = _B(seed)
+    h = b.node("Sigmoid", [b.conv("x", 3, 8, 3, 1, 1)])
+    h = b.node("Tanh", [b.conv(h, 8, 8, 1)])
+    return b.model("x", (1, 3, 6, 6), h)

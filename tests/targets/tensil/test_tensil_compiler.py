@@ -148,3 +148,22 @@ def test_resnet20v2_beats_tensil_baseline(tmp_path):
     x = np.random.default_rng(0).uniform(-1, 1, (2, 1, 3, 32, 32)).astype(np.float32)
     rep = run_model("tensil", p, inputs={"input": x[:, 0]}, out_dir=tmp_path / "run")
     assert rep["top1_agreement"] == 1.0
+
+
+def test_sigmoid_tanh_through_the_lut_extension(tmp_path):
+    from tensil_models import smooth_model
+    p = tmp_path / "smooth.onnx"
+    onnx.save(smooth_model(), p)
+    with pytest.raises(UnsupportedError, match="lut=true"):
+        compile_model(p, config="zcu104", out_dir=tmp_path / "no")
+    g = load_model(p)
+    x = np.random.default_rng(1).uniform(-2, 2, g.inputs[0].shape).astype(np.float32)
+    res = compile_model(p, config="zcu104", out_dir=tmp_path / "o", lut=True)
+    assert res.program.arch.lut == (2, 64) and res.program.arch.simd_registers_depth == 3
+    op = res.program.rows["hdr"] >> 4
+    assert (op == 5).sum() == 6  # LoadLUT: three tables per activation
+    run = emulate_model(res.program.model, res.program, res.encode_inputs({g.inputs[0].name: x}))
+    out = res.decode_outputs({k: v[0] for k, v in run.floats.items()})
+    ref = evaluate_float(g, {g.inputs[0].name: x})
+    for k, v in ref.items():
+        assert np.abs(out[k] - v[0]).max() < 0.05

@@ -20,7 +20,7 @@ import numpy as np
 
 from ....core.errors import UnsupportedError
 from ..config import TensilArch
-from ..isa import DATAMOVE, LOADWEIGHTS, MATMUL, SIMD, SIMD_OP_CODES
+from ..isa import DATAMOVE, LOADLUT, LOADWEIGHTS, MATMUL, SIMD, SIMD_OP_CODES
 from .lower import ArrayOp, Const, Lowering, SimdOp, Var
 
 STRATEGIES = ("local-isolated", "local-vars", "local-consts", "local-vars-and-consts")
@@ -437,6 +437,8 @@ class CodeGen:
         self.cache = {}
 
     def _simd_job(self, op: SimdOp) -> None:
+        if op.kind == "lut":
+            return self.lut_job(op)
         arch = self.arch
         y = op.y
         tensors = [v for v in op.inputs if isinstance(v, Var)]
@@ -496,6 +498,35 @@ class CodeGen:
                 return crow[id(v)] + ((v0 + i) % period[id(v)])
             self.simd("Move", "r", 1, r=row(0))
             self.simd(name, "rw", 0, 1, 0, w=a_out + i, r=row(1))
+
+    def lut_job(self, op: SimdOp) -> None:
+        """``y = v_i + s_i·(x − k_i)``: LoadLUT the key/value/slope tables, then per vector
+        ``Lookup(I) → R1, R2, R3``; ``R1 = Multiply(R1, R3)``; ``O = Add(R1, R2)``."""
+        x, y = op.inputs[0], op.y
+        base = self.scratch0
+        at = base
+        for t, c in enumerate(op.consts):
+            la = c.addr if self.local_consts else at
+            if not self.local_consts:
+                self.move("dram1_in", at, c.addr, c.size)
+                at += c.size
+            self._row(LOADLUT << 4, la, 0, t, 0)
+        free = self.arch.local_depth - at
+        chunk = min(y.size, max(1, free // 2), self.arch.accumulator_depth)
+        for v0 in range(0, y.size, chunk):
+            n = min(chunk, y.size - v0)
+            self.stages += 1
+            if x.home == "local":
+                src = x.addr + v0
+            else:
+                src = at
+                self.move("dram0_in", src, x.addr + v0, n)
+            self.move("acc_out", src, 0, n)
+            for i in range(n):
+                self.simd("Lookup", "r", 1, r=i)
+                self.simd("Multiply", "", 1, 1, 3)
+                self.simd("Add", "w", 0, 1, 2, w=i)
+            self._save(y, 0, n, v0, at + (0 if x.home == "local" else n))
 
     def pool_job(self, op: SimdOp) -> None:
         g = op.geom

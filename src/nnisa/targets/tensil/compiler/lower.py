@@ -21,6 +21,19 @@ from ....frontend.ir import Graph, Node
 from . import layout as L
 
 ACTIVATIONS = ("Relu", "LeakyRelu", "Clip")
+#: smooth activations lowered through lookup tables: function and key range
+LUT_FUNCTIONS = {"Sigmoid": (lambda v: 1.0 / (1.0 + np.exp(-v)), 8.0), "Tanh": (np.tanh, 4.0)}
+
+
+def lut_tables(op: str, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keys (uniform over ±range), values f(key) and slopes to the next key (0 past the last), for a
+    piecewise-linear ``f(x) ≈ v_i + s_i·(x − k_i)`` with ``k_i ≤ x < k_{i+1}``."""
+    f, r = LUT_FUNCTIONS[op]
+    keys = np.linspace(-r, r, depth)
+    values = f(keys)
+    slopes = np.zeros(depth)
+    slopes[:-1] = np.diff(values) / np.diff(keys)
+    return keys.astype(np.float32), values.astype(np.float32), slopes.astype(np.float32)
 SOFTMAX_POLICIES = ("host", "passthrough", "error")
 
 
@@ -107,10 +120,10 @@ def _err(node: Node, msg: str, hint: str | None = None) -> UnsupportedError:
 class Lowering:
     """Builds vars, consts (first-use order) and ops from a :class:`Graph`."""
 
-    def __init__(self, graph: Graph, N: int, softmax: str = "host") -> None:
+    def __init__(self, graph: Graph, N: int, softmax: str = "host", lut: tuple[int, int] | None = None) -> None:
         if softmax not in SOFTMAX_POLICIES:
             raise UnsupportedError(f"unknown softmax policy {softmax!r} (choose {', '.join(SOFTMAX_POLICIES)})")
-        self.g, self.N, self.softmax = graph, N, softmax
+        self.g, self.N, self.softmax, self.lut = graph, N, softmax, lut
         self.vars: dict[str, Var] = {}
         self.consts: list[Const] = []
         self.ops: list[Any] = []
@@ -266,11 +279,10 @@ class Lowering:
             self._view(n)
         elif op == "Softmax":
             self._softmax(n)
+        elif op in LUT_FUNCTIONS:
+            self._lut(n)
         else:
-            hint = None
-            if op in ("Sigmoid", "Tanh"):
-                hint = "smooth activations are not lowered by this compiler yet; export HardSigmoid/Clip forms"
-            raise _err(n, f"unsupported operator {op} on Tensil", hint)
+            raise _err(n, f"unsupported operator {op} on Tensil")
 
     def _conv(self, n, fused, x, w, b, last=None) -> None:
         a = n.attrs
@@ -389,6 +401,19 @@ class Lowering:
         if len(r.shape) == 4 and len(v.shape) == 2:
             return r.shape[2] * r.shape[3] == 1
         return L.vector_count(v.shape, self.N) == r.size and len(v.shape) == len(r.shape)
+
+    def _lut(self, n) -> None:
+        """Sigmoid/Tanh as a piecewise-linear table (LoadLUT/Lookup extension, spec §3.10/§7.6)."""
+        if self.lut is None:
+            raise _err(n, f"{n.op} needs lookup tables, which Tensil v1.0.15 lacks",
+                       "compile with -O lut=true (nnisa's LoadLUT/Lookup extension; not runnable on Tensil hardware)")
+        x = self._use(self.var(n.inputs[0]))
+        if not self._same_layout(x):
+            raise _err(n, "activation of a flattened NCHW tensor (apply it before the Flatten)")
+        keys, values, slopes = lut_tables(n.op, self.lut[1])
+        cs = [self.const(f"{n.name}.{t}", L.activation_to_vectors(v[None, :], self.N)[:L.blocks(len(v), self.N)])
+              for t, v in (("keys", keys), ("values", values), ("slopes", slopes))]
+        self.ops.append(SimdOp(n, "lut", [x.root], self._out(n, None), consts=cs))
 
     def _softmax(self, n) -> None:
         x = self.var(n.inputs[0])

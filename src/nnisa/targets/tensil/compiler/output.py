@@ -51,15 +51,19 @@ def model_name(model_path: Path, arch: TensilArch) -> str:
 
 def compile_model(model: str | Path, *, config: Any = None, out_dir: str | Path | None = None,
                   strategy: str = "local-isolated", softmax: str = "host", name: str | None = None, reuse: bool = True,
+                  lut: bool = False,
                   **options: Any) -> CompileResult:
     """Compile an ONNX model for a Tensil architecture (default zcu104)."""
     t0 = time.perf_counter()
     arch = load_arch(config if config is not None else "zcu104")
     arch.check_supported()
+    if lut and arch.lut is None:  # nnisa's LoadLUT/Lookup extension: 2 tables of 64 entries, 3 registers
+        arch = arch.with_(simd_registers_depth=max(3, arch.simd_registers_depth),
+                          extensions=arch.extensions + (("x_nnisa_lut", {"tables": 2, "depth": 64}),))
     N = arch.array_size
     path = Path(model)
     graph = load_model(model)
-    low = Lowering(graph, N, softmax).run()
+    low = Lowering(graph, N, softmax, arch.lut).run()
     gen = CodeGen(low, arch, strategy, reuse)
     rows = gen.generate()
     prog = TensilProgram(arch, np.array(rows, dtype=DTYPE) if rows else np.zeros(0, DTYPE))
