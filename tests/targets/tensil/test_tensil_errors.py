@@ -5,22 +5,44 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 from tensil_data import xor
 
+from nnisa.cli import main
+
 NNISA = [sys.executable, "-m", "nnisa.cli"]
+_CAP = {}
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(NNISA + list(args), capture_output=True, text=True, timeout=120)
+@pytest.fixture(autouse=True)
+def _capture(capsys):
+    _CAP["capsys"] = capsys
+    yield
 
 
-def _one_line_error(r: subprocess.CompletedProcess, pattern: str) -> None:
+def _cli(*args: str) -> SimpleNamespace:
+    """The CLI in-process (its stderr captured), as a subprocess result would be."""
+    cap = _CAP["capsys"]
+    cap.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out = cap.readouterr()
+    return SimpleNamespace(returncode=exc.value.code, stderr=out.err, stdout=out.out)
+
+
+def _one_line_error(r, pattern: str) -> None:
     assert r.returncode == 2, r.stderr
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith("nnisa: error:") and pattern in lines[0], r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_error_in_a_real_process():
+    r = subprocess.run(NNISA + ["disasm", "-t", "tensil", str(xor(".tprog"))], capture_output=True, text=True,
+                       timeout=120)
+    _one_line_error(r, "architecture is needed")
 
 
 def test_program_needs_an_architecture(tmp_path):
