@@ -203,3 +203,19 @@ def test_addresses_past_depth_decode_raw_and_fail_to_assemble():
         encode_program(prog)
     with pytest.raises(DecodeError, match="not a multiple"):
         decode_program(b"\x00" * 10, a)
+
+
+def test_fast_and_general_assembler_paths_agree():
+    """The disassembler's exact spelling (one-regex path) and free spellings (general parser)."""
+    from nnisa.core.errors import AsmError
+    from nnisa.targets.tensil.formats.text import assemble
+    a = PRESETS["stride2x2"][0]
+    canonical = ("matmul.acc local[3]@2^1, acc[0], 4\ndatamove local[7] +> acc[4]@2^1, 2\n"
+                 "simd.rwa R1 = Add(I, R1), w=acc[4], r=acc[0]\nloadweights.zeroes local[0], 1\n")
+    free = ("MATMUL.ACC  local[ 3 ] @ 2^1 ,acc[0],4   ; comment\n# full-line comment\n"
+            "DataMove local[0x7] +> ACC[4]@2^1, 2\nsimd.rwa R1=add(I,R1) , w = acc[4], r=acc[0]\n"
+            "loadweights.zeroes local[0], 0x1\n")
+    assert assemble(canonical, a) == assemble(free, a)
+    with pytest.raises(AsmError) as exc:
+        assemble("nop\nnop\nmatmul local[0], acc[200], 1\n", a)
+    assert exc.value.line == 3 and "acc address 200" in str(exc.value)

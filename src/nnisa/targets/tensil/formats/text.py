@@ -16,14 +16,14 @@ import re
 
 import numpy as np
 
-from ....core.asm import iter_lines
+from ....core.asm import iter_lines, strip_comment
 from ....core.errors import AsmError
 from ....core.operands import OperandError, parse_int
 from ..config import TensilArch
 from ..isa import (CONFIG_REGISTER_CODES, CONFIG_REGISTERS, CONFIGURE, DATAMOVE, DATAMOVE_KINDS, LOADLUT,
                    LOADWEIGHTS, MATMUL, NOP, RAW, SIMD, SIMD_OP_CODES, SIMD_OPS, TensilISA, build_isa)
 from ..program import DTYPE, TensilProgram
-from .binary import decode_word, row_offenders
+from .binary import decode_word, first_offender, row_offenders
 
 _NUM = r"(0[xX][0-9a-fA-F]+|\d+)"
 _MEM = re.compile(r"^\s*(local|acc|dram0|dram1)\s*\[\s*" + _NUM + r"\s*\]\s*(?:@\s*2\s*\^\s*(\d+))?\s*$", re.I)
@@ -178,40 +178,112 @@ def _parse_simd(tail: str, row: dict, regs: int, lut: bool) -> None:
         row["a0" if km.group(1).lower() == "w" else "a1"] = addr
 
 
+# Exact spellings the disassembler prints: parsed by one regex each, checked in bulk afterwards.
+_FAST = {
+    "simd": re.compile(r"simd(?:\.(r|w|a|rw|ra|wa|rwa))? (O|R\d+) = (\w+)\((I|R\d+), (I|R\d+)\)"
+                       r"(?:, w=acc\[(\d+)\])?(?:, r=acc\[(\d+)\])?$"),
+    "matmul": re.compile(r"matmul(\.acc)?(\.zeroes)? local\[(\d+)\](?:@2\^(\d+))?, acc\[(\d+)\](?:@2\^(\d+))?, "
+                         r"([1-9]\d*)$"),
+    "datamove": re.compile(r"datamove local\[(\d+)\](?:@2\^(\d+))? (<-|->|\+>) (dram0|dram1|acc)\[(\d+)\]"
+                           r"(?:@2\^(\d+))?, ([1-9]\d*)$"),
+    "loadweights": re.compile(r"loadweights(\.zeroes)? local\[(\d+)\](?:@2\^(\d+))?, ([1-9]\d*)$"),
+}
+_FLAGS = {None: 0, "r": 1, "w": 2, "a": 4, "rw": 3, "ra": 5, "wa": 6, "rwa": 7}
+
+
+def _reg(tok: str, regs: int) -> int | None:
+    if tok in ("I", "O"):
+        return 0
+    k = int(tok[1:])
+    return k if 1 <= k <= regs else None
+
+
+def _fast_row(body: str, regs: int, lut: bool) -> tuple | None:
+    """The IR row of a line in exactly the disassembler's spelling, or ``None``."""
+    key = body[:body.find(" ")].split(".")[0] if " " in body else ""
+    pat = _FAST.get(key)
+    m = pat.match(body) if pat is not None else None
+    if m is None:
+        return None
+    g = m.groups()
+    z = 0
+    if key == "simd":
+        op = SIMD_OP_CODES.get(g[2].lower())
+        d, l, r = _reg(g[1], regs), _reg(g[3], regs), _reg(g[4], regs)
+        if op is None or (op == 16 and not lut) or d is None or l is None or r is None:
+            return None
+        return (SIMD << 4 | _FLAGS[g[0]], int(g[5] or 0), z, int(g[6] or 0), z, z, op, l, r, d, z, z)
+    if key == "matmul":
+        flags = (1 if g[0] else 0) | (2 if g[1] else 0)
+        return (MATMUL << 4 | flags, int(g[2]), int(g[3] or 0), int(g[4]), int(g[5] or 0), int(g[6]) - 1,
+                z, z, z, z, z, z)
+    if key == "datamove":
+        kind = _KIND_BY_FORM.get((g[2], g[3]))
+        if kind is None:
+            return None
+        return (DATAMOVE << 4 | kind, int(g[0]), int(g[1] or 0), int(g[4]), int(g[5] or 0), int(g[6]) - 1,
+                z, z, z, z, z, z)
+    return (LOADWEIGHTS << 4 | (1 if g[0] else 0), int(g[1]), int(g[2] or 0), int(g[3]) - 1, z, z, z, z, z, z, z, z)
+
+
 def assemble(text: str, arch: TensilArch, *, file: str | None = None) -> TensilProgram:
-    """Assemble canonical text for ``arch``; errors name file:line:column."""
+    """Assemble canonical text for ``arch``; errors name file:line:column.
+
+    Lines in the disassembler's exact spelling take a one-regex fast path whose fields are checked
+    in bulk at the end; anything else goes through the general parser line by line."""
     isa = build_isa(arch)
     rows: list[tuple] = []
     raw: dict[int, int] = {}
     width = isa.word_bits
-    for line in iter_lines(text):
-        if line.label is not None:
-            raise AsmError("labels are not supported in Tensil programs", file=file, line=line.lineno, column=line.col)
-        head = line.head
-        try:
-            if head.lower() == ".word":
-                w = parse_int(line.tail)
-                if not 0 <= w < 1 << width:
-                    raise OperandError(f".word value does not fit {width} bits")
-                row, why = decode_word(w, isa)
-                if why is not None:
-                    raw[len(rows)] = w
-                rows.append(row)
-                continue
-            if head.lower() == ".arch":
-                _check_arch_directive(line.tail.strip(), arch)
-                continue
-            row = parse_line(head, line.tail, isa)
-        except (OperandError, ValueError) as exc:
-            raise AsmError(str(exc), file=file, line=line.lineno, column=line.col) from None
-        except AsmError as exc:
-            raise exc.with_context(file=file, line=line.lineno) from None
-        bad = row_offenders(row, isa)
-        if bad:
-            raise AsmError("; ".join(bad), file=file, line=line.lineno, column=line.tail_col)
-        rows.append(row)
+    regs, lut = arch.simd_registers_depth, bool(arch.lut)
+    fast_lines: dict[int, int] = {}  # row index → line number (rows checked in bulk)
+    for lineno, src in enumerate(text.splitlines(), start=1):
+        body = strip_comment(src).strip()
+        if not body:
+            continue
+        row = _fast_row(body, regs, lut)
+        if row is not None:
+            fast_lines[len(rows)] = lineno
+            rows.append(row)
+            continue
+        for line in iter_lines(src):
+            line.lineno = lineno
+            rows.extend(_general_line(line, isa, arch, raw, len(rows), width, file))
     arr = np.array(rows, dtype=DTYPE) if rows else np.zeros(0, dtype=DTYPE)
+    if fast_lines:
+        bad = first_offender(arr, isa)
+        if bad is not None:
+            i, msgs = bad
+            raise AsmError("; ".join(msgs), file=file, line=fast_lines.get(i))
     return TensilProgram(arch, arr, raw)
+
+
+def _general_line(line, isa, arch, raw, index, width, file) -> list[tuple]:
+    """One line through the general parser: the rows it adds (none for directives)."""
+    if line.label is not None:
+        raise AsmError("labels are not supported in Tensil programs", file=file, line=line.lineno, column=line.col)
+    head = line.head
+    try:
+        if head.lower() == ".word":
+            w = parse_int(line.tail)
+            if not 0 <= w < 1 << width:
+                raise OperandError(f".word value does not fit {width} bits")
+            row, why = decode_word(w, isa)
+            if why is not None:
+                raw[index] = w
+            return [row]
+        if head.lower() == ".arch":
+            _check_arch_directive(line.tail.strip(), arch)
+            return []
+        row = parse_line(head, line.tail, isa)
+    except (OperandError, ValueError) as exc:
+        raise AsmError(str(exc), file=file, line=line.lineno, column=line.col) from None
+    except AsmError as exc:
+        raise exc.with_context(file=file, line=line.lineno) from None
+    bad = row_offenders(row, isa)
+    if bad:
+        raise AsmError("; ".join(bad), file=file, line=line.lineno, column=line.tail_col)
+    return [row]
 
 
 def _check_arch_directive(value: str, arch: TensilArch) -> None:
