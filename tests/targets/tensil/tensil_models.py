@@ -103,3 +103,12 @@ def smooth_model(seed: int = 5) -> onnx.ModelProto:
     h = b.node("Sigmoid", [b.conv("x", 3, 8, 3, 1, 1)])
     h = b.node("Tanh", [b.conv(h, 8, 8, 1)])
     return b.model("x", (1, 3, 6, 6), h)
+
+
+def concat_model(seed: int = 7) -> onnx.ModelProto:
+    """Two conv branches (32 and 20 channels) concatenated on channels, then a conv."""
+    b = _B(seed)
+    a = b.node("Relu", [b.conv("x", 4, 32, 3, 1, 1)])
+    c = b.conv("x", 4, 20, 1)
+    h = b.node("Concat", [a, c], axis=1)
+    return b.model("x", (1, 4, 5, 5), b.conv(h, 52, 6, 1))

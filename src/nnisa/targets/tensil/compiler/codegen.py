@@ -439,6 +439,8 @@ class CodeGen:
     def _simd_job(self, op: SimdOp) -> None:
         if op.kind == "lut":
             return self.lut_job(op)
+        if op.kind == "concat":
+            return self.concat_job(op)
         arch = self.arch
         y = op.y
         tensors = [v for v in op.inputs if isinstance(v, Var)]
@@ -498,6 +500,41 @@ class CodeGen:
                 return crow[id(v)] + ((v0 + i) % period[id(v)])
             self.simd("Move", "r", 1, r=row(0))
             self.simd(name, "rw", 0, 1, 0, w=a_out + i, r=row(1))
+
+    def concat_job(self, op: SimdOp) -> None:
+        """Per chunk of pixels: each input → accumulators → its channel blocks of the output (strided
+        DataMove acc → local), then the assembled output is saved like any job's."""
+        y, N = op.y, self.N
+        pix = y.shape[0] * (y.shape[2] * y.shape[3] if len(y.shape) == 4 else 1)
+        cbo = y.size // pix
+        cbs = [v.size // pix for v in op.inputs]
+        free = self._scratch_limit()
+        chunk = max(1, min(pix, free // (cbo + max(cbs)), self.arch.accumulator_depth // max(cbs)))
+        base = self.scratch0
+        for p0 in range(0, pix, chunk):
+            n = min(chunk, pix - p0)
+            self.stages += 1
+            stage = base + n * max(cbs)
+            out = y.addr + p0 * cbo if y.home == "local" else stage
+            off = 0
+            for v, cb in zip(op.inputs, cbs):
+                if v.home == "local":
+                    src = v.addr + p0 * cb
+                else:
+                    src = base
+                    self.move("dram0_in", src, v.addr + p0 * cb, n * cb)
+                self.move("acc_out", src, 0, n * cb)
+                for j in range(cb):
+                    ks, kd = _log2(cb) if cb > 1 else 0, _log2(cbo) if cbo > 1 else 0
+                    if ks is not None and kd is not None and ks < self.arch.stride1_depth \
+                            and kd < self.arch.stride0_depth:
+                        self.move("acc_in", out + off + j, j, n, kd, ks)
+                    else:
+                        for q in range(n):
+                            self.move("acc_in", out + q * cbo + off + j, q * cb + j, 1)
+                off += cb
+            if y.home != "local" and y.home != "none":
+                self.move("dram0_out", stage, y.addr + p0 * cbo, n * cbo)
 
     def lut_job(self, op: SimdOp) -> None:
         """``y = v_i + s_i·(x − k_i)``: LoadLUT the key/value/slope tables, then per vector

@@ -281,6 +281,8 @@ class Lowering:
             self._softmax(n)
         elif op in LUT_FUNCTIONS:
             self._lut(n)
+        elif op == "Concat":
+            self._concat(n)
         else:
             raise _err(n, f"unsupported operator {op} on Tensil")
 
@@ -414,6 +416,23 @@ class Lowering:
         cs = [self.const(f"{n.name}.{t}", L.activation_to_vectors(v[None, :], self.N)[:L.blocks(len(v), self.N)])
               for t, v in (("keys", keys), ("values", values), ("slopes", slopes))]
         self.ops.append(SimdOp(n, "lut", [x.root], self._out(n, None), consts=cs))
+
+    def _concat(self, n) -> None:
+        """Channel (or feature) concatenation: vector blocks copied through the accumulators."""
+        ins = [self.var(i) for i in n.inputs]
+        rank = len(ins[0].shape)
+        if int(n.attrs["axis"]) != 1 or rank not in (2, 4):
+            raise _err(n, "only channel concatenation of NCHW tensors (or features of 2-D ones) is supported")
+        for v in ins:
+            if not self._same_layout(v):
+                raise _err(n, "operand is a flattened NCHW tensor")
+        for v in ins[:-1]:
+            if v.shape[1] % self.N:
+                raise _err(n, f"operand {v.name} has {v.shape[1]} channels, not a multiple of the array size "
+                              f"{self.N}: its lanes would have to move", "pad the channels to a multiple of N")
+        for v in ins:
+            self._use(v)
+        self.ops.append(SimdOp(n, "concat", [v.root for v in ins], self._out(n, None)))
 
     def _softmax(self, n) -> None:
         x = self.var(n.inputs[0])
