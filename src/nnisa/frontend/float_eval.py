@@ -88,6 +88,8 @@ def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
         return np.expand_dims(x, axis=a["axes"])
     if op == "Concat":
         return np.concatenate(args, axis=a["axis"])
+    if op == "Resize":  # nearest, integer factors (importer-checked)
+        return np.repeat(np.repeat(x, a["scales"][0], axis=2), a["scales"][1], axis=3)
     if op == "Pad":
         return pad_array(x, a["pads"], a["value"])
     if op == "Softmax":

@@ -418,6 +418,30 @@ def _concat(ctx: _Ctx, node, at):
     ctx.emit("Concat", node.name, ins, [node.output[0]], axis=_norm_axis(int(at["axis"]), rank))
 
 
+def _resize(ctx: _Ctx, node, at):
+    """Nearest-neighbour upsampling of NCHW tensors by integer factors (the common ``Upsample``)."""
+    xs = ctx.shape(node, node.input[0])
+    out = ctx.shape(node, node.output[0])
+    mode = at.get("mode", "nearest")
+    if isinstance(mode, bytes):
+        mode = mode.decode()
+    ctm = at.get("coordinate_transformation_mode", "half_pixel")
+    ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+    nm = at.get("nearest_mode", "round_prefer_floor")
+    nm = nm.decode() if isinstance(nm, bytes) else nm
+    if len(xs) != 4 or len(out) != 4 or mode != "nearest" or tuple(out[:2]) != tuple(xs[:2]):
+        raise ctx.err(node, "only nearest-neighbour Resize of the spatial axes of NCHW tensors is supported")
+    if any(o % i for o, i in zip(out[2:], xs[2:])):
+        raise ctx.err(node, f"Resize {xs} → {out}: only integer upsampling factors are supported")
+    scales = tuple(o // i for o, i in zip(out[2:], xs[2:]))
+    exact = ctm in ("half_pixel", "pytorch_half_pixel") and nm in ("round_prefer_floor", "round_prefer_ceil") \
+        or ctm == "asymmetric" and nm == "floor" or scales == (1, 1)
+    if not exact:
+        raise ctx.err(node, f"Resize coordinate_transformation_mode={ctm} with nearest_mode={nm} is not a plain "
+                            "repetition of pixels; only that is supported")
+    ctx.emit("Resize", node.name, [node.input[0]], [node.output[0]], mode="nearest", scales=scales)
+
+
 def _pad(ctx: _Ctx, node, at):
     mode = at.get("mode", "constant")
     if mode != "constant":
@@ -463,7 +487,7 @@ _HANDLERS: dict[str, Callable] = {
     "MaxPool": _pool, "AveragePool": _pool, "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
     "BatchNormalization": _batchnorm, "Flatten": _flatten, "Reshape": _reshape, "Transpose": _transpose,
     "Squeeze": _squeeze, "Unsqueeze": _squeeze, "Concat": _concat, "Pad": _pad, "Softmax": _softmax,
-    "LRN": _lrn, "Identity": _identity, "Dropout": _identity, "Cast": _identity,
+    "LRN": _lrn, "Resize": _resize, "Upsample": _resize, "Identity": _identity, "Dropout": _identity, "Cast": _identity,
 }
 
 

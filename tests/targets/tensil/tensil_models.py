@@ -112,3 +112,13 @@ def concat_model(seed: int = 7) -> onnx.ModelProto:
     c = b.conv("x", 4, 20, 1)
     h = b.node("Concat", [a, c], axis=1)
     return b.model("x", (1, 4, 5, 5), b.conv(h, 52, 6, 1))
+
+
+def resize_model(seed: int = 9) -> onnx.ModelProto:
+    """Conv → nearest Resize ×2 (scales input, opset 13) → conv."""
+    b = _B(seed)
+    h = b.node("Relu", [b.conv("x", 3, 8, 3, 1, 1)])
+    scales = b.init(np.array([1, 1, 2, 2], np.float32))
+    roi = b.init(np.zeros(0, np.float32))
+    h = b.node("Resize", [h, roi, scales], mode="nearest")
+    return b.model("x", (1, 3, 4, 5), b.conv(h, 8, 4, 3, 1, 1))

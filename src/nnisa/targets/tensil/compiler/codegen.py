@@ -441,6 +441,8 @@ class CodeGen:
             return self.lut_job(op)
         if op.kind == "concat":
             return self.concat_job(op)
+        if op.kind == "resize":
+            return self.resize_job(op)
         arch = self.arch
         y = op.y
         tensors = [v for v in op.inputs if isinstance(v, Var)]
@@ -535,6 +537,44 @@ class CodeGen:
                 off += cb
             if y.home != "local" and y.home != "none":
                 self.move("dram0_out", stage, y.addr + p0 * cbo, n * cbo)
+
+    def resize_job(self, op: SimdOp) -> None:
+        """Nearest upsampling by integer factors: input rows → accumulators → each output vector with
+        strided DataMoves (acc → local), one per output row, phase and channel block."""
+        x, y = op.inputs[0], op.y
+        B, C, H, W = x.shape
+        sh, sw = op.geom["scales"]
+        OW = W * sw
+        cb = x.size // (B * H * W)
+        row_in, row_out = W * cb, OW * cb
+        free = self._scratch_limit()
+        rows = max(1, min(B * H, free // (row_in + sh * row_out), self.arch.accumulator_depth // row_in))
+        base = self.scratch0
+        ks, kd = _log2(cb) if cb > 1 else 0, _log2(sw * cb)
+        strided = ks is not None and kd is not None and ks < self.arch.stride1_depth and kd < self.arch.stride0_depth
+        for r0 in range(0, B * H, rows):
+            n = min(rows, B * H - r0)
+            self.stages += 1
+            if x.home == "local":
+                src = x.addr + r0 * row_in
+            else:
+                src = base
+                self.move("dram0_in", src, x.addr + r0 * row_in, n * row_in)
+            self.move("acc_out", src, 0, n * row_in)
+            stage = base + n * row_in
+            out = y.addr + r0 * sh * row_out if y.home == "local" else stage
+            for r in range(n):
+                for a in range(sh):
+                    orow = out + (r * sh + a) * row_out
+                    for q in range(sw):
+                        for j in range(cb):
+                            if strided:
+                                self.move("acc_in", orow + q * cb + j, r * row_in + j, W, kd, ks)
+                            else:
+                                for iw in range(W):
+                                    self.move("acc_in", orow + (iw * sw + q) * cb + j, r * row_in + iw * cb + j, 1)
+            if y.home not in ("local", "none"):
+                self.move("dram0_out", stage, y.addr + r0 * sh * row_out, n * sh * row_out)
 
     def lut_job(self, op: SimdOp) -> None:
         """``y = v_i + s_i·(x − k_i)``: LoadLUT the key/value/slope tables, then per vector

@@ -283,6 +283,9 @@ class Lowering:
             self._lut(n)
         elif op == "Concat":
             self._concat(n)
+        elif op == "Resize":
+            x = self._use(self.var(n.inputs[0]))
+            self.ops.append(SimdOp(n, "resize", [x.root], self._out(n, None), geom={"scales": n.attrs["scales"]}))
         else:
             raise _err(n, f"unsupported operator {op} on Tensil")
 
