@@ -219,3 +219,34 @@ def test_fast_and_general_assembler_paths_agree():
     with pytest.raises(AsmError) as exc:
         assemble("nop\nnop\nmatmul local[0], acc[200], 1\n", a)
     assert exc.value.line == 3 and "acc address 200" in str(exc.value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_arch_strategy(), st.data())
+def test_tasm_extended_roundtrip_of_canonical_rows(name, data):
+    from nnisa.targets.tensil.formats.tasm import parse_tasm, write_tasm
+    a = PRESETS[name][0]
+    isa = build_isa(a)
+    spec = data.draw(st.sampled_from(isa.instrs))
+    vals = {f.name: data.draw(st.integers(*f.value_range)) for f in spec.format.fields}
+    vals["hdr"] = spec.opcode
+    row = tuple(vals.get(c, 0) for c in isa.columns)
+    word = encode_row(row, isa)
+    prog = decode_program(word.to_bytes(isa.layout.instruction_bytes, "little"), a)
+    assert parse_tasm(write_tasm(prog, extended=True), a) == prog
+
+
+def test_targets_and_isa_commands(capsys):
+    import json
+    from nnisa.cli import main
+    with pytest.raises(SystemExit):
+        main(["targets", "--json"])
+    rows = {r["target"]: r for r in json.loads(capsys.readouterr().out)["targets"]}
+    caps = set(rows["tensil"]["capabilities"])
+    assert caps >= {"isa", "asm", "disasm", "encode", "decode", "read", "write", "compile", "simulate", "stats",
+                    "bench"}
+    assert "zcu104" in rows["tensil"]["presets"]
+    with pytest.raises(SystemExit):
+        main(["isa", "-t", "tensil", "--arch", "ultra96v2"])
+    out = capsys.readouterr().out
+    assert "| instruction bytes | 9 |" in out and "`simd.rw`" in out
