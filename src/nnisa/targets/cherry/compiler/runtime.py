@@ -99,6 +99,8 @@ def host_transform(op: str, x: np.ndarray, p: dict[str, Any]) -> np.ndarray:
     if op == "relayout":
         return to_matrix(x.reshape(p["dst_view"]["shape"]) if p["dst_view"]["kind"] == "plain" else x,
                          p["dst_view"])
+    if op == "broadcast":
+        return to_matrix(np.ascontiguousarray(np.broadcast_to(x, p["dst_view"]["shape"])), p["dst_view"])
     if op == "permute":
         y = np.transpose(x, p["perm"])
         return to_matrix(y, p["dst_view"])
