@@ -60,7 +60,7 @@ def parse_formula(text: str) -> list[int]:
     def take():
         nonlocal pos
         pos += 1
-        return toks[pos - 1]
+        return toks[pos - 1] if pos <= len(toks) else ("", "")
 
     def const(v):
         return v[:8] == [0] * 8
