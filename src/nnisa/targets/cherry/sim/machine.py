@@ -151,10 +151,10 @@ class Machine:
         limit = self.cfg.cache_tiles if space == "cache" else self.cfg.dram_tiles
         lo, hi = base, base + step * (copies - 1)
         if min(lo, hi) < 0 or max(lo, hi) >= limit:
-            bad = lo if not 0 <= lo < limit else hi
-            t = 0 if bad == lo else copies - 1
-            raise self._error(f"APU {f} address {bad} outside the {space} (0..{limit - 1})", prog, pc, stack,
-                              bank=bank0 + t)
+            addrs = base + step * np.arange(copies)
+            t = int(np.flatnonzero((addrs < 0) | (addrs >= limit))[0])
+            raise self._error(f"APU {f} address {int(addrs[t])} outside the {space} (0..{limit - 1})", prog, pc,
+                              stack, bank=bank0 + t)
         if copies == 1:
             return np.array([base])
         return base + step * np.arange(copies)
