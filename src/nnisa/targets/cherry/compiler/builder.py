@@ -22,6 +22,8 @@ from .layout import tiles_of
 UNARY = ("relu", "exp", "log", "gtz")
 BINARY = ("add", "sub", "mul", "div", "pow")
 NEEDS_FIXUP = ("exp", "log", "div", "pow")
+#: k-tiles per matmul iteration (2u + 1 formulas <= 8 allows 3; fewer ACC loads/stores, §6.10)
+MATMUL_UNROLL = 3
 
 
 @dataclass
@@ -148,8 +150,13 @@ class Builder:
                             self._read(progs, w, bww, n0, ns, k0, ks, cw)
                         else:
                             self._read(progs, w, bww, k0, ks, n0, ns, cw)
-                        progs.append(K.matmul_compute(self.sz, cx, cw, cc, ms, ks, ns, ta, tb,
-                                                      indep_m=ns < min(ms, self.cfg.superscalar_width)))
+                        indep_m = ns < min(ms, self.cfg.superscalar_width)
+                        u = min(MATMUL_UNROLL, ks)
+                        main = ks - ks % u
+                        progs.append(K.matmul_compute(self.sz, cx, cw, cc, ms, ks, ns, ta, tb, indep_m, u, 0, main))
+                        if main < ks:
+                            progs.append(K.matmul_compute(self.sz, cx, cw, cc, ms, ks, ns, ta, tb, indep_m,
+                                                          ks - main, main, ks - main))
                     self._write(progs, c, b, m0, ms, n0, ns, cc)
         self.device(progs)
         return c

@@ -101,33 +101,43 @@ def zero_fill(sz: int, cache: int, tiles: int) -> Program:
 
 
 def matmul_compute(sz: int, cx: int, cw: int, cc: int, mb: int, kb: int, nb: int, ta: bool, tb: bool,
-                   indep_m: bool = False) -> Program:
+                   indep_m: bool = False, unroll: int = 1, k0: int = 0, kcount: int | None = None) -> Program:
     """C[m, n] += X[m, k] @ W[k, n] over an mb x kb x nb block of tiles held in the cache.
 
     Cache layouts (row-major tiles): X block mb x kb (ta: kb x mb, transposed in registers), W block
     kb x nb (tb: nb x kb), C block mb x nb.  The innermost loop is independent (over n, or over m
-    with ``indep_m``); the other two are in-order.
+    with ``indep_m``); the other two are in-order.  The program covers k-tiles
+    ``k0 .. k0 + kcount`` of the block, ``unroll`` of them per iteration with one ACC load/store
+    (``kcount`` a multiple of ``unroll``): 2u + 2 load/store slots per u matmuls instead of 4u.
     """
+    u = unroll
+    kcount = kb if kcount is None else kcount
     k = Kernel(sz)
     if indep_m:
         vn = k.open(nb, False)
-        vk = k.open(kb, False)
+        vk = k.open(kcount // u, False)
         vm = k.open(mb, True)
     else:
         vm = k.open(mb, False)
-        vk = k.open(kb, False)
+        vk = k.open(kcount // u, False)
         vn = k.open(nb, True)
-    fx = k.apu(_expr(cx, [(mb, vk), (1, vm)] if ta else [(kb, vm), (1, vk)]))
-    fw = k.apu(_expr(cw, [(kb, vn), (1, vk)] if tb else [(nb, vk), (1, vn)]))
     fc = k.apu(_expr(cc, [(nb, vm), (1, vn)]))
-    k.emit(f"load {fx}, INPUT")
-    if ta:
-        k.emit("copy INPUT, INPUT, T")
-    k.emit(f"load {fw}, WEIGHTS")
-    if tb:
-        k.emit("copy WEIGHTS, WEIGHTS, T")
+    xs, ws = [], []
+    for j in range(u):
+        kk = k0 + j
+        xs.append(k.apu(_expr(cx + mb * kk, [(mb * u, vk), (1, vm)]) if ta else
+                        _expr(cx + kk, [(kb, vm), (u, vk)])))
+        ws.append(k.apu(_expr(cw + kk, [(kb, vn), (u, vk)]) if tb else
+                        _expr(cw + nb * kk, [(nb * u, vk), (1, vn)])))
     k.emit(f"load {fc}, ACC")
-    k.emit("matmul")
+    for j in range(u):
+        k.emit(f"load {xs[j]}, INPUT")
+        if ta:
+            k.emit("copy INPUT, INPUT, T")
+        k.emit(f"load {ws[j]}, WEIGHTS")
+        if tb:
+            k.emit("copy WEIGHTS, WEIGHTS, T")
+        k.emit("matmul")
     k.emit(f"store {fc}, ACC")
     for _ in range(3):
         k.close()
