@@ -30,6 +30,15 @@ def emit_json(obj: dict) -> None:
     click.echo(json.dumps(to_jsonable(obj), indent=None, sort_keys=False))
 
 
+def show(as_json: bool, obj: dict, printer: str, *args: Any) -> None:
+    """``obj`` as one JSON object, or through ``report.tables.<printer>(obj, *args)``."""
+    if as_json:
+        emit_json(obj)
+        return
+    from .report import tables
+    getattr(tables, printer)(obj, *args)
+
+
 def console():
     from rich.console import Console
     return Console()
@@ -232,11 +241,8 @@ def stats_cmd(target_name, program, config, options, as_json):
     opts = parse_options(t, "stats", options)
     with status(f"reading {program}", not as_json):
         st = t.stats(t.read(program, **_cfg(config), **opts), **_cfg(config))
-    if as_json:
-        emit_json({"target": target_name, "program": program, **st})
-    else:
-        from .report.tables import print_stats
-        print_stats(st, title=f"{target_name}: {Path(program).name}")
+    show(as_json, {"target": target_name, "program": program, **st} if as_json else st, "print_stats",
+         f"{target_name}: {Path(program).name}")
 
 
 @cli.command("compile", cls=TargetCommand)
@@ -256,11 +262,7 @@ def compile_cmd(target_name, model, config, out_dir, options, as_json):
         res = t.compile(model, config=config, out_dir=out_dir, **opts)
     summary = {"target": target_name, "model": model, "out_dir": out_dir, "files": res.files,
                "compile_s": time.perf_counter() - t0, "report": res.report}
-    if as_json:
-        emit_json(summary)
-    else:
-        from .report.tables import print_mapping
-        print_mapping(summary)
+    show(as_json, summary, "print_mapping")
 
 
 @cli.command("sim", cls=TargetCommand)
@@ -327,11 +329,7 @@ def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, optio
     with progress_bar(f"{Path(model).name} on {target_name}", not as_json) as update:
         report = run_model(target_name, model, inputs=data, samples=samples, config=config,
                            out_dir=out_dir, save_outputs=outputs, progress=update, **opts)
-    if as_json:
-        emit_json(report)
-    else:
-        from .report.tables import print_run
-        print_run(report)
+    show(as_json, report, "print_run")
 
 
 @cli.command("bench", cls=TargetCommand)
@@ -345,12 +343,8 @@ def bench_cmd(target_name, workload, config, options, as_json):
     t = get_target(target_name)
     if workload is None:
         names = t.workloads()
-        if as_json:
-            emit_json({"target": target_name, "workloads": names})
-        else:
-            from .report.tables import kv_table
-            console().print(kv_table(f"{target_name}: built-in workloads (nnisa bench -t {target_name} NAME)",
-                                     names or {"(none)": ""}))
+        show(as_json, {"target": target_name, "workloads": names} if as_json else (names or {"(none)": ""}),
+             "print_kv", f"{target_name}: built-in workloads (nnisa bench -t {target_name} NAME)")
         return
     opts = parse_options(t, "bench", options)
     if workload not in t.workloads():
@@ -360,11 +354,7 @@ def bench_cmd(target_name, workload, config, options, as_json):
         res = t.bench(workload, **_cfg(config), **opts)
     res = {"target": target_name, "workload": workload, **res}
     res.setdefault("wall_s", time.perf_counter() - t0)
-    if as_json:
-        emit_json(res)
-    else:
-        from .report.tables import kv_table
-        console().print(kv_table(f"{target_name}: {workload}", res))
+    show(as_json, res, "print_kv", f"{target_name}: {workload}")
 
 
 @cli.command("demo")
