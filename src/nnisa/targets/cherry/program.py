@@ -147,7 +147,6 @@ class Program:
 
     def describe(self, pc: int) -> str:
         """``pc N (mnemonic operands)`` for error messages."""
-        from .formats.text import format_instruction  # text formatting lives in formats
         if 0 <= pc < len(self.rows):
             return f"pc {pc + self.org} ({format_instruction(self, self.rows[pc])})"
         return f"pc {pc + self.org}"
@@ -191,6 +190,24 @@ def loop_structure(rows: np.ndarray) -> dict[int, tuple[int, int]]:
         a, pc, _ = stack[-1]
         raise ValueError(f"loop {a} started at pc {pc} is never ended")
     return pairs
+
+
+def format_instruction(prog: Program, row) -> str:
+    """One row as canonical text (trailing optional operands at their defaults are omitted)."""
+    isa = prog.isa
+    vals = tuple(int(v) for v in row)
+    spec = isa.by_opcode[vals[0]]
+    idx = isa._col_index
+    toks: list[tuple[str, bool]] = []
+    for o in spec.operands:
+        v = tuple(vals[idx[c]] for c in o.columns)
+        toks.append((o.kind.format(v), o.optional and v == o.kind.default()))
+    while toks and toks[-1][1]:
+        toks.pop()
+    parts = [t for t, _ in toks]
+    if spec.mnemonic in ("load", "store") and vals[idx["slot"]]:
+        parts.append(f"slot={vals[idx['slot']]}")
+    return spec.mnemonic + (" " + ", ".join(parts) if parts else "")
 
 
 def reg_name(code: int) -> str:

@@ -25,7 +25,7 @@ from ....core.errors import AsmError, EncodeError
 from ....core.operands import OperandError, parse_int
 from ..isa import ALIASES, LOOP_VARS, MAX_FORMULAS, MAX_LOOPS, OP, cherry_isa
 from ..program import (MAX_ITERATIONS, MAX_JUMP, MAX_PROGRAM, VALUE_MAX, VALUE_MIN, Header, Program,
-                       loop_structure)
+                       format_instruction, loop_structure)
 from .binary import ENCODINGS, encode_alt
 
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(.))")
@@ -320,24 +320,6 @@ def _instruction(isa, line: Line, file) -> tuple:
 
 
 # ------------------------------------------------------------------ disassembler
-def format_instruction(prog: Program, row) -> str:
-    """One row as canonical text (trailing optional operands at their defaults are omitted)."""
-    isa = prog.isa
-    vals = tuple(int(v) for v in row)
-    spec = isa.by_opcode[vals[0]]
-    idx = isa._col_index
-    toks: list[tuple[str, bool]] = []
-    for o in spec.operands:
-        v = tuple(vals[idx[c]] for c in o.columns)
-        toks.append((o.kind.format(v), o.optional and v == o.kind.default()))
-    while toks and toks[-1][1]:
-        toks.pop()
-    parts = [t for t, _ in toks]
-    if spec.mnemonic in ("load", "store") and vals[idx["slot"]]:
-        parts.append(f"slot={vals[idx['slot']]}")
-    return spec.mnemonic + (" " + ", ".join(parts) if parts else "")
-
-
 def disassemble(prog: Program) -> str:
     """Canonical text of ``prog`` (lossless: assembling it gives ``prog`` back)."""
     out = [f".sz {prog.sz}"]
