@@ -239,3 +239,15 @@ def test_bundled_models(model, fmt, bound):
     assert rep["top1_agreement"] == 1.0
     assert rep["max_rel_error"] < bound
     assert rep["cycles"] > 0 and rep["timing_model"].startswith("cherrycore")
+
+
+def test_padded_ceil_maxpool_and_leaky_clip(tmp_path):
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                              ceil_mode=1),
+             helper.make_node("LeakyRelu", ["p"], ["l"], alpha=0.1),
+             helper.make_node("Clip", ["l", "lo", "hi"], ["y"])]
+    path = _model(nodes, [_vi("x", [1, 3, 7, 7])], [_vi("y", [1, 3, 4, 4])],
+                  {"lo": np.float32(0.0), "hi": np.float32(0.8)}, tmp_path / "m.onnx")
+    x = rng.standard_normal((2, 3, 7, 7)).astype(np.float32) - 0.5
+    rep = run_model("cherry", path, inputs={"x": x}, element_format="fp32")
+    assert rep["max_abs_error"] < 1e-6

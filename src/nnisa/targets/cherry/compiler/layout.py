@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend.kernels import _pad2d, _windows, conv_out_size, im2col, pool_out_size
+from ....frontend.kernels import _pad2d, _pool_geometry, _windows, conv_out_size, im2col
 
 
 def tiles_of(rows: int, cols: int, sz: int) -> tuple[int, int]:
@@ -90,18 +90,13 @@ def pool_windows(x: np.ndarray, p: dict) -> np.ndarray:
     an infinity (every window holds at least one real element).
     """
     n, c, h, w = x.shape
-    kh, kw = p["kernel"]
-    sh, sw = p["strides"]
-    pt, pl, pb, pr = p["pads"]
-    dh, dw = p.get("dilations", (1, 1))
-    ceil = bool(p.get("ceil_mode", False))
-    oh = pool_out_size(h, kh, sh, pt, pb, dh, ceil)
-    ow = pool_out_size(w, kw, sw, pl, pr, dw, ceil)
-    need_h = max(pb, (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt), 0)
-    need_w = max(pr, (ow - 1) * sw + (kw - 1) * dw + 1 - (w + pl), 0)
-    xp = _pad2d(x.astype(np.float32), (pt, pl, need_h, need_w), -np.finfo(np.float32).max)
-    win = _windows(xp, (kh, kw), (sh, sw), (dh, dw), oh, ow)  # N,C,OH,OW,kh,kw
-    return np.ascontiguousarray(win.transpose(4, 5, 0, 2, 3, 1).reshape(kh * kw, n * oh * ow, c))
+    attrs = {"kernel": tuple(p["kernel"]), "strides": tuple(p["strides"]), "pads": tuple(p["pads"]),
+             "dilations": tuple(p.get("dilations", (1, 1))), "ceil_mode": bool(p.get("ceil_mode", False))}
+    oh, ow, pads = _pool_geometry(attrs, h, w)
+    xp = _pad2d(x.astype(np.float32), pads, -np.finfo(np.float32).max)
+    win = _windows(xp, attrs["kernel"], attrs["strides"], attrs["dilations"], oh, ow)  # N,C,OH,OW,kh,kw
+    kk = attrs["kernel"][0] * attrs["kernel"][1]
+    return np.ascontiguousarray(win.transpose(4, 5, 0, 2, 3, 1).reshape(kk, n * oh * ow, c))
 
 
 def conv_out_hw(h: int, w: int, p: dict) -> tuple[int, int]:
