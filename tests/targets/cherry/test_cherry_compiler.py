@@ -225,10 +225,27 @@ def test_matmul_model_with_activation_operands(tmp_path):
 
 
 def test_unsupported_operator_is_one_line(tmp_path):
-    path = _model([helper.make_node("Softmax", ["x"], ["y"])], [_vi("x", [1, 4])], [_vi("y", [1, 4])], {},
+    path = _model([helper.make_node("Tanh", ["x"], ["y"])], [_vi("x", [1, 4])], [_vi("y", [1, 4])], {},
                   tmp_path / "m.onnx")
-    with pytest.raises(UnsupportedError, match=r"node .* \(Softmax\): operator Softmax is not supported"):
+    with pytest.raises(UnsupportedError, match=r"node .* \(Tanh\): operator Tanh is not supported"):
         get_target("cherry").compile(path)
+
+
+@pytest.mark.parametrize("sz", [4, 16])
+def test_softmax_and_device_broadcasts(tmp_path, sz):
+    """Row/column broadcasts of activations on the device (ONES tiles, §6.4) and Softmax."""
+    nodes = [helper.make_node("Softmax", ["x"], ["s"], axis=-1),
+             helper.make_node("MatMul", ["x", "w"], ["col"]),        # (1, 5, 1): broadcast along columns
+             helper.make_node("Sub", ["s", "col"], ["d"]),
+             helper.make_node("MatMul", ["v", "x"], ["row"]),        # (1, 1, 9): broadcast along rows
+             helper.make_node("Mul", ["row", "d"], ["y"])]
+    inits = {"w": rng.standard_normal((9, 1)).astype(np.float32), "v": rng.standard_normal((1, 5)).astype(np.float32)}
+    path = _model(nodes, [_vi("x", [1, 5, 9])], [_vi("y", [1, 5, 9])], inits, tmp_path / "m.onnx")
+    x = rng.standard_normal((2, 1, 5, 9)).astype(np.float32)
+    res = get_target("cherry").compile(path, config=f"sz={sz},element_format=fp32")
+    assert res.report["host_steps"] == 0
+    rep = run_model("cherry", path, inputs={"x": x[:, 0]}, config=f"sz={sz},element_format=fp32")
+    assert rep["max_rel_error"] < 1e-5
 
 
 @pytest.mark.parametrize("model", ["digits_mlp", "digits_cnn"])

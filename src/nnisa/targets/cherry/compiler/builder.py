@@ -346,3 +346,30 @@ class Builder:
         """Host step: the same logical values in another view."""
         from .layout import mat_shape
         return self.host("relayout", tid, mat_shape(dst_view), src_view=src_view, dst_view=dst_view)
+
+    def broadcast(self, x: int, axis: int, n: int) -> int:
+        """Spread a (B, R, 1) tensor over n columns (axis 1) or a (B, 1, C) one over n rows (axis 0)
+        on the device (§6.4)."""
+        b, r, c = self.shape(x)
+        sz = self.sz
+        rows, cols = (r, n) if axis == 1 else (n, c)
+        rt, ct = tiles_of(rows, cols, sz)
+        parts = ct if axis == 1 else rt
+        ones = np.zeros((parts, sz, sz), np.float32)
+        for p in range(parts):
+            valid = min(sz, (cols if axis == 1 else rows) - p * sz)
+            if axis == 1:
+                ones[p, 0, :valid] = 1.0  # ONES_ROW
+            else:
+                ones[p, :valid, 0] = 1.0  # ONES_COL
+        cones_t = self.const(ones.reshape(1, parts * sz, sz))
+        out = self.tensor(b, rows, cols)
+        xt = rt if axis == 1 else ct
+        self._check_cache(xt + parts + rt * ct, "a broadcast")
+        progs: list[Program] = [K.transfer(sz, False, xt, self._tile0(cones_t), 1, parts, parts, parts)]
+        for bb in range(b):
+            progs.append(K.transfer(sz, False, 0, self._tile0(x, bb), 1, xt, xt, xt))
+            progs.append(K.broadcast_tiles(sz, rt, ct, 0, xt, xt + parts, axis == 1))
+            progs.append(K.transfer(sz, True, xt + parts, self._tile0(out, bb), 1, rt * ct, rt * ct, rt * ct))
+        self.device(progs)
+        return out

@@ -29,7 +29,7 @@ from .layout import conv_out_hw, mat_shape, nhwc, plain, pool_windows, to_matrix
 
 SUPPORTED = ("Conv", "Gemm", "MatMul", "Relu", "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool",
              "GlobalAveragePool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity",
-             "BatchNormalization", "Sigmoid", "Clip", "LeakyRelu")
+             "BatchNormalization", "Sigmoid", "Clip", "LeakyRelu", "Softmax")
 
 
 class _Lowering:
@@ -185,12 +185,36 @@ class _Lowering:
             k = self.const_like(self.g.initializers[cst], ys, view)
             x, y = (tid, k) if act == a else (k, tid)
             return self.b.elementwise(op, x, y), view
+        bc = self._device_broadcast(n, a, c, ys, op)
+        if bc is not None:
+            return bc
         ta, va = self.value(a)
         if self.shape(a) != ys:
             ta, va = self.b.host("broadcast", ta, mat_shape(plain(ys)), src_view=va, dst_view=plain(ys)), plain(ys)
         tc = self.as_view(c, va) if self.shape(c) == ys else \
             self.b.host("broadcast", self.value(c)[0], mat_shape(va), src_view=self.value(c)[1], dst_view=va)
         return self.b.elementwise(op, ta, tc), va
+
+    def _device_broadcast(self, n, a, c, ys, op):
+        """x op y with one activation of shape (..., R, 1) or (..., 1, C): in-tile broadcast on the
+        device (§6.4) when the other operand already has the output shape."""
+        sa, sc = self.shape(a), self.shape(c)
+        if len(ys) < 2 or (sa != ys and sc != ys):
+            return None
+        full, part = (a, c) if sa == ys else (c, a)
+        sp = self.shape(part)
+        if len(sp) != len(ys) or sp[:-2] != ys[:-2]:
+            return None
+        if sp[-1] == 1 and sp[-2] == ys[-2]:
+            axis, count = 1, ys[-1]
+        elif sp[-2] == 1 and sp[-1] == ys[-1]:
+            axis, count = 0, ys[-2]
+        else:
+            return None
+        spread = self.b.broadcast(self._matrix(part), axis, count)
+        whole = self._matrix(full)
+        x, y = (whole, spread) if full == a else (spread, whole)
+        return self.b.elementwise(op, x, y), plain(ys)
 
     def op_Add(self, n):
         return self._binary(n, "add")
@@ -233,6 +257,17 @@ class _Lowering:
         m = self.masked(float(hi), view)
         y = self.b.elementwise("relu", tid)
         return self.b.elementwise("sub", m, self.b.elementwise("relu", self.b.elementwise("sub", m, y))), view
+
+    def op_Softmax(self, n):
+        s = self.shape(n.inputs[0])
+        if n.attrs["axis"] != len(s) - 1:
+            raise self.err(n, "Softmax is supported over the last axis only")
+        x = self._matrix(n.inputs[0])
+        cols = s[-1]
+        mx = self.b.broadcast(self.b.reduce(x, 1, "max"), 1, cols)
+        e = self.b.elementwise("exp", self.b.elementwise("sub", x, mx))
+        total = self.b.broadcast(self.b.reduce(e, 1, "sum"), 1, cols)
+        return self.b.elementwise("div", e, total), plain(s)
 
     def _pool_windows(self, n, kind):
         xs = self.shape(n.inputs[0])

@@ -340,3 +340,24 @@ def fuse(progs: list[Program]) -> list[Program]:
     if group:
         out.append(concat(group) if len(group) > 1 else group[0])
     return out
+
+
+def broadcast_tiles(sz: int, rt: int, ct: int, cx: int, cones: int, co: int, along_cols: bool) -> Program:
+    """In-tile broadcast with constant tiles (§6.4): column 0 of each X row tile (``along_cols``)
+    or row 0 of each X column tile spread over an rt x ct output grid, as ACC = X @ ONES_ROW
+    (or ONES_COL @ X).  ``cones`` holds one ONES tile per output column tile (resp. row tile) with
+    ones only where the output is valid, so the padding stays 0; products with 1 are exact."""
+    k = Kernel(sz)
+    vr = k.open(rt, False)
+    vc = k.open(ct, True)
+    fx = k.apu(_expr(cx, [(1, vr)] if along_cols else [(1, vc)]))
+    f1 = k.apu(_expr(cones, [(1, vc)] if along_cols else [(1, vr)]))
+    fo = k.apu(_expr(co, [(ct, vr), (1, vc)]))
+    k.emit("zero ACC")
+    k.emit(f"load {fx}, {'INPUT' if along_cols else 'WEIGHTS'}")
+    k.emit(f"load {f1}, {'WEIGHTS' if along_cols else 'INPUT'}")
+    k.emit("matmul")
+    k.emit(f"store {fo}, ACC")
+    k.close()
+    k.close()
+    return k.build()
