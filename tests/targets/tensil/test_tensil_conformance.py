@@ -193,6 +193,13 @@ def test_cli_sim_classifies_and_compares(tmp_path):
     assert exc.value.code == 0
     logits = np.load(out).reshape(10, 32)
     assert logits[:, :10].argmax(axis=1).tolist() == GOLDEN_CLASSES
+    out_csv = tmp_path / "y.csv"
+    with pytest.raises(SystemExit) as exc:
+        main(["sim", "-t", "tensil", str(xor(".tmodel")), "--inputs", str(xor("_in.csv")), "-O", f"csv={out_csv}"])
+    assert exc.value.code == 0
+    assert out_csv.read_bytes() == b"0.00390625,0.0\r\n0.9921875,0.0\r\n0.9921875,0.0\r\n0.00390625,0.0\r\n"
+    assert read_csv_vectors(out_csv, 2).tolist() == [[0.00390625, 0.0], [0.9921875, 0.0], [0.9921875, 0.0],
+                                                      [0.00390625, 0.0]]
     exp = tmp_path / "exp.csv"
     exp.write_text("0.004,0\n0.99,0\n0.99,0\n0.0,0\n")
     with pytest.raises(SystemExit) as exc:

@@ -50,6 +50,8 @@ class TensilTarget(Target):
         O("true_macs", int, None, None, "true MACs of the model (for MAC efficiency)", _SIM, minimum=0,
           nullable=True),
         O("raw_outputs", bool, False, None, "output raw fixed-point integers instead of floats", _SIM),
+        O("csv", str, None, None, "also write the outputs as Tensil's CSV (exact decimals, CRLF)", _SIM,
+          nullable=True),
         O("array_only", bool, False, None, "detailed model: array only (no DRAM/SIMD/mover)", _SIM),
         O("topology", str, None, None, "scalesim model: SCALE-Sim topology CSV (default: the model's layers)",
           _SIM, nullable=True),

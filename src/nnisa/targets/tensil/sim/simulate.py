@@ -29,7 +29,7 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
              mode: str = "both", timing: str = "estimator", runs: int | None = None,
              local_consts: bool | None = None, path: str = "fast", compare: str | None = None,
              conversion: str = "tensil", true_macs: int | None = None, profile: str = "zcu104-single",
-             raw_outputs: bool = False, trace: str | None = None, gantt: str | None = None,
+             raw_outputs: bool = False, csv: str | None = None, trace: str | None = None, gantt: str | None = None,
              **options: Any) -> SimResult:
     """Simulate a program (with its model when read from a ``.tmodel``)."""
     if mode not in MODES:
@@ -53,6 +53,11 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
                                 compare=cmp, conversion=conversion)
             src = res.raw if raw_outputs else res.floats
             outputs = {k: v.reshape(-1, v.shape[-1]) for k, v in src.items()}
+            if csv:  # Tensil's output CSV: every output vector of every run, exact decimals, CRLF
+                from ....core.fileio import write_atomic
+                from ..formats.model import format_csv_vectors
+                vecs = [v.reshape(-1, v.shape[-1]) for v in res.floats.values()]
+                write_atomic(csv, format_csv_vectors(np.concatenate(vecs) if vecs else np.zeros((0, 1))))
             extra.update(runs=res.runs, emulation_s=res.wall_s, saturation=res.saturation)
             if res.compare is not None:
                 extra["compare"] = res.compare
