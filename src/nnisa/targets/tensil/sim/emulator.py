@@ -48,15 +48,19 @@ class Emulator:
         if prog.arch != m.arch:
             raise SimError("program and machine architectures differ")
         t0 = time.perf_counter()
-        if self.path == "fast" and self._fast_ok(prog):
-            if self._checked is not prog.rows:  # the static checks hold for every run of the same rows
+        if self._checked is not prog.rows:  # static checks and kernel columns, once per program
+            self._fast = self.path == "fast" and self._fast_ok(prog)
+            if self._fast:
                 check_program(prog, m)
-                self._checked = prog.rows
-            r = prog.rows
-            run_program(r["hdr"], r["a0"], r["s0"], r["a1"], r["s1"], r["n"], r["sop"], r["sl"], r["sr"], r["sd"],
-                        m.local, m.acc, m.dram0, m.dram1, m.weights, m.regs, m.num.bits, m.num.bp, self._stats,
-                        m.num.bits <= 18)
-            for row in r[(r["hdr"] >> 4) == 0xF].tolist():
+                r = prog.rows
+                self._cols = [np.ascontiguousarray(r[c], dtype=np.int64)
+                              for c in ("hdr", "a0", "s0", "a1", "s1", "n", "sop", "sl", "sr", "sd")]
+                self._config = r[(r["hdr"] >> 4) == 0xF].tolist()
+            self._checked = prog.rows
+        if self._fast:
+            run_program(*self._cols, m.local, m.acc, m.dram0, m.dram1, m.weights, m.regs, m.num.bits, m.num.bp,
+                        self._stats, m.num.bits <= 18)
+            for row in self._config:
                 m.config[row[10]] = row[11]
             m.executed += len(prog)
         else:
