@@ -13,7 +13,7 @@ from nnisa.cli import main
 from nnisa.core.errors import UnsupportedError
 from nnisa.frontend import evaluate_float, load_model
 from nnisa.frontend.models import bundled_model_path
-from nnisa.targets.tensil.compiler import layout as L
+from nnisa.targets.tensil import layout as L
 from nnisa.targets.tensil.compiler.codegen import rollup
 from nnisa.targets.tensil.compiler.output import compile_model
 from nnisa.targets.tensil.formats.model import read_csv_vectors
@@ -167,3 +167,21 @@ def test_sigmoid_tanh_through_the_lut_extension(tmp_path):
     ref = evaluate_float(g, {g.inputs[0].name: x})
     for k, v in ref.items():
         assert np.abs(out[k] - v[0]).max() < 0.05
+
+
+def test_sim_of_a_compiled_folder_takes_model_shaped_inputs(tmp_path):
+    from nnisa.frontend.models import bundled_model_path
+    path = bundled_model_path("digits_cnn")
+    with pytest.raises(SystemExit) as exc:
+        main(["compile", "-t", "tensil", str(path), "-o", str(tmp_path / "out"), "--json"])
+    assert exc.value.code == 0
+    g = load_model(path)
+    x = np.random.default_rng(2).uniform(0, 1, (3, 1, 8, 8)).astype(np.float32)  # a batch of 3 = 3 runs
+    np.save(tmp_path / "x.npy", x)
+    with pytest.raises(SystemExit) as exc:
+        main(["sim", "-t", "tensil", str(tmp_path / "out"), "--inputs", str(tmp_path / "x.npy"),
+              "--outputs", str(tmp_path / "y.npy"), "--json"])
+    assert exc.value.code == 0
+    y = np.load(tmp_path / "y.npy")  # one output vector per run, logits in lanes 0-9
+    ref = evaluate_float(g, {g.inputs[0].name: x})["logits"]
+    assert y.shape == (3, 32) and np.abs(y[:, :10] - ref).max() <= 0.2

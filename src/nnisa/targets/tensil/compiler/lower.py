@@ -18,7 +18,7 @@ import numpy as np
 
 from ....core.errors import UnsupportedError
 from ....frontend.ir import Graph, Node
-from . import layout as L
+from .. import layout as L
 
 ACTIVATIONS = ("Relu", "LeakyRelu", "Clip")
 #: smooth activations lowered through lookup tables: function and key range

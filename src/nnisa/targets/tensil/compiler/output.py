@@ -27,7 +27,7 @@ from ..isa import Layout
 from ..numerics import Numeric
 from ..program import DTYPE, TensilProgram
 from ..sim.estimator import estimate
-from . import layout as L
+from .. import layout as L
 from .codegen import CodeGen, codegen_summary
 from .lower import ArrayOp, Lowering
 
@@ -101,7 +101,8 @@ def compile_model(model: str | Path, *, config: Any = None, out_dir: str | Path 
     dest = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="nnisa_tensil_")) / nm
     manifest = TensilManifest(target="tensil", program=f"{nm}.tprog", tmodel=f"{nm}.tmodel", tdata=f"{nm}.tdata",
                               true_macs=macs, postprocess=low.postprocess, topology=topology, strategy=strategy,
-                              inputs=[TensorSpec(name=t.name, shape=list(t.shape), bits=arch.bits, layout="NHWC-vectors",
+                              inputs=[TensorSpec(name=t.name, shape=list(low.vars[t.name].shape), bits=arch.bits,
+                                                 layout="NHWC-vectors",
                                                  address=low.vars[t.name].addr) for t in graph.inputs],
                               outputs=[TensorSpec(name=t.name, shape=list(src.shape), bits=arch.bits,
                                                   layout="NHWC-vectors", address=src.root.addr)

@@ -56,6 +56,8 @@ def _attach_manifest(prog: TensilProgram, folder: Path) -> None:
         prog.model.extensions["x_nnisa_true_macs"] = int(extra["true_macs"])
     if extra.get("topology"):
         prog.model.extensions["x_nnisa_topology"] = extra["topology"]
+    if man.inputs:  # the tensors' shapes: model-shaped input arrays are laid out by the runner
+        prog.model.extensions["x_nnisa_input_shapes"] = {t.name: list(t.shape) for t in man.inputs}
 
 
 def read_program(path: str | Path, arch: Any = None) -> TensilProgram:

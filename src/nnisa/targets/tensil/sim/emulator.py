@@ -16,6 +16,7 @@ import numpy as np
 
 from ....core.errors import SimError
 from ..formats.model import TensilModel
+from ..layout import activation_to_vectors
 from ..numerics import TOLERANCE, SatStats
 from ..program import TensilProgram
 from .fast import STAT_KINDS, run_program
@@ -118,9 +119,16 @@ def _input_arrays(model: TensilModel, inputs: dict[str, np.ndarray] | None) -> t
         raise SimError(f"missing input(s) {', '.join(missing)} (model inputs: {', '.join(names)}; given: "
                        f"{', '.join(inputs) or 'none'})")
     out, runs = {}, None
+    shapes = model.extensions.get("x_nnisa_input_shapes") or {}
     for k in names:
         size = model.tensor_size("inputs", k)
-        a = np.asarray(inputs[k], dtype=np.float32).reshape(-1)
+        a = np.asarray(inputs[k], dtype=np.float32)
+        shape = shapes.get(k)
+        if shape is not None and a.ndim == len(shape) and list(a.shape[1:]) == list(shape[1:]):
+            # a batch of model-shaped tensors (NCHW or 2-D): lay each out in Tensil's vectors
+            per = shape[0]
+            a = np.concatenate([activation_to_vectors(a[i:i + per], n) for i in range(0, len(a), per)])
+        a = a.reshape(-1)
         if a.size == 0 or a.size % (size * n):
             raise SimError(f"input {k}: {a.size} values is not a whole number of runs of {size} vectors × {n}")
         r = a.size // (size * n)
