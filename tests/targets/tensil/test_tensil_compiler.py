@@ -185,3 +185,18 @@ def test_sim_of_a_compiled_folder_takes_model_shaped_inputs(tmp_path):
     y = np.load(tmp_path / "y.npy")  # one output vector per run, logits in lanes 0-9
     ref = evaluate_float(g, {g.inputs[0].name: x})["logits"]
     assert y.shape == (3, 32) and np.abs(y[:, :10] - ref).max() <= 0.2
+
+
+def test_output_selection(tmp_path):
+    from nnisa.frontend.models import bundled_model_path
+    path = bundled_model_path("digits_cnn")
+    with pytest.raises(UnsupportedError, match="did you mean logits"):
+        compile_model(path, config="zcu104", out_dir=tmp_path / "a", outputs="logit")
+    res = compile_model(path, config="zcu104", out_dir=tmp_path / "b", outputs="relu1")  # an inner tensor
+    assert [e.name for e in res.program.model.outputs] == ["relu1"]
+    g = load_model(path)
+    x = np.random.default_rng(4).uniform(0, 1, (1, 1, 8, 8)).astype(np.float32)
+    run = emulate_model(res.program.model, res.program, res.encode_inputs({"input": x}))
+    got = res.decode_outputs({k: v[0] for k, v in run.floats.items()})["relu1"]
+    ref = evaluate_float(g, {"input": x}, return_all=True)["relu1"][0]
+    assert np.abs(got - ref).max() <= 0.2

@@ -113,6 +113,29 @@ class SimdOp:
     consts: list[Const] = field(default_factory=list)
 
 
+def select_outputs(graph: Graph, names: list[str]) -> None:
+    """Make ``names`` the graph outputs (spec §9.1 ``--outputs``) and drop the nodes they do not need.
+
+    An unknown name is an error that lists the graph outputs and the closest tensor names (e.g.
+    ``Identity`` vs ``Identity:0``)."""
+    import difflib
+    from ....frontend.ir import TensorInfo
+    known = set(graph.tensors) | {t.name for t in graph.outputs}
+    for name in names:
+        if name not in known:
+            near = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.5)
+            raise UnsupportedError(f"unknown output {name!r}; graph outputs: {', '.join(t.name for t in graph.outputs)}"
+                                   + (f"; did you mean {', '.join(near)}?" if near else ""))
+    graph.outputs = [next((t for t in graph.outputs if t.name == n), None) or TensorInfo(n, tuple(graph.shape(n)))
+                     for n in names]
+    need, keep = set(names), []
+    for node in reversed(graph.nodes):
+        if any(o in need for o in node.outputs):
+            keep.append(node)
+            need.update(node.inputs)
+    graph.nodes = keep[::-1]
+
+
 def _err(node: Node, msg: str, hint: str | None = None) -> UnsupportedError:
     return UnsupportedError(msg, where=f"node {node.name} ({node.op})", hint=hint)
 

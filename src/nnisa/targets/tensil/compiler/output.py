@@ -29,7 +29,7 @@ from ..program import DTYPE, TensilProgram
 from ..sim.estimator import estimate
 from .. import layout as L
 from .codegen import CodeGen, codegen_summary
-from .lower import ArrayOp, Lowering
+from .lower import ArrayOp, Lowering, select_outputs
 
 
 class TensilManifest(Manifest):
@@ -51,7 +51,7 @@ def model_name(model_path: Path, arch: TensilArch) -> str:
 
 def compile_model(model: str | Path, *, config: Any = None, out_dir: str | Path | None = None,
                   strategy: str = "local-isolated", softmax: str = "host", name: str | None = None, reuse: bool = True,
-                  lut: bool = False,
+                  lut: bool = False, outputs: str | None = None,
                   **options: Any) -> CompileResult:
     """Compile an ONNX model for a Tensil architecture (default zcu104)."""
     t0 = time.perf_counter()
@@ -63,6 +63,8 @@ def compile_model(model: str | Path, *, config: Any = None, out_dir: str | Path 
     N = arch.array_size
     path = Path(model)
     graph = load_model(model)
+    if outputs:
+        select_outputs(graph, [o.strip() for o in outputs.split(",") if o.strip()])
     low = Lowering(graph, N, softmax, arch.lut).run()
     gen = CodeGen(low, arch, strategy, reuse)
     rows = gen.generate()
