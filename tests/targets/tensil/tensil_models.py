@@ -122,3 +122,12 @@ def resize_model(seed: int = 9) -> onnx.ModelProto:
     roi = b.init(np.zeros(0, np.float32))
     h = b.node("Resize", [h, roi, scales], mode="nearest")
     return b.model("x", (1, 3, 4, 5), b.conv(h, 8, 4, 3, 1, 1))
+
+
+def resize_linear_model(seed: int = 11) -> onnx.ModelProto:
+    """Conv → bilinear Resize ×(1.5, 2) (half_pixel) → conv."""
+    b = _B(seed)
+    h = b.node("Relu", [b.conv("x", 3, 8, 3, 1, 1)])
+    scales = b.init(np.array([1, 1, 1.5, 2], np.float32))
+    h = b.node("Resize", [h, b.init(np.zeros(0, np.float32)), scales], mode="linear")
+    return b.model("x", (1, 3, 4, 5), b.conv(h, 8, 4, 3, 1, 1))

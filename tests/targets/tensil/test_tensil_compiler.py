@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 import pytest
 from tensil_data import xor
-from tensil_models import concat_model, conv_model, resize_model, stride_model, xor_model
+from tensil_models import concat_model, conv_model, resize_linear_model, resize_model, stride_model, xor_model
 
 from nnisa.api import run_model
 from nnisa.cli import main
@@ -78,7 +78,8 @@ def _run(model_path, arch, strategy, x, tmp_path):
     return res, out, res.decode_outputs({k: run.floats[k][0] for k in run.floats})
 
 
-MODELS = {"conv": conv_model, "stride": stride_model, "concat": concat_model, "resize": resize_model}
+MODELS = {"conv": conv_model, "stride": stride_model, "concat": concat_model, "resize": resize_model,
+          "bilinear": resize_linear_model}
 ARCHS = ["zcu104", pytest.param("pynqz1", marks=pytest.mark.slow), pytest.param("ultra96v2", marks=pytest.mark.slow),
          pytest.param("zcu104_uram", marks=pytest.mark.slow)]
 STRATS = ["local-isolated", "local-vars", "local-consts", "local-vars-and-consts"]

@@ -63,7 +63,7 @@ class TensilTarget(Target):
         O("reuse", bool, True, None, "read a job's output from local memory in the next job instead of DRAM0 "
           "(false: Tensil's DRAM round trips, byte-identical XOR)"),
         O("outputs", str, None, None, "comma-separated tensors to output (default: every graph output)",
-          nullable=True),
+          ("compile",), nullable=True),
         O("lut", bool, False, None, "Sigmoid/Tanh through nnisa's LoadLUT/Lookup extension (adds x_nnisa_lut and "
           "3 SIMD registers to the architecture; not runnable on Tensil hardware)"),
     )

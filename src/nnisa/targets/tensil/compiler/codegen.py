@@ -443,6 +443,8 @@ class CodeGen:
             return self.concat_job(op)
         if op.kind == "resize":
             return self.resize_job(op)
+        if op.kind == "resize_linear":
+            return self.resize_linear_job(op)
         arch = self.arch
         y = op.y
         tensors = [v for v in op.inputs if isinstance(v, Var)]
@@ -575,6 +577,43 @@ class CodeGen:
                                     self.move("acc_in", orow + (iw * sw + q) * cb + j, r * row_in + iw * cb + j, 1)
             if y.home not in ("local", "none"):
                 self.move("dram0_out", stage, y.addr + r0 * sh * row_out, n * sh * row_out)
+
+    def resize_linear_job(self, op: SimdOp) -> None:
+        """Linear resize: weights and one input sample in the accumulators; per output vector
+        ``Move(I=weight) → R1`` (only when R1 holds another weight) and ``Multiply(I=source, R1) → O``,
+        accumulating after the first source."""
+        x, y = op.inputs[0], op.y
+        B, C, H, W = x.shape
+        _, _, OH, OW = y.shape
+        cb = x.size // (B * H * W)
+        base = self.scratch0
+        nw = len(op.consts)
+        for i, c in enumerate(op.consts):
+            self.move("acc_out", self._load_const(c, base + i) if not self.local_consts else c.addr, i, 1)
+        lbase = base + (0 if self.local_consts else nw)
+        n_in, n_out = H * W * cb, OH * OW * cb
+        if nw + n_in + n_out > self.arch.accumulator_depth:
+            raise UnsupportedError(f"resize input ({n_in} vectors) and output ({n_out}) do not fit the accumulators",
+                                   where=f"node {op.node.name} ({op.node.op})")
+        r1 = None
+        for b in range(B):
+            self.stages += 1
+            xin = x.addr + b * n_in if x.home == "local" else lbase
+            if x.home != "local":
+                self.move("dram0_in", lbase, x.addr + b * n_in, n_in)
+            acc_in, acc_out = nw, nw + n_in
+            self.move("acc_out", xin, acc_in, n_in)
+            for p, terms in enumerate(op.geom["plan"]):
+                for j in range(cb):
+                    out = acc_out + p * cb + j
+                    for k, (h, w, wi) in enumerate(terms):
+                        if r1 != wi:
+                            self.simd("Move", "r", 1, r=wi)
+                            r1 = wi
+                        self.simd("Multiply", "rw" if k == 0 else "rwa", 0, 0, 1, w=out,
+                                  r=acc_in + (h * W + w) * cb + j)
+            staging = lbase + (0 if x.home == "local" else n_in)
+            self._save(y, acc_out, n_out, b * n_out, staging)
 
     def lut_job(self, op: SimdOp) -> None:
         """``y = v_i + s_i·(x − k_i)``: LoadLUT the key/value/slope tables, then per vector

@@ -307,8 +307,7 @@ class Lowering:
         elif op == "Concat":
             self._concat(n)
         elif op == "Resize":
-            x = self._use(self.var(n.inputs[0]))
-            self.ops.append(SimdOp(n, "resize", [x.root], self._out(n, None), geom={"scales": n.attrs["scales"]}))
+            self._resize(n)
         else:
             raise _err(n, f"unsupported operator {op} on Tensil")
 
@@ -442,6 +441,32 @@ class Lowering:
         cs = [self.const(f"{n.name}.{t}", L.activation_to_vectors(v[None, :], self.N)[:L.blocks(len(v), self.N)])
               for t, v in (("keys", keys), ("values", values), ("slopes", slopes))]
         self.ops.append(SimdOp(n, "lut", [x.root], self._out(n, None), consts=cs))
+
+    def _resize(self, n) -> None:
+        x = self._use(self.var(n.inputs[0]))
+        if n.attrs["mode"] == "nearest":
+            self.ops.append(SimdOp(n, "resize", [x.root], self._out(n, None), geom={"scales": n.attrs["scales"]}))
+            return
+        # linear: each output vector is Σ weight·source over ≤ 4 source pixels; one const per weight
+        th, tw = n.attrs["taps"]
+        plan, weights = [], {}
+        for i0h, i1h, rh in th:
+            for i0w, i1w, rw in tw:
+                src: dict[tuple[int, int], float] = {}
+                for (h, wh) in ((i0h, 1 - rh), (i1h, rh)):
+                    for (w, ww) in ((i0w, 1 - rw), (i1w, rw)):
+                        src[(h, w)] = src.get((h, w), 0.0) + wh * ww
+                terms = []
+                for (h, w), wt in src.items():
+                    q = round(float(wt), 7)
+                    if q != 0.0:
+                        weights.setdefault(q, len(weights))
+                        terms.append((h, w, weights[q]))
+                plan.append(terms)
+        consts = [self.const(f"{n.name}.w{k}", L.replicate(wt, self.N)) for wt, k in
+                  sorted(weights.items(), key=lambda kv: kv[1])]
+        self.ops.append(SimdOp(n, "resize_linear", [x.root], self._out(n, None), geom={"plan": plan},
+                               consts=consts))
 
     def _concat(self, n) -> None:
         """Channel (or feature) concatenation: vector blocks copied through the accumulators."""
