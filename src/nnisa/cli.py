@@ -406,6 +406,106 @@ def demo_cmd(shared, out_dir, verbose, as_json):
     run_demo(shared_dir=shared, as_json=as_json, verbose=verbose, out_dir=out_dir)
 
 
+@cli.command("compare")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--targets", "targets_spec", default="all", show_default=True,
+              help="Comma-separated targets, or all.")
+@click.option("--samples", default=8, show_default=True, type=click.IntRange(min=1, max=100_000),
+              help="Inputs simulated per target (the bundled test set for bundled models, else random).")
+@click.option("--plot", type=click.Path(dir_okay=False),
+              help="Draw latency against energy here (PNG) and the per-target breakdown next to it.")
+@json_option
+def compare_cmd(model, targets_spec, samples, plot, as_json):
+    """Compile and run one ONNX model on every target, one row per target."""
+    from .sweep.compare import compare_model, compare_pictures, resolve_targets
+    names = resolve_targets(targets_spec)
+    with status(f"compiling and running {Path(model).name}", not as_json):
+        rows = compare_model(model, names, samples=samples)
+    files = compare_pictures(rows, plot, Path(model).name) if plot else []
+    if as_json:
+        emit_json({"model": model, "samples": samples, "targets": rows, "pictures": files})
+        return
+    from .report.tables import side_by_side_table
+    from rich.console import Console
+    con = console() if sys.stdout.isatty() else Console(width=160)  # pipes: no 80-column squeeze
+    con.print(side_by_side_table(rows, f"{Path(model).name} on {', '.join(names)} ({samples} inputs each)"))
+    for f in files:
+        click.echo(f"wrote {f}", err=True)
+
+
+class _SweepGroup(click.Group):
+    """``nnisa sweep SPEC ...`` runs a sweep; ``nnisa sweep report DIR`` reports one."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@cli.group("sweep", cls=_SweepGroup)
+def sweep_group():
+    """Design-space sweeps: nnisa sweep SPEC -o DIR [--jobs N] [--ray [ADDRESS]] [--resume]; nnisa sweep report DIR."""
+
+
+@sweep_group.command("run")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Results folder (points.jsonl journal, results.parquet).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1, max=4096), default=None,
+              help="Points at once (default: the cores here, or the Ray cluster's CPUs).")
+@click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[ADDRESS]",
+              help="Run on Ray: alone, a private local instance; auto, HOST:PORT or ray://HOST:10001 for a cluster.")
+@click.option("--resume", is_flag=True, help="Continue a sweep in the folder, skipping points already done.")
+@click.option("--dry-run", is_flag=True, help="List the points and stop.")
+@json_option
+def sweep_run_cmd(spec, out_dir, jobs, ray_address, resume, dry_run, as_json):
+    """Run every point of a sweep spec (YAML or JSON): models x targets x configuration grids."""
+    from .sweep.run import point_list, run_sweep
+    if ray_address is not None and ray_address not in ("local", "auto") and ":" not in ray_address:
+        raise click.BadParameter(f"{ray_address!r} is not local, auto, HOST:PORT or ray://HOST:PORT (put SPEC "
+                                 "before --ray, or write --ray=ADDRESS)", param_hint="--ray")
+    if dry_run:
+        pts = point_list(spec)
+        if as_json:
+            emit_json({"spec": spec, "points": [p.to_dict() for p in pts]})
+        else:
+            for p in pts:
+                settings = ", ".join(f"{k}={v}" for k, v in {**p.overrides, **p.options}.items()) or "(defaults)"
+                click.echo(f"{p.id}  {p.target:<7} {p.model:<16} {settings}")
+            click.echo(f"{len(pts)} points", err=True)
+        return
+    summary = run_sweep(spec, out_dir, jobs=jobs, ray=ray_address, resume=resume, progress=not as_json)
+    if as_json:
+        emit_json(summary)
+        return
+    from .report.tables import print_kv
+    print_kv(summary, f"sweep {summary['sweep']}")
+    failed = summary["points"] - summary["skipped"] - summary["ok"]
+    if failed:
+        import warnings
+        warnings.warn(f"{failed} point(s) failed; they are in the table with their errors "
+                      f"(nnisa sweep report {out_dir})", stacklevel=1)
+
+
+@sweep_group.command("report")
+@click.argument("results", type=click.Path())
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False),
+              help="Where report.md and the PNGs go (default: RESULTS/report).")
+@json_option
+def sweep_report_cmd(results, out_dir, as_json):
+    """Pareto fronts (latency, energy, area proxy, error) of a sweep's results: PNG + Markdown."""
+    from .sweep.report import sweep_report
+    rep = sweep_report(results, out_dir)
+    if as_json:
+        emit_json(rep)
+        return
+    for t, f in rep["fronts"].items():
+        click.echo(f"{t}: {len(f['front'])} Pareto-optimal of {f['points']} points ({', '.join(f['objectives'])})")
+    click.echo(f"{rep['points']} points, {rep['ok']} ok, {rep['failed']} failed")
+    for f in rep["files"]:
+        click.echo(f"wrote {f}", err=True)
+
+
 def _read_text(path: str) -> str:
     from .core.fileio import decode_text, read_bytes
     return decode_text(read_bytes(path), path)

@@ -1,12 +1,13 @@
 """``nnisa demo``: the main job on the bundled models, for every target, as a short story.
 
 1. The frontend: the bundled digits CNN in float and exact int8 against onnxruntime.
-2. Every target that compiles and simulates: the bundled models compiled, simulated on their test
-   images and compared with onnxruntime, side by side (one row per target and model).
-3. Each target's reference job (its quick built-in workloads: real programs of the reference tools
+2. Each target's reference job (its quick built-in workloads: real programs of the reference tools
    from ``../shared`` where there are some), one line each, against the reference figure.
-4. Pictures in ``demo_out/`` (latency against energy of step 2, a per-core Gantt chart of PIMCOMP-NN's
-   ResNet-18).
+3. A small ``nnisa compare`` of the bundled models: every target compiles and simulates them on
+   their test images, compared with onnxruntime, side by side (one row per target and model; a
+   target that cannot take a model says why).
+Pictures go to ``demo_out/`` (latency against energy and the per-target breakdown of step 3, a
+per-core Gantt chart of PIMCOMP-NN's ResNet-18).
 
 The long per-core tables are behind ``--verbose``; ``--json`` prints everything as one object.
 """
@@ -21,7 +22,6 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.table import Table
 
 from .core.fileio import shared_dir
 from .core.jsonsafe import dumps
@@ -82,45 +82,17 @@ def _bundled(name: str):
         return None
 
 
-def _runnable_targets() -> list[str]:
-    from .core.errors import NnisaError
-    out = []
-    for name in target_names():
-        try:
-            caps = get_target(name).capabilities()
-        except NnisaError:
-            continue
-        if "compile" in caps and "simulate" in caps:
-            out.append(name)
-    return out
-
-
 def targets_step(samples: int = DEMO_SAMPLES) -> list[dict[str, Any]]:
-    """Compile + simulate each bundled model on every target; one row per (target, model).
+    """``nnisa compare`` of each bundled model on every target; one row per (target, model).
 
     A model a target cannot take gets a row with the reason, so the machines stay side by side."""
-    import onnx
-
-    from .api import run_model
-    from .core.errors import NnisaError
+    from .sweep.compare import compare_model
 
     rows = []
-    models = [(m, b) for m in DEMO_MODELS if (b := _bundled(m)) is not None]
-    for name in _runnable_targets():
-        for model_name, (path, x, _labels) in models:
-            in_name = onnx.load(str(path)).graph.input[0].name
-            row: dict[str, Any] = {"target": name, "model": model_name}
-            try:
-                rep = run_model(name, path, inputs={in_name: x[:samples]})
-            except NnisaError as exc:
-                row["note"] = f"not compiled: {exc.message}"
-                rows.append(row)
-                continue
-            row.update({k: rep.get(k) for k in ("samples", "bit_exact", "top1_agreement", "max_abs_error", "cycles",
-                                                 "latency_ns", "period_ns", "energy_pj", "instructions",
-                                                 "compile_s", "sim_s")})
-            row["timing_model"] = rep.get("timing_model")
-            rows.append(row)
+    for model_name in DEMO_MODELS:
+        found = _bundled(model_name)
+        if found is not None:
+            rows.extend(compare_model(found[0], samples=samples))
     return rows
 
 
@@ -146,32 +118,6 @@ def reference_step(pictures: Path | None) -> list[dict[str, Any]]:
     return out
 
 
-def _fmt_time(ns: float | None) -> str:
-    if not ns:
-        return "–"
-    return f"{ns / 1e6:.2f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} µs"
-
-
-def _side_by_side(rows: list[dict[str, Any]]) -> Table:
-    t = Table(title="2. bundled models on every target (images from the test set; vs onnxruntime)",
-              title_justify="left")
-    for col in ("target", "model", "exact", "top-1", "max err", "latency", "energy", "instr.", "compile",
-                "sim"):
-        t.add_column(col, justify="left" if col in ("target", "model") else "right")
-    for r in rows:
-        if "note" in r:
-            t.add_row(r["target"], r["model"], "–", "–", "–", "–", "–", "–", "–", r["note"][:60])
-            continue
-        exact = {True: "yes", False: "NO", None: "n/a"}[r.get("bit_exact")]
-        energy = f"{r['energy_pj'] / 1e6:.2f} µJ" if r.get("energy_pj") else "–"
-        t.add_row(r["target"], r["model"], exact, f"{r['top1_agreement']:.2f}", f"{r['max_abs_error']:.3f}",
-                  _fmt_time(r.get("latency_ns")), energy, f"{r['instructions']:,}" if r.get("instructions") else "–",
-                  f"{r['compile_s']:.1f} s", f"{r['sim_s']:.1f} s")
-    t.caption = ("exact: simulated integers = the frontend's int8 reference (n/a: a float or fixed-point machine "
-                 "with its own arithmetic); latency: one image in → out, each target's own timing model")
-    return t
-
-
 def run_demo(shared_dir: str | Path | None = None, as_json: bool = False, verbose: bool = False,
              out_dir: str | Path = "demo_out") -> dict[str, Any]:
     """Run all demo steps and print the story (or one JSON object with ``as_json``)."""
@@ -190,26 +136,26 @@ def run_demo(shared_dir: str | Path | None = None, as_json: bool = False, verbos
                   f"{fe['onnxruntime_accuracy']:.1%}, our float {fe['float_accuracy']:.1%} (max |err| "
                   f"{fe['float_max_abs_error']:.1e}), exact int8 {fe['int8_accuracy']:.1%}, int8 top-1 agreement "
                   f"{fe['int8_top1_agreement']:.1%}")
-    rows = out["targets"] = targets_step()
-    if con:
-        con.print(_side_by_side(rows))
     refs = out["reference_jobs"] = reference_step(pictures)
     if con:
-        con.print("3. reference jobs (real programs of the reference tools where ../shared has them):")
+        con.print("2. reference jobs (real programs of the reference tools where ../shared has them):")
         for r in refs:
             wall = f" [{r['wall_s']:.1f} s]" if "wall_s" in r else ""
             con.print(f"   {r['target']:>7}: {r.get('summary') or r['workload']}{wall}")
-    from .report.plots import plot_latency_energy
-    files = []
-    if plot_latency_energy(rows, pictures / "targets_latency_energy.png",
-                           title="bundled models: latency against energy per image"):
-        files.append(str(pictures / "targets_latency_energy.png"))
+    # last: a small `nnisa compare` of the bundled models (the same rows and pictures as that command)
+    rows = out["targets"] = targets_step()
+    from .report.tables import side_by_side_table
+    from .sweep.compare import compare_pictures
+    if con:
+        con.print(side_by_side_table(rows, f"3. nnisa compare {' '.join(m + '.onnx' for m in DEMO_MODELS)} "
+                                           f"--samples {DEMO_SAMPLES} (test images; vs onnxruntime)"))
+    files = compare_pictures(rows, pictures / "targets_latency_energy.png", "bundled models")
     if (pictures / "pim_resnet18_gantt.png").exists():
         files.append(str(pictures / "pim_resnet18_gantt.png"))
     out["pictures"] = files
     out["wall_s"] = time.perf_counter() - t0
     if con:
-        con.print(f"4. pictures: {', '.join(files) or 'none'}")
+        con.print(f"pictures: {', '.join(files) or 'none'}")
         con.print(f"done in {out['wall_s']:.0f} s; details: nnisa demo --verbose, or --json")
         if verbose:
             _verbose(con, rows, refs)
@@ -221,6 +167,6 @@ def run_demo(shared_dir: str | Path | None = None, as_json: bool = False, verbos
 def _verbose(con: Console, rows: list[dict[str, Any]], refs: list[dict[str, Any]]) -> None:
     """The long tables: every figure of every run and reference job."""
     from .report.tables import compare_table, print_stats
-    con.print(compare_table(rows, "every figure of step 2"))
+    con.print(compare_table([{k: v for k, v in r.items() if k != "extra"} for r in rows], "every figure of step 3"))
     for r in refs:
         print_stats({k: v for k, v in r.items() if k not in ("summary",)}, f"{r['target']}: {r['workload']}", con)

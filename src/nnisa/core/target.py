@@ -139,6 +139,28 @@ class Target:
             raise ConfigError(f"target {self.name!r} lists preset {config!r} but does not load it")
         return config
 
+    def configure(self, config: Any, overrides: dict[str, Any]) -> Any:
+        """``config`` (as :meth:`load_config` takes it) with dotted keys set (``{"chip_config.core_cnt":
+        16}``), validated by :meth:`load_config`; an unknown key is a :class:`ConfigError` naming it.
+        Used by sweeps; works for every target whose configuration dumps to a dict and loads back."""
+        from .configkeys import config_to_dict, set_keys
+        if not overrides:
+            return config
+        try:
+            base = config_to_dict(self.load_config(config))
+        except ConfigError as exc:
+            raise ConfigError(f"target {self.name!r}: configuration keys need a base configuration "
+                              f"({exc.message})") from None
+        if base is None:
+            raise ConfigError(f"target {self.name!r} has no configuration keys to set "
+                              f"({', '.join(sorted(overrides))}); use its -O options instead")
+        return self.load_config(set_keys(base, overrides, what=f"{self.name} configuration"))
+
+    def area_proxy(self, config: Any, report: dict[str, Any]) -> tuple[float, str] | None:
+        """An area figure of the machine ``config`` (or of what the compile ``report`` used) and its
+        unit, for design-space Pareto fronts; ``None`` when the target models none."""
+        return None
+
     # --- ISA description -----------------------------------------------------------------
     def isa_markdown(self, **options: Any) -> str:
         """The instruction reference table (Markdown)."""

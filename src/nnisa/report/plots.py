@@ -1,4 +1,5 @@
-"""Comparison pictures across targets (matplotlib Agg): latency against energy, and a per-target bar chart."""
+"""Comparison pictures across targets (matplotlib Agg): latency against energy, per-target bars and
+breakdowns, and Pareto fronts of design-space sweeps."""
 
 from __future__ import annotations
 
@@ -45,6 +46,96 @@ def plot_latency_energy(rows: list[dict[str, Any]], path: str | os.PathLike, tit
     fig.tight_layout()
     _save(fig, path)
     return len(pts)
+
+
+def _label(r: dict[str, Any]) -> str:
+    return f"{r['target']}\n{r.get('model', '')}"
+
+
+def plot_breakdown(rows: list[dict[str, Any]], path: str | os.PathLike, title: str = "") -> int:
+    """Per-target panels: latency, energy and instructions (log bars; a figure the target does not model
+    is marked n/a) and the wall time split into compile and simulation.  Returns the rows drawn."""
+    import matplotlib
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    pts = [r for r in rows if r.get("target")]
+    if not pts:
+        return 0
+    targets = sorted({r["target"] for r in pts})
+    colours = [PALETTE[targets.index(r["target"]) % len(PALETTE)] for r in pts]
+    x = list(range(len(pts)))
+    panels = (("latency_ns", 1e-3, "latency per input (µs)"), ("energy_pj", 1e-6, "energy per input (µJ)"),
+              ("instructions", 1.0, "instructions"))
+    fig, grid = plt.subplots(2, 2, figsize=(max(7.0, 0.9 * len(pts) * 2 + 2), 6.4))
+    axes = grid.ravel()
+    for ax, (key, scale, label) in zip(axes, panels):
+        vals = [r[key] * scale if isinstance(r.get(key), (int, float)) and r[key] > 0 else float("nan") for r in pts]
+        ax.bar(x, vals, color=colours)
+        if any(v == v for v in vals):
+            ax.set_yscale("log")
+        for i, v in enumerate(vals):
+            if v != v:
+                ax.text(i, 0.02, "n/a", transform=ax.get_xaxis_transform(), ha="center", fontsize=8, color="grey")
+        ax.set_title(label, loc="left", fontsize=9)
+    ax = axes[3]
+    comp = [float(r.get("compile_s") or 0) for r in pts]
+    sim = [float(r.get("sim_s") or 0) for r in pts]
+    ax.bar(x, comp, color=colours, label="compile")
+    ax.bar(x, sim, bottom=comp, color=colours, alpha=0.45, hatch="//", label="simulate")
+    ax.set_title("wall time (s): compile + simulate", loc="left", fontsize=9)
+    ax.legend(fontsize=7, frameon=False)
+    for ax in axes:
+        ax.set_xlim(-0.6, len(pts) - 0.4)
+        ax.set_xticks(x)
+        ax.set_xticklabels([_label(r) for r in pts], fontsize=7)
+        ax.grid(True, axis="y", which="both", linestyle=":", linewidth=0.5)
+    if title:
+        fig.suptitle(title, x=0.01, ha="left", fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+    return len(pts)
+
+
+def plot_pareto(rows: list[dict[str, Any]], pairs: list[tuple[str, str]], fronts: dict[tuple[str, str], list[int]],
+                path: str | os.PathLike, *, labels: dict[str, str] | None = None, title: str = "") -> int:
+    """One panel per objective pair (log axes where every value is positive): every row as a dot coloured by target, the rows
+    whose indices ``fronts[pair]`` lists (the Pareto front in that plane) as a connected line.
+    Returns the number of panels drawn."""
+    import matplotlib
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    labels = labels or {}
+    targets = sorted({r["target"] for r in rows})
+    fig, axes = plt.subplots(1, max(len(pairs), 1), figsize=(5.2 * max(len(pairs), 1), 4.4), squeeze=False)
+    drawn = 0
+    for ax, (kx, ky) in zip(axes[0], pairs):
+        idx = [i for i, r in enumerate(rows) if isinstance(r.get(kx), (int, float)) and r[kx] >= 0
+               and isinstance(r.get(ky), (int, float)) and r[ky] >= 0]
+        for t in targets:
+            sel = [i for i in idx if rows[i]["target"] == t]
+            if sel:
+                ax.scatter([rows[i][kx] for i in sel], [rows[i][ky] for i in sel], s=18, alpha=0.55,
+                           color=PALETTE[targets.index(t) % len(PALETTE)], label=t)
+        front = sorted(fronts.get((kx, ky), []), key=lambda i: rows[i][kx])
+        if front:
+            ax.plot([rows[i][kx] for i in front], [rows[i][ky] for i in front], "-o", color="black", ms=4,
+                    linewidth=1, label="Pareto front", drawstyle="steps-post")
+            drawn += 1
+        if idx and all(rows[i][kx] > 0 for i in idx):
+            ax.set_xscale("log")
+        if idx and all(rows[i][ky] > 0 for i in idx):
+            ax.set_yscale("log")
+        ax.set_xlabel(labels.get(kx, kx))
+        ax.set_ylabel(labels.get(ky, ky))
+        ax.grid(True, which="both", linestyle=":", linewidth=0.5)
+        ax.legend(fontsize=7, frameon=False)
+    if title:
+        fig.suptitle(title, x=0.01, ha="left", fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+    return drawn
 
 
 def plot_bars(rows: list[dict[str, Any]], key: str, path: str | os.PathLike, *, label: str = "",

@@ -171,3 +171,40 @@ def compare_table(rows: list[dict[str, Any]], title: str = "targets side by side
     if notes:
         t.caption = "\n".join(notes)
     return t
+
+
+def _time(ns: float | None) -> str:
+    if not ns:
+        return "–"
+    return f"{ns / 1e6:.2f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} µs"
+
+
+def side_by_side_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """Runs of models on targets (``nnisa compare``, the demo): one line per target and model with
+    exactness, top-1 agreement and error vs onnxruntime, latency, energy, instructions, area proxy and
+    wall times; a row whose ``status`` is not ``ok`` shows it, with its ``error`` in the caption."""
+    t = Table(title=title, title_justify="left", caption_justify="left")
+    for col in ("target", "model", "exact", "top-1", "max err", "cycles", "latency", "energy", "instr.", "area",
+                "compile", "sim"):
+        t.add_column(col, justify="left" if col in ("target", "model") else "right")
+    notes, units = [], {}
+    for r in rows:
+        if r.get("status", "ok") != "ok":
+            t.add_row(r["target"], r.get("model", ""), r.get("status", "?"), *["–"] * 9)
+            notes.append(f"{r['target']}/{r.get('model', '')}: {r.get('error', '')}")
+            continue
+        exact = {True: "yes", False: "NO", None: "n/a"}[r.get("bit_exact")]
+        energy = f"{r['energy_pj'] / 1e6:.2f} µJ" if r.get("energy_pj") else "–"
+        if r.get("area_unit"):
+            units[r["target"]] = r["area_unit"]
+        t.add_row(r["target"], r.get("model", ""), exact, f"{r['top1_agreement']:.2f}", f"{r['max_abs_error']:.3f}",
+                  f"{r['cycles']:,}" if r.get("cycles") else "–", _time(r.get("latency_ns")), energy,
+                  f"{r['instructions']:,}" if r.get("instructions") else "–",
+                  f"{r['area_proxy']:.3g}" if r.get("area_proxy") else "–",
+                  f"{r.get('compile_s') or 0:.1f} s", f"{r.get('sim_s') or 0:.1f} s")
+    caption = ["exact: simulated integers = the frontend's int8 reference (n/a: a float or fixed-point machine with "
+               "its own arithmetic); latency: one input in → out, each target's own timing model"]
+    if units:
+        caption.append("area proxy: " + ", ".join(f"{k} {v}" for k, v in units.items()))
+    t.caption = "\n".join(caption + notes)
+    return t

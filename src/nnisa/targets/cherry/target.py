@@ -47,6 +47,11 @@ class CherryTarget(Target):
     def load_config(self, config: Any) -> CherryConfig:
         return load_config(config)
 
+    def area_proxy(self, config: Any, report: dict[str, Any]) -> tuple[float, str] | None:
+        """Tile ALU lanes: SZ x SZ elements per copy times the superscalar width."""
+        cfg = load_config(config)
+        return float(cfg.sz * cfg.sz * cfg.superscalar_width), "ALU lanes"
+
     def _cfg(self, config: Any, options: dict[str, Any]) -> CherryConfig:
         cfg = load_config(config)
         changes = {k: options[k] for k in ("race_check", "host_link", "element_format")

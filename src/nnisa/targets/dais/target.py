@@ -45,6 +45,11 @@ class DaisTarget(Target):
           minimum=0.0, nullable=True),
     )
 
+    def area_proxy(self, config: Any, report: dict[str, Any]) -> tuple[float, str] | None:
+        """Total adder bits of the compiled network (an LUT-count proxy)."""
+        bits = report.get("adder_bits")
+        return (float(bits), "adder bits") if isinstance(bits, (int, float)) else None
+
     def isa_markdown(self, **options: Any) -> str:
         return "# DAIS opcodes (da4ml 0.6.0, spec_version 1)\n\n" + isa.isa_markdown()
 

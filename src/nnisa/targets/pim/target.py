@@ -60,6 +60,20 @@ class PimTarget(Target):
         O("gantt", str, None, None, "resnet18-pimcomp: draw the per-core timeline to this PNG", ("bench",)),
     )
 
+    def load_config(self, config: Any) -> Any:
+        """``None`` → the compiler's default chip (conformance hardware, 64 cores); a pimsim-nn JSON
+        file, a dict (a :meth:`configure` dump round-trips: ``source`` and ``explicit_gmem_size`` kept) or
+        a :class:`~nnisa.targets.pim.config.PimConfig`."""
+        from .compiler.driver import resolve_compile_config
+        return resolve_compile_config(config)
+
+    def area_proxy(self, config: Any, report: dict[str, Any]) -> tuple[float, str] | None:
+        """Crossbar cells of the chip: cores x crossbars per core x rows x columns."""
+        cfg = self.load_config(config)
+        mc = cfg.chip_config.core_config.matrix_config
+        rows, cols = (int(v) for v in mc.xbar_size)
+        return float(cfg.chip_config.core_cnt * mc.xbar_array_count * rows * cols), "crossbar cells"
+
     def isa_markdown(self, word_bits: int = 64, extended: bool = False, **options: Any) -> str:
         return build_isa(word_bits, extended).markdown()
 

@@ -76,6 +76,11 @@ class TensilTarget(Target):
     def load_config(self, config: Any) -> Any:
         return load_arch(config)
 
+    def area_proxy(self, config: Any, report: dict[str, Any]) -> tuple[float, str] | None:
+        """Processing elements of the systolic array (array_size squared; memories not counted)."""
+        arch = load_arch(config if config is not None else "zcu104")
+        return float(arch.array_size ** 2), "PEs"
+
     def isa_markdown(self, *, config: Any = None, **options: Any) -> str:
         arch = load_arch(config if config is not None else "zcu104")
         return build_isa(arch).markdown() + "\n## Layout\n\n" + Layout.from_arch(arch).table()

@@ -47,15 +47,21 @@ class Compiled:
     files: dict[str, str] = field(default_factory=dict)
 
 
-def _resolve_config(config):
+def resolve_compile_config(config):
+    """``None`` (conformance hardware, 64 cores on an 8x8 mesh), a file path, a dict or a PimConfig →
+    :class:`PimConfig`.  A dict carrying ``source``/``explicit_gmem_size`` (a ``model_dump``) keeps them."""
     from ..config import PimConfig, config_from_dict, default_config, load_config
     if config is None:
         return default_config(64, preset="conformance", overrides={"chip_config": {"network_config": {"layout": [8, 8]}}})
     if isinstance(config, PimConfig):
         return config
     if isinstance(config, dict):
-        return config_from_dict(config)
+        cfg = config_from_dict(config, source=config.get("source"))
+        if isinstance(config.get("explicit_gmem_size"), bool):
+            cfg.explicit_gmem_size = config["explicit_gmem_size"]
+        return cfg
     return load_config(config)
+
 
 
 def _hw(cfg) -> dict:
@@ -130,7 +136,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         gmem_reuse = not element   # the pipeline would need write-after-read ordering
     elif gmem_reuse and element:
         raise UnsupportedError("gmem_reuse is not supported by the element schedule")
-    cfg = _resolve_config(config)
+    cfg = resolve_compile_config(config)
     hw = _hw(cfg)
     if links is None:
         links = bool(getattr(cfg.nnisa, "core_links", True))

@@ -1,0 +1,73 @@
+"""``nnisa compare``: one model on every target, one row per target, and its pictures.
+
+The same rows feed ``nnisa demo``'s side-by-side table (:func:`compare_model` is its step 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from ..core.errors import NnisaError, UnsupportedError
+from ..core.target import get_target, target_names
+from .measure import measure
+
+
+def resolve_targets(spec: str | None) -> list[str]:
+    """``all``/``None`` → every registered target; else a comma-separated list (unknown names are an
+    :class:`UnsupportedError` listing the targets)."""
+    if spec is None or spec.strip().lower() == "all":
+        return target_names()
+    names = [s.strip().lower() for s in spec.split(",") if s.strip()]
+    unknown = [n for n in names if n not in target_names()]
+    if unknown or not names:
+        raise UnsupportedError(f"unknown target(s) {', '.join(unknown) or '(none given)'}; "
+                               f"available: {', '.join(target_names())}, or all")
+    return list(dict.fromkeys(names))
+
+
+def model_label(model: str | Path) -> str:
+    """A model's short name (the file stem)."""
+    return Path(model).stem
+
+
+def compare_model(model: str | Path, targets: list[str] | None = None, *, samples: int = 8,
+                  progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Compile and run ``model`` on each target (default: all) with its default configuration.
+
+    Returns one row per target (:func:`nnisa.sweep.measure.measure`): ``status`` ``ok`` with the
+    figures, or ``error``/``unsupported``/``exception`` with the reason in ``error``.
+    """
+    from ..api import model_inputs
+    model_inputs(model)  # a missing or broken model file is the user's error, not a row per target
+    rows = []
+    for name in targets or target_names():
+        if progress is not None:
+            progress(name)
+        try:
+            caps = get_target(name).capabilities()
+        except NnisaError as exc:
+            rows.append({"target": name, "model": model_label(model), "status": "unsupported", "error": exc.message})
+            continue
+        if "compile" not in caps or "simulate" not in caps:
+            rows.append({"target": name, "model": model_label(model), "status": "unsupported",
+                         "error": f"target {name} cannot compile ONNX models yet"})
+            continue
+        rows.append(measure(name, model_label(model), str(model), samples=samples))
+    return rows
+
+
+def compare_pictures(rows: list[dict[str, Any]], out: str | Path, name: str = "") -> list[str]:
+    """Latency against energy (log axes) at ``out`` and the per-target breakdown next to it
+    (``<stem>_breakdown.png``); returns the files written."""
+    from ..report.plots import plot_breakdown, plot_latency_energy
+    out = Path(out)
+    ok = [r for r in rows if r.get("status") == "ok"]
+    files = []
+    lead = f"{name}: " if name else ""
+    if plot_latency_energy(ok, out, title=f"{lead}latency against energy per input"):
+        files.append(str(out))
+    bars = out.with_name(out.stem + "_breakdown" + (out.suffix or ".png"))
+    if plot_breakdown(ok, bars, title=f"{lead}per-target breakdown"):
+        files.append(str(bars))
+    return files

@@ -1,0 +1,98 @@
+"""One measurement = one row: a model (or a built-in workload) on one target with one configuration.
+
+``nnisa compare``, ``nnisa demo`` and every sweep point go through :func:`measure`, so a row means
+the same thing everywhere: the figures of :func:`nnisa.api.run_model` (bit-exactness, top-1
+agreement and error against onnxruntime, cycles, latency, energy, instructions, compile and
+simulation wall time) plus the target's area proxy — or, when the target cannot take the job,
+a ``status`` and the one-line reason.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import NnisaError, UnsupportedError
+from ..core.target import get_target
+
+#: figures every row may carry, in table order
+METRICS = ("samples", "bit_exact", "top1_agreement", "max_abs_error", "cycles", "latency_ns", "period_ns",
+           "energy_pj", "instructions", "area_proxy", "area_unit", "compile_s", "sim_s", "wall_s", "timing_model")
+
+#: row statuses: ok, error (the target refused the job: unsupported op, bad configuration, ...),
+#: exception (an unexpected failure: a bug), timeout and crashed (set by the executors)
+STATUSES = ("ok", "error", "exception", "timeout", "crashed")
+
+
+def _area(target: Any, config: Any, report: dict[str, Any]) -> tuple[float | None, str | None]:
+    try:
+        got = target.area_proxy(config, report)
+    except NnisaError:
+        got = None
+    return got if got is not None else (None, None)
+
+
+def _scalars(d: dict[str, Any], skip: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if k not in skip and isinstance(v, (bool, int, float, str)) and v is not None}
+
+
+def model_row(target_name: str, model_path: str | Path, *, samples: int = 4, config: Any = None,
+              **options: Any) -> dict[str, Any]:
+    """Compile, simulate and compare one ONNX model (:func:`nnisa.api.run_model`) → a flat row.
+
+    Target-specific scalar figures of the report go under ``extra``."""
+    from ..api import run_model
+    t = get_target(target_name)
+    caps = t.capabilities()
+    if "compile" not in caps or "simulate" not in caps:
+        raise UnsupportedError(f"target {target_name!r} cannot compile and simulate ONNX models yet")
+    rep = run_model(target_name, model_path, samples=samples, config=config, **options)
+    row = {k: rep.get(k) for k in METRICS if k in rep}
+    row["area_proxy"], row["area_unit"] = _area(t, config, rep.get("compile_report") or {})
+    row["extra"] = _scalars(rep, METRICS + ("target", "model"))
+    return row
+
+
+def bench_row(target_name: str, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
+    """Run a built-in workload (:meth:`Target.bench`) → a flat row (``time_ns`` counts as latency)."""
+    t = get_target(target_name)
+    if workload not in t.workloads():
+        t._unknown_workload(workload)
+    t0 = time.perf_counter()
+    rep = t.bench(workload, config=config, **options)
+    row = {k: rep.get(k) for k in METRICS if k in rep}
+    if row.get("latency_ns") is None and isinstance(rep.get("time_ns"), (int, float)):
+        row["latency_ns"] = float(rep["time_ns"])
+    row.setdefault("wall_s", time.perf_counter() - t0)
+    row["area_proxy"], row["area_unit"] = _area(t, config, rep)
+    row["extra"] = _scalars(rep, METRICS + ("summary",))
+    return row
+
+
+def measure(target_name: str, model: str, model_path: str | Path | None, *, samples: int = 4, config: Any = None,
+            **options: Any) -> dict[str, Any]:
+    """One row with ``status``: the figures, or why there are none.
+
+    ``model_path=None`` runs the built-in workload ``model`` (``bench:NAME``).  A refusal by the
+    target (:class:`NnisaError`) is status ``error`` with its one-line message; any other exception
+    is status ``exception`` with the last lines of its traceback (a bug to report).
+    """
+    row: dict[str, Any] = {"target": target_name, "model": model}
+    t0 = time.perf_counter()
+    try:
+        if model_path is None:
+            row.update(bench_row(target_name, model.split(":", 1)[-1], config=config, **options))
+        else:
+            row.update(model_row(target_name, model_path, samples=samples, config=config, **options))
+        row["status"] = "ok"
+    except NnisaError as exc:
+        row.update(status="error", error=str(exc))
+    except MemoryError:
+        row.update(status="error", error="out of memory")
+    except Exception as exc:  # noqa: BLE001 - one broken point must not stop a sweep or a comparison
+        tail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
+        row.update(status="exception", error=f"{type(exc).__name__}: {exc}"[:500], traceback=tail[-2000:])
+    row.setdefault("wall_s", time.perf_counter() - t0)
+    return row
