@@ -108,9 +108,14 @@ def plot_pareto(rows: list[dict[str, Any]], pairs: list[tuple[str, str]], fronts
 
     labels = labels or {}
     targets = sorted({r["target"] for r in rows})
-    fig, axes = plt.subplots(1, max(len(pairs), 1), figsize=(5.2 * max(len(pairs), 1), 4.4), squeeze=False)
+    n = max(len(pairs), 1)
+    ncols = n if n <= 2 else 2
+    nrows = (n + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 4.2 * nrows), squeeze=False)
+    for ax in axes.ravel()[len(pairs):]:
+        ax.set_visible(False)
     drawn = 0
-    for ax, (kx, ky) in zip(axes[0], pairs):
+    for ax, (kx, ky) in zip(axes.ravel(), pairs):
         idx = [i for i, r in enumerate(rows) if isinstance(r.get(kx), (int, float)) and r[kx] >= 0
                and isinstance(r.get(ky), (int, float)) and r[ky] >= 0]
         for t in targets:

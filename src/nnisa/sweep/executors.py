@@ -27,7 +27,7 @@ OnResult = Callable[[Row], None]
 OnStart = Callable[[Row], None]
 
 
-def _worker_main(conn: Connection) -> None:
+def _worker_main(conn: Connection, func: Callable[[Row], Row]) -> None:
     """Worker loop: points in, rows out, until the pipe closes.  Ctrl-C is the driver's to handle."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
@@ -37,13 +37,13 @@ def _worker_main(conn: Connection) -> None:
             return
         if point is None:
             return
-        conn.send(run_point(point))
+        conn.send(func(point))
 
 
 class _Worker:
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Any, func: Callable[[Row], Row]) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child,), daemon=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, func), daemon=True)
         self.proc.start()
         child.close()
         self.point: Row | None = None
@@ -72,12 +72,13 @@ class _Worker:
 
 
 class LocalExecutor:
-    """``jobs`` worker processes on this machine."""
+    """``jobs`` worker processes on this machine; ``func`` (an importable function) runs each point."""
 
     name = "local"
 
-    def __init__(self, jobs: int | None = None) -> None:
+    def __init__(self, jobs: int | None = None, func: Callable[[Row], Row] = run_point) -> None:
         self.jobs = max(1, int(jobs or os.cpu_count() or 1))
+        self._func = func
         self._ctx = mp.get_context("forkserver")
         self._ctx.set_forkserver_preload(["nnisa.sweep.worker"])
         self._workers: list[_Worker] = []
@@ -123,7 +124,7 @@ class LocalExecutor:
                                           wall_s=time.monotonic() - w.started, executor=self.name))
 
     def _spawn(self) -> _Worker:
-        w = _Worker(self._ctx)
+        w = _Worker(self._ctx, self._func)
         self._workers.append(w)
         return w
 
