@@ -448,9 +448,9 @@ def sweep_group():
 
 
 @sweep_group.command("run")
-@click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Results folder (points.jsonl journal, results.parquet).")
+@click.argument("spec", type=click.Path(dir_okay=False), required=False)
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False),
+              help="Results folder (points.jsonl journal, results.parquet); required unless --dry-run.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1, max=4096), default=None,
               help="Points at once (default: the cores here, or the Ray cluster's CPUs).")
 @click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[ADDRESS]",
@@ -464,6 +464,8 @@ def sweep_run_cmd(spec, out_dir, jobs, ray_address, resume, dry_run, as_json):
     if ray_address is not None and ray_address not in ("local", "auto") and ":" not in ray_address:
         raise click.BadParameter(f"{ray_address!r} is not local, auto, HOST:PORT or ray://HOST:PORT (put SPEC "
                                  "before --ray, or write --ray=ADDRESS)", param_hint="--ray")
+    if spec is None:
+        raise click.UsageError("missing argument SPEC (a sweep spec, .yaml or .json)")
     if dry_run:
         pts = point_list(spec)
         if as_json:
@@ -474,6 +476,8 @@ def sweep_run_cmd(spec, out_dir, jobs, ray_address, resume, dry_run, as_json):
                 click.echo(f"{p.id}  {p.target:<7} {p.model:<16} {settings}")
             click.echo(f"{len(pts)} points", err=True)
         return
+    if not out_dir:
+        raise click.UsageError("missing option -o/--output (the results folder)")
     summary = run_sweep(spec, out_dir, jobs=jobs, ray=ray_address, resume=resume, progress=not as_json)
     if as_json:
         emit_json(summary)
