@@ -2,13 +2,13 @@
 
 The kernel reproduces the pure-Python reference step for step (same pattern keys, scores, heap
 order, occurrence order and depth test), so both give the same adders; it only replaces Python
-dicts/sets by numba typed dicts and flat arrays:
+dicts/sets by flat arrays:
 
 * terms of column ``c`` live in fixed slots (a replaced pair frees one slot for the new term);
   a hash table ``(c, signal, shift) → slot`` finds a term;
-* an open-addressing table holds pattern frequencies, updated incrementally; a lazy heap holds
-  ``(-score, secondary key, pattern)`` entries (stale ones are skipped on pop, ones whose count
-  dropped are requeued);
+* an open-addressing table holds pattern frequencies, updated incrementally; a lazy binary heap
+  (rows of an int64 array) holds ``(-score, secondary key, pattern)`` entries (stale ones are
+  skipped on pop, ones whose count dropped are requeued);
 * each signal's exact integer range is computed from its sparse coefficient vector (inputs and
   coefficients in flat growable arrays), so adder widths match the Python compiler's exactly.
 
@@ -105,10 +105,10 @@ def _sec(key, tiebreak):
 
 
 @nb.njit(cache=True)
-def _change(c, s0, b0, g0, cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn, heap, width, depth, method,
-            tiebreak, delta):
+def _change(c, s0, b0, g0, cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn, heap, heap_n, width, depth,
+            method, tiebreak, delta):
     """Add ``delta`` to the count of every pattern of term ``(s0, b0, g0)`` with column ``c``'s live
-    terms; the table must have room for ``clen[c]`` new keys."""
+    terms; the table must have room for ``clen[c]`` new keys.  Returns the heap (grown if needed)."""
     for t in range(cstart[c], cstart[c] + clen[c]):
         if talive[t]:
             k = _pkey(s0, b0, g0, tsig[t], tsh[t], tsg[t])
@@ -120,44 +120,64 @@ def _change(c, s0, b0, g0, cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn, hea
             v = hv[i] + delta
             hv[i] = v
             if delta > 0 and v >= 2:
-                heapq_push(heap, (_score(k, v, width, depth, method, tiebreak), _sec(k, tiebreak), k))
+                heap = heap_push(heap, heap_n, _score(k, v, width, depth, method, tiebreak), _sec(k, tiebreak), k)
+    return heap
+
+
+# A binary min-heap of (score, secondary key, pattern) triples in the rows of an int64 array
+# ``heap[:heap_n[0]]``, ordered like Python tuples.  Plain arrays instead of a typed list of tuples:
+# the same pops (equal triples are interchangeable), and numba compiles it in a fraction of the time.
+@nb.njit(cache=True)
+def _row_less(heap, i, a, b, k):
+    """``heap[i] < (a, b, k)`` lexicographically."""
+    if heap[i, 0] != a:
+        return heap[i, 0] < a
+    if heap[i, 1] != b:
+        return heap[i, 1] < b
+    return heap[i, 2] < k
 
 
 @nb.njit(cache=True)
-def heapq_push(heap, item):
-    # binary heap on a typed list of (score, secondary key, pattern) tuples (smallest first)
-    heap.append(item)
-    i = len(heap) - 1
+def heap_push(heap, heap_n, a, b, k):
+    """Push ``(a, b, k)``; returns the heap array (a larger copy when it was full)."""
+    i = heap_n[0]
+    if i == heap.shape[0]:
+        grown = np.empty((2 * i + 16, 3), np.int64)
+        grown[:i] = heap[:i]
+        heap = grown
+    heap_n[0] = i + 1
     while i > 0:
         par = (i - 1) >> 1
-        if heap[i] < heap[par]:
-            heap[i], heap[par] = heap[par], heap[i]
-            i = par
-        else:
+        if _row_less(heap, par, a, b, k) or (heap[par, 0] == a and heap[par, 1] == b and heap[par, 2] == k):
             break
+        heap[i, 0], heap[i, 1], heap[i, 2] = heap[par, 0], heap[par, 1], heap[par, 2]
+        i = par
+    heap[i, 0], heap[i, 1], heap[i, 2] = a, b, k
+    return heap
 
 
 @nb.njit(cache=True)
-def heapq_pop(heap):
-    top = heap[0]
-    last = heap.pop()
-    n = len(heap)
-    if n:
-        heap[0] = last
+def heap_pop(heap, heap_n):
+    """Remove and return the smallest triple (the heap must not be empty)."""
+    a, b, k = heap[0, 0], heap[0, 1], heap[0, 2]
+    n = heap_n[0] - 1
+    heap_n[0] = n
+    if n > 0:
+        la, lb, lk = heap[n, 0], heap[n, 1], heap[n, 2]
         i = 0
         while True:
             l = 2 * i + 1
             if l >= n:
                 break
             m = l
-            if l + 1 < n and heap[l + 1] < heap[l]:
+            if l + 1 < n and _row_less(heap, l + 1, heap[l, 0], heap[l, 1], heap[l, 2]):
                 m = l + 1
-            if heap[m] < heap[i]:
-                heap[i], heap[m] = heap[m], heap[i]
-                i = m
-            else:
+            if not _row_less(heap, m, la, lb, lk):
                 break
-    return top
+            heap[i, 0], heap[i, 1], heap[i, 2] = heap[m, 0], heap[m, 1], heap[m, 2]
+            i = m
+        heap[i, 0], heap[i, 1], heap[i, 2] = la, lb, lk
+    return a, b, k
 
 
 @nb.njit(cache=True)
@@ -226,17 +246,18 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                     hk[i] = k
                     hn[0] += 1
                 hv[i] += 1
-    heap = [(np.int64(0), np.int64(0), np.int64(0))]
-    heap.pop()
+    heap = np.empty((max(16, hn[0]), 3), np.int64)
+    heap_n = np.zeros(1, np.int64)
     for i in range(len(hk)):
         if hk[i] >= 0 and hv[i] >= 2:
-            heapq_push(heap, (_score(hk[i], hv[i], width, depth, method, tiebreak), _sec(hk[i], tiebreak), hk[i]))
+            heap = heap_push(heap, heap_n, _score(hk[i], hv[i], width, depth, method, tiebreak),
+                             _sec(hk[i], tiebreak), hk[i])
     mark = -np.ones(n_cols, np.int64)
     it = 0
     complete = True
     colbuf = np.empty(n_cols, np.int64)
     shbuf = np.empty(max(1, n_t), np.int64)
-    while len(heap):
+    while heap_n[0] > 0:
         it += 1
         if deadline > 0 and (it & 255) == 0:
             with nb.objmode(now="float64"):
@@ -244,13 +265,13 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
             if now > deadline:
                 complete = False
                 break
-        negscore, sec, key = heapq_pop(heap)
+        negscore, sec, key = heap_pop(heap, heap_n)
         v = _hget(hk, hv, key)
         if v < 2:
             continue
         sc = _score(key, v, width, depth, method, tiebreak)
         if negscore != sc:  # count dropped since the push: requeue at the current score
-            heapq_push(heap, (sc, sec, key))
+            heap = heap_push(heap, heap_n, sc, sec, key)
             continue
         p = key >> 32
         q = (key >> 8) & 0xFFFFFF
@@ -360,10 +381,10 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                     talive[tt] = False
                     pv[_hslot(pk, _tkey(c, tsig[tt], tsh[tt]))] = -1
                     cv_[_hslot(ck_, (c << 32) | tsig[tt])] -= 1
-                    _change(c, tsig[tt], tsh[tt], tsg[tt], cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn,
-                            heap, width, depth, method, tiebreak, -1)
-                _change(c, new, b, sg, cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn, heap, width, depth,
-                        method, tiebreak, 1)
+                    heap = _change(c, tsig[tt], tsh[tt], tsg[tt], cstart, clen, tsig, tsh, tsg, talive, hk, hv,
+                                   hn, heap, heap_n, width, depth, method, tiebreak, -1)
+                heap = _change(c, new, b, sg, cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn, heap, heap_n, width,
+                               depth, method, tiebreak, 1)
                 tsig[tp] = new
                 tsh[tp] = b
                 tsg[tp] = sg
