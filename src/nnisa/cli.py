@@ -112,10 +112,31 @@ def _cfg(config: str | None) -> dict[str, Any]:
     return {} if config is None else {"config": config}
 
 
+def _limit_memory(size: str | None) -> None:
+    """``--max-memory 4G``: cap the process's data memory so a runaway input fails cleanly."""
+    if not size:
+        return
+    import re
+    import resource
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)[bB]?\s*", size)
+    if not m:
+        raise click.BadParameter(f"expected a size like 512M or 4G, got {size!r}", param_hint="--max-memory")
+    limit = int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
+    if limit < 64 << 20:
+        raise click.BadParameter("must be at least 64M", param_hint="--max-memory")
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="nnisa")
-def cli() -> None:
+@click.option("--max-memory", envvar="NNISA_MAX_MEMORY", metavar="SIZE",
+              help="Fail cleanly if the command needs more than SIZE of memory (e.g. 4G; env NNISA_MAX_MEMORY).")
+def cli(max_memory: str | None) -> None:
     """nnisa: exact codecs, simulators and ONNX compilers for accelerator ISAs."""
+    _limit_memory(max_memory)
 
 
 @cli.command("targets")
@@ -392,25 +413,64 @@ def _error(exc: NnisaError, as_json: bool) -> None:
     sys.exit(exc.exit_code)
 
 
+def _on_signal(signum, _frame):
+    """SIGTERM/SIGHUP unwind like Ctrl-C, so temporary folders and files are cleaned up."""
+    raise KeyboardInterrupt
+
+
+def _install_signal_handlers() -> None:
+    import signal
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            try:
+                signal.signal(sig, _on_signal)
+            except (ValueError, OSError):  # not the main thread (embedded use): leave it alone
+                pass
+
+
+def _fail(message: str, code: int, as_json: bool, error_type: str) -> None:
+    if as_json:
+        emit_json({"error": message, "error_type": error_type, "exit_code": code})
+    click.echo(f"nnisa: error: {message}", err=True)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the CLI and turn user errors into one-line messages."""
+    """Console entry point: run the CLI and turn user errors into one-line messages.
+
+    Python warnings are collected and printed as one ``nnisa: warning:`` line each after a
+    successful command (an error prints only its own line).
+    """
+    import warnings
     args = sys.argv[1:] if argv is None else list(argv)
     as_json = "--json" in args
-    try:
-        cli.main(args=args, prog_name="nnisa", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("nnisa: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except NnisaError as exc:
-        _error(exc, as_json)
-    except KeyboardInterrupt:
-        click.echo("nnisa: interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(0)
+    _install_signal_handlers()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            cli.main(args=args, prog_name="nnisa", standalone_mode=False)
+        except click.exceptions.Abort:
+            click.echo("nnisa: aborted", err=True)
+            sys.exit(130)
+        except click.ClickException as exc:
+            _fail(NnisaError(exc.format_message()).__str__(), exc.exit_code, as_json, "UsageError")
+        except NnisaError as exc:
+            _error(exc, as_json)
+        except MemoryError:
+            _fail("out of memory (the input needs more memory than this machine or --max-memory allows)", 2,
+                  as_json, "MemoryError")
+        except KeyboardInterrupt:
+            click.echo("nnisa: interrupted", err=True)
+            sys.exit(130)
+        except BrokenPipeError:
+            sys.exit(0)
+    seen = set()
+    for w in caught:
+        text = " ".join(str(w.message).split())
+        if text not in seen:
+            seen.add(text)
+            click.echo(f"nnisa: warning: {text[:500]}", err=True)
     sys.exit(0)
 
 

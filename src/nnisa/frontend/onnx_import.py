@@ -11,9 +11,10 @@ from typing import Any, Callable
 
 import numpy as np
 import onnx
-from onnx import helper, shape_inference, version_converter
+from onnx import helper, numpy_helper, shape_inference, version_converter
 
-from nnisa.core.errors import FormatError, NnisaError, UnsupportedError
+from ..core.errors import FormatError, NnisaError, UnsupportedError
+from ..core.fileio import check_regular_file
 
 from .constfold import Folded, fold_constants
 from .ir import Graph, Node, TensorInfo
@@ -32,8 +33,9 @@ def _read(model: Any) -> tuple[onnx.ModelProto, str | None]:
         except Exception as e:
             raise FormatError(f"cannot parse ONNX model bytes: {e}") from None
     path = os.fspath(model)
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise FormatError("ONNX model file not found", file=path)
+    check_regular_file(path)
     try:
         return onnx.load(path), path
     except Exception as e:  # protobuf raises several unrelated types
@@ -47,15 +49,35 @@ def _default_opset(m: onnx.ModelProto) -> int:
     return 0
 
 
-def _fix_symbolic_inputs(m: onnx.ModelProto) -> None:
-    """Give symbolic input dims (dynamic batch) the static value 1."""
+def _fix_symbolic_inputs(m: onnx.ModelProto, path: str | None) -> None:
+    """Give a symbolic batch dimension (axis 0) the static value 1; any other symbolic input
+    dimension is an error (nnisa compiles for fixed shapes)."""
     inits = {t.name for t in m.graph.initializer}
     for vi in m.graph.input:
         if vi.name in inits:
             continue
-        for d in vi.type.tensor_type.shape.dim:
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
             if not d.HasField("dim_value") or d.dim_value <= 0:
+                if axis > 0:
+                    name = d.dim_param or "?"
+                    raise UnsupportedError(
+                        f"input {vi.name!r} has a dynamic dimension {name!r} at axis {axis}; nnisa compiles "
+                        "for fixed shapes (export with static shapes, or fix it with "
+                        "onnx.tools.update_model_dims)", file=path)
                 d.dim_value = 1
+
+
+def _check_initializers(m: onnx.ModelProto, path: str | None) -> None:
+    """Weights must be finite numbers (a Pad's constant value may be ±inf: MaxPool padding)."""
+    pad_values = {n.input[2] for n in m.graph.node if n.op_type == "Pad" and len(n.input) > 2}
+    for t in m.graph.initializer:
+        if t.name in pad_values:
+            continue
+        if t.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16):
+            continue
+        a = numpy_helper.to_array(t)
+        if a.size and not np.isfinite(a).all():
+            raise FormatError(f"initializer {t.name!r} contains NaN or infinity", file=path)
 
 
 def load_model(model: Any, *, opset: int = TARGET_OPSET) -> Graph:
@@ -95,7 +117,8 @@ def load_model(model: Any, *, opset: int = TARGET_OPSET) -> Graph:
             raise UnsupportedError(
                 f"cannot convert from opset {_default_opset(m)} to {opset}: {str(e).splitlines()[0]}", file=path
             ) from None
-    _fix_symbolic_inputs(m)
+    _fix_symbolic_inputs(m, path)
+    _check_initializers(m, path)
     try:
         m = shape_inference.infer_shapes(m)
         folded = fold_constants(m)
@@ -105,6 +128,9 @@ def load_model(model: Any, *, opset: int = TARGET_OPSET) -> Graph:
         raise UnsupportedError(f"shape inference / constant folding failed: {str(e).splitlines()[0]}", file=path) from None
     g = _lower(folded, m.graph.name or "graph", path)
     optimize(g)
+    for t in list(g.inputs) + list(g.outputs):
+        if any(int(d) == 0 for d in t.shape):
+            raise UnsupportedError(f"tensor {t.name!r} has a zero-size shape {list(t.shape)}", file=path)
     return g
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import orjson
 
 from ....core.errors import FormatError
-from ....core.fileio import read_bytes, write_atomic
+from ....core.fileio import inflate, inflate_chunks, inflate_limit, is_compressed, read_bytes, write_atomic
 from . import jsonscan as js
 from ..isa import OPCODE, OPCODES
 from ..program import DTYPE, PimProgram
@@ -36,21 +36,14 @@ _BARE_SEL = {"vavg": 2, "lldi": 1, "send": 1, "recv": 1}  # §6.5 rule 4
 
 # =========================================================================== input
 def _decompress(raw: bytes, name: str) -> bytes:
-    """Plain, gzip (any number of members) or zlib bytes → plain bytes."""
-    if raw[:2] == b"\x1f\x8b" or (len(raw) > 2 and raw[0] == 0x78 and (raw[0] * 256 + raw[1]) % 31 == 0):
-        is_gzip = raw[:2] == b"\x1f\x8b"
+    """Plain, gzip (any number of members) or zlib bytes → plain bytes (bounded, core.fileio)."""
+    if raw[:2] == b"\x1f\x8b":
+        return inflate(raw, name)
+    if is_compressed(raw):
         try:
-            d = zlib.decompressobj(47)
-            out = d.decompress(raw)
-            if not d.eof:
-                raise FormatError("truncated compressed data", file=name)
-            if d.unused_data and is_gzip:
-                out += gzip.decompress(d.unused_data)
-            return out
-        except (zlib.error, OSError, EOFError) as exc:
-            if not is_gzip:
-                return raw  # looked like zlib but is not: treat as plain text
-            raise FormatError(f"corrupt gzip data: {exc}", file=name) from None
+            return inflate(raw, name)
+        except FormatError:
+            return raw  # looked like zlib but is not: treat as plain text
     return raw
 
 
@@ -155,7 +148,7 @@ class _GzipFeed:
         self._raw, self._name = raw, name
         isize = int.from_bytes(raw[-4:], "little")  # of the last member, mod 2**32: a hint
         cap = isize if isize else 4 * len(raw)
-        self._cap_hint = max(4096, min(cap, 1100 * len(raw)))
+        self._cap_hint = max(4096, min(cap, inflate_limit(len(raw))))
         self._buf = np.empty(self._cap_hint, dtype=np.uint8)
         self._n = 0
         self._done = False
@@ -183,17 +176,8 @@ class _GzipFeed:
             self._cond.notify_all()
 
     def _inflate(self) -> None:
-        raw = memoryview(self._raw)
-        d = zlib.decompressobj(47)
-        pos = 0
-        while pos < len(raw) and not d.eof:
-            self._append(d.decompress(raw[pos:pos + self.CHUNK]))
-            pos += self.CHUNK
-        if not d.eof:
-            raise FormatError("truncated compressed data", file=self._name)
-        tail = d.unused_data + raw[pos:].tobytes()
-        if tail:
-            self._append(gzip.decompress(tail))
+        for piece in inflate_chunks(self._raw, self._name, self.CHUNK):
+            self._append(piece)
 
     def _run(self) -> None:
         try:
