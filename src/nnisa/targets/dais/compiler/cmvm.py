@@ -291,6 +291,10 @@ class CMVMCompiler:
         """
         if template.n != self.n:
             raise ValueError(f"template has {template.n} inputs, this compiler {self.n}")
+        if self.engine != "python" and len(self.sig) == self.n:
+            out = self._instantiate_ranges(template)
+            if out is not None:
+                return out
         alias: list = [(j, 0, 1) if self.sig[j].width > 0 else None for j in range(self.n)]
         for p, q, d, rho in template.log:
             a, c = alias[p], alias[q]
@@ -312,6 +316,83 @@ class CMVMCompiler:
                 out.append(None)
             else:
                 out.append((self.sig[al[0]].slot, al[1] + t[1], (al[2] < 0) != bool(t[2])))
+        return out
+
+    def _coef_matrix(self) -> np.ndarray | None:
+        """Dense int64 ``[signal, input]`` coefficients (cached), or None if one reaches 2^62."""
+        C = getattr(self, "_coefs", None)
+        if C is None or len(C) != len(self.sig):
+            rows, cols, vals = [], [], []
+            for t, sg in enumerate(self.sig):
+                rows += [t] * len(sg.coef)
+                cols += sg.coef.keys()
+                vals += sg.coef.values()
+            if vals and max(map(abs, vals)).bit_length() > 61:
+                return None
+            C = np.zeros((len(self.sig), self.n), np.int64)
+            C[rows, cols] = vals
+            self._coefs = C
+        return C
+
+    def _instantiate_ranges(self, template: "CMVMCompiler") -> list[tuple[int, int, int] | None] | None:
+        """:meth:`instantiate` without per-adder coefficient dicts (same ops, same dtypes).
+
+        Replaying template adder ``t`` gives ``new = a2·template_t / 2^a1`` on the live inputs
+        (``(·, a1, a2)`` the alias of its first operand), so its exact range comes from the template's
+        coefficient row and this instance's input bounds, all rows in one matrix product.  Returns None
+        (the caller takes the reference path) when int64 could overflow.  The new signals carry no
+        coefficients: an instantiated compiler builds nothing further.
+        """
+        C = template._coef_matrix()
+        live = [sg.width > 0 for sg in self.sig]
+        Lv = [v if ok else 0 for v, ok in zip(self.L, live)]
+        Hv = [v if ok else 0 for v, ok in zip(self.H, live)]
+        bound = max([abs(v) for v in Lv + Hv] + [1])
+        if C is None or (int(np.abs(C).max(initial=1)) * bound * max(self.n, 1)).bit_length() > 62:
+            return None
+        Lv, Hv = np.array(Lv, np.int64), np.array(Hv, np.int64)
+        Cp, Cn = np.maximum(C, 0), np.minimum(C, 0)
+        LO, HI = (Cp @ Lv + Cn @ Hv).tolist(), (Cp @ Hv + Cn @ Lv).tolist()
+        n, fin = self.n, self.fin
+        alias: list = [(j, 0, 1) if live[j] else None for j in range(n)]
+        sig, log = self.sig, self.log
+        rows: list[tuple] = []  # appended to the builder in one go: slot = base + row index
+        base = len(self.b)
+        for t, (p, q, d, rho) in enumerate(template.log, start=n):
+            a, c = alias[p], alias[q]
+            if c is None:
+                alias.append(a)
+                continue
+            c = (c[0], c[1] + d, c[2] * rho)
+            if a is None:
+                alias.append(c)
+                continue
+            if a[1] > c[1]:
+                a, c = c, a
+            (a0, a1, a2), c0, dd = a, c[0], c[1] - a[1]
+            rr = a2 * c[2]
+            lo, hi = (LO[t] >> a1, HI[t] >> a1) if a2 > 0 else (-(HI[t] >> a1), -(LO[t] >> a1))
+            sp, sq = sig[a0], sig[c0]
+            f = max(sp.f, sq.f - dd)
+            if lo == 0 and hi == 0:
+                k, i, ff = 0, 1 - f, f
+            else:
+                x, y = (lo << (f - fin), hi << (f - fin)) if f >= fin else (lo >> (fin - f), hi >> (fin - f))
+                k, i, ff = (1 if lo < 0 else 0), (max(-x, y + 1) - 1).bit_length() - f, f
+            sn = _Signal()
+            sn.coef, sn.lo, sn.hi, sn.f = None, lo, hi, ff
+            sn.depth = max(sp.depth, sq.depth) + 1
+            sn.width = k + i + ff
+            sn.slot = base + len(rows)
+            rows.append((0 if rr > 0 else 1, sp.slot, sq.slot, dd, k, i, ff))
+            sig.append(sn)
+            log.append((a0, c0, dd, rr))
+            alias.append((len(sig) - 1, a1, a2))
+        self.b.extend_ops(rows)
+        out = []
+        for t in template.out_terms:
+            al = None if t is None else alias[t[0]]
+            out.append(None if al is None else (sig[al[0]].slot, al[1] + t[1], (al[2] < 0) != bool(t[2])))
         return out
 
     def _cse(self, cols: list[dict]) -> bool:
