@@ -92,6 +92,10 @@ class DaisTarget(Target):
         # ``instructions`` is the program length, as for every target (executed_ops counts the batch)
         return SimResult(outputs={"y": y}, stats=Stats(instructions=int(program.n_ops), wall_s=wall, extra=extra))
 
+    def warm_up(self) -> list[str]:
+        from .warmup import warm_up
+        return warm_up()
+
     def run_compiled(self, compiled: CompileResult, inputs: dict[str, np.ndarray], progress=None):
         """Batched run of a compiled network: quantize all samples, one interpreter call, compare the
         integers with ``evaluate_quantized`` (``bit_exact``) and dequantize."""
