@@ -107,3 +107,40 @@ def test_da4ml_json_text_is_json_dumps():
     text = to_da4ml_json(p)
     assert json.dumps(json.loads(text), separators=(",", ":")) == text
     assert np.array_equal(from_da4ml_json(text).ops_array(), p.ops_array())
+
+
+def test_simulate_lowers_once_per_program_and_semantics():
+    """The public path reuses the lowered program (issue 9: it lowered and re-derived statistics on
+    every call); results, statistics and errors are unchanged."""
+    import pickle
+
+    import nnisa
+    from nnisa.targets.dais.sim.interp import interpreter_for
+    p = cmvm.compile_matrix(np.array([[3., -5], [7, 2], [1, 4]]), (1, 5, 0))
+    X = np.arange(12, dtype=float).reshape(4, 3) - 6
+    t = nnisa.target("dais")
+    r1 = t.simulate(p, inputs={"x": X})
+    it = interpreter_for(p)
+    assert interpreter_for(p) is it and interpreter_for(p, "da4ml-compat") is not it
+    r2 = t.simulate(p, inputs={"x": X})
+    assert np.array_equal(r1.outputs["y"], r2.outputs["y"]) and np.array_equal(r1.outputs["y"], X @ [[3, -5], [7, 2], [1, 4]])
+    assert r1.stats.extra == r2.stats.extra
+    st = p.stats()
+    st["n_ops"] = -1
+    st["opcodes"].clear()
+    assert p.stats()["n_ops"] == p.n_ops and p.stats()["opcodes"]
+    q = pickle.loads(pickle.dumps(p))
+    assert q == p and "_interpreters" not in q.__dict__ and "_stats" not in q.__dict__
+
+
+def test_non_finite_inputs_still_checked():
+    import nnisa
+    from nnisa.core.errors import NnisaError
+    W = np.array([[3., -5], [0, 0], [1, 4]])  # input 1 is dead (no op reads it)
+    p = cmvm.compile_matrix(W, (1, 5, 0))
+    X = np.ones((2, 3))
+    X[1, 1] = np.nan
+    assert np.array_equal(nnisa.target("dais").simulate(p, inputs={"x": X}).outputs["y"], np.ones((2, 3)) @ W)
+    X[0, 2] = np.inf
+    with pytest.raises((ValueError, NnisaError), match="non-finite input inf at input 2, sample 0"):
+        nnisa.target("dais").simulate(p, inputs={"x": X})

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
 from dataclasses import dataclass, field
@@ -85,6 +86,10 @@ def _s64(x: int) -> int:
 # ---------------------------------------------------------------------------------------------
 # Program
 # ---------------------------------------------------------------------------------------------
+
+#: per-program caches kept in the instance ``__dict__`` (not dataclass fields)
+_CACHES = ("_stats", "_interpreters")
+
 
 @dataclass(frozen=True, eq=False)
 class Program:
@@ -196,8 +201,13 @@ class Program:
         return _levels(self)
 
     def stats(self) -> dict[str, Any]:
-        """Opcode histogram, adder count and bits, depth, widths (spec §2.5)."""
-        return program_stats(self)
+        """Opcode histogram, adder count and bits, depth, widths (spec §2.5); computed once per
+        program (it is immutable), a fresh copy returned each time."""
+        st = self.__dict__.get("_stats")
+        if st is None:
+            st = program_stats(self)
+            object.__setattr__(self, "_stats", st)  # a cache, not a field (frozen dataclass)
+        return copy.deepcopy(st)
 
     def quirk_exposure(self) -> dict[str, list[int]]:
         return quirk_exposure(self)
@@ -209,6 +219,9 @@ class Program:
                  out_negs=self.out_negs, ops=self.ops_array(), tables=self.tables, meta=self.meta)
         d.update(changes)
         return Program.from_arrays(**d)
+
+    def __getstate__(self) -> dict:  # pickling and copies leave the caches (stats, interpreters) out
+        return {k: v for k, v in self.__dict__.items() if k not in _CACHES}
 
     def __eq__(self, other) -> bool:  # structural equality (metadata ignored)
         if not isinstance(other, Program):

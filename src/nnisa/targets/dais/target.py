@@ -73,7 +73,7 @@ class DaisTarget(Target):
         Options: ``da4ml_compat`` (bool), ``engine`` (``auto``/``compiled``/``exact``), ``n_threads``,
         ``check``.
         """
-        from .sim.interp import Interpreter
+        from .sim.interp import interpreter_for
         if isinstance(program, (str, Path)):
             program = self.read(program)
         if not inputs:
@@ -81,7 +81,7 @@ class DaisTarget(Target):
         x = inputs["x"] if "x" in inputs else next(iter(inputs.values()))
         semantics = "da4ml-compat" if options.get("da4ml_compat") else options.get("semantics", "default")
         t0 = time.perf_counter()
-        interp = Interpreter(program, semantics=semantics, engine=options.get("engine", "auto"))
+        interp = interpreter_for(program, semantics, options.get("engine", "auto"))  # lowered once per program
         y = interp.run(x, n_threads=options.get("n_threads", 1), check=options.get("check", False))
         wall = time.perf_counter() - t0
         st = program.stats()
