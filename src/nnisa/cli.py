@@ -112,6 +112,20 @@ def _cfg(config: str | None) -> dict[str, Any]:
     return {} if config is None else {"config": config}
 
 
+def read_program(t: Target, path: str, **options: Any) -> Any:
+    """``t.read`` plus the reader's own findings (``program.warnings``) as Python warnings, which
+    ``main`` prints as one ``nnisa: warning:`` line each."""
+    import warnings
+    prog = t.read(path, **options)
+    for w in getattr(prog, "warnings", None) or ():
+        warnings.warn(f"{path}: {w}", stacklevel=2)
+    return prog
+
+
+OUT_OF_MEMORY = "out of memory (the input needs more memory than this machine or --max-memory allows)"
+_MEMORY_LIMIT: list[int] = []
+
+
 def _limit_memory(size: str | None) -> None:
     """``--max-memory 4G``: cap the process's data memory so a runaway input fails cleanly."""
     if not size:
@@ -128,6 +142,7 @@ def _limit_memory(size: str | None) -> None:
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    _MEMORY_LIMIT.append(limit)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -219,7 +234,7 @@ def disasm_cmd(target_name, program, output, config, options, as_json):
     """Disassemble a program file to canonical text."""
     t = get_target(target_name)
     opts = parse_options(t, "disasm", options)
-    text = t.disassemble(t.read(program, **_cfg(config), **opts), **_cfg(config), **opts)
+    text = t.disassemble(read_program(t, program, **_cfg(config), **opts), **_cfg(config), **opts)
     if as_json:
         if output:
             write_atomic(output, text)
@@ -244,7 +259,7 @@ def convert_cmd(target_name, source, dest, config, options, as_json):
     t = get_target(target_name)
     opts = parse_options(t, "convert", options)
     with status(f"reading {source}", not as_json):
-        prog = t.read(source, **_cfg(config))
+        prog = read_program(t, source, **_cfg(config))
     with status(f"writing {dest}", not as_json):
         t.write(prog, dest, **_cfg(config), **opts)
     _report_written(as_json, target_name, source, dest, prog)
@@ -261,7 +276,7 @@ def stats_cmd(target_name, program, config, options, as_json):
     t = get_target(target_name)
     opts = parse_options(t, "stats", options)
     with status(f"reading {program}", not as_json):
-        st = t.stats(t.read(program, **_cfg(config), **opts), **_cfg(config))
+        st = t.stats(read_program(t, program, **_cfg(config), **opts), **_cfg(config))
     show(as_json, {"target": target_name, "program": program, **st} if as_json else st, "print_stats",
          f"{target_name}: {Path(program).name}")
 
@@ -311,7 +326,7 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
             opts[key] = val
     t0 = time.perf_counter()
     with status(f"reading {program}", not as_json):
-        prog = t.read(program, **_cfg(config))
+        prog = read_program(t, program, **_cfg(config))
     data = load_arrays(inputs) if inputs else None
     with status("simulating", not as_json):
         res = t.simulate(prog, config=config, inputs=data, **opts)
@@ -450,16 +465,20 @@ def main(argv: list[str] | None = None) -> None:
         warnings.simplefilter("default")
         try:
             cli.main(args=args, prog_name="nnisa", standalone_mode=False)
-        except click.exceptions.Abort:
-            click.echo("nnisa: aborted", err=True)
+        except click.exceptions.Abort:  # click's form of Ctrl-C (and of SIGTERM/SIGHUP, see _on_signal)
+            click.echo("nnisa: interrupted", err=True)
             sys.exit(130)
         except click.ClickException as exc:
             _fail(NnisaError(exc.format_message()).__str__(), exc.exit_code, as_json, "UsageError")
         except NnisaError as exc:
             _error(exc, as_json)
         except MemoryError:
-            _fail("out of memory (the input needs more memory than this machine or --max-memory allows)", 2,
-                  as_json, "MemoryError")
+            _fail(OUT_OF_MEMORY, 2, as_json, "MemoryError")
+        except (ImportError, OSError) as exc:
+            # under --max-memory, mapping a library or a buffer fails with these instead
+            if not (_MEMORY_LIMIT and ("map" in str(exc) or getattr(exc, "errno", None) == 12)):
+                raise
+            _fail(OUT_OF_MEMORY, 2, as_json, "MemoryError")
         except KeyboardInterrupt:
             click.echo("nnisa: interrupted", err=True)
             sys.exit(130)

@@ -29,6 +29,8 @@ from ..program import DTYPE, PimProgram
 from .render import RenderPlan
 
 _CORE_KEY = re.compile(r"core([0-9]+)")
+#: core ids (and crossbar counts) are 31-bit, like the text form's
+MAX_CORE_ID = 1 << 31
 _GADDR = (("sld", "rs1"), ("ld", "rs1"), ("st", "rd"))
 _SELECT_OPS = set(js._SELECT_OPS)
 _BARE_SEL = {"vavg": 2, "lldi": 1, "send": 1, "recv": 1}  # §6.5 rule 4
@@ -389,8 +391,8 @@ def _parse_group_map(cfg: dict, name: str) -> dict[int, list[int]]:
     out = {}
     for key, groups in agm.items():
         m = _CORE_KEY.fullmatch(key)
-        if not m or not isinstance(groups, list) or not all(
-                type(g) in (int, float) and g == int(g) and g >= 0 for g in groups):
+        if not m or int(m.group(1)) >= MAX_CORE_ID or not isinstance(groups, list) or not all(
+                type(g) in (int, float) and 0 <= g < MAX_CORE_ID and g == int(g) for g in groups):
             raise FormatError(f"config.array_group_map entry {key!r} must map core<k> to a list of "
                               "non-negative integers", file=name)
         out[int(m.group(1))] = [int(g) for g in groups]
@@ -402,6 +404,9 @@ def _build(cores: dict[int, np.ndarray], n_trunc: int, first_trunc: tuple[int, i
     """Shared tail of both readers: config and aggregated warnings around the IR arrays
     (``cores`` in ascending core id; ``n_trunc``/``first_trunc``/``n_send`` count the
     instructions with truncated numbers and with a send ``rs1``)."""
+    big = [c for c in cores if not 0 <= c < MAX_CORE_ID]
+    if big:
+        raise FormatError(f"core id {str(big[0])[:40]} out of range (core ids are below 2^31)", file=name)
     warnings: list[str] = []
     if config is None:
         config = {}
