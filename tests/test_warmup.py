@@ -43,7 +43,7 @@ print(sorted({k for k, *_ , d in compiled if d == 0 and not k.endswith("(objmode
 
 
 def test_targets_warm_up_run():
-    assert warm_up(["pim"], echo=None).keys() == {"pim"}
+    assert warm_up(["pim"], echo=None, demo=False).keys() == {"pim"}
     assert nnisa.target("dais").warm_up()
     assert warm_up(["no-such-target"], echo=None) == {}
 
