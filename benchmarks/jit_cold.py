@@ -92,7 +92,9 @@ def main(argv: list[str]) -> int:
             dest = args.fresh_clone.resolve()
             if dest.exists():
                 shutil.rmtree(dest)
-            subprocess.run(["git", "clone", "-q", str(ROOT), str(dest)], check=True)
+            branch = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=ROOT, check=True,
+                                    capture_output=True, text=True).stdout.strip()
+            subprocess.run(["git", "clone", "-q", "-b", branch, str(ROOT), str(dest)], check=True)
             t0 = time.perf_counter()
             subprocess.run(["make", "install"], cwd=dest, check=True, capture_output=True)
             install_s = time.perf_counter() - t0
