@@ -130,6 +130,22 @@ def _add_term(terms: dict, s: int, b: int, d: int) -> None:
         b += 1  # 2·d·2^b
 
 
+def _alias_step(alias: list, p: int, q: int, d: int, rho: int):
+    """Replay template adder ``sig[p] + rho·sig[q]·2^d`` on the aliases of an instance (entries
+    ``(signal, shift, sign)`` or ``None`` for zero).  With a zero operand the adder is an alias of
+    the other one: appended, returns ``None``.  Otherwise returns its operands ``(a, c)`` ordered by
+    shift; the caller emits ``sig[a] + a·c·sig[c]·2^(c_shift - a_shift)`` and appends its alias."""
+    a, c = alias[p], alias[q]
+    if c is None:
+        alias.append(a)
+        return None
+    c = (c[0], c[1] + d, c[2] * rho)
+    if a is None:
+        alias.append(c)
+        return None
+    return (c, a) if a[1] > c[1] else (a, c)
+
+
 class _Signal:
     __slots__ = ("slot", "coef", "f", "lo", "hi", "depth", "width")
 
@@ -297,25 +313,19 @@ class CMVMCompiler:
                 return out
         alias: list = [(j, 0, 1) if self.sig[j].width > 0 else None for j in range(self.n)]
         for p, q, d, rho in template.log:
-            a, c = alias[p], alias[q]
-            if c is None:
-                alias.append(a)
-                continue
-            c = (c[0], c[1] + d, c[2] * rho)
-            if a is None:
-                alias.append(c)
-                continue
-            if a[1] > c[1]:
-                a, c = c, a
-            s = self._new(a[0], c[0], c[1] - a[1], a[2] * c[2])
-            alias.append((s, a[1], a[2]))
+            ops = _alias_step(alias, p, q, d, rho)
+            if ops is not None:
+                a, c = ops
+                s = self._new(a[0], c[0], c[1] - a[1], a[2] * c[2])
+                alias.append((s, a[1], a[2]))
+        return self._out_terms(template, alias)
+
+    def _out_terms(self, template: "CMVMCompiler", alias: list) -> list[tuple[int, int, int] | None]:
+        """Per column ``(slot, shift, negate)`` of a replayed template (``None``: all-zero)."""
         out = []
         for t in template.out_terms:
             al = None if t is None else alias[t[0]]
-            if al is None:
-                out.append(None)
-            else:
-                out.append((self.sig[al[0]].slot, al[1] + t[1], (al[2] < 0) != bool(t[2])))
+            out.append(None if al is None else (self.sig[al[0]].slot, al[1] + t[1], (al[2] < 0) != bool(t[2])))
         return out
 
     def _coef_matrix(self) -> np.ndarray | None:
@@ -359,16 +369,10 @@ class CMVMCompiler:
         rows: list[tuple] = []  # appended to the builder in one go: slot = base + row index
         base = len(self.b)
         for t, (p, q, d, rho) in enumerate(template.log, start=n):
-            a, c = alias[p], alias[q]
-            if c is None:
-                alias.append(a)
+            ops = _alias_step(alias, p, q, d, rho)
+            if ops is None:
                 continue
-            c = (c[0], c[1] + d, c[2] * rho)
-            if a is None:
-                alias.append(c)
-                continue
-            if a[1] > c[1]:
-                a, c = c, a
+            a, c = ops
             (a0, a1, a2), c0, dd = a, c[0], c[1] - a[1]
             rr = a2 * c[2]
             lo, hi = (LO[t] >> a1, HI[t] >> a1) if a2 > 0 else (-(HI[t] >> a1), -(LO[t] >> a1))
@@ -389,11 +393,7 @@ class CMVMCompiler:
             log.append((a0, c0, dd, rr))
             alias.append((len(sig) - 1, a1, a2))
         self.b.extend_ops(rows)
-        out = []
-        for t in template.out_terms:
-            al = None if t is None else alias[t[0]]
-            out.append(None if al is None else (sig[al[0]].slot, al[1] + t[1], (al[2] < 0) != bool(t[2])))
-        return out
+        return self._out_terms(template, alias)
 
     def _cse(self, cols: list[dict]) -> bool:
         """Greedy CSE in place on ``cols``; numba kernel unless ``engine="python"`` or int64 could
