@@ -201,7 +201,9 @@ class _GzipFeed:
                 self._cond.wait()
             if self._error is not None:
                 raise self._error
-            return self._buf, self._n, self._done
+            view = self._buf.view()  # read-only, like a plain file's buffer: one numba signature of the
+            view.flags.writeable = False  # scanner (each costs a long cold compile), not two
+            return view, self._n, self._done
 
     def finish(self) -> None:
         """Wait for the end of inflating; raise its error if any."""
