@@ -344,14 +344,22 @@ class CMVMCompiler:
             self._coefs = C
         return C
 
+    def _log_array(self) -> np.ndarray:
+        """``log`` as an int64 ``[n, 4]`` array (cached: a template is replayed many times)."""
+        arr = getattr(self, "_log_arr", None)
+        if arr is None or len(arr) != len(self.log):
+            arr = self._log_arr = np.array(self.log, np.int64).reshape(-1, 4)
+        return arr
+
     def _instantiate_ranges(self, template: "CMVMCompiler") -> list[tuple[int, int, int] | None] | None:
         """:meth:`instantiate` without per-adder coefficient dicts (same ops, same dtypes).
 
         Replaying template adder ``t`` gives ``new = a2·template_t / 2^a1`` on the live inputs
         (``(·, a1, a2)`` the alias of its first operand), so its exact range comes from the template's
-        coefficient row and this instance's input bounds, all rows in one matrix product.  Returns None
-        (the caller takes the reference path) when int64 could overflow.  The new signals carry no
-        coefficients: an instantiated compiler builds nothing further.
+        coefficient row and this instance's input bounds, all rows in one matrix product; the replay
+        itself (aliases, dtypes) is :func:`.cmvm_nb.replay_kernel`.  Returns None (the caller takes
+        the reference path) when int64 could overflow.  The replayed adders are not recorded in
+        ``sig``/``log``: an instantiated compiler builds nothing further.
         """
         C = template._coef_matrix()
         live = [sg.width > 0 for sg in self.sig]
@@ -362,38 +370,23 @@ class CMVMCompiler:
             return None
         Lv, Hv = np.array(Lv, np.int64), np.array(Hv, np.int64)
         Cp, Cn = np.maximum(C, 0), np.minimum(C, 0)
-        LO, HI = (Cp @ Lv + Cn @ Hv).tolist(), (Cp @ Hv + Cn @ Lv).tolist()
-        n, fin = self.n, self.fin
-        alias: list = [(j, 0, 1) if live[j] else None for j in range(n)]
-        sig, log = self.sig, self.log
-        rows: list[tuple] = []  # appended to the builder in one go: slot = base + row index
-        base = len(self.b)
-        for t, (p, q, d, rho) in enumerate(template.log, start=n):
-            ops = _alias_step(alias, p, q, d, rho)
-            if ops is None:
+        from .cmvm_nb import replay_kernel
+        sig = self.sig
+        rows, al_s, al_sh, al_sg = replay_kernel(
+            template._log_array(), Cp @ Lv + Cn @ Hv, Cp @ Hv + Cn @ Lv, np.array(live, np.bool_),
+            np.array([sg.f for sg in sig], np.int64), np.array([sg.slot for sg in sig], np.int64),
+            int(self.fin), len(self.b))
+        base, n = len(self.b), self.n
+        self.b.extend_ops(list(map(tuple, rows.tolist())))
+        out = []  # as _out_terms, on the kernel's arrays (instance signal n + r has slot base + r)
+        for t in template.out_terms:
+            g = 0 if t is None else int(al_sg[t[0]])
+            if g == 0:
+                out.append(None)
                 continue
-            a, c = ops
-            (a0, a1, a2), c0, dd = a, c[0], c[1] - a[1]
-            rr = a2 * c[2]
-            lo, hi = (LO[t] >> a1, HI[t] >> a1) if a2 > 0 else (-(HI[t] >> a1), -(LO[t] >> a1))
-            sp, sq = sig[a0], sig[c0]
-            f = max(sp.f, sq.f - dd)
-            if lo == 0 and hi == 0:
-                k, i, ff = 0, 1 - f, f
-            else:
-                x, y = (lo << (f - fin), hi << (f - fin)) if f >= fin else (lo >> (fin - f), hi >> (fin - f))
-                k, i, ff = (1 if lo < 0 else 0), (max(-x, y + 1) - 1).bit_length() - f, f
-            sn = _Signal()
-            sn.coef, sn.lo, sn.hi, sn.f = None, lo, hi, ff
-            sn.depth = max(sp.depth, sq.depth) + 1
-            sn.width = k + i + ff
-            sn.slot = base + len(rows)
-            rows.append((0 if rr > 0 else 1, sp.slot, sq.slot, dd, k, i, ff))
-            sig.append(sn)
-            log.append((a0, c0, dd, rr))
-            alias.append((len(sig) - 1, a1, a2))
-        self.b.extend_ops(rows)
-        return self._out_terms(template, alias)
+            s_, h = int(al_s[t[0]]), int(al_sh[t[0]])
+            out.append((sig[s_].slot if s_ < n else base + s_ - n, h + t[1], (g < 0) != bool(t[2])))
+        return out
 
     def _cse(self, cols: list[dict]) -> bool:
         """Greedy CSE in place on ``cols``; numba kernel unless ``engine="python"`` or int64 could

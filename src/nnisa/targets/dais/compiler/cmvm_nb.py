@@ -536,6 +536,77 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
     return log[:n_new], talive, complete
 
 
+@nb.njit(cache=True)
+def replay_kernel(log, LO, HI, live, f0, slot0, fin, base):
+    """Replay a solved template on an instance (``CMVMCompiler.instantiate``'s fast path).
+
+    ``log``: the template's adders ``(p, q, d, rho)`` (template signal ``n + t`` is adder ``t``);
+    ``LO``/``HI``: exact bounds of every template signal restricted to this instance's live inputs
+    (units of ``2^-fin``); ``live``, ``f0``, ``slot0``: per input.  An adder with a zero operand
+    becomes an alias of the other one; the others are emitted with builder slot ``base + row``
+    (instance signal ``n + row``).  Returns the op rows ``(opcode, id0, id1, data, k, I, f)`` and the
+    alias of every template signal as ``(instance signal, shift, sign)`` arrays (sign 0: zero).
+    """
+    n = live.shape[0]
+    m = log.shape[0]
+    al_s = np.zeros(n + m, np.int64)
+    al_sh = np.zeros(n + m, np.int64)
+    al_sg = np.zeros(n + m, np.int64)
+    sf = np.empty(n + m, np.int64)
+    sslot = np.empty(n + m, np.int64)
+    for j in range(n):
+        if live[j]:
+            al_s[j] = j
+            al_sg[j] = 1
+        sf[j] = f0[j]
+        sslot[j] = slot0[j]
+    rows = np.empty((m, 7), np.int64)
+    nsig = n
+    nrow = 0
+    for t in range(m):
+        p, q, d, rho = log[t, 0], log[t, 1], log[t, 2], log[t, 3]
+        ti = n + t
+        if al_sg[q] == 0:
+            al_s[ti], al_sh[ti], al_sg[ti] = al_s[p], al_sh[p], al_sg[p]
+            continue
+        cs, csh, csg = al_s[q], al_sh[q] + d, al_sg[q] * rho
+        if al_sg[p] == 0:
+            al_s[ti], al_sh[ti], al_sg[ti] = cs, csh, csg
+            continue
+        a0, a1, a2 = al_s[p], al_sh[p], al_sg[p]
+        if a1 > csh:
+            a0, a1, a2, cs, csh, csg = cs, csh, csg, a0, a1, a2
+        dd = csh - a1
+        rr = a2 * csg
+        if a1 >= 63:  # |LO|, |HI| < 2^62 are multiples of 2^a1: both 0
+            lo, hi = np.int64(0), np.int64(0)
+        elif a2 > 0:
+            lo, hi = LO[ti] >> a1, HI[ti] >> a1
+        else:
+            lo, hi = -(HI[ti] >> a1), -(LO[ti] >> a1)
+        f = max(sf[a0], sf[cs] - dd)
+        if lo == 0 and hi == 0:
+            k, i = 0, 1 - f
+        else:
+            if f >= fin:
+                x, y = lo << (f - fin), hi << (f - fin)
+            else:
+                x, y = lo >> (fin - f), hi >> (fin - f)
+            k, i = (1 if lo < 0 else 0), _bitlen(max(-x, y + 1) - 1) - f
+        rows[nrow, 0] = 0 if rr > 0 else 1
+        rows[nrow, 1] = sslot[a0]
+        rows[nrow, 2] = sslot[cs]
+        rows[nrow, 3] = dd
+        rows[nrow, 4] = k
+        rows[nrow, 5] = i
+        rows[nrow, 6] = f
+        sf[nsig], sslot[nsig] = f, base + nrow
+        al_s[ti], al_sh[ti], al_sg[ti] = nsig, a1, a2
+        nsig += 1
+        nrow += 1
+    return rows[:nrow], al_s, al_sh, al_sg
+
+
 def cse_numba(cols: list[dict], sig, L, H, fin: int, method: str, tiebreak: int, max_depth, budget_s):
     """Run the kernel on Python column dicts; returns ``(log, final cols, complete)``.
 
