@@ -13,13 +13,15 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,oracles]'
+	$(BIN)/python -m compileall -q src
 	$(BIN)/python -m nnisa.warmup
 	touch $(STAMP)
 
 install: $(STAMP)
 
-# compile the numba kernels into their on-disk cache again (after editing a kernel)
+# byte-compile the sources and compile the numba kernels into their on-disk cache again (after editing)
 warmup: $(STAMP)
+	$(BIN)/python -m compileall -q src
 	$(BIN)/python -m nnisa.warmup
 
 demo: $(STAMP)

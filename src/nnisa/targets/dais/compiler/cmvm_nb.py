@@ -636,7 +636,8 @@ def cse_numba(cols: list[dict], sig, L, H, fin: int, method: str, tiebreak: int,
                                        1 if method == "mc" else 0, int(tiebreak),
                                        -1 if max_depth is None else int(max_depth), float(deadline), max_new)
     out = []
+    ts, tb, tg, ta = tsig.tolist(), tsh.tolist(), tsg.tolist(), alive.tolist()  # Python ints, not numpy scalars
     for c in range(len(cols)):
-        sl = slice(cstart[c], cstart[c] + clen[c])
-        out.append({(int(s), int(b)): int(g) for s, b, g, a in zip(tsig[sl], tsh[sl], tsg[sl], alive[sl]) if a})
+        lo, hi = int(cstart[c]), int(cstart[c] + clen[c])
+        out.append({(s, b): g for s, b, g, a in zip(ts[lo:hi], tb[lo:hi], tg[lo:hi], ta[lo:hi]) if a})
     return log, out, complete

@@ -86,10 +86,14 @@ def disassemble(p: Program, *, intervals: bool = True) -> str:
     qint = p.meta.get("qint")
     cols = (p.opcode.tolist(), p.id0.tolist(), p.id1.tolist(), p.data.tolist(), p.k.tolist(), p.I.tolist(),
             p.f.tolist(), los, his)
+    addsub = {0: isa.BY_OPCODE[0].mnemonic, 1: isa.BY_OPCODE[1].mnemonic}
     for i, (o, a, c, d, k, I, f, lo, hi) in enumerate(zip(*cols)):
-        body = _structured(o, a, c, d, lo, hi)
-        if body is None:
-            body = f"raw {o} {a} {c} {lo} {hi}"
+        if (o == 0 or o == 1) and hi == (-1 if lo < 0 else 0):  # most ops: _structured's adder form, inline
+            body = f"{addsub[o]} %{a}, %{c}, {lo}"
+        else:
+            body = _structured(o, a, c, d, lo, hi)
+            if body is None:
+                body = f"raw {o} {a} {c} {lo} {hi}"
         line = f"%{i} = {body} : ({k},{I},{f})"
         if qint is not None and qint[i] is not None:
             line += " qint(" + ",".join(repr(float(v)) for v in qint[i]) + ")"
