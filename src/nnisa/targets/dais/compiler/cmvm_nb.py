@@ -47,10 +47,20 @@ def _tkey(c, s, b):
 
 
 @nb.njit(cache=True)
+def _mix(k):
+    """Hash of a key for the open-addressing tables: a multiplicative hash whose high half is folded
+    into the low bits the tables index with, so every key bit counts (keys put the column or the
+    signal in their high bits; a plain product's low bits ignore those, and whole columns then
+    landed on one probe chain)."""
+    h = np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64((h ^ (h >> np.uint64(29))) >> np.uint64(1))
+
+
+@nb.njit(cache=True)
 def _hslot(keys, k):
     """Open-addressing (linear probing) slot of key ``k ≥ 0`` in ``keys`` (-1 = empty)."""
     mask = len(keys) - 1
-    i = np.int64((np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & mask
+    i = _mix(k) & mask
     while keys[i] != k and keys[i] != -1:
         i = (i + 1) & mask
     return i
@@ -104,7 +114,7 @@ def _sec(key, tiebreak):
 def _pslot(t, k):
     """Slot of pattern ``k`` in the interleaved table ``t`` (empty key: -1)."""
     mask = (len(t) >> 1) - 1
-    i = np.int64((np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & mask
+    i = _mix(k) & mask
     while t[2 * i] != k and t[2 * i] != -1:
         i = (i + 1) & mask
     return i
