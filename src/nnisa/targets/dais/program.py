@@ -203,11 +203,18 @@ class Program:
     def stats(self) -> dict[str, Any]:
         """Opcode histogram, adder count and bits, depth, widths (spec §2.5); computed once per
         program (it is immutable), a fresh copy returned each time."""
+        return copy.deepcopy(self._cached_stats())
+
+    def stat(self, key: str):
+        """One value of :meth:`stats` (ints: no copy of the whole dict; the simulator reads a few per call)."""
+        return self._cached_stats()[key]
+
+    def _cached_stats(self) -> dict[str, Any]:
         st = self.__dict__.get("_stats")
         if st is None:
             st = program_stats(self)
             object.__setattr__(self, "_stats", st)  # a cache, not a field (frozen dataclass)
-        return copy.deepcopy(st)
+        return st
 
     def quirk_exposure(self) -> dict[str, list[int]]:
         return quirk_exposure(self)

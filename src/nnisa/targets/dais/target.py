@@ -85,8 +85,7 @@ class DaisTarget(Target):
         interp = interpreter_for(program, semantics, options.get("engine", "auto"))  # lowered once per program
         y = interp.run(x, n_threads=options.get("n_threads", 1), check=options.get("check", False))
         wall = time.perf_counter() - t0
-        st = program.stats()
-        extra = {k: st[k] for k in ("n_ops", "n_adders", "adder_bits", "depth", "adder_depth")}
+        extra = {k: program.stat(k) for k in ("n_ops", "n_adders", "adder_bits", "depth", "adder_depth")}
         extra["samples"] = int(y.shape[0])
         extra["executed_ops"] = int(program.n_ops * y.shape[0])
         extra["semantics"] = semantics
