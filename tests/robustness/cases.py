@@ -303,7 +303,68 @@ def build_cases(d: Path) -> list[Case]:
         Case("run-strings", D, "onnx", ("run", "-t", D, s(MLP), "--inputs", s(d / "strings.npy")),
              says="expected numbers"),
     ]
-    return cases
+    return cases + _sweep_cases(d)
+
+
+def _sweep_cases(d: Path) -> list[Case]:
+    """``nnisa sweep`` specs and results folders, ``nnisa compare`` (issue 17)."""
+    w = _w
+    S = "sweep"
+    ok = w(d / "sw-ok.yaml", "targets:\n  dais:\n    options:\n      bits: [3]\n")
+    (d / "sw-garbage").mkdir(exist_ok=True)
+    (d / "sw-garbage" / "points.jsonl").write_text("not json\n")
+
+    def spec(name: str, text: str) -> str:
+        return str(w(d / name, text))
+
+    def dry(name: str, text: str) -> tuple[str, ...]:
+        return ("sweep", spec(name, text), "--dry-run")
+
+    return [
+        Case("sweep-yaml", S, "sweep spec", dry("sw1.yaml", "targets: [pim\n"), says="invalid YAML"),
+        Case("sweep-json", S, "sweep spec", dry("sw2.json", '{"targets": '), says="invalid JSON"),
+        Case("sweep-not-mapping", S, "sweep spec", dry("sw3.yaml", "- 1\n- 2\n"), says="must be a mapping"),
+        Case("sweep-missing", S, "sweep spec", ("sweep", str(d / "none.yaml"), "--dry-run"), says="not found"),
+        Case("sweep-unknown-key", S, "sweep spec", dry("sw4.yaml", "targets:\n  pim:\n    gird: {a: [1]}\n"),
+             says="targets.pim.gird"),
+        Case("sweep-unknown-target", S, "sweep spec", dry("sw5.yaml", "targets:\n  nosuch: {}\n"),
+             says="unknown target(s) nosuch"),
+        Case("sweep-config-key", S, "sweep spec",
+             dry("sw6.yaml", "targets:\n  pim:\n    grid:\n      chip_config.core_cnnt: [4]\n"),
+             says="no key 'chip_config.core_cnnt'"),
+        Case("sweep-config-value", S, "sweep spec",
+             dry("sw7.yaml", "targets:\n  pim:\n    grid:\n      chip_config.core_cnt: [-4]\n"),
+             says="chip_config.core_cnt"),
+        Case("sweep-option-type", S, "sweep spec", dry("sw8.yaml", "targets:\n  dais:\n    options:\n      bits: [x]\n"),
+             says="targets.dais.options"),
+        Case("sweep-option-unknown", S, "sweep spec",
+             dry("sw9.yaml", "targets:\n  dais:\n    options:\n      nosuch: [1]\n"), says="unknown option 'nosuch'"),
+        Case("sweep-huge-range", S, "sweep spec",
+             dry("sw10.yaml", "targets:\n  dais:\n    options:\n      bits: {from: 0, to: 1000000000}\n"),
+             says="targets.dais.options.bits"),
+        Case("sweep-bad-range", S, "sweep spec",
+             dry("sw11.yaml", "targets:\n  dais:\n    options:\n      bits: {from: 3, step: 1}\n"),
+             says="targets.dais.options.bits"),
+        Case("sweep-samples-inf", S, "sweep spec", dry("sw12.json", '{"targets": {"pim": {}}, "samples": 1e999}'),
+             says="samples"),
+        Case("sweep-no-workload", S, "sweep spec", dry("sw13.yaml", "models: [bench:nosuch]\ntargets:\n  pim: {}\n"),
+             says="no workload 'nosuch'"),
+        Case("sweep-no-model", S, "sweep spec", dry("sw14.yaml", "models: [nosuch_model]\ntargets:\n  pim: {}\n"),
+             says="no bundled model"),
+        Case("sweep-out-unwritable", S, "sweep results", ("sweep", str(ok), "-o", "/proc/nnisa-sweep"),
+             says="cannot write"),
+        Case("sweep-out-is-file", S, "sweep results", ("sweep", str(ok), "-o", str(d / "afile")), says="afile"),
+        Case("sweep-no-output", S, "sweep results", ("sweep", str(ok)), says="--output"),
+        Case("sweep-report-empty", S, "sweep results", ("sweep", "report", str(d / "adir")),
+             says="not a sweep results folder"),
+        Case("sweep-report-garbage", S, "sweep results", ("sweep", "report", str(d / "sw-garbage")),
+             says="no finished point"),
+        Case("sweep-report-not-parquet", S, "sweep results", ("sweep", "report", str(d / "afile")),
+             says="not a Parquet"),
+        Case("compare-unknown-target", S, "compare", ("compare", str(MLP), "--targets", "pim,nosuch"),
+             says="unknown target(s) nosuch"),
+        Case("compare-not-onnx", S, "compare", ("compare", str(d / "afile")), says="ONNX"),
+    ]
 
 
 _TWO_CORES = (".core 0\nsetbw 8, 8\nsldi $r0, 0\nsend $r0, 1, 32\n"

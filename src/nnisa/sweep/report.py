@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import OutputError
 from ..core.fileio import write_atomic
 from .pareto import pareto_front
 from .store import read_table
@@ -67,7 +68,10 @@ def sweep_report(results: str | Path, out_dir: str | Path | None = None,
     results = Path(results)
     rows = read_table(results)
     out = Path(out_dir) if out_dir is not None else (results if results.is_dir() else results.parent) / "report"
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot write the report here: {exc.strerror or exc}", file=str(out)) from None
     ok = [r for r in rows if r.get("status") == "ok"]
     failed = [r for r in rows if r.get("status") != "ok"]
     targets = sorted({r["target"] for r in ok})

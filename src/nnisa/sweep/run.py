@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .executors import make_executor
-from .spec import Point, SweepSpec, expand, load_spec
+from .spec import Point, SweepSpec, expand, expand_file, load_spec
 from .store import ResultStore
 
 #: statuses a resumed sweep does not run again (a refusal by the target is deterministic)
@@ -74,10 +74,9 @@ def run_sweep(spec: str | Path | SweepSpec, out_dir: str | Path, *, jobs: int | 
         ``executor``, ``jobs``, ``table``.
     """
     if isinstance(spec, SweepSpec):
-        sp, base = spec, Path(".")
+        sp, points = spec, expand(spec, Path("."))
     else:
-        sp, base = load_spec(spec), Path(spec).parent
-    points = expand(sp, base)
+        sp, points = load_spec(spec), expand_file(spec)
     t0 = time.perf_counter()
     with ResultStore(out_dir, resume=resume) as store:
         done = {r["point_id"] for r in store.rows() if r.get("status") in DONE}
@@ -117,4 +116,4 @@ def run_sweep(spec: str | Path | SweepSpec, out_dir: str | Path, *, jobs: int | 
 
 def point_list(spec: str | Path) -> list[Point]:
     """The points a spec file expands to (``nnisa sweep --dry-run``)."""
-    return expand(load_spec(spec), Path(spec).parent)
+    return expand_file(spec)

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..core import jsonsafe
-from ..core.errors import ConfigError, NnisaError, OptionError
+from ..core.errors import ConfigError, NnisaError, OptionError, UnsupportedError
 from ..core.fileio import decode_text, read_bytes
 from ..core.target import get_target, target_names
 
@@ -224,7 +224,10 @@ def expand(spec: SweepSpec, base_dir: str | Path = ".") -> list[Point]:
     models = {m: _resolve_model(m, base) for m in spec.models}
     points: list[Point] = []
     for tname, ts in spec.targets.items():
-        t = get_target(tname)
+        try:
+            t = get_target(tname)
+        except NnisaError as exc:  # registered, but its package has not landed on this branch
+            raise UnsupportedError(f"targets.{tname}: {exc.message}") from None
         caps = t.capabilities()
         entries = [models[m] if m in models else _resolve_model(m, base) for m in (ts.models or spec.models)]
         grids = {k: axis_values(v, f"targets.{tname}.grid.{k}") for k, v in ts.grid.items()}
@@ -273,3 +276,13 @@ def expand(spec: SweepSpec, base_dir: str | Path = ".") -> list[Point]:
             seen.add(p.id)
             unique.append(p)
     return unique
+
+
+def expand_file(path: str | Path) -> list[Point]:
+    """:func:`load_spec` + :func:`expand` of a spec file (relative paths taken from its folder);
+    an error names the file as well as the key."""
+    spec = load_spec(path)
+    try:
+        return expand(spec, Path(path).parent)
+    except NnisaError as exc:
+        raise exc.with_context(file=str(path)) from None

@@ -83,15 +83,22 @@ class ResultStore:
         self.dir = Path(out_dir)
         if self.dir.exists() and not self.dir.is_dir():
             raise OutputError("not a folder", file=str(self.dir))
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.journal = self.dir / JOURNAL
-        self._lock_fd = self._lock()
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._lock_fd = self._lock()
+        except OSError as exc:
+            raise OutputError(f"cannot write a results folder here: {exc.strerror or exc}", file=str(self.dir)) \
+                from None
         try:
             if self.journal.exists() and self.journal.stat().st_size and not resume:
                 raise OutputError("the folder already holds sweep results; pass --resume to continue that sweep, "
                                   "or choose another folder", file=str(self.dir))
             self._fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             self._terminate_torn_line()
+        except OSError as exc:
+            self.close()
+            raise OutputError(f"cannot write the journal: {exc.strerror or exc}", file=str(self.journal)) from None
         except BaseException:
             self.close()
             raise
@@ -213,7 +220,10 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
         if (p / TABLE).is_file():
             p = p / TABLE
         elif (p / JOURNAL).is_file():  # a sweep stopped before its first table: read the journal
-            return [flatten_row(r) for r in latest(read_journal(p / JOURNAL)).values()]
+            rows = latest(read_journal(p / JOURNAL)).values()
+            if not rows:
+                raise FormatError(f"no finished point recorded in {JOURNAL} (yet)", file=str(p))
+            return [flatten_row(r) for r in rows]
         else:
             raise FormatError(f"no {TABLE} or {JOURNAL} here: not a sweep results folder", file=str(p))
     _, pq = _need_pyarrow()
@@ -222,4 +232,6 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
     try:
         return pq.read_table(p).to_pylist()
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
-        raise FormatError(f"not a Parquet results table ({str(exc)[:120]})", file=str(p)) from None
+        why = " ".join(str(exc).split())
+        raise FormatError(f"not a Parquet results table ({why[:117] + '...' if len(why) > 120 else why})",
+                          file=str(p)) from None

@@ -1,0 +1,111 @@
+"""Sweep scaling: points/hour of a real pim + dais sweep with 1 and 2 local workers and on a local
+Ray instance, and what Ray costs per point, in the same run.
+
+Every configuration runs the shipped example spec (``examples/sweeps/pim_dais_small.yaml``, 36
+points) into a fresh results folder through :func:`nnisa.sweep.run_sweep` — the job ``nnisa sweep``
+does, journal and Parquet table included.  Per configuration: wall time (executor start-up
+included), points/hour, the summed in-worker time of the points, and the overhead per point
+``(jobs x wall - sum of in-worker time) / points`` (dispatch, worker start and imports, idle tail;
+for Ray without its start-up, which is timed on its own).  The load average (``uptime``) before and
+after each run is recorded: the machine is shared.
+
+Usage: python benchmarks/sweep_scaling.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import captured, machine, today, update_section  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the shipped example: 24 pim points (digits CNN, chip size x crossbars x schedule) + 12 dais points
+SPEC = ROOT / "examples" / "sweeps" / "pim_dais_small.yaml"
+
+
+def load() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def run_config(spec_files: list[Path], jobs: int, ray: str | None, startup: float = 0.0) -> dict:
+    from nnisa.sweep import read_table, run_sweep
+    before = load()
+    wall = 0.0
+    rows = []
+    for spec in spec_files:
+        with tempfile.TemporaryDirectory() as tmp:
+            s = run_sweep(spec, Path(tmp) / "res", jobs=jobs, ray=ray, progress=False)
+            assert s["ok"] == s["points"], s  # every point really ran
+            wall += s["wall_s"]
+            rows += read_table(Path(tmp) / "res")
+    n = len(rows)
+    inside = sum(r["wall_s"] for r in rows)
+    net = wall - startup * len(spec_files)  # Ray: its start-up, once per sweep run, measured apart
+    return {"points": n, "wall": wall, "pph": n / wall * 3600, "inside": inside,
+            "overhead": (jobs * net - inside) / n, "load": f"{before} → {load()}"}
+
+
+def ray_startup(jobs: int) -> float:
+    from nnisa.sweep.executors import RayExecutor
+    t0 = time.perf_counter()
+    ex = RayExecutor(jobs, "local")
+    ex.close()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="each configuration once, Ray start-up timed once")
+    args = ap.parse_args()
+    from nnisa.sweep.executors import ray_available
+    from nnisa.sweep.run import point_list
+    repeat = 1 if args.quick else 2
+    specs = [SPEC] * repeat
+    n_points = len(point_list(SPEC))
+    print(f"Machine: {machine()}; date {today()}; `python benchmarks/sweep_scaling.py`: the shipped example "
+          f"`examples/sweeps/pim_dais_small.yaml` ({n_points} points: pim on the digits CNN, 3 core counts x 2 "
+          "crossbar counts x 2 crossbar sizes x 2 schedules; dais on the digits MLP, 6 bit widths x 2 CSE methods; "
+          f"4 test images each), run {repeat}x per configuration through `run_sweep` (journal and Parquet table "
+          "included), each run in a fresh results folder. Overhead per point = (workers x wall - summed in-worker "
+          "time) / points: dispatch, worker start and imports, idle tail; for Ray without its start-up (timed "
+          "apart, below). Load average = `uptime`'s 1/5/15-minute figures before → after (2 cores shared with "
+          "other engineers).\n")
+    starts = []
+    if ray_available():
+        starts = [ray_startup(2) for _ in range(1 if args.quick else 3)]
+    configs = [("local", 1, None), ("local", 2, None)]
+    if ray_available():
+        configs += [("Ray (local instance)", 1, "local"), ("Ray (local instance)", 2, "local")]
+    res = {}
+    for label, jobs, ray in configs:
+        res[label, jobs] = r = run_config(specs, jobs, ray, startup=min(starts) if ray else 0.0)
+        print(f"{label} x{jobs}: {r['points']} points in {r['wall']:.1f} s", file=sys.stderr, flush=True)
+    print("| executor | workers | points | wall (s) | points/hour | in-worker time (s) | overhead per point (s) "
+          "| load average |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for (label, jobs), r in res.items():
+        print(f"| {label} | {jobs} | {r['points']} | {r['wall']:.1f} | {r['pph']:,.0f} | {r['inside']:.1f} "
+              f"| {r['overhead']:.2f} | {r['load']} |")
+    print(f"\nSpeed-up with 2 local workers: {res['local', 2]['pph'] / res['local', 1]['pph']:.2f}x (2 cores).")
+    if starts:
+        print(f"Ray start-up (a private local instance: init + shutdown, {len(starts)} runs): "
+              f"{min(starts):.1f}-{max(starts):.1f} s, paid once per sweep run (included in the walls above).")
+        for jobs in (1, 2):
+            ray_r, loc = res["Ray (local instance)", jobs], res["local", jobs]
+            print(f"Ray with {jobs} worker(s): {ray_r['pph'] / loc['pph']:.2f}x the local pool's points/hour; "
+                  f"Ray overhead per point beyond the local pool's: {ray_r['overhead'] - loc['overhead']:+.2f} s.")
+    else:
+        print("Ray is not installed (pip install 'nnisa[dist]'): Ray rows not measured.")
+
+
+if __name__ == "__main__":
+    with captured() as out:
+        main()
+    if "--quick" not in sys.argv:
+        update_section("Sweep scaling (benchmarks/sweep_scaling.py)", out.text)
