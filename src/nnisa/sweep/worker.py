@@ -58,6 +58,19 @@ def failure_row(point: dict[str, Any], status: str, error: str, *, wall_s: float
             "finished_at": time.time()}
 
 
+def _local_model_path(p: Point) -> str | None:
+    """The point's ONNX file on this node: the driver's path, or — for a bundled model on a cluster
+    node where nnisa is installed elsewhere — the same bundled model of this node's install."""
+    if p.model_path is None or Path(p.model_path).is_file():
+        return p.model_path
+    from ..core.errors import NnisaError
+    from ..frontend.models import bundled_model_path
+    try:
+        return str(bundled_model_path(p.model))
+    except NnisaError:
+        return p.model_path  # not bundled: measure() reports the missing file in the row
+
+
 def run_point(point: dict[str, Any]) -> dict[str, Any]:
     """Run one point (a :meth:`Point.to_dict`) and return its row: identity, status, metrics,
     provenance and timestamps.  Never raises for a failure of the point itself."""
@@ -66,6 +79,7 @@ def run_point(point: dict[str, Any]) -> dict[str, Any]:
     from .measure import measure
     p = Point.from_dict(point)
     started = time.time()
+    model_path = _local_model_path(p)
     config: Any = p.base_config
     try:
         if p.overrides:
@@ -73,7 +87,7 @@ def run_point(point: dict[str, Any]) -> dict[str, Any]:
     except NnisaError as exc:
         row = {"status": "error", "error": str(exc), "wall_s": time.time() - started}
     else:
-        row = measure(p.target, p.model, p.model_path, samples=p.samples, config=config, **p.options)
+        row = measure(p.target, p.model, model_path, samples=p.samples, config=config, **p.options)
     row.update(point_fields(p))
     row.update(provenance())
     row.update({"worker_pid": os.getpid(), "started_at": started, "finished_at": time.time()})
