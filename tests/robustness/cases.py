@@ -306,51 +306,41 @@ def build_cases(d: Path) -> list[Case]:
     return cases + _sweep_cases(d)
 
 
+def axis(target: str, section: str, line: str) -> str:
+    """A sweep spec with one axis: targets.TARGET.SECTION.LINE."""
+    return f"targets:\n  {target}:\n    {section}:\n      {line}\n"
+
+
 def _sweep_cases(d: Path) -> list[Case]:
     """``nnisa sweep`` specs and results folders, ``nnisa compare`` (issue 17)."""
     w = _w
     S = "sweep"
-    ok = w(d / "sw-ok.yaml", "targets:\n  dais:\n    options:\n      bits: [3]\n")
+    ok = w(d / "sw-ok.yaml", axis("dais", "options", "bits: [3]"))
     (d / "sw-garbage").mkdir(exist_ok=True)
     (d / "sw-garbage" / "points.jsonl").write_text("not json\n")
 
     def spec(name: str, text: str) -> str:
         return str(w(d / name, text))
 
-    def dry(name: str, text: str) -> tuple[str, ...]:
-        return ("sweep", spec(name, text), "--dry-run")
-
-    return [
-        Case("sweep-yaml", S, "sweep spec", dry("sw1.yaml", "targets: [pim\n"), says="invalid YAML"),
-        Case("sweep-json", S, "sweep spec", dry("sw2.json", '{"targets": '), says="invalid JSON"),
-        Case("sweep-not-mapping", S, "sweep spec", dry("sw3.yaml", "- 1\n- 2\n"), says="must be a mapping"),
+    bad_specs = [  # (id, file name, spec text, what the error line names)
+        ("sweep-yaml", "sw1.yaml", "targets: [pim\n", "invalid YAML"),
+        ("sweep-json", "sw2.json", '{"targets": ', "invalid JSON"),
+        ("sweep-not-mapping", "sw3.yaml", "- 1\n- 2\n", "must be a mapping"),
+        ("sweep-unknown-key", "sw4.yaml", "targets:\n  pim:\n    gird: {a: [1]}\n", "targets.pim.gird"),
+        ("sweep-unknown-target", "sw5.yaml", "targets:\n  nosuch: {}\n", "unknown target(s) nosuch"),
+        ("sweep-config-key", "sw6.yaml", axis("pim", "grid", "chip_config.core_cnnt: [4]"), "no key 'chip_config.core_cnnt'"),
+        ("sweep-config-value", "sw7.yaml", axis("pim", "grid", "chip_config.core_cnt: [-4]"), "chip_config.core_cnt"),
+        ("sweep-option-type", "sw8.yaml", axis("dais", "options", "bits: [x]"), "targets.dais.options"),
+        ("sweep-option-unknown", "sw9.yaml", axis("dais", "options", "nosuch: [1]"), "unknown option 'nosuch'"),
+        ("sweep-huge-range", "sw10.yaml", axis("dais", "options", "bits: {from: 0, to: 1000000000}"), "targets.dais.options.bits"),
+        ("sweep-bad-range", "sw11.yaml", axis("dais", "options", "bits: {from: 3, step: 1}"), "targets.dais.options.bits"),
+        ("sweep-samples-inf", "sw12.json", '{"targets": {"pim": {}}, "samples": 1e999}', "samples"),
+        ("sweep-no-workload", "sw13.yaml", "models: [bench:nosuch]\ntargets:\n  pim: {}\n", "no workload 'nosuch'"),
+        ("sweep-no-model", "sw14.yaml", "models: [nosuch_model]\ntargets:\n  pim: {}\n", "no bundled model"),
+    ]
+    return [Case(cid, S, "sweep spec", ("sweep", spec(name, text), "--dry-run"), says=says)
+            for cid, name, text, says in bad_specs] + [
         Case("sweep-missing", S, "sweep spec", ("sweep", str(d / "none.yaml"), "--dry-run"), says="not found"),
-        Case("sweep-unknown-key", S, "sweep spec", dry("sw4.yaml", "targets:\n  pim:\n    gird: {a: [1]}\n"),
-             says="targets.pim.gird"),
-        Case("sweep-unknown-target", S, "sweep spec", dry("sw5.yaml", "targets:\n  nosuch: {}\n"),
-             says="unknown target(s) nosuch"),
-        Case("sweep-config-key", S, "sweep spec",
-             dry("sw6.yaml", "targets:\n  pim:\n    grid:\n      chip_config.core_cnnt: [4]\n"),
-             says="no key 'chip_config.core_cnnt'"),
-        Case("sweep-config-value", S, "sweep spec",
-             dry("sw7.yaml", "targets:\n  pim:\n    grid:\n      chip_config.core_cnt: [-4]\n"),
-             says="chip_config.core_cnt"),
-        Case("sweep-option-type", S, "sweep spec", dry("sw8.yaml", "targets:\n  dais:\n    options:\n      bits: [x]\n"),
-             says="targets.dais.options"),
-        Case("sweep-option-unknown", S, "sweep spec",
-             dry("sw9.yaml", "targets:\n  dais:\n    options:\n      nosuch: [1]\n"), says="unknown option 'nosuch'"),
-        Case("sweep-huge-range", S, "sweep spec",
-             dry("sw10.yaml", "targets:\n  dais:\n    options:\n      bits: {from: 0, to: 1000000000}\n"),
-             says="targets.dais.options.bits"),
-        Case("sweep-bad-range", S, "sweep spec",
-             dry("sw11.yaml", "targets:\n  dais:\n    options:\n      bits: {from: 3, step: 1}\n"),
-             says="targets.dais.options.bits"),
-        Case("sweep-samples-inf", S, "sweep spec", dry("sw12.json", '{"targets": {"pim": {}}, "samples": 1e999}'),
-             says="samples"),
-        Case("sweep-no-workload", S, "sweep spec", dry("sw13.yaml", "models: [bench:nosuch]\ntargets:\n  pim: {}\n"),
-             says="no workload 'nosuch'"),
-        Case("sweep-no-model", S, "sweep spec", dry("sw14.yaml", "models: [nosuch_model]\ntargets:\n  pim: {}\n"),
-             says="no bundled model"),
         Case("sweep-out-unwritable", S, "sweep results", ("sweep", str(ok), "-o", "/proc/nnisa-sweep"),
              says="cannot write"),
         Case("sweep-out-is-file", S, "sweep results", ("sweep", str(ok), "-o", str(d / "afile")), says="afile"),
