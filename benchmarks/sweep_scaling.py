@@ -33,22 +33,24 @@ def load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def run_config(spec_files: list[Path], jobs: int, ray: str | None, startup: float = 0.0) -> dict:
+def run_once(spec: Path, jobs: int, ray: str | None) -> tuple[float, list[dict], str]:
+    """One sweep run into a fresh folder: (wall s, rows, load average before)."""
     from nnisa.sweep import read_table, run_sweep
     before = load()
-    wall = 0.0
-    rows = []
-    for spec in spec_files:
-        with tempfile.TemporaryDirectory() as tmp:
-            s = run_sweep(spec, Path(tmp) / "res", jobs=jobs, ray=ray, progress=False)
-            assert s["ok"] == s["points"], s  # every point really ran
-            wall += s["wall_s"]
-            rows += read_table(Path(tmp) / "res")
+    with tempfile.TemporaryDirectory() as tmp:
+        s = run_sweep(spec, Path(tmp) / "res", jobs=jobs, ray=ray, progress=False)
+        assert s["ok"] == s["points"], s  # every point really ran
+        return s["wall_s"], read_table(Path(tmp) / "res"), before
+
+
+def summarise(runs: list[tuple[float, list[dict], str]], jobs: int, startup: float = 0.0) -> dict:
+    wall = sum(r[0] for r in runs)
+    rows = [row for r in runs for row in r[1]]
     n = len(rows)
     inside = sum(r["wall_s"] for r in rows)
-    net = wall - startup * len(spec_files)  # Ray: its start-up, once per sweep run, measured apart
+    net = wall - startup * len(runs)  # Ray: its start-up, once per sweep run, measured apart
     return {"points": n, "wall": wall, "pph": n / wall * 3600, "inside": inside,
-            "overhead": (jobs * net - inside) / n, "load": f"{before} → {load()}"}
+            "overhead": (jobs * net - inside) / n, "load": ", ".join(r[2].split(" / ")[0] for r in runs)}
 
 
 def ray_startup(jobs: int) -> float:
@@ -74,20 +76,23 @@ def main() -> None:
           f"4 test images each), run {repeat}x per configuration through `run_sweep` (journal and Parquet table "
           "included), each run in a fresh results folder. Overhead per point = (workers x wall - summed in-worker "
           "time) / points: dispatch, worker start and imports, idle tail; for Ray without its start-up (timed "
-          "apart, below). Load average = `uptime`'s 1/5/15-minute figures before → after (2 cores shared with "
-          "other engineers).\n")
+          "apart, below). Configurations are interleaved (each repetition runs all four in turn). Load = `uptime`'s "
+          "1-minute load average before each run (2 cores shared with other engineers; a sweep with 2 workers "
+          "adds about 2).\n")
     starts = []
     if ray_available():
         starts = [ray_startup(2) for _ in range(1 if args.quick else 3)]
     configs = [("local", 1, None), ("local", 2, None)]
     if ray_available():
         configs += [("Ray (local instance)", 1, "local"), ("Ray (local instance)", 2, "local")]
-    res = {}
-    for label, jobs, ray in configs:
-        res[label, jobs] = r = run_config(specs, jobs, ray, startup=min(starts) if ray else 0.0)
-        print(f"{label} x{jobs}: {r['points']} points in {r['wall']:.1f} s", file=sys.stderr, flush=True)
+    runs: dict[tuple[str, int], list] = {(label, jobs): [] for label, jobs, _ in configs}
+    for spec in specs:  # configurations interleaved, so a change of load hits all of them alike
+        for label, jobs, ray in configs:
+            runs[label, jobs].append(run_once(spec, jobs, ray))
+            print(f"{label} x{jobs}: {runs[label, jobs][-1][0]:.1f} s", file=sys.stderr, flush=True)
+    res = {key: summarise(r, key[1], min(starts) if key[0] != "local" else 0.0) for key, r in runs.items()}
     print("| executor | workers | points | wall (s) | points/hour | in-worker time (s) | overhead per point (s) "
-          "| load average |")
+          "| 1-min load before each run |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for (label, jobs), r in res.items():
         print(f"| {label} | {jobs} | {r['points']} | {r['wall']:.1f} | {r['pph']:,.0f} | {r['inside']:.1f} "

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from extras import require
 
 from nnisa.cli import main
 from nnisa.frontend.models import bundled_model_path
@@ -81,6 +82,7 @@ targets:
 
 
 def test_sweep_cli(tmp_path):
+    require("pyarrow", "sweep")
     spec = tmp_path / "s.yaml"
     spec.write_text(SPEC)
     code, out, err = run(["sweep", spec, "--dry-run"])

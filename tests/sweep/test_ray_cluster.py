@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from extras import require
 
-from nnisa.sweep.executors import ray_available
 
 HERE = Path(__file__).resolve().parent
 SPEC = """\
@@ -29,10 +29,7 @@ targets:
 
 @pytest.fixture
 def cluster(tmp_path):
-    if not ray_available():
-        if os.environ.get("CI"):
-            pytest.fail("ray is not installed (the dist extra); CI must run the Ray tests")
-        pytest.skip("ray is not installed: pip install 'nnisa[dist]'")
+    require("ray", "dist")
     # a token of our own: Ray >= 2.59 authenticates local clusters, and the CLI must reach this one
     env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
     holder = subprocess.Popen([sys.executable, str(HERE / "ray_holder.py"), "3"], stdin=subprocess.PIPE,

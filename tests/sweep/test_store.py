@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from extras import require
 
 from nnisa.core.errors import FormatError, OutputError
 from nnisa.sweep.store import JOURNAL, ResultStore, read_journal, read_table, write_table
 
-pa = pytest.importorskip("pyarrow")
+pa = require("pyarrow", "sweep")
 
 
 def _row(i, **kw):

@@ -9,12 +9,12 @@ import sys
 import time
 
 import pytest
+from extras import require
 
 from nnisa.sweep import read_table, run_sweep, sweep_report
-from nnisa.sweep.executors import ray_available
 from nnisa.sweep.store import JOURNAL, read_journal
 
-pytest.importorskip("pyarrow")
+require("pyarrow", "sweep")
 
 
 def _check_rows(rows, executor):
@@ -57,15 +57,28 @@ def test_timeouts_are_recorded(small_spec, tmp_path):
 
 
 def test_ray_sweep(small_spec, tmp_path):
-    if not ray_available():
-        if os.environ.get("CI"):
-            pytest.fail("ray is not installed (the dist extra); CI must run the Ray tests")
-        pytest.skip("ray is not installed: pip install 'nnisa[dist]'")
+    require("ray", "dist")
     summary = run_sweep(small_spec, tmp_path / "res", jobs=2, ray="local", progress=False)
     assert summary["executor"] == "ray" and summary["ok"] == 24
     _check_rows(read_table(tmp_path / "res"), "ray")
+    import psutil  # a dependency of ray
     import ray
-    assert not ray.is_initialized()  # the private instance is shut down
+    assert not ray.is_initialized()  # the private instance is shut down ...
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _ray_children(psutil):
+        time.sleep(0.2)
+    assert not _ray_children(psutil)  # ... with every process it started (GCS, raylet, workers)
+
+
+def _ray_children(psutil):
+    left = []
+    for c in psutil.Process().children(recursive=True):
+        try:
+            if "ray" in " ".join(c.cmdline()).lower() and c.status() != psutil.STATUS_ZOMBIE:
+                left.append(c.pid)
+        except psutil.Error:
+            pass
+    return left
 
 
 DAIS_SPEC = """\
