@@ -425,9 +425,8 @@ def compare_cmd(model, targets_spec, samples, plot, as_json):
     if as_json:
         emit_json({"model": model, "samples": samples, "targets": rows, "pictures": files})
         return
-    from .report.tables import side_by_side_table
-    from rich.console import Console
-    con = console() if sys.stdout.isatty() else Console(width=160)  # pipes: no 80-column squeeze
+    from .report.tables import side_by_side_table, wide_console
+    con = wide_console()
     con.print(side_by_side_table(rows, f"{Path(model).name} on {', '.join(names)} ({samples} inputs each)"))
     for f in files:
         click.echo(f"wrote {f}", err=True)

@@ -26,6 +26,7 @@ from rich.console import Console
 from .core.fileio import shared_dir
 from .core.jsonsafe import dumps
 from .core.target import get_target, target_names
+from .report.tables import wide_console
 
 #: how many test samples the demo simulates per target and model
 DEMO_SAMPLES = int(os.environ.get("NNISA_DEMO_SAMPLES", "32"))
@@ -123,7 +124,7 @@ def run_demo(shared_dir: str | Path | None = None, as_json: bool = False, verbos
     """Run all demo steps and print the story (or one JSON object with ``as_json``)."""
     if shared_dir is not None:
         os.environ["NNISA_SHARED"] = str(shared_dir)
-    con = None if as_json else Console()
+    con = None if as_json else wide_console()
     pictures = Path(out_dir)
     pictures.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

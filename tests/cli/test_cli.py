@@ -109,7 +109,9 @@ def test_demo_json_story(tmp_path, monkeypatch, capsys):
     assert code == 0, err
     doc = json.loads(out)
     assert doc["frontend"]["int8_top1_agreement"] > 0.95
-    runs = [r for r in doc["targets"] if "note" not in r]
+    runs = [r for r in doc["targets"] if r["status"] == "ok"]
     assert {r["target"] for r in runs} >= {"pim", "dais"}
     assert all(r["top1_agreement"] >= 0.75 for r in runs)
+    assert all(r["error"] for r in doc["targets"] if r["status"] != "ok")  # a target that cannot says why
+    assert (tmp_path / "targets_latency_energy_breakdown.png").read_bytes()[:4] == b"\x89PNG"  # nnisa compare's
     assert (tmp_path / "targets_latency_energy.png").read_bytes()[:4] == b"\x89PNG"

@@ -9,6 +9,13 @@ from rich.console import Console
 from rich.table import Table
 
 
+def wide_console(width: int = 160) -> Console:
+    """A console for wide tables: the terminal's width on a terminal, ``width`` columns in a pipe or
+    a log (rich would squeeze every table to 80 columns there)."""
+    import sys
+    return Console() if sys.stdout.isatty() else Console(width=width)
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "no"
