@@ -436,8 +436,8 @@ class _SweepGroup(click.Group):
     """``nnisa sweep SPEC ...`` runs a sweep; ``nnisa sweep report DIR`` reports one."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
-            args = ["run", *args]
+        if not args or (args[0] not in self.commands and args[0] not in ("-h", "--help")):
+            args = ["run", *args]  # bare `nnisa sweep`: the one-line "missing argument SPEC"
         return super().parse_args(ctx, args)
 
 

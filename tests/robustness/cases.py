@@ -341,6 +341,7 @@ def _sweep_cases(d: Path) -> list[Case]:
     return [Case(cid, S, "sweep spec", ("sweep", spec(name, text), "--dry-run"), says=says)
             for cid, name, text, says in bad_specs] + [
         Case("sweep-missing", S, "sweep spec", ("sweep", str(d / "none.yaml"), "--dry-run"), says="not found"),
+        Case("sweep-no-spec", S, "sweep spec", ("sweep",), says="missing argument SPEC"),
         Case("sweep-out-unwritable", S, "sweep results", ("sweep", str(ok), "-o", "/proc/nnisa-sweep"),
              says="cannot write"),
         Case("sweep-out-is-file", S, "sweep results", ("sweep", str(ok), "-o", str(d / "afile")), says="afile"),
