@@ -61,6 +61,33 @@ def ray_startup(jobs: int) -> float:
     return time.perf_counter() - t0
 
 
+def executor_overhead(n: int, jobs: int, ray: bool) -> tuple[float, float]:
+    """Dispatch cost alone: ``n`` points that do nothing through a started executor, after a warm-up
+    batch (workers up).  Returns (points/s, worker-seconds per point = jobs x wall / n)."""
+    import _sweep_noop
+    from _sweep_noop import noop_point
+    if ray:  # Ray's workers do not have benchmarks/ on their path: ship the function by value
+        from ray import cloudpickle
+        cloudpickle.register_pickle_by_value(_sweep_noop)
+
+    from nnisa.sweep.executors import LocalExecutor, RayExecutor
+    from nnisa.sweep.spec import Point
+    pts = [Point(target="dais", model=f"m{i}", model_path=None, base_config=None, samples=i).to_dict()
+           for i in range(n + jobs)]
+    ex = RayExecutor(jobs, "local", func=noop_point) if ray else LocalExecutor(jobs, func=noop_point)
+    try:
+        got: list[dict] = []
+        ex.run(pts[:jobs], got.append)
+        t0 = time.perf_counter()
+        ex.run(pts[jobs:], got.append)
+        wall = time.perf_counter() - t0
+    finally:
+        ex.close()
+    bad = [r for r in got if r["status"] != "ok"]
+    assert len(got) == n + jobs and not bad, (len(got), bad[:2])
+    return n / wall, jobs * wall / n
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="each configuration once, Ray start-up timed once")
@@ -107,6 +134,15 @@ def main() -> None:
                   f"Ray overhead per point beyond the local pool's: {ray_r['overhead'] - loc['overhead']:+.2f} s.")
     else:
         print("Ray is not installed (pip install 'nnisa[dist]'): Ray rows not measured.")
+    n = 100 if args.quick else 400
+    print(f"\nDispatch cost alone ({n} points that do nothing, executor already started and warmed up; "
+          f"1-min load {load().split(' / ')[0]} before):\n")
+    print("| executor | workers | points/s | worker time per point (ms) |")
+    print("|---|---:|---:|---:|")
+    for ray in (False, True) if ray_available() else (False,):
+        for jobs in (1, 2):
+            rate, cost = executor_overhead(n, jobs, ray)
+            print(f"| {'Ray (local instance)' if ray else 'local'} | {jobs} | {rate:,.0f} | {cost * 1e3:.2f} |")
 
 
 if __name__ == "__main__":

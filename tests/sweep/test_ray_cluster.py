@@ -68,3 +68,30 @@ def test_sweep_on_a_running_cluster(cluster, tmp_path):
     rows = read_table(tmp_path / "r")
     assert [r["status"] for r in rows] == ["ok"] * 3 and {r["executor"] for r in rows} == {"ray"}
     assert all(r["bit_exact"] and r["host"] for r in rows)
+
+
+@pytest.mark.slow  # ~15 s: a private Ray instance
+def test_ray_executor_crash_and_timeout():
+    """On Ray, as in the local pool: a dying worker is 'crashed', a point over its limit 'timeout',
+    and the other points finish."""
+    require("ray", "dist")
+    import faults
+    from ray import cloudpickle
+
+    from nnisa.sweep.executors import RayExecutor
+    from nnisa.sweep.spec import Point
+    cloudpickle.register_pickle_by_value(faults)  # Ray's workers do not have tests/sweep on their path
+
+    def point(i, timeout=60.0, **options):
+        return Point(target="dais", model=f"m{i}", model_path=None, base_config=None, options=options,
+                     timeout_s=timeout).to_dict()
+
+    rows = []
+    ex = RayExecutor(2, "local", func=faults.crash_or_echo)
+    try:
+        ex.run([point(0), point(1, crash=True), point(2, timeout=1.0, sleep=60), point(3)], rows.append)
+    finally:
+        ex.close()
+    by = {r["model"]: r for r in rows}
+    assert by["m1"]["status"] == "crashed" and by["m2"]["status"] == "timeout"
+    assert by["m0"]["status"] == by["m3"]["status"] == "ok" and {r["executor"] for r in rows} == {"ray"}

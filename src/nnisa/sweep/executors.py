@@ -152,12 +152,14 @@ class RayExecutor:
     ``address``: ``None``/``"local"`` starts a private local instance with ``jobs`` CPUs (shut down
     by :meth:`close`); ``"auto"`` joins the cluster this machine belongs to; ``HOST:PORT`` or
     ``ray://HOST:10001`` joins that cluster.  At most ``jobs`` points are in flight (default: the
-    cluster's CPUs), so a point's time limit counts from its start.
+    cluster's CPUs), so a point's time limit counts from its start.  ``func`` runs each point
+    (default :func:`~nnisa.sweep.worker.run_point`).
     """
 
     name = "ray"
 
-    def __init__(self, jobs: int | None = None, address: str | None = None) -> None:
+    def __init__(self, jobs: int | None = None, address: str | None = None,
+                 func: Callable[[Row], Row] = run_point) -> None:
         try:
             import ray
         except ImportError:
@@ -177,7 +179,7 @@ class RayExecutor:
                                    f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}") from None
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.jobs = max(1, int(jobs) if jobs else cpus)
-        self._task = ray.remote(num_cpus=1, max_retries=0)(run_point)
+        self._task = ray.remote(num_cpus=1, max_retries=0)(func)
 
     def run(self, points: Iterable[Row], on_result: OnResult, on_start: OnStart | None = None) -> None:
         ray = self._ray
