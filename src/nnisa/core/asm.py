@@ -145,6 +145,9 @@ def parse_operands(isa: ISA, spec: InstrSpec, tokens: list[tuple[int, str]], lin
     for operand in spec.operands:
         if operand.keyword:
             given = named.get(operand.keyword)
+            if given is None and not operand.optional:
+                raise AsmError(f"{spec.mnemonic} needs option {operand.label} (syntax: {spec.syntax})",
+                               file=file, line=line.lineno, column=line.col)
         else:
             i += 1
             given = tokens[i] if i < len(tokens) else None

@@ -30,7 +30,7 @@ from .broadcast import expand_broadcast, parse_tile_set
 
 ISA = build_isa()
 _SUFFIX = {v[1:]: k for k, v in PRED_SUFFIX.items() if v}
-_IDENT = re.compile(r"[A-Za-z_]\w*")
+_IDENT = re.compile(r"(?<!\w)[A-Za-z_]\w*")
 _EXPR_CHARS = re.compile(r"[+*/%()<>&|^~]|(?<=\w)\s*-")
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
            ast.Div: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
