@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -130,7 +131,7 @@ class PimsabConfig(BaseModel):
         """Sorted-key JSON of every key (``n_tiles_used`` resolved): the hashed identity."""
         return json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"))
 
-    @property
+    @cached_property
     def sha256(self) -> bytes:
         return hashlib.sha256(self.canonical_json().encode()).digest()
 
@@ -189,8 +190,9 @@ def make_config(data: dict[str, Any], *, source: str = "configuration") -> Pimsa
         raise ConfigError(f"{source}: {exc}") from None
 
 
+@lru_cache(maxsize=None)
 def preset(name: str) -> PimsabConfig:
-    """A named preset."""
+    """A named preset (cached: configurations are immutable)."""
     if name not in PRESETS:
         raise ConfigError(f"unknown PIMSAB preset {name!r} (presets: {', '.join(PRESETS)})")
     return make_config(dict(PRESETS[name][1]), source=f"preset {name}")
@@ -233,6 +235,7 @@ def _from_dict(data: dict[str, Any], source: str) -> PimsabConfig:
     return make_config(base, source=source)
 
 
+@lru_cache(maxsize=256)
 def preset_for_hash(digest: bytes) -> str | None:
     """The first preset whose canonical JSON hashes to ``digest`` (``None`` if none does)."""
     for name in PRESETS:

@@ -116,6 +116,7 @@ def token(byte: int) -> str:
     return decode(byte).token if valid_byte(byte) else f"0x{byte:02X}"
 
 
+@lru_cache(maxsize=None)
 def make(kind: str, width: int = 0) -> int:
     """Build a precision byte: ``make("i", 8)``, ``make("u", 4)``, ``make("f32")``."""
     return parse_token(kind if kind.lower() in _FLOAT_BY_NAME else f"{kind}{width}")

@@ -29,6 +29,17 @@ class PimsabTarget(Target):
     formats = dict(FORMATS)
     options = (
         O("lenient", bool, False, None, "decode words with nonzero reserved bits", ("disasm", "stats", "convert")),
+        O("engine", str, "fast", ("fast", "reference"), "timing engine: numba (fast) or the Python reference",
+          ("sim", "bench")),
+        O("log", str, None, None, "write the per-instruction timing log (CSV) here", ("sim",)),
+        O("dump", str, None, None, "also output DRAM ranges ADDR:LEN[,ADDR:LEN]", ("sim",)),
+        O("max_cycles", int, 2_000_000_000, None, "simulated-time limit (exit 4 when reached)", ("sim",),
+          minimum=1),
+        O("scale", float, 1.0, None, "workload size factor (0.5 = half, 2 = double; Fig. 20a)", ("bench",),
+          minimum=0.01, maximum=16.0),
+        O("bits", int, None, None, "element precision of the workload (int4..int8 sweeps, Fig. 20b)", ("bench",),
+          minimum=1, maximum=32, nullable=True),
+        O("check", bool, False, None, "also compute values and check them (vadd, gemv, fir)", ("bench",)),
     )
 
     def config_presets(self) -> dict[str, str]:
@@ -62,3 +73,21 @@ class PimsabTarget(Target):
 
     def stats(self, program: PimsabProgram, *, config: Any = None, **options: Any) -> dict[str, Any]:
         return program_stats(program, program_config(program, config))
+
+    def simulate(self, program: PimsabProgram, *, config: Any = None, inputs=None, **options: Any):
+        """Values and/or cycles + energy (``--mode functional|timing|both``); see
+        :func:`nnisa.targets.pimsab.sim.simulate.simulate_pimsab`."""
+        from .sim.simulate import simulate_pimsab
+        return simulate_pimsab(program, config=config, inputs=inputs, **options)
+
+    def workloads(self) -> dict[str, str]:
+        from .workloads.registry import WORKLOADS
+        return {k: v[0] for k, v in WORKLOADS.items()}
+
+    def bench(self, workload: str, *, config: Any = None, scale: float = 1.0, bits: int | None = None,
+              check: bool = False, engine: str = "fast", **options: Any) -> dict[str, Any]:
+        """Generate and simulate one of the paper's workloads (timing mode; values with check)."""
+        from .workloads.registry import run_workload
+        if workload not in self.workloads():
+            self._unknown_workload(workload)
+        return run_workload(workload, load_config(config), scale=scale, bits=bits, check=check, engine=engine)

@@ -188,14 +188,17 @@ def _where(prog: PimsabProgram, i: int, tile: int) -> str:
 
 
 def run_functional(prog: PimsabProgram, cfg: PimsabConfig, machine: Machine | None = None,
-                   order: Iterable[int] | None = None) -> Machine:
-    """Execute every stream; ``order`` (row indices) fixes a global event order."""
+                   order: Iterable[int] | None = None, hook=None) -> Machine:
+    """Execute every stream; ``order`` (row indices) fixes a global event order; ``hook(machine,
+    tile, index, row)`` is called before each instruction executes."""
     m = machine or Machine(cfg, prog.segments)
     rows = prog.rows.tolist()
     tiles = prog.tiles.tolist()
     if order is not None:
         for i in order:
             try:
+                if hook is not None:
+                    hook(m, tiles[i], i, rows[i])
                 if not m.step(tiles[i], rows[i]):
                     raise SimError("blocked in the timing model's event order (internal inconsistency)")
             except NnisaError as exc:
@@ -211,6 +214,8 @@ def run_functional(prog: PimsabProgram, cfg: PimsabConfig, machine: Machine | No
             while pc < len(idx) and t not in halted:
                 i = idx[pc]
                 try:
+                    if hook is not None:
+                        hook(m, t, i, rows[i])
                     ok = m.step(t, rows[i])
                 except NnisaError as exc:
                     raise exc.with_context(where=_where(prog, i, t)) from None
