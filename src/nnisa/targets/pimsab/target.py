@@ -35,6 +35,8 @@ class PimsabTarget(Target):
         O("dump", str, None, None, "also output DRAM ranges ADDR:LEN[,ADDR:LEN]", ("sim",)),
         O("max_cycles", int, 2_000_000_000, None, "simulated-time limit (exit 4 when reached)", ("sim",),
           minimum=1),
+        O("microops", bool, False, None, "also run compute instructions bit-serially on a bit-plane model and "
+          "check them (small configurations)", ("sim",)),
         O("scale", float, 1.0, None, "workload size factor (0.5 = half, 2 = double; Fig. 20a)", ("bench",),
           minimum=0.01, maximum=16.0),
         O("bits", int, None, None, "element precision of the workload (int4..int8 sweeps, Fig. 20b)", ("bench",),

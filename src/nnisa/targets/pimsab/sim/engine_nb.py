@@ -410,9 +410,9 @@ def run_engine(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_
                                 or (state[k] == POP and remaining[k] == 0)):
                     busy = True
                     break
-            if not busy:
+            if not busy:  # only countdowns make progress without events
                 for c in range(n_ch):
-                    if q_len[c] > 0 or ready[c] >= 0:
+                    if ready_setup[c] > 0 or (q_len[c] > 0 and (q_cd[c, 0] > 0 or ready[c] < 0)):
                         busy = True
                         break
             quiet = 0 if busy else quiet + 1

@@ -293,6 +293,7 @@ def simulate_ref(ops: TimingOps, cfg: PimsabConfig, *, max_cycles: int = 50_000_
     now = 0
     live = [f for f in fsms if len(f.ops)]
     quiet = 0
+    last = None
     while live:
         if now > max_cycles:
             raise SimTimeExceeded(f"simulated time limit of {max_cycles} cycles reached")
@@ -309,11 +310,15 @@ def simulate_ref(ops: TimingOps, cfg: PimsabConfig, *, max_cycles: int = 50_000_
         for d in drams:
             d.step(now)
         live = [f for f in live if not (f.pc >= len(f.ops) and f.state == IDLE)]
-        snapshot = (sum(r.hops for r in routers), sum(f.pc + f.remaining + f.state for f in fsms),
-                    sum(len(q.q) for d in drams for q in (d.recv,)) + sum(d.done for d in drams))
-        quiet = quiet + 1 if snapshot == getattr(simulate_ref, "_last", None) else 0
-        simulate_ref._last = snapshot
-        if quiet > 64 + cfg.dram_row_open_latency + max((max(0, f.finish - now) for f in live), default=0):
+        snapshot = (sum(r.hops for r in routers), sum(r.nflits for r in routers),
+                    tuple((f.pc, f.state, f.remaining) for f in live),
+                    tuple((len(d.recv.q), d.done, len(d.queue), d.ready is None) for d in drams))
+        counting = any(f.state == IDLE or (f.state == REQ and f.finish >= now) or (f.state == POP and not f.remaining)
+                       for f in live) or any(d.setup or (d.queue and (d.queue[0][1] > 0 or d.ready is None))
+                                             for d in drams)
+        quiet = 0 if (snapshot != last or counting) else quiet + 1
+        last = snapshot
+        if quiet > 3:
             raise DeadlockError(f"deadlock at cycle {now}: {len(live)} tile(s) wait forever",
                                 report="\n".join(f"  tile {f.tile}: {_describe(f, ops)}" for f in live))
         now += 1

@@ -87,7 +87,7 @@ def _rf_recorder(prog: PimsabProgram) -> tuple[dict[int, tuple[int, ...]], Any]:
 def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
                     mode: str | None = None, engine: str = "fast", trace: str | None = None,
                     gantt: str | None = None, log: str | None = None, dump: str | None = None,
-                    max_cycles: int = 2_000_000_000, **_: Any) -> SimResult:
+                    max_cycles: int = 2_000_000_000, microops: bool = False, **_: Any) -> SimResult:
     """Simulate a program; see the module docstring."""
     t0 = time.perf_counter()
     if config is None and prog.config_sha != ZERO_SHA and (name := preset_for_hash(prog.config_sha)):
@@ -110,8 +110,14 @@ def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str
     functional = mode in ("functional", "both") and cfg.functional
     timing = mode in ("timing", "both")
     rf_values = None
-    if functional and (not timing or cfg.cycle_mode == "bitexact"):
-        run.machine = Machine(cfg, prog.segments)
+    if microops and not functional:
+        raise OptionError("micro-op mode needs values (--mode functional or both, config functional=true)")
+    if functional and (not timing or cfg.cycle_mode == "bitexact" or microops):
+        if microops:
+            from .microops import micro_machine
+            run.machine = micro_machine(cfg, prog.segments)
+        else:
+            run.machine = Machine(cfg, prog.segments)
         _inputs_to_dram(run.machine, inputs)
         rf_values, hook = _rf_recorder(prog) if cfg.cycle_mode == "bitexact" else (None, None)
         run_functional(prog, cfg, run.machine, hook=hook)
@@ -149,6 +155,8 @@ def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str
                 write_chrome_trace(tl, trace)
     outputs: dict[str, np.ndarray] = {}
     if run.machine is not None:
+        if microops:
+            extra["microops"] = run.machine.micro
         outputs = run.machine.dram_outputs()
         for addr, n in parse_dump(dump) if dump else []:
             outputs[f"dram_0x{addr:x}"] = run.machine.dram.read(addr, n)
