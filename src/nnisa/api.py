@@ -63,6 +63,70 @@ def onnx_reference(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dic
     return {k: np.stack(v) for k, v in outs.items()}
 
 
+def model_inputs(model_path: str | Path) -> dict[str, list[int | None]]:
+    """Graph input name → declared shape (``None`` for a symbolic dimension) of an ONNX file.
+
+    Missing, special (``/dev/null``) and non-ONNX files are one-line :class:`FormatError` s."""
+    import onnx
+    from google.protobuf.message import DecodeError as ProtoDecodeError
+
+    from .core.fileio import check_regular_file
+    path = check_regular_file(model_path)
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except (ProtoDecodeError, ValueError, OSError, RuntimeError) as exc:
+        raise FormatError(f"not an ONNX model ({str(exc)[:120]})", file=str(path)) from None
+    if not model.HasField("graph") or not model.graph.node:
+        raise FormatError("not an ONNX model (no graph)", file=str(path))
+    init = {t.name for t in model.graph.initializer}
+    out = {}
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                for d in vi.type.tensor_type.shape.dim]
+        out[vi.name] = dims
+    if not out:
+        raise FormatError("the model has no graph inputs", file=str(path))
+    return out
+
+
+def check_inputs(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Match user inputs to the model's graph inputs: names (one array for a one-input model is
+    taken whatever its name, e.g. ``x.npy``), numeric finite values, a leading sample axis and
+    the declared per-sample shape.  Returns float32 arrays by model input name."""
+    declared = model_inputs(model_path)
+    given = dict(inputs)
+    if len(declared) == 1 and len(given) == 1 and next(iter(declared)) not in given:
+        given = {next(iter(declared)): next(iter(given.values()))}
+    missing = [k for k in declared if k not in given]
+    extra = [k for k in given if k not in declared]
+    if missing or extra:
+        raise FormatError(f"inputs {sorted(given)} do not match the model's inputs {list(declared)}"
+                          + (f" (missing {missing})" if missing else "") + (f" (unknown {extra})" if extra else ""))
+    out: dict[str, np.ndarray] = {}
+    n = None
+    for name, dims in declared.items():
+        a = np.asarray(given[name])
+        if a.dtype.kind not in "biuf":
+            raise FormatError(f"input {name!r}: expected numbers, got dtype {a.dtype}")
+        if a.ndim != len(dims) or a.shape[0] == 0:
+            want = "(samples, " + ", ".join("?" if d is None else str(d) for d in dims[1:]) + ")"
+            raise FormatError(f"input {name!r}: shape {a.shape} does not fit {want} (a leading sample axis "
+                              "with at least one sample, then the model's input shape)")
+        bad = [i for i, d in enumerate(dims[1:], 1) if d is not None and a.shape[i] != d]
+        if bad:
+            raise FormatError(f"input {name!r}: shape {a.shape}, but the model declares {dims[1:]} per sample")
+        a = a.astype(np.float32)
+        if not np.isfinite(a).all():
+            raise FormatError(f"input {name!r}: contains NaN or infinity")
+        if n is not None and len(a) != n:
+            raise FormatError(f"inputs have different sample counts ({n} and {len(a)})")
+        n = len(a)
+        out[name] = a
+    return out
+
+
 def default_inputs(model_path: str | Path, samples: int = 1, seed: int = 0) -> dict[str, np.ndarray]:
     """Inputs for a model: the bundled test set when the model is bundled, else random data.
 
@@ -76,18 +140,9 @@ def default_inputs(model_path: str | Path, samples: int = 1, seed: int = 0) -> d
             return found
     except ImportError:
         pass
-    import onnx
-
-    model = onnx.load(str(model_path), load_external_data=False)
-    init = {t.name for t in model.graph.initializer}
     rng = np.random.default_rng(seed)
-    out = {}
-    for vi in model.graph.input:
-        if vi.name in init:
-            continue
-        dims = [d.dim_value if d.dim_value > 0 else 1 for d in vi.type.tensor_type.shape.dim]
-        out[vi.name] = rng.uniform(-1, 1, size=[samples] + dims[1:]).astype(np.float32)
-    return out
+    return {name: rng.uniform(-1, 1, size=[samples] + [1 if d is None else d for d in dims[1:]]).astype(np.float32)
+            for name, dims in model_inputs(model_path).items()}
 
 
 def compare_outputs(got: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -147,8 +202,9 @@ def run_model(target_name: str, model_path: str | Path, *, inputs: dict[str, np.
     """
     t0 = time.perf_counter()
     tgt = get_target(target_name)
-    if inputs is None:
-        inputs = default_inputs(model_path, samples)
+    if samples < 1:
+        raise FormatError(f"samples must be at least 1, got {samples}")
+    inputs = check_inputs(model_path, default_inputs(model_path, samples) if inputs is None else inputs)
     with tempfile.TemporaryDirectory(prefix="nnisa-run-") as tmp:
         dest = Path(out_dir) if out_dir else Path(tmp)
         c0 = time.perf_counter()

@@ -30,6 +30,15 @@ def emit_json(obj: dict) -> None:
     click.echo(json.dumps(to_jsonable(obj), indent=None, sort_keys=False))
 
 
+def show(as_json: bool, obj: dict, printer: str, *args: Any) -> None:
+    """``obj`` as one JSON object, or through ``report.tables.<printer>(obj, *args)``."""
+    if as_json:
+        emit_json(obj)
+        return
+    from .report import tables
+    getattr(tables, printer)(obj, *args)
+
+
 def console():
     from rich.console import Console
     return Console()
@@ -103,10 +112,46 @@ def _cfg(config: str | None) -> dict[str, Any]:
     return {} if config is None else {"config": config}
 
 
+def read_program(t: Target, path: str, **options: Any) -> Any:
+    """``t.read`` plus the reader's own findings (``program.warnings``) as Python warnings, which
+    ``main`` prints as one ``nnisa: warning:`` line each."""
+    import warnings
+    prog = t.read(path, **options)
+    for w in getattr(prog, "warnings", None) or ():
+        warnings.warn(f"{path}: {w}", stacklevel=2)
+    return prog
+
+
+OUT_OF_MEMORY = "out of memory (the input needs more memory than this machine or --max-memory allows)"
+_MEMORY_LIMIT: list[int] = []
+
+
+def _limit_memory(size: str | None) -> None:
+    """``--max-memory 4G``: cap the process's data memory so a runaway input fails cleanly."""
+    if not size:
+        return
+    import re
+    import resource
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)[bB]?\s*", size)
+    if not m:
+        raise click.BadParameter(f"expected a size like 512M or 4G, got {size!r}", param_hint="--max-memory")
+    limit = int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
+    if limit < 64 << 20:
+        raise click.BadParameter("must be at least 64M", param_hint="--max-memory")
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    _MEMORY_LIMIT.append(limit)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="nnisa")
-def cli() -> None:
+@click.option("--max-memory", envvar="NNISA_MAX_MEMORY", metavar="SIZE",
+              help="Fail cleanly if the command needs more than SIZE of memory (e.g. 4G; env NNISA_MAX_MEMORY).")
+def cli(max_memory: str | None) -> None:
     """nnisa: exact codecs, simulators and ONNX compilers for accelerator ISAs."""
+    _limit_memory(max_memory)
 
 
 @cli.command("targets")
@@ -189,7 +234,7 @@ def disasm_cmd(target_name, program, output, config, options, as_json):
     """Disassemble a program file to canonical text."""
     t = get_target(target_name)
     opts = parse_options(t, "disasm", options)
-    text = t.disassemble(t.read(program, **_cfg(config), **opts), **_cfg(config), **opts)
+    text = t.disassemble(read_program(t, program, **_cfg(config), **opts), **_cfg(config), **opts)
     if as_json:
         if output:
             write_atomic(output, text)
@@ -214,7 +259,7 @@ def convert_cmd(target_name, source, dest, config, options, as_json):
     t = get_target(target_name)
     opts = parse_options(t, "convert", options)
     with status(f"reading {source}", not as_json):
-        prog = t.read(source, **_cfg(config))
+        prog = read_program(t, source, **_cfg(config))
     with status(f"writing {dest}", not as_json):
         t.write(prog, dest, **_cfg(config), **opts)
     _report_written(as_json, target_name, source, dest, prog)
@@ -231,12 +276,9 @@ def stats_cmd(target_name, program, config, options, as_json):
     t = get_target(target_name)
     opts = parse_options(t, "stats", options)
     with status(f"reading {program}", not as_json):
-        st = t.stats(t.read(program, **_cfg(config), **opts), **_cfg(config))
-    if as_json:
-        emit_json({"target": target_name, "program": program, **st})
-    else:
-        from .report.tables import print_stats
-        print_stats(st, title=f"{target_name}: {Path(program).name}")
+        st = t.stats(read_program(t, program, **_cfg(config), **opts), **_cfg(config))
+    show(as_json, {"target": target_name, "program": program, **st} if as_json else st, "print_stats",
+         f"{target_name}: {Path(program).name}")
 
 
 @cli.command("compile", cls=TargetCommand)
@@ -256,11 +298,7 @@ def compile_cmd(target_name, model, config, out_dir, options, as_json):
         res = t.compile(model, config=config, out_dir=out_dir, **opts)
     summary = {"target": target_name, "model": model, "out_dir": out_dir, "files": res.files,
                "compile_s": time.perf_counter() - t0, "report": res.report}
-    if as_json:
-        emit_json(summary)
-    else:
-        from .report.tables import print_mapping
-        print_mapping(summary)
+    show(as_json, summary, "print_mapping")
 
 
 @cli.command("sim", cls=TargetCommand)
@@ -288,7 +326,7 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
             opts[key] = val
     t0 = time.perf_counter()
     with status(f"reading {program}", not as_json):
-        prog = t.read(program, **_cfg(config))
+        prog = read_program(t, program, **_cfg(config))
     data = load_arrays(inputs) if inputs else None
     with status("simulating", not as_json):
         res = t.simulate(prog, config=config, inputs=data, **opts)
@@ -327,11 +365,7 @@ def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, optio
     with progress_bar(f"{Path(model).name} on {target_name}", not as_json) as update:
         report = run_model(target_name, model, inputs=data, samples=samples, config=config,
                            out_dir=out_dir, save_outputs=outputs, progress=update, **opts)
-    if as_json:
-        emit_json(report)
-    else:
-        from .report.tables import print_run
-        print_run(report)
+    show(as_json, report, "print_run")
 
 
 @cli.command("bench", cls=TargetCommand)
@@ -345,12 +379,8 @@ def bench_cmd(target_name, workload, config, options, as_json):
     t = get_target(target_name)
     if workload is None:
         names = t.workloads()
-        if as_json:
-            emit_json({"target": target_name, "workloads": names})
-        else:
-            from .report.tables import kv_table
-            console().print(kv_table(f"{target_name}: built-in workloads (nnisa bench -t {target_name} NAME)",
-                                     names or {"(none)": ""}))
+        show(as_json, {"target": target_name, "workloads": names} if as_json else (names or {"(none)": ""}),
+             "print_kv", f"{target_name}: built-in workloads (nnisa bench -t {target_name} NAME)")
         return
     opts = parse_options(t, "bench", options)
     if workload not in t.workloads():
@@ -360,21 +390,20 @@ def bench_cmd(target_name, workload, config, options, as_json):
         res = t.bench(workload, **_cfg(config), **opts)
     res = {"target": target_name, "workload": workload, **res}
     res.setdefault("wall_s", time.perf_counter() - t0)
-    if as_json:
-        emit_json(res)
-    else:
-        from .report.tables import kv_table
-        console().print(kv_table(f"{target_name}: {workload}", res))
+    show(as_json, res, "print_kv", f"{target_name}: {workload}")
 
 
 @cli.command("demo")
 @click.option("--shared", type=click.Path(file_okay=False), default=None,
               help="Path of the shared/ directory with conformance data (default: ../shared).")
+@click.option("--out-dir", type=click.Path(file_okay=False), default="demo_out", show_default=True,
+              help="Where the pictures go.")
+@click.option("--verbose", "-v", is_flag=True, help="Also print every figure of every run (long tables).")
 @json_option
-def demo_cmd(shared, as_json):
-    """Run the main job on the bundled model for every implemented target."""
+def demo_cmd(shared, out_dir, verbose, as_json):
+    """Run the main job on the bundled models for every target, side by side."""
     from .demo import run_demo
-    run_demo(shared_dir=shared, as_json=as_json)
+    run_demo(shared_dir=shared, as_json=as_json, verbose=verbose, out_dir=out_dir)
 
 
 def _read_text(path: str) -> str:
@@ -402,25 +431,77 @@ def _error(exc: NnisaError, as_json: bool) -> None:
     sys.exit(exc.exit_code)
 
 
+def _on_signal(signum, _frame):
+    """SIGTERM/SIGHUP unwind like Ctrl-C, so temporary folders and files are cleaned up."""
+    raise KeyboardInterrupt
+
+
+def _install_signal_handlers() -> None:
+    import signal
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            try:
+                signal.signal(sig, _on_signal)
+            except (ValueError, OSError):  # not the main thread (embedded use): leave it alone
+                pass
+
+
+def _interrupted() -> None:
+    """Exit 130 after Ctrl-C/SIGTERM.  Temporary files were removed while the stack unwound; exit
+    at once so that a second signal arriving during interpreter shutdown cannot turn the status into
+    a death by signal."""
+    import os
+    click.echo("nnisa: interrupted", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
+def _fail(message: str, code: int, as_json: bool, error_type: str) -> None:
+    if as_json:
+        emit_json({"error": message, "error_type": error_type, "exit_code": code})
+    click.echo(f"nnisa: error: {message}", err=True)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the CLI and turn user errors into one-line messages."""
+    """Console entry point: run the CLI and turn user errors into one-line messages.
+
+    Python warnings are collected and printed as one ``nnisa: warning:`` line each after a
+    successful command (an error prints only its own line).
+    """
+    import warnings
     args = sys.argv[1:] if argv is None else list(argv)
     as_json = "--json" in args
-    try:
-        cli.main(args=args, prog_name="nnisa", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("nnisa: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except NnisaError as exc:
-        _error(exc, as_json)
-    except KeyboardInterrupt:
-        click.echo("nnisa: interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(0)
+    _install_signal_handlers()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            cli.main(args=args, prog_name="nnisa", standalone_mode=False)
+        except click.exceptions.Abort:  # click's form of Ctrl-C (and of SIGTERM/SIGHUP, see _on_signal)
+            _interrupted()
+        except click.ClickException as exc:
+            _fail(NnisaError(exc.format_message()).__str__(), exc.exit_code, as_json, "UsageError")
+        except NnisaError as exc:
+            _error(exc, as_json)
+        except MemoryError:
+            _fail(OUT_OF_MEMORY, 2, as_json, "MemoryError")
+        except (ImportError, OSError) as exc:
+            # under --max-memory, mapping a library or a buffer fails with these instead
+            if not (_MEMORY_LIMIT and ("map" in str(exc) or getattr(exc, "errno", None) == 12)):
+                raise
+            _fail(OUT_OF_MEMORY, 2, as_json, "MemoryError")
+        except KeyboardInterrupt:
+            _interrupted()
+        except BrokenPipeError:
+            sys.exit(0)
+    seen = set()
+    for w in caught:
+        text = " ".join(str(w.message).split())
+        if text not in seen:
+            seen.add(text)
+            click.echo(f"nnisa: warning: {text[:500]}", err=True)
     sys.exit(0)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from pathlib import Path
@@ -220,13 +221,21 @@ class BundleWriter:
         self.committed = False
 
     def _check_dest(self) -> None:
+        """Refuse a destination that is a file or a folder of someone else's files.
+
+        One ``lstat`` and one ``listdir`` each: concurrent writers swap bundles in and out of
+        the path, and a vanished destination is fine."""
         d = self.dest
-        if d.exists() or d.is_symlink():
-            if not d.is_dir():
+        try:
+            st = os.lstat(d)
+            if not stat.S_ISDIR(st.st_mode):
                 raise OutputError("exists and is not a folder", file=str(d))
-            if any(d.iterdir()) and not (d / MANIFEST).is_file():
-                raise OutputError("exists, is not empty and is not an nnisa bundle; "
-                                  "refusing to replace it (choose a new or empty folder)", file=str(d))
+            names = os.listdir(d)
+        except FileNotFoundError:
+            names = []
+        if names and MANIFEST not in names:
+            raise OutputError("exists, is not empty and is not an nnisa bundle; "
+                              "refusing to replace it (choose a new or empty folder)", file=str(d))
         for parent in d.parents:
             if parent.exists():
                 if not parent.is_dir():
@@ -259,12 +268,13 @@ class BundleWriter:
             raise FormatError(f"bundle files named by the manifest were not written: {', '.join(missing)}")
         write_atomic(self.path / MANIFEST, manifest_bytes(manifest))
         self._check_dest()
-        old = None
-        for _ in range(20):
+        olds: list[Path] = []
+        for _ in range(50):
             try:
                 if self.dest.exists():
                     old = self.dest.with_name(f".{self.dest.name}.old-{uuid.uuid4().hex[:8]}")
                     os.rename(self.dest, old)
+                    olds.append(old)
                 os.rename(self.path, self.dest)
                 break
             except FileNotFoundError:
@@ -277,6 +287,6 @@ class BundleWriter:
         else:
             raise OutputError("the output folder kept changing under concurrent writers", file=str(self.dest))
         self.committed = True
-        if old is not None:
+        for old in olds:
             shutil.rmtree(old, ignore_errors=True)
         return self.dest

@@ -11,6 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 
+#: longest error message printed (characters)
+MAX_MESSAGE = 1000
+
+
 class NnisaError(Exception):
     """Base class of all user-facing errors.
 
@@ -68,7 +72,10 @@ class NnisaError(Exception):
             text = f"{loc}: {text}"
         if self.hint:
             text = f"{text} (hint: {self.hint})"
-        return " ".join(text.split("\n"))
+        text = " ".join(text.split("\n"))
+        if len(text) > MAX_MESSAGE:  # echoed input (a 10 MB name) must not flood the terminal
+            text = text[:MAX_MESSAGE - 60] + f" ... [{len(text) - MAX_MESSAGE + 60:,} characters cut]"
+        return text
 
     def with_context(self, **kw: Any) -> "NnisaError":
         """Fill in location fields that are still unknown and return ``self``."""

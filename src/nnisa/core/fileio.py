@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
+import stat
 import tempfile
 import zlib
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -62,39 +63,112 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
 
 
 def read_bytes(path: str | os.PathLike, error: type[NnisaError] = FormatError) -> bytes:
-    """Read a whole file; a missing/unreadable file raises ``error`` naming it (one line)."""
+    """Read a whole regular file; a missing/unreadable/special file raises ``error`` naming it."""
+    p = Path(path)
     try:
-        return Path(path).read_bytes()
+        st = p.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise error("is a directory, expected a file", file=str(path))
+        if not stat.S_ISREG(st.st_mode):
+            raise error("not a regular file (devices, pipes and sockets are not read)", file=str(path))
+        return p.read_bytes()
     except FileNotFoundError:
         raise error("file not found", file=str(path)) from None
     except IsADirectoryError:
         raise error("is a directory, expected a file", file=str(path)) from None
     except OSError as exc:
-        raise error(f"cannot read: {exc.strerror}", file=str(path)) from None
+        raise error(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+
+
+def check_regular_file(path: str | os.PathLike, error: type[NnisaError] = FormatError) -> Path:
+    """``path`` if it is an existing regular file, else ``error`` saying what it is."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise error("file not found", file=str(path)) from None
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise error("is a directory, expected a file", file=str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise error("not a regular file (devices, pipes and sockets are not read)", file=str(path))
+    return p
+
+
+# ---------------------------------------------------------------------------- decompression
+#: decompressed data may be at most this many times its compressed size (real pimsim-nn JSON: ~33×)
+MAX_INFLATE_RATIO = 64
+#: ... or this many bytes, whichever is larger
+MIN_INFLATE_LIMIT = 256 << 20
+
+
+def inflate_limit(n_compressed: int) -> int:
+    """Largest accepted decompressed size for ``n_compressed`` input bytes."""
+    return max(MIN_INFLATE_LIMIT, MAX_INFLATE_RATIO * n_compressed)
+
+
+def is_compressed(raw: bytes) -> bool:
+    """Starts like a gzip or zlib stream."""
+    return raw[:2] == b"\x1f\x8b" or (len(raw) > 2 and raw[0] == 0x78 and (raw[0] * 256 + raw[1]) % 31 == 0)
+
+
+def inflate_chunks(raw: bytes, file: str | None = None, chunk: int = 1 << 17) -> Iterator[bytes]:
+    """Decompressed pieces of a gzip (any number of members) or zlib stream, never more than
+    :func:`inflate_limit` bytes in all (a decompression bomb is a FormatError, not a MemoryError)."""
+    limit = inflate_limit(len(raw))
+    view = memoryview(raw)
+    total, pos = 0, 0
+    is_gzip = raw[:2] == b"\x1f\x8b"
+    while pos < len(view):
+        d = zlib.decompressobj(47 if is_gzip else 15)
+        while not d.eof:
+            if pos >= len(view) and not d.unconsumed_tail:
+                raise FormatError("truncated compressed data", file=file)
+            data = d.unconsumed_tail or view[pos:pos + chunk]
+            if not d.unconsumed_tail:
+                pos += len(data)
+            try:
+                out = d.decompress(data, max(1, limit - total + 1))
+            except zlib.error as exc:
+                raise FormatError(f"corrupt {'gzip' if is_gzip else 'zlib'} data: {exc}", file=file) from None
+            total += len(out)
+            if total > limit:
+                raise FormatError(f"decompresses to more than {limit >> 20} MB ({MAX_INFLATE_RATIO}x its size); "
+                                  "refusing it as a likely decompression bomb", file=file)
+            if out:
+                yield out
+        rest = d.unused_data
+        pos -= len(rest)
+        if not is_gzip or not rest.strip(b"\x00"):
+            break  # zlib: one stream; gzip: trailing zero padding is allowed
+
+
+def inflate(raw: bytes, file: str | None = None) -> bytes:
+    """All of :func:`inflate_chunks` as one ``bytes``."""
+    return b"".join(inflate_chunks(raw, file))
 
 
 def decode_text(data: bytes, file: str | None = None) -> str:
     """UTF-8 text of ``data``; invalid bytes raise :class:`FormatError` with their offset."""
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file) from None
+    return text[1:] if text.startswith("\ufeff") else text  # a byte-order mark is not content
 
 
 def read_maybe_compressed(path: str | os.PathLike) -> bytes:
-    """Read a file, transparently gunzipping (gzip or zlib streams, detected by magic)."""
-    path = Path(path)
+    """Read a file, transparently inflating gzip or zlib streams (detected by magic, bounded by
+    :func:`inflate_limit`)."""
     raw = read_bytes(path)
     if raw[:2] == b"\x1f\x8b":
+        return inflate(raw, str(path))
+    if is_compressed(raw):
         try:
-            return gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise FormatError(f"corrupt gzip data: {exc}", file=str(path)) from None
-    if raw[:1] == b"\x78" and len(raw) > 2 and (raw[0] * 256 + raw[1]) % 31 == 0:
-        try:
-            return zlib.decompress(raw)
-        except zlib.error:
-            pass  # not zlib after all: treat as plain
+            return inflate(raw, str(path))
+        except FormatError:
+            return raw  # looked like zlib but is not: treat as plain
     return raw
 
 
@@ -121,20 +195,100 @@ def save_arrays(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
     write_atomic(path, buf.getvalue())
 
 
+def _npy_header(fp, available: int, name: str, file: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from an ``.npy`` header, checked against the bytes that follow it."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(fp)
+        if version == (1, 0):
+            shape, _, dtype = fmt.read_array_header_1_0(fp)
+        else:
+            shape, _, dtype = fmt.read_array_header_2_0(fp) if version == (2, 0) else \
+                fmt._read_array_header(fp, version)  # noqa: SLF001 (3.0: utf-8 header)
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise FormatError(f"{name}: not a valid .npy array ({str(exc)[:120]})", file=file) from None
+    if dtype.hasobject:
+        raise FormatError(f"{name}: object arrays are not read (they would need pickle)", file=file)
+    need = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if need > available:
+        raise FormatError(f"{name}: header declares {list(shape)} {dtype} ({need:,} bytes) but only "
+                          f"{available:,} bytes follow", file=file)
+    return tuple(shape), dtype
+
+
+def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file, refusing before any allocation: object (pickle) arrays,
+    headers that promise more data than the archive holds, and archives that would inflate past
+    :func:`inflate_limit`."""
+    import zipfile
+    p = check_regular_file(path)
+    file = str(p)
+    try:
+        with zipfile.ZipFile(p) as zf:
+            infos = [i for i in zf.infolist() if not i.is_dir()]
+            total = sum(i.file_size for i in infos)
+            if total > inflate_limit(p.stat().st_size):
+                raise FormatError(f"archive inflates to {total:,} bytes ({MAX_INFLATE_RATIO}x limit); refusing it as "
+                                  "a likely decompression bomb", file=file)
+            out: dict[str, np.ndarray] = {}
+            for info in infos:
+                key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                with zf.open(info) as fp:
+                    _npy_header(fp, info.file_size, key, file)
+                with zf.open(info) as fp:
+                    out[key] = np.lib.format.read_array(fp, allow_pickle=False)
+            return out
+    except zipfile.BadZipFile as exc:
+        raise FormatError(f"not a valid .npz archive ({exc})", file=file) from None
+    except (ValueError, OSError, EOFError) as exc:
+        raise FormatError(f"cannot read arrays: {str(exc)[:200]}", file=file) from None
+
+
+def load_npy(path: str | os.PathLike) -> np.ndarray:
+    """One ``.npy`` array, with the header checked against the file size first."""
+    p = check_regular_file(path)
+    try:
+        with open(p, "rb") as fp:
+            _npy_header(fp, p.stat().st_size, "array", str(p))
+            fp.seek(0)
+            return np.lib.format.read_array(fp, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise FormatError(f"cannot read arrays: {str(exc)[:200]}", file=str(p)) from None
+
+
 def load_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Read ``.npz`` (all arrays), ``.npy`` (key = file stem) or ``.csv`` (key = file stem)."""
+    """Read ``.npz`` (all arrays), ``.npy`` (key = file stem) or ``.csv`` (key = file stem).
+
+    Sizes are checked before anything is allocated (:func:`load_npz`, :func:`load_npy`); arrays
+    must hold numbers (bool, integer or float)."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if not path.exists():
-        raise FormatError("file not found", file=str(path))
-    try:
-        if suffix == ".npz":
-            with np.load(path, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}
-        if suffix == ".npy":
-            return {path.stem: np.load(path, allow_pickle=False)}
-        if suffix == ".csv":
-            return {path.stem: np.loadtxt(path, delimiter=",", ndmin=2)}
-    except (ValueError, OSError, EOFError) as exc:
-        raise FormatError(f"cannot read arrays: {exc}", file=str(path)) from None
-    raise FormatError("unsupported array file type (use .npz, .npy or .csv)", file=str(path))
+    if suffix == ".npz":
+        arrays = load_npz(path)
+    elif suffix == ".npy":
+        arrays = {path.stem: load_npy(path)}
+    elif suffix == ".csv":
+        check_regular_file(path)
+        try:
+            arrays = {path.stem: np.loadtxt(path, delimiter=",", ndmin=2)}
+        except (ValueError, OSError, EOFError) as exc:
+            raise FormatError(f"cannot read arrays: {str(exc)[:200]}", file=str(path)) from None
+    else:
+        raise FormatError("unsupported array file type (use .npz, .npy or .csv)", file=str(path))
+    for k, a in arrays.items():
+        if a.dtype.kind not in "biuf":
+            raise FormatError(f"array {k[:60]!r} holds {a.dtype} values; expected numbers", file=str(path))
+    return arrays
+
+
+def shared_dir() -> Path:
+    """The reference-artifact folder: ``$NNISA_SHARED``, else ``../shared`` next to the checkout
+    (found from this installed source tree), else ``../shared`` of the working directory."""
+    if os.environ.get("NNISA_SHARED"):
+        return Path(os.environ["NNISA_SHARED"])
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        cand = parent.parent / "shared"
+        if (parent / "pyproject.toml").exists() and cand.is_dir():
+            return cand
+    return Path.cwd().parent / "shared"

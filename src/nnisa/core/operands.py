@@ -6,6 +6,9 @@ Targets combine the generic kinds here with their own (subclass :class:`OperandK
 
 from __future__ import annotations
 
+import re
+
+_INT = re.compile(r"[+-]?(0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|[0-9]+)", re.ASCII)
 
 
 class OperandError(ValueError):
@@ -13,14 +16,16 @@ class OperandError(ValueError):
 
 
 def parse_int(token: str) -> int:
-    """Parse a decimal, ``0x`` hex, ``0b`` binary or ``0o`` octal integer with optional sign."""
+    """Parse a decimal, ``0x`` hex, ``0b`` binary or ``0o`` octal integer with optional sign.
+
+    ASCII digits only (Python's ``int`` would also take other scripts' digits and ``_``)."""
     t = token.strip()
-    for base in (0, 10):  # base 10 accepts decimal with leading zeros, which base 0 rejects
-        try:
-            return int(t, base)
-        except ValueError:
-            pass
-    raise OperandError(f"expected an integer, got {t!r}")
+    if not _INT.fullmatch(t):
+        raise OperandError(f"expected an integer, got {t[:40]!r}")
+    body = t.lstrip("+-")
+    if len(body) > 1 and body[1] in "xXbBoO":
+        return int(t, 0)
+    return int(t, 10)  # base 10 accepts decimal with leading zeros, which base 0 rejects
 
 
 class OperandKind:
@@ -59,7 +64,7 @@ class Reg(OperandKind):
     def parse(self, token):
         t = token.strip()
         for p in (self.prefix,) + self.alt:
-            if t.lower().startswith(p.lower()) and t[len(p):].isdigit():
+            if t.lower().startswith(p.lower()) and t[len(p):].isascii() and t[len(p):].isdigit():
                 n = int(t[len(p):])
                 if n >= self.count:
                     raise OperandError(f"register {t} out of range (0-{self.count - 1})")

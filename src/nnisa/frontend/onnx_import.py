@@ -5,15 +5,17 @@ Public entry point: :func:`load_model`.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import onnx
-from onnx import helper, shape_inference, version_converter
+from onnx import helper, numpy_helper, shape_inference, version_converter
 
-from nnisa.core.errors import FormatError, NnisaError, UnsupportedError
+from ..core.errors import FormatError, NnisaError, UnsupportedError
+from ..core.fileio import check_regular_file
 
 from .constfold import Folded, fold_constants
 from .ir import Graph, Node, TensorInfo
@@ -32,8 +34,9 @@ def _read(model: Any) -> tuple[onnx.ModelProto, str | None]:
         except Exception as e:
             raise FormatError(f"cannot parse ONNX model bytes: {e}") from None
     path = os.fspath(model)
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise FormatError("ONNX model file not found", file=path)
+    check_regular_file(path)
     try:
         return onnx.load(path), path
     except Exception as e:  # protobuf raises several unrelated types
@@ -47,15 +50,35 @@ def _default_opset(m: onnx.ModelProto) -> int:
     return 0
 
 
-def _fix_symbolic_inputs(m: onnx.ModelProto) -> None:
-    """Give symbolic input dims (dynamic batch) the static value 1."""
+def _fix_symbolic_inputs(m: onnx.ModelProto, path: str | None) -> None:
+    """Give a symbolic batch dimension (axis 0) the static value 1; any other symbolic input
+    dimension is an error (nnisa compiles for fixed shapes)."""
     inits = {t.name for t in m.graph.initializer}
     for vi in m.graph.input:
         if vi.name in inits:
             continue
-        for d in vi.type.tensor_type.shape.dim:
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
             if not d.HasField("dim_value") or d.dim_value <= 0:
+                if axis > 0:
+                    name = d.dim_param or "?"
+                    raise UnsupportedError(
+                        f"input {vi.name!r} has a dynamic dimension {name!r} at axis {axis}; nnisa compiles "
+                        "for fixed shapes (export with static shapes, or fix it with "
+                        "onnx.tools.update_model_dims)", file=path)
                 d.dim_value = 1
+
+
+def _check_initializers(m: onnx.ModelProto, path: str | None) -> None:
+    """Weights must be finite numbers (a Pad's constant value may be ±inf: MaxPool padding)."""
+    pad_values = {n.input[2] for n in m.graph.node if n.op_type == "Pad" and len(n.input) > 2}
+    for t in m.graph.initializer:
+        if t.name in pad_values:
+            continue
+        if t.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16):
+            continue
+        a = numpy_helper.to_array(t)
+        if a.size and not np.isfinite(a).all():
+            raise FormatError(f"initializer {t.name!r} contains NaN or infinity", file=path)
 
 
 def load_model(model: Any, *, opset: int = TARGET_OPSET) -> Graph:
@@ -95,7 +118,8 @@ def load_model(model: Any, *, opset: int = TARGET_OPSET) -> Graph:
             raise UnsupportedError(
                 f"cannot convert from opset {_default_opset(m)} to {opset}: {str(e).splitlines()[0]}", file=path
             ) from None
-    _fix_symbolic_inputs(m)
+    _fix_symbolic_inputs(m, path)
+    _check_initializers(m, path)
     try:
         m = shape_inference.infer_shapes(m)
         folded = fold_constants(m)
@@ -105,6 +129,9 @@ def load_model(model: Any, *, opset: int = TARGET_OPSET) -> Graph:
         raise UnsupportedError(f"shape inference / constant folding failed: {str(e).splitlines()[0]}", file=path) from None
     g = _lower(folded, m.graph.name or "graph", path)
     optimize(g)
+    for t in list(g.inputs) + list(g.outputs):
+        if any(int(d) == 0 for d in t.shape):
+            raise UnsupportedError(f"tensor {t.name!r} has a zero-size shape {list(t.shape)}", file=path)
     return g
 
 
@@ -392,6 +419,57 @@ def _concat(ctx: _Ctx, node, at):
     ctx.emit("Concat", node.name, ins, [node.output[0]], axis=_norm_axis(int(at["axis"]), rank))
 
 
+def _resize_axis(n_in: int, n_out: int, scale: float, ctm: str) -> tuple[tuple[int, int, float], ...]:
+    """Linear interpolation taps of one axis: (first index, second index, weight of the second)."""
+    taps = []
+    for x in range(n_out):
+        if ctm == "align_corners":
+            xo = x * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        elif ctm == "asymmetric":
+            xo = x / scale
+        elif ctm == "pytorch_half_pixel":
+            xo = (x + 0.5) / scale - 0.5 if n_out > 1 else 0.0
+        else:  # half_pixel
+            xo = (x + 0.5) / scale - 0.5
+        i0 = math.floor(xo)
+        r = xo - i0
+        taps.append((min(max(i0, 0), n_in - 1), min(max(i0 + 1, 0), n_in - 1), float(r)))
+    return tuple(taps)
+
+
+def _resize(ctx: _Ctx, node, at):
+    """Resize of the spatial axes of NCHW tensors: nearest by integer factors (a repetition of
+    pixels, also ``Upsample``) or linear (taps precomputed per axis)."""
+    xs = ctx.shape(node, node.input[0])
+    out = ctx.shape(node, node.output[0])
+    mode = at.get("mode", "nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    ctm = at.get("coordinate_transformation_mode", "half_pixel")
+    ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+    nm = at.get("nearest_mode", "round_prefer_floor")
+    nm = nm.decode() if isinstance(nm, bytes) else nm
+    if len(xs) != 4 or len(out) != 4 or tuple(out[:2]) != tuple(xs[:2]) or mode not in ("nearest", "linear"):
+        raise ctx.err(node, "only nearest or linear Resize of the spatial axes of NCHW tensors is supported")
+    if mode == "linear":
+        if ctm not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+            raise ctx.err(node, f"linear Resize with coordinate_transformation_mode={ctm} is not supported")
+        sc = ctx.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        scales = [float(v) for v in sc.reshape(-1)[2:]] if sc is not None and sc.size == 4 else \
+            [o / i for o, i in zip(out[2:], xs[2:])]
+        taps = tuple(_resize_axis(i, o, s, ctm) for i, o, s in zip(xs[2:], out[2:], scales))
+        ctx.emit("Resize", node.name, [node.input[0]], [node.output[0]], mode="linear", taps=taps)
+        return
+    if any(o % i for o, i in zip(out[2:], xs[2:])):
+        raise ctx.err(node, f"Resize {xs} → {out}: only integer upsampling factors are supported")
+    scales = tuple(o // i for o, i in zip(out[2:], xs[2:]))
+    exact = ctm in ("half_pixel", "pytorch_half_pixel") and nm in ("round_prefer_floor", "round_prefer_ceil") \
+        or ctm == "asymmetric" and nm == "floor" or scales == (1, 1)
+    if not exact:
+        raise ctx.err(node, f"Resize coordinate_transformation_mode={ctm} with nearest_mode={nm} is not a plain "
+                            "repetition of pixels; only that is supported")
+    ctx.emit("Resize", node.name, [node.input[0]], [node.output[0]], mode="nearest", scales=scales)
+
+
 def _pad(ctx: _Ctx, node, at):
     mode = at.get("mode", "constant")
     if mode != "constant":
@@ -437,7 +515,7 @@ _HANDLERS: dict[str, Callable] = {
     "MaxPool": _pool, "AveragePool": _pool, "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
     "BatchNormalization": _batchnorm, "Flatten": _flatten, "Reshape": _reshape, "Transpose": _transpose,
     "Squeeze": _squeeze, "Unsqueeze": _squeeze, "Concat": _concat, "Pad": _pad, "Softmax": _softmax,
-    "LRN": _lrn, "Identity": _identity, "Dropout": _identity, "Cast": _identity,
+    "LRN": _lrn, "Resize": _resize, "Upsample": _resize, "Identity": _identity, "Dropout": _identity, "Cast": _identity,
 }
 
 

@@ -41,6 +41,11 @@ def kv_table(title: str, items: dict[str, Any]) -> Table:
     return t
 
 
+def print_kv(items: dict[str, Any], title: str) -> None:
+    """Print :func:`kv_table` on the console."""
+    Console().print(kv_table(title, items))
+
+
 def dict_rows_table(title: str, rows: list[dict[str, Any]], limit: int = 64) -> Table:
     """A table from a list of flat dicts (columns = union of keys, first-seen order)."""
     cols: list[str] = []

@@ -21,6 +21,10 @@ class DaisValidationError(DecodeError, ValueError):
     """A §5.6 static error (unknown opcode, causality, operand range, widths, table index)."""
 
 
+class DaisInputError(SimError, ValueError):
+    """Simulation inputs that do not fit the program (size, type, non-finite values)."""
+
+
 class DaisLookupError(SimError, RuntimeError):
     """Opcode 8 index out of the table (run time, §5.7)."""
 
@@ -35,6 +39,10 @@ class DaisAmbiguousFormatWarning(UserWarning):
 
 class DaisWidthWarning(UserWarning):
     """A width over 64, or a quantizing width ≥ 63."""
+
+
+class DaisRangeWarning(UserWarning):
+    """A constant outside its own declared dtype (legal, but checked mode fails on it)."""
 
 
 class DaisUndefinedWarning(UserWarning):

@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import isa
-from .errors import (DaisLintWarning, DaisUndefinedWarning, DaisValidationError, DaisWidthWarning)
+from .errors import (DaisLintWarning, DaisRangeWarning, DaisUndefinedWarning, DaisValidationError,
+                     DaisWidthWarning)
 
 
 class Op(NamedTuple):
@@ -109,7 +110,17 @@ class Program:
 
         ``ops`` columns: ``opcode, id0, id1, data, k, I, f`` (int64 data).
         """
-        ops = np.asarray(ops, dtype=np.int64).reshape(-1, 7)
+        from ...core.jsonsafe import as_int, int_array
+        ops = int_array(ops, "ops", file=file, error=DaisValidationError).reshape(-1, 7)
+        i32 = dict(lo=-(1 << 31), hi=(1 << 31) - 1, file=file, error=DaisValidationError)
+        inp_shifts, out_idxs = int_array(inp_shifts, "inp_shifts", **i32), int_array(out_idxs, "out_idxs", **i32)
+        out_shifts, out_negs = int_array(out_shifts, "out_shifts", **i32), int_array(out_negs, "out_negs", **i32)
+        tables = [int_array(t, f"table {n}", **i32) for n, t in enumerate(tables)]
+        firmware_version = as_int(firmware_version, "firmware_version", lo=0, hi=(1 << 32) - 1, file=file,
+                                  error=DaisValidationError)
+        if spec_version is not None:
+            spec_version = as_int(spec_version, "spec_version", lo=0, hi=(1 << 32) - 1, file=file,
+                                  error=DaisValidationError)
         mk = lambda a, dt: np.ascontiguousarray(np.asarray(a, dtype=dt)).reshape(-1)  # noqa: E731
         for name, col in (("opcode", 0), ("id0", 1), ("id1", 2), ("I", 5), ("f", 6)):
             bad = np.nonzero((ops[:, col] < -2**31) | (ops[:, col] >= 2**31))[0]
@@ -367,6 +378,17 @@ def validate_program(p: Program, *, lint: bool = False, file=None, allow_wide: b
     if bad is not None:
         warnings.warn(f"op {bad}: width {int(w[bad])} is outside the well-defined range", DaisWidthWarning,
                       stacklevel=3)
+    const = (opc == 5) & (w < 64)
+    if const.any():  # legal (non-quantizing ops may leave their dtype, §7.7) but almost surely a mistake
+        ww = np.clip(w, 0, 63)
+        half = np.left_shift(np.int64(1), np.clip(np.where(p.k == 1, ww - 1, ww), 0, 62).astype(np.int64))
+        lo_c = np.where(p.k == 1, -half, 0)
+        hi_c = np.where(ww == 0, 0, half - 1)
+        bad = _first(const & ((p.data < lo_c) | (p.data > hi_c)))
+        if bad is not None:
+            warnings.warn(f"op {bad}: const {int(p.data[bad])} does not fit its dtype ({int(p.k[bad])},"
+                          f"{int(p.I[bad])},{int(p.f[bad])}) (checked mode reports it at run time)",
+                          DaisRangeWarning, stacklevel=3)
     ub = ((np.abs(opc) == 2) | (np.abs(opc) == 3)) & (f > fa)
     ub |= (opc == 4) & (f < fa)
     if mux.any():

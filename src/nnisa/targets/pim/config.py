@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
@@ -37,10 +37,19 @@ __all__ = [
 GLOBAL_MEMORY_NODE = -10
 
 
+#: bounds that keep the picosecond timing arithmetic exact in int64 (1 ps .. 1 ms clock periods,
+#: latencies up to a million cycles, at most 10^9 ms simulated) and memories addressable
+MIN_PERIOD_NS, MAX_PERIOD_NS = 1e-3, 1e6
+MAX_CYCLES = 1_000_000
+MAX_SIM_TIME_MS = 1e9
+MAX_MEMORY_BYTES = 1 << 40
+
+
 class _Model(BaseModel):
     """Base: unknown keys are ignored (pimsim-nn behaviour); assignments are validated."""
 
-    model_config = ConfigDict(extra="ignore", validate_assignment=True, populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", validate_assignment=True, populate_by_name=True,
+                              allow_inf_nan=False)
 
 
 class MemoryConfig(_Model):
@@ -62,12 +71,12 @@ class MemoryConfig(_Model):
         pJ per beat.
     """
 
-    memory_size: int = Field(1_048_576, ge=0)
-    data_width: int = Field(16, gt=0)
-    period: float = Field(1.0, gt=0)
+    memory_size: int = Field(1_048_576, ge=1, le=MAX_MEMORY_BYTES)
+    data_width: int = Field(16, gt=0, le=1 << 20)
+    period: float = Field(1.0, ge=MIN_PERIOD_NS, le=MAX_PERIOD_NS)
     static_power: float = 1.0
-    read_latency_cycle: int = Field(8, ge=0)
-    write_latency_cycle: int = Field(10, ge=0)
+    read_latency_cycle: int = Field(8, ge=0, le=MAX_CYCLES)
+    write_latency_cycle: int = Field(10, ge=0, le=MAX_CYCLES)
     read_dynamic_energy: float = 0.0
     write_dynamic_energy: float = 0.0
 
@@ -79,23 +88,23 @@ class MatrixConfig(_Model):
     parser); it is read here but pimsim-mode timing always uses 0 (§10).
     """
 
-    xbar_array_count: int = 1
-    period: float = Field(1 / 1.28, gt=0)
+    xbar_array_count: int = Field(1, ge=1, le=1 << 20)
+    period: float = Field(1 / 1.28, ge=MIN_PERIOD_NS, le=MAX_PERIOD_NS)
     pipeline_mode: bool = True
-    dac_resolution: int = Field(1, gt=0)
-    dac_latency_cycle: int = Field(1, ge=0)
-    dac_count: int = Field(128, gt=0)
-    xbar_size: tuple[int, int] = (128, 128)
-    cell_precision: int = Field(2, gt=0)
-    xbar_latency: float = Field(30, ge=0)
+    dac_resolution: int = Field(1, gt=0, le=1 << 20)
+    dac_latency_cycle: int = Field(1, ge=0, le=MAX_CYCLES)
+    dac_count: int = Field(128, gt=0, le=1 << 20)
+    xbar_size: tuple[Annotated[int, Field(ge=1, le=1 << 16)], Annotated[int, Field(ge=1, le=1 << 16)]] = (128, 128)
+    cell_precision: int = Field(2, gt=0, le=1 << 20)
+    xbar_latency: float = Field(30, ge=0, le=MAX_CYCLES)
     xbar_read_power: float = 0.0
-    sample_hold_latency_cycle: int = Field(1, ge=0)
+    sample_hold_latency_cycle: int = Field(1, ge=0, le=MAX_CYCLES)
     adc_resolution: int = 1
-    adc_latency_cycle: int = Field(1, ge=0)
-    adc_count: int = Field(1, gt=0)
-    shift_adder_latency_cycle: int = Field(1, ge=0)
-    output_buffer_latency_cycle: int = Field(1, ge=0)
-    input_buffer_latency_cycle: int = Field(0, ge=0)
+    adc_latency_cycle: int = Field(1, ge=0, le=MAX_CYCLES)
+    adc_count: int = Field(1, gt=0, le=1 << 20)
+    shift_adder_latency_cycle: int = Field(1, ge=0, le=MAX_CYCLES)
+    output_buffer_latency_cycle: int = Field(1, ge=0, le=MAX_CYCLES)
+    input_buffer_latency_cycle: int = Field(0, ge=0, le=MAX_CYCLES)
     dac_static_power: float = 0.0
     dac_dynamic_power: float = 0.0
     sample_hold_static_power: float = 0.0
@@ -113,10 +122,10 @@ class MatrixConfig(_Model):
 class CoreConfig(_Model):
     """``core_config``: clock, ROB, vector unit, powers (mW) and energies (pJ), §7.2."""
 
-    period: float = Field(1.0, gt=0)
-    rob_size: int = Field(1, ge=1)
-    vector_width: int = Field(16, gt=0)
-    vector_latency_cycle: int = Field(8, ge=0)
+    period: float = Field(1.0, ge=MIN_PERIOD_NS, le=MAX_PERIOD_NS)
+    rob_size: int = Field(1, ge=1, le=1 << 16)
+    vector_width: int = Field(16, gt=0, le=1 << 20)
+    vector_latency_cycle: int = Field(8, ge=0, le=MAX_CYCLES)
     global_memory_switch_id: int = GLOBAL_MEMORY_NODE
     controller_static_power: float = 0.0
     controller_dynamic_power: float = 0.0
@@ -154,7 +163,7 @@ class NetworkConfig(_Model):
     """``network_config``: bus width (bytes per flit) and the NoC table path (§7.3)."""
 
     bus_topology: str = "mesh"
-    bus_width: int = Field(16, gt=0)
+    bus_width: int = Field(16, gt=0, le=1 << 20)
     layout: tuple[int, int] = (0, 0)
     net_config_file_path: str = ""
 
@@ -162,7 +171,7 @@ class NetworkConfig(_Model):
 class ChipConfig(_Model):
     """``chip_config``."""
 
-    core_cnt: int = Field(1, ge=0)
+    core_cnt: int = Field(1, ge=0, le=1 << 20)
     global_memory_switch_id: int = GLOBAL_MEMORY_NODE
     core_config: CoreConfig = Field(default_factory=CoreConfig)
     global_memory_config: MemoryConfig = Field(default_factory=MemoryConfig)
@@ -183,7 +192,7 @@ class SimConfig(_Model):
     """
 
     sim_mode: Literal[0, 1] = 0
-    sim_time: float = Field(1.0, gt=0)
+    sim_time: float = Field(1.0, gt=0, le=MAX_SIM_TIME_MS)
     report_verbose_level: int = 0
 
 
@@ -396,11 +405,11 @@ def load_noc_table(path: str | os.PathLike, *, uniform: tuple[float, float] | No
                    config_file: str | None = None) -> NocTable:
     """Read a NoC table file ``{"latency": {src: {dst: v}}, "energy": {...}}`` (§7.3)."""
     path = Path(path)
-    try:
-        raw = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
+    if not path.exists():
         raise ConfigError(f"NoC table file not found: {path}", file=config_file,
-                          where="chip_config.network_config.net_config_file_path") from None
+                          where="chip_config.network_config.net_config_file_path")
+    try:
+        raw = orjson.loads(read_bytes(path, ConfigError))
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON: {exc}", file=str(path)) from None
     if not isinstance(raw, dict):
@@ -447,7 +456,7 @@ def config_from_dict(data: dict[str, Any], *, source: str | None = None) -> PimC
         msg = f"invalid value for '{_loc(first)}': {first['msg']}"
         if more:
             msg += f" (and {more} more)"
-        raise ConfigError(msg, file=source, where=_loc(first)) from None
+        raise ConfigError(msg, file=source) from None
     gm = (data.get("chip_config") or {}).get("global_memory_config") or {}
     cfg.explicit_gmem_size = isinstance(gm, dict) and "memory_size" in gm
     cfg.source = source

@@ -391,7 +391,7 @@ def _write_bundle(prog: Program, out_dir, stem: str, t_in, t_out, bits: int, rep
     """The output folder: ``<stem>.dais`` (program), ``.dais.txt``, ``.json``, report, manifest."""
     import orjson
 
-    from ...core.bundle import BundleWriter, TensorSpec
+    from ....core.bundle import BundleWriter, TensorSpec
     from ..formats.files import DaisManifest, program_bytes
 
     names = {"dais": f"{stem}.dais", "dais.txt": f"{stem}.dais.txt", "json": f"{stem}.json",

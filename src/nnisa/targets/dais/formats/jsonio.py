@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from fractions import Fraction
 
 import numpy as np
 
+from ....core.jsonsafe import as_int, int_array, loads
 from ..errors import DaisFormatError
 from ..program import Program, int_bounds, minimal_kif
 
@@ -28,16 +30,19 @@ def to_nnisa_json(p: Program) -> str:
 
 
 def from_nnisa_json(text: str, file=None) -> Program:
+    d = loads(text, file, DaisFormatError)
     try:
-        d = json.loads(text)
-        if d.get("format") != "dais":
+        if not isinstance(d, dict) or d.get("format") != "dais":
             raise KeyError("format")
         sv = d["spec_version"]
-        meta = {k: v for k, v in (d.get("meta") or {}).items() if v is not None}
+        meta = {} if d.get("meta") is None else d["meta"]
+        if not isinstance(meta, dict):
+            raise DaisFormatError("meta must be an object", file=file)
+        meta = {k: v for k, v in meta.items() if v is not None}
         return Program.from_arrays(spec_version=None if sv == "legacy" else int(sv),
                                    firmware_version=d.get("firmware_version", 0), inp_shifts=d["inp_shifts"],
                                    out_idxs=d["out_idxs"], out_shifts=d["out_shifts"], out_negs=d["out_negs"],
-                                   ops=np.asarray(d["ops"], dtype=np.int64).reshape(-1, 7),
+                                   ops=int_array(d["ops"], "ops", file=file, error=DaisFormatError).reshape(-1, 7),
                                    tables=d.get("tables", []), meta=meta, file=file)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, DaisFormatError) or hasattr(exc, "where"):
@@ -46,6 +51,14 @@ def from_nnisa_json(text: str, file=None) -> Program:
 
 
 # --- da4ml CombLogic JSON ------------------------------------------------------------------------
+
+def _qint(values, n: int, file) -> tuple[float, float, float]:
+    """An op's ``[min, max, step]``: three finite numbers."""
+    q = tuple(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan for v in values)
+    if len(q) != 3 or not all(math.isfinite(v) for v in q):
+        raise DaisFormatError(f"op {n}: qint must be three finite numbers, got {str(values)[:80]}", file=file)
+    return q
+
 
 def _lut_pad(key_qint) -> int:
     qmin, _, qstep = (Fraction(v) for v in key_qint)
@@ -59,10 +72,7 @@ def from_da4ml_json(obj, file=None):
     Returns a :class:`Program`, or a list of programs for a ``Pipeline.save`` file.
     """
     if isinstance(obj, (str, bytes)):
-        try:
-            obj = json.loads(obj)
-        except ValueError as exc:
-            raise DaisFormatError(f"invalid JSON: {exc}", file=file) from None
+        obj = loads(obj, file, DaisFormatError)
     if isinstance(obj, list) and len(obj) == 1 and isinstance(obj[0], list) and obj[0] and \
             isinstance(obj[0][0], list) and len(obj[0][0]) >= 8:
         return [from_da4ml_json(c, file) for c in obj[0]]
@@ -70,10 +80,10 @@ def from_da4ml_json(obj, file=None):
         shape, inp_shifts, out_idxs, out_shifts, out_negs, ops, carry, adder = obj[:8]
         luts = obj[8] if len(obj) > 8 else None
         tables = [np.asarray(t["table"], dtype=np.int64) for t in (luts or [])]
-        qints = [tuple(float(v) for v in op[4]) for op in ops]
+        qints = [_qint(op[4], n, file) for n, op in enumerate(ops)]
         rows = []
-        for op in ops:
-            id0, id1, opc, data = int(op[0]), int(op[1]), int(op[2]), int(op[3])
+        for n, op in enumerate(ops):
+            id0, id1, opc, data = (as_int(v, f"op {n}", file=file, error=DaisFormatError) for v in op[:4])
             k, i, f = minimal_kif(*op[4])
             if opc == 8:
                 data = (_lut_pad(qints[id0]) << 32) | (data & 0xFFFFFFFF)

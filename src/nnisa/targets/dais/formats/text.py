@@ -104,16 +104,28 @@ def disassemble(p: Program, *, intervals: bool = True) -> str:
     return "\n".join(out) + "\n"
 
 
-_OP_RE = re.compile(r"^%(\d+)\s*=\s*(.*?)\s*:\s*\(\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\)\s*(.*)$")
-_OUT_RE = re.compile(r"^out\s+(\d+)\s*=\s*(neg(\d+)\s+)?(-?)\s*(%(\d+)|zero)\s*(<<\s*(-?\d+))?$")
+_OP_RE = re.compile(r"^%(\d+)\s*=\s*(.*?)\s*:\s*\(\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\)\s*(.*)$", re.ASCII)
+_OUT_RE = re.compile(r"^out\s+(\d+)\s*=\s*(neg(\d+)\s+)?(-?)\s*(%(\d+)|zero)\s*(<<\s*(-?\d+))?$", re.ASCII)
 _REF = r"(-?)%(\d+)"
 
 
 def _ref(tok: str) -> tuple[int, int]:
-    m = re.fullmatch(_REF, tok.strip())
+    m = re.fullmatch(_REF, tok.strip(), re.ASCII)
     if not m:
         raise ValueError(f"expected a slot reference like %3, got {tok.strip()!r}")
     return (-1 if m.group(1) else 1), int(m.group(2))
+
+
+def _i64(tok: str) -> int:
+    """A decimal int64 (ASCII digits only)."""
+    t = tok.strip()
+    body = t[1:] if t[:1] in "+-" else t
+    if not (body.isascii() and body.isdigit()):
+        raise ValueError(f"expected an integer, got {t[:40]!r}")
+    v = int(t)
+    if not -(1 << 63) <= v < (1 << 63):
+        raise ValueError(f"{t[:40]} does not fit int64")
+    return v
 
 
 def _parse_op(body: str) -> tuple[int, int, int, int]:
@@ -122,28 +134,28 @@ def _parse_op(body: str) -> tuple[int, int, int, int]:
     args = [a.strip() for a in rest.split(",")] if rest.strip() else []
     pack = lambda lo, hi: (int(hi) << 32) | (int(lo) & 0xFFFFFFFF)  # noqa: E731
     if mn == "raw":
-        v = [int(x) for x in rest.split()]
+        v = [_i64(x) for x in rest.split()]
         if len(v) != 5:
             raise ValueError("raw takes OPC ID0 ID1 LO HI")
         return v[0], v[1], v[2], pack(v[3], v[4])
     if mn == "input":
-        return -1, int(args[0]), -1, 0
+        return -1, _i64(args[0]), -1, 0
     if mn in ("add", "sub"):
         (_, a), (_, c) = _ref(args[0]), _ref(args[1])
-        return (0 if mn == "add" else 1), a, c, int(args[2])
+        return (0 if mn == "add" else 1), a, c, _i64(args[2])
     if mn in ("relu", "quant"):
         s, a = _ref(args[0])
         base = 2 if mn == "relu" else 3
         return base * s, a, -1, 0
     if mn == "addc":
-        return 4, _ref(args[0])[1], -1, int(args[1])
+        return 4, _ref(args[0])[1], -1, _i64(args[1])
     if mn == "const":
-        return 5, -1, -1, int(args[0])
+        return 5, -1, -1, _i64(args[0])
     if mn == "mux":
         _, key = _ref(args[0])
         _, a = _ref(args[1])
         s, c = _ref(args[2])
-        return 6 * s, a, c, pack(key, int(args[3]))
+        return 6 * s, a, c, pack(key, _i64(args[3]))
     if mn == "mul":
         return 7, _ref(args[0])[1], _ref(args[1])[1], 0
     if mn == "lut":
@@ -160,7 +172,7 @@ def _parse_op(body: str) -> tuple[int, int, int, int]:
         sa, a = _ref(args[0])
         sc, c = _ref(args[1])
         hi = (isa.BIT2_OPS.index(mn) << 24) | (1 if sa < 0 else 0) | (2 if sc < 0 else 0)
-        return 10, a, c, pack(int(args[2]), hi)
+        return 10, a, c, pack(_i64(args[2]), hi)
     raise ValueError(f"unknown mnemonic {mn!r}")
 
 
@@ -168,6 +180,9 @@ def assemble(text: str, *, file: str | None = None) -> Program:
     """Parse assembly text; errors are :class:`AsmError` with file and line."""
     version, fw, n_in, shifts, n_out = 1, 0, None, None, None
     ops, qints, tables, outs = [], [], {}, {}
+    # every input/output needs a line of its own (an op or an ``out`` line) or a shift value: a
+    # count above this is a corrupt header, refused before anything is allocated for it
+    max_count = text.count("\n") + len(text.split()) + 1
     for ln, raw in enumerate(text.splitlines(), 1):
         line = raw.split(";", 1)[0].strip()
         if not line:
@@ -175,22 +190,26 @@ def assemble(text: str, *, file: str | None = None) -> Program:
         try:
             if line.startswith(".dais"):
                 v = line.split()[1]
-                version = None if v == "legacy" else int(v)
+                version = None if v == "legacy" else _i64(v)
             elif line.startswith(".firmware"):
-                fw = int(line.split()[1])
+                fw = _i64(line.split()[1])
             elif line.startswith(".inputs"):
                 parts = line.split()
-                n_in = int(parts[1])
-                shifts = [int(x) for x in parts[3:]] if len(parts) > 2 and parts[2] == "shifts" else [0] * n_in
+                n_in = _i64(parts[1])
+                if not 0 <= n_in <= max_count:
+                    raise ValueError(f".inputs {n_in}: the text defines at most {max_count} inputs")
+                shifts = [_i64(x) for x in parts[3:]] if len(parts) > 2 and parts[2] == "shifts" else [0] * n_in
                 if len(shifts) != n_in:
                     raise ValueError(f"{n_in} inputs but {len(shifts)} shifts")
             elif line.startswith(".outputs"):
-                n_out = int(line.split()[1])
+                n_out = _i64(line.split()[1])
+                if not 0 <= n_out <= max_count:
+                    raise ValueError(f".outputs {n_out}: the text defines at most {max_count} outputs")
             elif line.startswith(".table"):
-                m = re.fullmatch(r"\.table\s+(\d+)\s*\[(.*)\]", line)
+                m = re.fullmatch(r"\.table\s+(\d+)\s*\[(.*)\]", line, re.ASCII)
                 if not m:
                     raise ValueError("table syntax: .table T [e0 e1 ...]")
-                tables[int(m.group(1))] = [int(x) for x in m.group(2).split()]
+                tables[int(m.group(1))] = [_i64(x) for x in m.group(2).split()]
             elif line.startswith("%"):
                 m = _OP_RE.match(line)
                 if not m:

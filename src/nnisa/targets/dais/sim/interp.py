@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import DaisLookupError, DaisRangeError, DaisWidthWarning
+from ..errors import DaisInputError, DaisLookupError, DaisRangeError, DaisWidthWarning
 from ....core.fixedpoint import pow2
 from ..program import Program, int_bounds
 
@@ -38,7 +38,7 @@ def _check_semantics(semantics: str) -> bool:
     if semantics in ("da4ml_compat", "compat"):
         semantics = "da4ml-compat"
     if semantics not in SEMANTICS:
-        raise ValueError(f"semantics must be one of {SEMANTICS}, not {semantics!r}")
+        raise DaisInputError(f"semantics must be one of {SEMANTICS}, not {semantics!r}")
     return semantics == "da4ml-compat"
 
 
@@ -46,13 +46,17 @@ def prepare_inputs(p: Program, x, n_samples: int | None = None) -> np.ndarray:
     """Inputs → C-ordered float64 ``[n_samples, n_in]`` (da4ml's flattening convention, §7.1)."""
     if isinstance(x, (list, tuple)) and x and all(hasattr(a, "shape") for a in x):
         x = np.concatenate([np.asarray(a, np.float64).reshape(len(a), -1) for a in x], axis=1)
-    x = np.ascontiguousarray(np.asarray(x, dtype=np.float64)).reshape(-1)
+    a = np.asarray(x)
+    if a.dtype.kind not in "biuf":
+        raise DaisInputError(f"inputs must be numbers, got dtype {a.dtype}")
+    x = np.ascontiguousarray(a.astype(np.float64)).reshape(-1)
     if p.n_in == 0:
         if n_samples is None:
-            raise ValueError("a program without inputs needs an explicit n_samples=")
+            raise DaisInputError("a program without inputs needs an explicit n_samples=")
         return np.zeros((n_samples, 0))
     if x.size % p.n_in:
-        raise ValueError(f"input size {x.size} is not divisible by n_in={p.n_in}")
+        raise DaisInputError(f"input size {x.size} is not divisible by n_in={p.n_in} (one sample is "
+                             f"{p.n_in} values)")
     return x.reshape(-1, p.n_in)
 
 
@@ -64,7 +68,7 @@ def check_finite(p: Program, X: np.ndarray) -> None:
     bad = ~np.isfinite(X[:, live])
     if bad.any():
         s, j = np.argwhere(bad)[0]
-        raise ValueError(f"non-finite input {X[s, live[j]]} at input {live[j]}, sample {s} "
+        raise DaisInputError(f"non-finite input {X[s, live[j]]} at input {live[j]}, sample {s} "
                          f"(use semantics='da4ml-compat' to reproduce da4ml)")
 
 
@@ -250,7 +254,7 @@ class Interpreter:
     def __init__(self, program: Program, semantics: str = "default", engine: str = "auto",
                  chunk: int | None = None):
         if engine not in ENGINES:
-            raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+            raise DaisInputError(f"engine must be one of {ENGINES}, not {engine!r}")
         self.program = program
         self.compat = _check_semantics(semantics)
         self.engine = "compiled" if engine == "auto" else engine

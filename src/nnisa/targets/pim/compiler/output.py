@@ -19,7 +19,9 @@ import numpy as np
 import orjson
 
 from ....core.target import CompileResult
-from ..formats.bundle import write_bundle
+from ....core.errors import ConfigError
+from ....core.fileio import read_bytes
+from ..formats.bundle import NOC_FILE, write_bundle
 from .driver import Compiled, compile_model, quantize_model
 from .io import from_storage, input_segments, to_storage
 
@@ -31,15 +33,23 @@ def _json(obj: Any) -> bytes:
 def write_outputs(c: Compiled, out_dir: str | Path, *, binary: bool = True) -> dict[str, str]:
     """Write the bundle (with the binary program and the reports) all at once; returns role → path."""
     out = Path(out_dir)
-    manifest = {"global_address_mode": "pair", "config": c.config.to_json_dict(),
+    config = c.config.to_json_dict()
+    extra = {"memory_map.json": _json(c.memory_map), "mapping_report.json": _json(c.report)}
+    noc = c.config.noc_path()
+    if noc is not None:  # the bundle carries its NoC table: it must run wherever it is copied
+        extra[NOC_FILE] = read_bytes(noc, ConfigError)
+        config["chip_config"]["network_config"]["net_config_file_path"] = NOC_FILE
+    manifest = {"global_address_mode": "pair", "config": config,
                 "inputs": [_entry(e) for e in c.inputs], "outputs": [_entry(e) for e in c.outputs]}
     write_bundle(out, c.program, weights=c.weights, gmem_segments=c.gmem, manifest=manifest, binary=binary,
-                 extra_files={"memory_map.json": _json(c.memory_map), "mapping_report.json": _json(c.report)})
+                 extra_files=extra)
     files = {"program": str(out / "program.json.gz"), "weights": str(out / "weights.npz"),
              "gmem": str(out / "gmem.npz"), "manifest": str(out / "manifest.json"),
              "memory_map": str(out / "memory_map.json"), "report": str(out / "mapping_report.json")}
     if binary:
         files["binary"] = str(out / "program.nnpi")
+    if noc is not None:
+        files["noc_table"] = str(out / NOC_FILE)
     c.files = files
     return files
 

@@ -15,7 +15,6 @@ renamed into place, manifest last); every file name in the manifest is confined 
 from __future__ import annotations
 
 import os
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Mapping
@@ -26,6 +25,7 @@ from pydantic import Field
 from ....core import bundle as core_bundle
 from ....core.bundle import BundleWriter, member, read_manifest
 from ....core.errors import FormatError
+from ....core.fileio import load_npz
 from ..program import PimProgram
 from ..sim.memory import as_bytes
 from ..sim.weights import load_weights
@@ -34,6 +34,8 @@ from .files import encode, read_program, write_program
 BUNDLE_FORMAT = "nnisa-pim-bundle"
 BUNDLE_VERSION = 1
 PROGRAM_NAMES = ("program.nnpi", "program.json.gz", "program.json", "program.s")
+#: the NoC table a bundle carries (its config's net_config_file_path names it)
+NOC_FILE = "noc_table.json"
 
 
 class TensorSpec(core_bundle.TensorSpec):
@@ -77,7 +79,12 @@ class Bundle:
         if self.manifest.config is None:
             return None
         from ..config import config_from_dict
-        return config_from_dict(self.manifest.config, source=str(self.path) if self.path else None)
+        source = str(self.path / "manifest.json") if self.path else None
+        cfg = config_from_dict(self.manifest.config, source=source)
+        noc = cfg.chip_config.network_config.net_config_file_path
+        if noc and self.path is not None:  # relative to the bundle, and confined to it
+            member(self.path, noc, what="NoC table")
+        return cfg
 
 
 # ---------------------------------------------------------------------- write / read
@@ -136,14 +143,6 @@ def write_bundle(out_dir: str | os.PathLike, program: PimProgram | None,
         return w.commit(man.model_copy(update={"files": files}))
 
 
-def _load_npz(path: Path) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise FormatError(f"cannot read arrays: {exc}", file=str(path)) from None
-
-
 def read_bundle(path: str | os.PathLike) -> Bundle:
     """Read a bundle directory written by :func:`write_bundle` (or by the compiler)."""
     root = Path(path)
@@ -161,7 +160,7 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
     segs: dict[int, np.ndarray] = {}
     gpath = member(root, man.gmem, what="gmem file")
     if gpath.exists():
-        for key, arr in _load_npz(gpath).items():
+        for key, arr in load_npz(gpath).items():
             if not key.startswith("seg@0x"):
                 raise FormatError(f"bad gmem key {key!r}: expected 'seg@0x<hex address>'", file=str(gpath))
             try:

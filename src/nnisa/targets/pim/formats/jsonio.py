@@ -22,13 +22,15 @@ import numpy as np
 import orjson
 
 from ....core.errors import FormatError
-from ....core.fileio import read_bytes, write_atomic
+from ....core.fileio import inflate, inflate_chunks, inflate_limit, is_compressed, read_bytes, write_atomic
 from . import jsonscan as js
 from ..isa import OPCODE, OPCODES
 from ..program import DTYPE, PimProgram
 from .render import RenderPlan
 
 _CORE_KEY = re.compile(r"core([0-9]+)")
+#: core ids (and crossbar counts) are 31-bit, like the text form's
+MAX_CORE_ID = 1 << 31
 _GADDR = (("sld", "rs1"), ("ld", "rs1"), ("st", "rd"))
 _SELECT_OPS = set(js._SELECT_OPS)
 _BARE_SEL = {"vavg": 2, "lldi": 1, "send": 1, "recv": 1}  # §6.5 rule 4
@@ -36,21 +38,14 @@ _BARE_SEL = {"vavg": 2, "lldi": 1, "send": 1, "recv": 1}  # §6.5 rule 4
 
 # =========================================================================== input
 def _decompress(raw: bytes, name: str) -> bytes:
-    """Plain, gzip (any number of members) or zlib bytes → plain bytes."""
-    if raw[:2] == b"\x1f\x8b" or (len(raw) > 2 and raw[0] == 0x78 and (raw[0] * 256 + raw[1]) % 31 == 0):
-        is_gzip = raw[:2] == b"\x1f\x8b"
+    """Plain, gzip (any number of members) or zlib bytes → plain bytes (bounded, core.fileio)."""
+    if raw[:2] == b"\x1f\x8b":
+        return inflate(raw, name)
+    if is_compressed(raw):
         try:
-            d = zlib.decompressobj(47)
-            out = d.decompress(raw)
-            if not d.eof:
-                raise FormatError("truncated compressed data", file=name)
-            if d.unused_data and is_gzip:
-                out += gzip.decompress(d.unused_data)
-            return out
-        except (zlib.error, OSError, EOFError) as exc:
-            if not is_gzip:
-                return raw  # looked like zlib but is not: treat as plain text
-            raise FormatError(f"corrupt gzip data: {exc}", file=name) from None
+            return inflate(raw, name)
+        except FormatError:
+            return raw  # looked like zlib but is not: treat as plain text
     return raw
 
 
@@ -155,7 +150,7 @@ class _GzipFeed:
         self._raw, self._name = raw, name
         isize = int.from_bytes(raw[-4:], "little")  # of the last member, mod 2**32: a hint
         cap = isize if isize else 4 * len(raw)
-        self._cap_hint = max(4096, min(cap, 1100 * len(raw)))
+        self._cap_hint = max(4096, min(cap, inflate_limit(len(raw))))
         self._buf = np.empty(self._cap_hint, dtype=np.uint8)
         self._n = 0
         self._done = False
@@ -183,17 +178,8 @@ class _GzipFeed:
             self._cond.notify_all()
 
     def _inflate(self) -> None:
-        raw = memoryview(self._raw)
-        d = zlib.decompressobj(47)
-        pos = 0
-        while pos < len(raw) and not d.eof:
-            self._append(d.decompress(raw[pos:pos + self.CHUNK]))
-            pos += self.CHUNK
-        if not d.eof:
-            raise FormatError("truncated compressed data", file=self._name)
-        tail = d.unused_data + raw[pos:].tobytes()
-        if tail:
-            self._append(gzip.decompress(tail))
+        for piece in inflate_chunks(self._raw, self._name, self.CHUNK):
+            self._append(piece)
 
     def _run(self) -> None:
         try:
@@ -396,8 +382,8 @@ def _parse_group_map(cfg: dict, name: str) -> dict[int, list[int]]:
     out = {}
     for key, groups in agm.items():
         m = _CORE_KEY.fullmatch(key)
-        if not m or not isinstance(groups, list) or not all(
-                type(g) in (int, float) and g == int(g) and g >= 0 for g in groups):
+        if not m or int(m.group(1)) >= MAX_CORE_ID or not isinstance(groups, list) or not all(
+                type(g) in (int, float) and 0 <= g < MAX_CORE_ID and g == int(g) for g in groups):
             raise FormatError(f"config.array_group_map entry {key!r} must map core<k> to a list of "
                               "non-negative integers", file=name)
         out[int(m.group(1))] = [int(g) for g in groups]
@@ -409,6 +395,9 @@ def _build(cores: dict[int, np.ndarray], n_trunc: int, first_trunc: tuple[int, i
     """Shared tail of both readers: config and aggregated warnings around the IR arrays
     (``cores`` in ascending core id; ``n_trunc``/``first_trunc``/``n_send`` count the
     instructions with truncated numbers and with a send ``rs1``)."""
+    big = [c for c in cores if not 0 <= c < MAX_CORE_ID]
+    if big:
+        raise FormatError(f"core id {str(big[0])[:40]} out of range (core ids are below 2^31)", file=name)
     warnings: list[str] = []
     if config is None:
         config = {}

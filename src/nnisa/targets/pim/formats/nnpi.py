@@ -21,6 +21,7 @@ import orjson
 from .... import __version__ as _VERSION
 from ....core.errors import DecodeError, EncodeError, FormatError, format_offenders
 from ....core.fileio import write_atomic
+from ....core.jsonsafe import as_int
 from ..isa import OPCODE, build_isa
 from ..program import DTYPE, PimProgram
 
@@ -81,8 +82,9 @@ def encode_nnpi(program: PimProgram) -> bytes:
 
 
 def _core_key(key: str, what: str, name: str) -> int:
-    if not (isinstance(key, str) and key.startswith("core") and key[4:].isdigit()):
-        raise DecodeError(f"metadata {what}: bad core key {key!r}", file=name)
+    if not (isinstance(key, str) and key.startswith("core") and key[4:].isascii() and key[4:].isdigit()
+            and len(key) <= 14 and int(key[4:]) < 2 ** 31):
+        raise DecodeError(f"metadata {what}: bad core key {key[:40]!r}", file=name)
     return int(key[4:])
 
 
@@ -150,14 +152,21 @@ def decode_nnpi(data: bytes, lenient: bool = False, *, file: str | None = None) 
         raise DecodeError(f"{len(mv) - pos} trailing bytes after the last core section", file=name)
     if n_reserved:
         warnings.append(f"{n_reserved} word(s) with non-zero reserved bits (ignored, lenient decoding)")
+    count = dict(lo=0, hi=2 ** 31 - 1, file=name, error=DecodeError)
     try:
-        agm = {_core_key(k, "array_group_map", name): [int(x) for x in v]
+        agm = {_core_key(k, "array_group_map", name): [as_int(x, "metadata array_group_map", **count) for x in v]
                for k, v in meta.get("array_group_map", {}).items()}
-        act = {_core_key(k, "act_frac", name): (int(v[0]), int(v[1])) for k, v in meta.get("act_frac", {}).items()}
+        act = {_core_key(k, "act_frac", name): (as_int(v[0], "metadata act_frac", lo=0, hi=31, file=name,
+                                                        error=DecodeError),
+                                                 as_int(v[1], "metadata act_frac", lo=0, hi=31, file=name,
+                                                        error=DecodeError))
+               for k, v in meta.get("act_frac", {}).items()}
         chip = meta.get("chip_core_count")
-        chip = None if chip is None else int(chip)
-    except (TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise DecodeError(f"bad metadata: {exc}", file=name) from None
+        chip = None if chip is None else as_int(chip, "metadata chip_core_count", **count)
+    except (TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
+        if isinstance(exc, DecodeError):
+            raise
+        raise DecodeError(f"bad metadata: {str(exc)[:200]}", file=name) from None
     extra = meta.get("config_extra", {})
     return PimProgram(cores=cores, array_group_map=agm, chip_cores=chip, word_bits=word_bits, odd_pairs=odd_pairs,
                       extended=extended, act_frac=act, config_extra=extra if isinstance(extra, dict) else {},

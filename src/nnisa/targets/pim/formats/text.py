@@ -33,7 +33,7 @@ def _fast_operands(kinds: tuple[str, ...], required: int, tail: str) -> list[int
     for k, tok in zip(kinds, toks):
         t = tok.strip()
         if k == "r":
-            if t[:2] != "$r" or not t[2:].isdigit():
+            if t[:2] != "$r" or not (t[2:].isascii() and t[2:].isdigit()):
                 return None
             v = int(t[2:])
             if v > 31:
@@ -45,6 +45,8 @@ def _fast_operands(kinds: tuple[str, ...], required: int, tail: str) -> list[int
             except OperandError:
                 return None
         else:
+            if not t.isascii():
+                return None
             try:
                 v = int(t)
             except ValueError:
@@ -131,13 +133,13 @@ class _Assembler:
             if gid != len(groups):
                 raise self.err(f"array group ids must be 0, 1, 2, ... in order: expected {len(groups)}, got {gid}",
                                lineno, col)
-            if xbars < 0:
-                raise self.err(f"crossbar count {xbars} must be >= 0", lineno, col)
+            if not 0 <= xbars < 2 ** 31:
+                raise self.err(f"crossbar count {xbars} out of range", lineno, col)
             groups.append(xbars)
         elif d == ".chip_cores":
             (n,) = self._ints(args, 1, lineno, col, ".chip_cores")
-            if n < 0:
-                raise self.err(".chip_cores must be >= 0", lineno, col)
+            if not 0 <= n < 2 ** 31:
+                raise self.err(f".chip_cores {n} out of range", lineno, col)
             self.chip_cores = n
         elif d == ".act_frac":
             a, b = self._ints(args, 2, lineno, col, ".act_frac")

@@ -36,8 +36,10 @@ class CoreState:
         self.n = len(rows)
         self.pc = 0
         self.regs = [0] * 32
-        self.lmem = bytearray(lmem_size)
-        self.lnp = np.frombuffer(self.lmem, dtype=np.uint8)
+        # np.zeros is calloc: pages cost memory only once touched, so a large configured local
+        # memory costs what the program uses (bytearray(n) would write every byte up front)
+        self.lnp = np.zeros(lmem_size, dtype=np.uint8)
+        self.lmem = memoryview(self.lnp)
         self.ibiw, self.obiw = widths
         self.ev = ev
         self.blocked: tuple | None = None  # ("send", dst, addr, size) / ("recv", src, addr, size) / ("wait", ev, val)

@@ -6,8 +6,9 @@
 * element helpers :func:`load_elems` / :func:`store_elems` — vectors of ``biw``-bit two's
   complement elements stored little-endian in ``byw`` bytes, sign-extended on store (D12).
 
-Local memories are plain ``bytearray`` objects owned by the simulator (with a numpy view for
-vector work); their bound checks are done by the instruction semantics.
+Local memories are zero-initialised numpy byte arrays owned by the simulator (touched pages only,
+used through a ``memoryview`` for byte work); their bound checks are done by the instruction
+semantics.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from ....core import fixedpoint as fx
+from ....core.errors import SimError
 
 PAGE_BITS = 16
 PAGE_SIZE = 1 << PAGE_BITS
@@ -28,8 +30,9 @@ _ZEROS = bytes(PAGE_SIZE)
 _LE = {1: np.dtype("i1"), 2: np.dtype("<i2"), 4: np.dtype("<i4"), 8: np.dtype("<i8")}
 
 
-class GmemRangeError(Exception):
-    """Internal: an access outside the addressable global range (address, size, limit)."""
+class GmemRangeError(SimError):
+    """An access outside the addressable global range (address, size, limit); the interpreters
+    turn it into a fault naming core and pc."""
 
     def __init__(self, addr: int, size: int, limit: int):
         self.addr, self.size, self.limit = addr, size, limit

@@ -39,6 +39,34 @@ def _specs(items: Any) -> list[TensorSpec]:
     return [t if isinstance(t, TensorSpec) else TensorSpec(**t) for t in (items or [])]
 
 
+#: largest tensor read back from or placed into global memory (a manifest cannot ask for more)
+MAX_TENSOR_BYTES = 1 << 30
+
+
+def _check_range(gm: GlobalMemory, spec: TensorSpec, what: str) -> None:
+    if spec.nbytes > MAX_TENSOR_BYTES:
+        raise FormatError(f"{what} {spec.name!r}: {spec.nbytes:,} bytes is larger than the {MAX_TENSOR_BYTES >> 20} MB "
+                          "a tensor may have")
+    if spec.address + spec.nbytes > gm.limit:
+        raise FormatError(f"{what} {spec.name!r} at {spec.address:#x} (+{spec.nbytes:,} bytes) lies outside global "
+                          f"memory [0, {gm.limit:#x})")
+
+
+def write_input(gm: GlobalMemory, spec: TensorSpec, value: Any) -> None:
+    """Quantize ``value`` per the manifest entry and place it in global memory (checked)."""
+    _check_range(gm, spec, "input")
+    a = np.asarray(value)
+    if a.size != spec.size:
+        raise FormatError(f"input {spec.name!r}: {a.size} values, the manifest's shape {spec.shape} has {spec.size}")
+    gm.write_tensor(spec.address, spec.quantize(a.reshape(spec.shape)), spec.bits)
+
+
+def read_output(res: FunctionalResult, gm: GlobalMemory, spec: TensorSpec) -> np.ndarray:
+    """The integer tensor a manifest output entry names (checked)."""
+    _check_range(gm, spec, "output")
+    return res.read_tensor(spec.address, tuple(spec.shape), spec.bits)
+
+
 def _place_inputs(gm: GlobalMemory, inputs: Mapping[Any, Any] | None, in_specs: list[TensorSpec]) -> None:
     """Write inputs into global memory.
 
@@ -46,7 +74,12 @@ def _place_inputs(gm: GlobalMemory, inputs: Mapping[Any, Any] | None, in_specs: 
     ``gmem.npz``) or tensor names of the manifest (values quantized per the manifest).
     """
     by_name = {t.name: t for t in in_specs}
-    for key, value in (inputs or {}).items():
+    inputs = dict(inputs or {})
+    named = [k for k in inputs if not isinstance(k, (int, np.integer)) and not _SEG.match(str(k))]
+    if len(by_name) == 1 and len(named) == 1 and named[0] not in by_name:
+        # one array for a one-input program (e.g. x.npy, keyed by its file name): that input
+        inputs[next(iter(by_name))] = inputs.pop(named[0])
+    for key, value in inputs.items():
         if isinstance(key, (int, np.integer)):
             gm.write(int(key), as_bytes(value))
             continue
@@ -54,8 +87,7 @@ def _place_inputs(gm: GlobalMemory, inputs: Mapping[Any, Any] | None, in_specs: 
         if m:
             gm.write(int(m.group(1), 0), as_bytes(np.asarray(value, dtype=np.uint8)))
         elif key in by_name:
-            spec = by_name[key]
-            gm.write_tensor(spec.address, spec.quantize(np.asarray(value).reshape(spec.shape)), spec.bits)
+            write_input(gm, by_name[key], value)
         else:
             known = ", ".join(by_name) or "none (use seg@0x<address> keys for raw bytes)"
             raise FormatError(f"unknown input {key!r}; the program's inputs are: {known}")
@@ -138,7 +170,7 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
         _place_inputs(gm, inputs, _specs(inputs_layout))
         fres = run_functional(prog, cfg, weights=weights, gmem=gm, global_address_mode=global_address_mode,
                               **options)
-        outs = {t.name: fres.read_tensor(t.address, tuple(t.shape), t.bits) for t in out_specs}
+        outs = {t.name: read_output(fres, gm, t) for t in out_specs}
         extra["functional"] = {"instructions_per_s": fres.instr_per_s, "wall_s": fres.wall_s,
                                "warnings": list(fres.warnings)}
     if mode in ("both", "timing"):
@@ -197,8 +229,8 @@ def run_bundle(bundle: Bundle | str | os.PathLike, inputs: Mapping[str, np.ndarr
         gm.write(addr, as_bytes(seg))
     for spec in man.inputs:
         if spec.name in inputs:
-            gm.write_tensor(spec.address, spec.quantize(inputs[spec.name]), spec.bits)
+            write_input(gm, spec, inputs[spec.name])
     options.setdefault("global_address_mode", man.global_address_mode)
     res = run_functional(b.program, config, weights=b.weights, gmem=gm, **options)
-    outs = {t.name: res.read_tensor(t.address, tuple(t.shape), t.bits) for t in man.outputs}
+    outs = {t.name: read_output(res, gm, t) for t in man.outputs}
     return res, outs

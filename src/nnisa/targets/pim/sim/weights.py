@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ....core.errors import ConfigError, FormatError
+from ....core.fileio import load_npz
 from ..isa import OPCODE
 from ..program import PimProgram
 
@@ -67,9 +68,9 @@ def _parse_key(key: Any) -> tuple[int, int]:
         return int(key[0]), int(key[1])
     if isinstance(key, str) and key.startswith("c") and ".g" in key:
         c, g = key[1:].split(".g", 1)
-        if c.isdigit() and g.isdigit():
+        if c.isascii() and g.isascii() and c.isdigit() and g.isdigit() and len(c) < 10 and len(g) < 10:
             return int(c), int(g)
-    raise FormatError(f"bad weights key {key!r}: expected 'c<core>.g<group>' (e.g. 'c7.g12')")
+    raise FormatError(f"bad weights key {str(key)[:40]!r}: expected 'c<core>.g<group>' (e.g. 'c7.g12')")
 
 
 def load_weights(src: str | os.PathLike | Mapping) -> dict[tuple[int, int], np.ndarray]:
@@ -79,11 +80,7 @@ def load_weights(src: str | os.PathLike | Mapping) -> dict[tuple[int, int], np.n
         path = Path(src)
         if not path.exists():
             raise FormatError("weights file not found", file=str(path))
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                src = {k: z[k] for k in z.files}
-        except (ValueError, OSError, EOFError) as exc:
-            raise FormatError(f"cannot read weights: {exc}", file=str(path)) from None
+        src = load_npz(path)
     out = {}
     for key, arr in src.items():
         cg = _parse_key(key)

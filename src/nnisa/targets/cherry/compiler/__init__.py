@@ -1,0 +1,1 @@
+"""Cherry compiler: tile kernels as looped programs, a plan builder, the ONNX lowering and the runtime."""

@@ -1,0 +1,172 @@
+"""Cherry architecture/simulator configuration (spec ``cherry.md`` §1.5) and its presets.
+
+``--config/--arch`` takes a preset name (``sz4``, ``sz16``, ``sz32``), a JSON file with any of the
+keys below, ``key=value`` pairs separated by commas (``sz=16,superscalar_width=12``), or a
+:class:`CherryConfig`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from ...core.errors import ConfigError
+from ...core.fileio import decode_text, read_bytes
+
+__all__ = ["CherryConfig", "PRESETS", "load_config"]
+
+
+class CherryConfig(BaseModel):
+    """One Cherry device plus the simulator's settings.
+
+    Attributes
+    ----------
+    sz
+        Tile size (4, 16 or 32): every register and memory location holds an SZ x SZ tile.
+    element_format
+        ``cherry18`` (top 18 bits of float32, truncated) or ``fp32``.
+    threads, superscalar_width
+        Register banks and the maximum copies per superscalar group (SW <= threads).
+    cache_tiles, dram_tiles, icache_words, ro_slots
+        Memory sizes in tiles / words / header slots.
+    lat_ram, lat_ls, lat_ar, lat_end, iq_entries, iq_reserve
+        Cycle-model parameters (§4).
+    encoding, alt_slot_mode
+        Instruction encoding (``canonical`` or ``cherrycore``) and the slot rule of the latter.
+    race_check
+        Re-run independent loops iteration-major and compare (§3.1).
+    host_link, link_latency, link_bytes_per_cycle
+        Optional host-link timing (§4.5).
+    clock_ghz
+        Clock for reported times.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True)
+
+    sz: Literal[4, 16, 32] = 4
+    element_format: Literal["cherry18", "fp32"] = "cherry18"
+    threads: int = 16
+    superscalar_width: int = 16
+    cache_tiles: int = 8192
+    dram_tiles: int = 65536
+    icache_words: int = 2048
+    ro_slots: int = 16
+    lat_ram: int = 4
+    lat_ls: int = 3
+    lat_ar: int = 10
+    lat_end: int = 1
+    iq_entries: int = 64
+    iq_reserve: Literal["sw", "copies"] = "sw"
+    encoding: Literal["canonical", "cherrycore"] = "canonical"
+    alt_slot_mode: Literal["offset", "ignore"] = "offset"
+    race_check: bool = False
+    host_link: bool = False
+    link_latency: int = 0
+    link_bytes_per_cycle: int = 4
+    clock_ghz: float = 1.0
+
+    @model_validator(mode="after")
+    def _check(self) -> "CherryConfig":
+        positive = ("threads", "superscalar_width", "cache_tiles", "dram_tiles", "icache_words", "ro_slots",
+                    "lat_ram", "lat_ls", "lat_ar", "lat_end", "link_bytes_per_cycle")
+        for key in positive:
+            if getattr(self, key) < 1:
+                raise ValueError(f"{key} must be >= 1")
+        if self.superscalar_width > self.threads:
+            raise ValueError("superscalar_width must be <= threads")
+        if self.cache_tiles % 4:
+            raise ValueError("cache_tiles must be divisible by 4 (four cache slots)")
+        if self.iq_entries < 4:
+            raise ValueError("iq_entries must be >= 4")
+        if self.link_latency < 0 or self.clock_ghz <= 0:
+            raise ValueError("link_latency must be >= 0 and clock_ghz > 0")
+        return self
+
+    @property
+    def slot_tiles(self) -> int:
+        """Tiles per cache slot (the window a ``mem_*`` slot selects)."""
+        return self.cache_tiles // 4
+
+    @property
+    def tile_elems(self) -> int:
+        return self.sz * self.sz
+
+    def with_(self, **changes: Any) -> "CherryConfig":
+        """A copy with some keys changed (validated)."""
+        return _build({**self.model_dump(), **changes}, "configuration")
+
+
+#: preset name → (description, settings)
+PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
+    "sz4": ("Small Cherry 1 (Arty A7 FPGA): 4x4 tiles", {"sz": 4}),
+    "sz16": ("Big Cherry 1 (Alveo U250 FPGA): 16x16 tiles", {"sz": 16}),
+    "sz32": ("Cherry 2 (ASIC, tinygrad cherry's size): 32x32 tiles", {"sz": 32}),
+}
+
+
+def _build(data: dict[str, Any], where: str) -> CherryConfig:
+    data = {("sz" if k.lower() == "sz" else k): v for k, v in data.items()}
+    try:
+        return CherryConfig(**data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "config"
+        raise ConfigError(f"{where}: {loc}: {err['msg']}") from None
+
+
+def _parse_pairs(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for part in text.split(","):
+        key, _, val = part.partition("=")
+        key, val = key.strip(), val.strip()
+        if not key or not _:
+            raise ConfigError(f"bad configuration item {part!r} (expected key=value)")
+        try:
+            out[key] = json.loads(val)
+        except json.JSONDecodeError:
+            out[key] = val
+    return out
+
+
+def load_config(config: Any = None) -> CherryConfig:
+    """Resolve ``--config/--arch`` to a :class:`CherryConfig`.
+
+    Parameters
+    ----------
+    config
+        ``None`` (SZ = 4 defaults), a preset name, ``key=value[,key=value]`` text, a JSON file
+        path, a dict or a :class:`CherryConfig`.
+    """
+    if config is None:
+        return CherryConfig()
+    if isinstance(config, CherryConfig):
+        return config
+    if isinstance(config, dict):
+        return _build(config, "configuration")
+    if isinstance(config, (str, Path)):
+        text = str(config)
+        if text in PRESETS:
+            return _build(dict(PRESETS[text][1]), f"preset {text}")
+        path = Path(text)
+        if path.is_file() or text.endswith(".json"):
+            raw = decode_text(read_bytes(path), text)
+            try:
+                data = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"invalid JSON: {exc.msg}", file=text, line=exc.lineno) from None
+            if not isinstance(data, dict):
+                raise ConfigError("a Cherry configuration file must hold a JSON object", file=text)
+            base = data.pop("preset", None)
+            if base is not None:
+                if base not in PRESETS:
+                    raise ConfigError(f"unknown preset {base!r} (presets: {', '.join(PRESETS)})", file=text)
+                data = {**PRESETS[base][1], **data}
+            return _build(data, text)
+        if "=" in text:
+            return _build(_parse_pairs(text), "configuration")
+        raise ConfigError(f"unknown Cherry configuration {text!r}: not a preset ({', '.join(PRESETS)}), "
+                          "a JSON file or key=value pairs")
+    raise ConfigError(f"cannot use {type(config).__name__} as a Cherry configuration")

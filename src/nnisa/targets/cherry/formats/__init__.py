@@ -1,0 +1,1 @@
+"""Cherry file formats: binary images (canonical and cherrycore encodings), assembly text, files."""
