@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -131,7 +130,7 @@ def test_listing1_in_paper_form():
 
 def test_data_segments(tmp_path):
     (tmp_path / "x.bin").write_bytes(b"\x01\x02\x03")
-    src = f'.data 0x100, "x.bin"\n.data 0x200, hex:0a0b\n.tile 0\nhalt\n'
+    src = '.data 0x100, "x.bin"\n.data 0x200, hex:0a0b\n.tile 0\nhalt\n'
     f = tmp_path / "p.s"
     f.write_text(src)
     prog = assemble_text(src, file=str(f))

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from nnisa.core.errors import DeadlockError, SimError
 from nnisa.targets.pimsab import precision as P
 from nnisa.targets.pimsab.formats.text import assemble_text
-from nnisa.targets.pimsab.sim.machine import Machine, run_functional
+from nnisa.targets.pimsab.sim.machine import run_functional
 
 from sim_helpers import SMALL, machine, rand_patterns, run, value_of
 

@@ -23,7 +23,6 @@ PRECS = [P.make(k, w) for k in ("i", "u") for w in (1, 3, 4, 8, 11)]
 def _pair(mn, seed, **fields):
     """Run one instruction word-level and bit-level from the same random state; return both tiles
     and the micro-op cycles."""
-    rng = np.random.default_rng(seed)
     states = []
     for _ in range(2):
         m = Machine(SMALL)

@@ -16,13 +16,12 @@ import hashlib
 import json
 import math
 from functools import cached_property, lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ...core.configs import resolve_config
 from ...core.errors import ConfigError
-from ...core.fileio import decode_text, read_bytes
 
 
 class PimsabConfig(BaseModel):
@@ -199,40 +198,12 @@ def preset(name: str) -> PimsabConfig:
 
 
 def load_config(config: Any = None) -> PimsabConfig:
-    """``None`` (base), a :class:`PimsabConfig`, a preset name, a dict or a JSON file path."""
-    if config is None:
-        return preset("base")
-    if isinstance(config, PimsabConfig):
-        return config
-    if isinstance(config, dict):
-        return _from_dict(dict(config), "configuration")
-    if isinstance(config, (str, Path)):
-        text = str(config)
-        if text in PRESETS:
-            return preset(text)
-        path = Path(text)
-        if not path.exists():
-            raise ConfigError(f"{text}: neither a PIMSAB preset nor a file (presets: {', '.join(PRESETS)})")
-        raw = decode_text(read_bytes(path), str(path))
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"invalid JSON ({exc.msg})", file=str(path), line=exc.lineno) from None
-        if not isinstance(data, dict):
-            raise ConfigError("a PIMSAB configuration file must hold a JSON object", file=str(path))
-        return _from_dict(data, str(path))
-    raise ConfigError(f"unsupported PIMSAB configuration {config!r}")
-
-
-def _from_dict(data: dict[str, Any], source: str) -> PimsabConfig:
-    base: dict[str, Any] = {}
-    name = data.pop("preset", None)
-    if name is not None:
-        if name not in PRESETS:
-            raise ConfigError(f"{source}: unknown preset {name!r} (presets: {', '.join(PRESETS)})")
-        base = dict(PRESETS[name][1])
-    base.update(data)
-    return make_config(base, source=source)
+    """``None`` (base), a :class:`PimsabConfig`, a preset name, ``[preset,]key=value,...`` text, a
+    dict or a JSON file path (``{"preset": "base", "shuffle": false}``)."""
+    if isinstance(config, str) and config in PRESETS:
+        return preset(config)
+    return resolve_config(config, {k: v[1] for k, v in PRESETS.items()},
+                          lambda data, where: make_config(data, source=where), PimsabConfig, "PIMSAB", "base")
 
 
 @lru_cache(maxsize=256)

@@ -27,6 +27,7 @@ class PimsabTarget(Target):
     name = "pimsab"
     description = "PIMSAB bit-serial processing-in-SRAM (128-bit ISA, cycle/energy simulator, paper workloads)"
     formats = dict(FORMATS)
+    demo_workloads = (("vadd", None), ("gemv", None))
     options = (
         O("lenient", bool, False, None, "decode words with nonzero reserved bits", ("disasm", "stats", "convert")),
         O("engine", str, "fast", ("fast", "reference"), "timing engine: numba (fast) or the Python reference",

@@ -96,8 +96,6 @@ def run_engine(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_
     events = 0
     last_events = -1
     while n_live > 0:
-        if now > max_cycles:
-            return now, TIME_LIMIT
         # ---------------------------------------------------------------- skip ahead
         if total_flits == 0:
             idle = True
@@ -119,6 +117,8 @@ def run_engine(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_
                     if live[k]:
                         op_state[cur[k], REQ] += nxt - now
                 now = nxt
+        if now > max_cycles:
+            return now, TIME_LIMIT
         # ---------------------------------------------------------------- tile controllers
         for k in range(n_t):
             if not live[k]:

@@ -14,13 +14,13 @@ This path is slow and exists to check the numba engine (:mod:`.engine_nb`) on sm
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ....core.errors import DeadlockError, SimTimeExceeded
 from ..config import PimsabConfig
-from .ops import K_COMPUTE, K_LOAD, K_RX, K_SIGNAL, K_STORE, K_TX, K_WAIT, TimingOps
+from .ops import K_COMPUTE, K_LOAD, K_RX, K_SIGNAL, K_STORE, K_WAIT, TimingOps
 
 N, S, W, E, L, D = range(6)
 PORT_NAMES = "NSWELD"
@@ -295,14 +295,14 @@ def simulate_ref(ops: TimingOps, cfg: PimsabConfig, *, max_cycles: int = 50_000_
     quiet = 0
     last = None
     while live:
-        if now > max_cycles:
-            raise SimTimeExceeded(f"simulated time limit of {max_cycles} cycles reached")
         if all(f.state == REQ and f.finish > now for f in live) and all(d.idle() for d in drams) \
                 and not any(r.nflits for r in routers):
             skip = min(f.finish for f in live) - now  # nothing moves until the next compute ends
             for f in live:
                 op_state[f.cur, REQ] += skip
             now += skip
+        if now > max_cycles:
+            raise SimTimeExceeded(f"simulated time limit of {max_cycles} cycles reached")
         for f in live:
             _tile_step(f, ops, routers, now, depth, start, end, op_state)
         for r in routers:

@@ -17,7 +17,7 @@ from ..config import PimsabConfig
 from ..sim.simulate import check_values, simulate_pimsab
 from . import conv, matmul, vector
 from .builder import Workload
-from .paper import A100
+from .paper import A100, GOLDEN
 
 #: name → (description, generator(cfg, scale, bits, seed) → Workload)
 WORKLOADS: dict[str, tuple[str, Callable[..., Workload]]] = {
@@ -123,7 +123,24 @@ def run_workload(name: str, cfg: PimsabConfig, *, scale: float = 1.0, bits: int 
         out["energy_ratio_vs_a100"] = joules / out["energy_j"] if out["energy_j"] else math.inf
     out["meta"] = {k: v for k, v in w.meta.items() if isinstance(v, (int, float, str))}
     out["wall_s"] = time.perf_counter() - t0
+    out["summary"] = _summary(name, out, cfg, scale == 1.0 and bits is None)
     return out
+
+
+def _summary(name: str, r: dict[str, Any], cfg: PimsabConfig, paper_size: bool) -> str:
+    """One line for ``nnisa demo``: cycles (vs the official simulator), time, energy, vs A100."""
+    text = f"{name} replay: {r['cycles']:,} cycles"
+    if paper_size and name in GOLDEN and cfg.sha256 == _base_sha():
+        text += f" (official simulator {GOLDEN[name][0]:,})"
+    text += f", {r['time_ns'] / 1000:.1f} µs, {r['energy_j'] * 1e3:.3f} mJ dynamic"
+    if "speedup_vs_a100" in r:
+        text += f", {r['speedup_vs_a100']:.2f}x faster than an A100"
+    return text
+
+
+def _base_sha() -> bytes:
+    from ..config import preset
+    return preset("base").sha256
 
 
 def geomean(values: list[float]) -> float:
