@@ -50,7 +50,7 @@ def test_gemv_values_small():
 
 def test_fir_values_small():
     cfg = make_config(dict(mesh_width=2, mesh_height=2, crams_per_tile=8))
-    w = vector.fir(cfg, taps=8, seed=3)
+    w = vector.fir(cfg, taps=8, outputs=3 * (cfg.tile_bitlines - cfg.cram_cols) - 100, seed=3)
     res = simulate_pimsab(w.program, config=cfg, mode="both")
     assert check_values(res.details, w.expected) == []
 

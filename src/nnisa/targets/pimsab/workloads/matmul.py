@@ -27,26 +27,32 @@ def gemm(cfg: PimsabConfig, m: int = 61440, k: int = 2048, n: int = 32, bits: in
     pin, pprod, pacc = P.make("i", bits), P.make("i", 2 * bits), P.make("i", acc_bits)
     slice_rows = bits                              # rows per A slice (official: 4 rows apart)
     b_base = slice_rows * kc
-    prod_row = b_base + bits * kc * b_per_row
+    # B columns resident at once (official: min(4, floor((256 - 32 - 16 - 8) / 32)) = 4)
+    resident = min(b_per_row, (cfg.cram_rows - b_base - acc_bits - 2 * bits) // (bits * kc))
+    if resident < 1:
+        raise ValueError(f"gemm: no B column fits the {cfg.cram_rows} wordlines next to {b_base} rows of A")
+    groups = math.ceil(b_per_row / resident)
+    prod_row = b_base + bits * kc * resident
     acc_row = prod_row + 2 * bits
-    if acc_row + 2 * acc_bits > cfg.cram_rows:
-        raise ValueError(f"gemm: {acc_row + 2 * acc_bits} wordlines exceed the {cfg.cram_rows} of a CRAM")
     A, B, C = 0, 1 << 36, 1 << 40
     a_bytes = W * P.decode(pin).dram_bits // 8
+    levels = int(math.log2(crams))
     b = Builder(cfg)
-    for r in range(mesh_rows):
-        s = r * mw
-        for jb in range(b_per_row):
-            for i in range(kc):
-                row = b_base + bits * (kc * jb + i)
-                b(s, "load_shf", row=row, addr=B + 128 * ((r * b_per_row + jb) * kc + i), size=crams, p=pin,
-                  tr=1, shf_en=1, shf=0)
-                b.bcast(s, row, crams, pin, set(range(r * mw, r * mw + mw)) - {s}, shf=0)
-    for q in range(mw):
+    for g in range(groups):
+        jbs = range(g * resident, min((g + 1) * resident, b_per_row))
         for r in range(mesh_rows):
-            t = r * mw + q
-            mark = b.mark()
-            for it in range(1):  # one iteration, then repeated with advancing addresses
+            s = r * mw
+            for jb in jbs:
+                for i in range(kc):
+                    row = b_base + bits * (kc * (jb - jbs[0]) + i)
+                    b(s, "load_shf", row=row, addr=B + 128 * ((r * b_per_row + jb) * kc + i), size=crams, p=pin,
+                      tr=1, shf_en=1, shf=0)
+                    b.bcast(s, row, crams, pin, set(range(r * mw, r * mw + mw)) - {s}, shf=0)
+        for q in range(mw):
+            for r in range(mesh_rows):
+                t = r * mw + q
+                mark = b.mark()
+                it = 0  # one iteration, then repeated with advancing addresses
                 for i in range(kc):
                     if r == 0:
                         b(t, "load", row=slice_rows * i, addr=A + a_bytes * ((q * iters + it) * kc + i), size=0,
@@ -58,10 +64,10 @@ def gemm(cfg: PimsabConfig, m: int = 61440, k: int = 2048, n: int = 32, bits: in
                     for i in range(kc):
                         b(t, "tile_tx", src_tile=t, src_row=slice_rows * i, dst_tile=t + mw, dst_row=slice_rows * i,
                           size=0, p=pin)
-                for jb in range(b_per_row):
+                for jb in jbs:
                     a, kk = 2 * bits, 0
                     for i in range(kc):
-                        brow = b_base + bits * (kc * jb + i)
+                        brow = b_base + bits * (kc * (jb - jbs[0]) + i)
                         if nap:
                             b(t, "mult", rd=prod_row, pd=pprod, ra=slice_rows * i, pa=pin, rb=brow, pb=pin)
                             b(t, "add", rd=acc_row, pd=pacc, ra=prod_row, pa=pprod, rb=acc_row, pb=pacc)
@@ -72,13 +78,12 @@ def gemm(cfg: PimsabConfig, m: int = 61440, k: int = 2048, n: int = 32, bits: in
                               pb=P.make("i", a))
                             a, kk = a2, kk + 1
                     src = pacc if nap else P.make("i", a)
-                    levels = int(math.log2(crams))
                     b(t, "reduce_tile", rd=acc_row, pd=pacc, ra=acc_row, pa=src, levels=levels)
                     b(t, "store", row=acc_row, addr=C + 512 * ((t * iters + it) * b_per_row + jb), size=cols, p=src,
                       tr=1)
-            b.repeat_since(mark, iters, {"load": a_bytes * kc, "store": 512 * b_per_row})
+                b.repeat_since(mark, iters, {"load": a_bytes * kc, "store": 512 * b_per_row})
     return Workload("gemm_nap" if nap else "gemm", b.program(), functional=False,
-                    meta=dict(m=m, k=k, n=n, bits=bits, acc_bits=acc_bits, iterations=iters))
+                    meta=dict(m=m, k=k, n=n, bits=bits, acc_bits=acc_bits, iterations=iters, b_groups=groups))
 
 
 def gemm_tiled_shape(cfg: PimsabConfig, m: int, k: int, n: int) -> dict[str, int]:

@@ -25,7 +25,7 @@ WORKLOADS: dict[str, tuple[str, Callable[..., Workload]]] = {
              lambda cfg, scale=1.0, bits=8, seed=None: vector.vadd(cfg, int(vector.VADD_N * scale), bits, seed)),
     "fir": ("Table 5 fir: 7,833,600 outputs, 32 int16 taps (fir_med_inp_256bit_loads replay)",
             lambda cfg, scale=1.0, bits=16, seed=None: vector.fir(
-                cfg, bits=bits, tiles=max(1, round(cfg.tiles_used * scale)), seed=seed)),
+                cfg, bits=bits, outputs=max(1, int(vector.FIR_OUTPUTS * scale)), seed=seed)),
     "gemv": ("Table 5 gemv: 61440 x 2048 int8, int32 accumulation (gemv_new replay)",
              lambda cfg, scale=1.0, bits=8, seed=None: vector.gemv(cfg, k=int(2048 * scale), bits=bits, seed=seed)),
     "gemm": ("Table 5 gemm: 61440 x 2048 x 32 int4, int16 accumulation (gemm_systolic replay)",

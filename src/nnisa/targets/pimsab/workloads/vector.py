@@ -71,105 +71,127 @@ def gemv(cfg: PimsabConfig, m: int = 61440, k: int = 2048, bits: int = 8, acc_bi
     With ``nap`` (no adaptive precision, Table 6) every accumulation uses the declared accumulator
     width.  With ``seed`` the inputs are random in [0, 2] (the tree's partial sums are written at
     their growing widths, so the i32 result is exact for non-negative data; see docs/pimsab.md).
+    Configurations with fewer bitlines than m split each column into pieces (one accumulator per
+    piece); tiles with more than 32 columns reload the RF per group of 32 (nnisa extensions for
+    the sensitivity presets; the base configuration gives the official sequence).
     """
     W = cfg.tile_bitlines
     T = cfg.tiles_used
-    if m > W:
-        raise ValueError(f"gemv: m={m} exceeds the {W} bitlines of a tile (one column per tile vector)")
+    pieces = math.ceil(m / W)
     per = math.ceil(k / T)
-    if per > cfg.rf_regs:
-        raise ValueError(f"gemv: {per} columns per tile exceed the {cfg.rf_regs} RF registers")
+    regs = cfg.rf_regs
+    groups = math.ceil(per / regs)
     pin, pprod = P.make("i", bits), P.make("i", 2 * bits)
     pacc = P.make("i", acc_bits)
-    X, A = 0, 1 << 20
-    Y = A + k * W * P.decode(pin).dram_bits // 8
+    acc = [24 + 64 * q for q in range(pieces)]
+    if acc[-1] + 64 > cfg.cram_rows:
+        raise ValueError(f"gemv: {pieces} accumulators of m={m} do not fit {cfg.cram_rows} wordlines")
+    size = [min(W, m - q * W) for q in range(pieces)]
+    X, A = 0, 1 << 24
+    col_bytes = W * P.decode(pin).dram_bits // 8
+    Y = A + k * pieces * col_bytes
     b = Builder(cfg)
     for t in range(T):
-        b(t, "load_rf", row=0, addr=X + 128 * t)
-    col_bytes = W * P.decode(pin).dram_bits // 8
+        b(t, "load_rf", row=0, addr=X + 128 * groups * t)
     for i in range(k):
         t, j = divmod(i, per)
-        b(t, "load", row=0, addr=A + col_bytes * i, size=0, p=pin, tr=1)
-        b(t, "mul_const", rd=8, pd=pprod, ra=0, pa=pin, rb=j, pb=pin)
-        if nap:
-            b(t, "add", rd=24, pd=pacc, ra=8, pa=pprod, rb=24, pb=pacc)
-        else:
-            b(t, "add", rd=24, pd=P.make("i", 2 * bits + 1), ra=8, pa=pprod, rb=24, pb=pprod)
+        if j and j % regs == 0:
+            b(t, "load_rf", row=0, addr=X + 128 * (groups * t + j // regs))
+        for q in range(pieces):
+            b(t, "load", row=0, addr=A + col_bytes * (i * pieces + q), size=0, p=pin, tr=1)  # zero-padded column
+            b(t, "mul_const", rd=8, pd=pprod, ra=0, pa=pin, rb=j % regs, pb=pin)
+            if nap:
+                b(t, "add", rd=acc[q], pd=pacc, ra=8, pa=pprod, rb=acc[q], pb=pacc)
+            else:
+                b(t, "add", rd=acc[q], pd=P.make("i", 2 * bits + 1), ra=8, pa=pprod, rb=acc[q], pb=pprod)
     gap = 1
     while gap < T:
         a, kk = 2 * bits, 0
         t = 0
         while t + gap < T:
-            b(t + gap, "tile_tx", src_tile=t + gap, src_row=24, dst_tile=t, dst_row=56, size=m, p=pacc)
-            b(t, "tile_rx", src_tile=t + gap, src_row=24, dst_tile=t, dst_row=56, size=m, p=pacc)
-            if nap:
-                b(t, "add", rd=24, pd=pacc, ra=24, pa=pacc, rb=56, pb=pacc)
-            else:
-                a2 = min(a + 1, acc_bits) if _grow(kk) else a
-                b(t, "add", rd=24, pd=P.make("i", a2), ra=24, pa=P.make("i", a), rb=56, pb=pacc)
-                a, kk = a2, kk + 1
+            for q in range(pieces):
+                b(t + gap, "tile_tx", src_tile=t + gap, src_row=acc[q], dst_tile=t, dst_row=acc[q] + 32,
+                  size=size[q], p=pacc)
+                b(t, "tile_rx", src_tile=t + gap, src_row=acc[q], dst_tile=t, dst_row=acc[q] + 32, size=size[q],
+                  p=pacc)
+            a2 = min(a + 1, acc_bits) if _grow(kk) else a
+            for q in range(pieces):
+                if nap:
+                    b(t, "add", rd=acc[q], pd=pacc, ra=acc[q], pa=pacc, rb=acc[q] + 32, pb=pacc)
+                else:
+                    b(t, "add", rd=acc[q], pd=P.make("i", a2), ra=acc[q], pa=P.make("i", a), rb=acc[q] + 32, pb=pacc)
+            a, kk = a2, kk + 1
             t += 2 * gap
         gap *= 2
-    b(0, "store", row=24, addr=Y, size=0, p=pacc, tr=1)
+    for q in range(pieces):
+        b(0, "store", row=acc[q], addr=Y + 4 * W * q, size=0, p=pacc, tr=1)
     expected = {}
     if seed is not None:
         rng = np.random.default_rng(seed)
         Am = rng.integers(0, 3, (m, k), dtype=np.int64)
         x = rng.integers(0, 3, k, dtype=np.int64)
         for t in range(T):
-            img = np.zeros(32, np.int64)
-            cols = x[per * t: per * (t + 1)]
-            img[:len(cols)] = cols
-            b.data(X + 128 * t, img.astype("<i4").tobytes())
-        colmat = np.zeros((k, W), np.int64)
+            for g in range(groups):
+                img = np.zeros(32, np.int64)
+                cols = x[per * t + regs * g: min(per * (t + 1), per * t + regs * (g + 1))]
+                img[:len(cols)] = cols
+                b.data(X + 128 * (groups * t + g), img.astype("<i4").tobytes())
+        colmat = np.zeros((k, pieces * W), np.int64)
         colmat[:, :m] = Am.T
         b.data(A, _encode(colmat.reshape(-1), pin))
-        y = np.zeros(W, np.int64)
+        y = np.zeros(pieces * W, np.int64)
         y[:m] = Am @ x
         expected[Y] = _encode(y, pacc)
     return Workload("gemv_nap" if nap else "gemv", b.program(), expected,
-                    meta=dict(m=m, k=k, bits=bits, acc_bits=acc_bits))
+                    meta=dict(m=m, k=k, bits=bits, acc_bits=acc_bits, pieces=pieces))
 
 
-def fir(cfg: PimsabConfig, taps: int = 32, bits: int = 16, tiles: int | None = None,
+FIR_OUTPUTS = 120 * (256 - 1) * 256
+
+
+def fir(cfg: PimsabConfig, taps: int = 32, bits: int = 16, outputs: int = FIR_OUTPUTS,
         seed: int | None = None) -> Workload:
-    """FIR filter (``fir_med_inp_256bit_loads``): per tile 256 CRAM-sized loads, then for every tap
-    ``mul_const`` + ``add`` + a one-bitline ``shift`` of the input across CRAM boundaries."""
-    T = cfg.tiles_used if tiles is None else tiles
+    """FIR filter (``fir_med_inp_256bit_loads``): per chunk of (crams − 1) × cram_cols outputs, 256
+    CRAM-sized loads, then for every tap ``mul_const`` + ``add`` + a one-bitline ``shift`` of the
+    input across CRAM boundaries.  Chunk c runs on tile c mod n_tiles_used (Table 5's 7,833,600
+    outputs are one chunk per tile on the base configuration)."""
+    T = cfg.tiles_used
     cols, crams = cfg.cram_cols, cfg.crams_per_tile
     W = cfg.tile_bitlines
     out_n = W - cols  # the last CRAM is the halo
+    chunks = math.ceil(outputs / out_n)
     prec = P.make("i", bits)
     w = P.decode(prec).dram_bits // 8
     H, Xa = 0, 1 << 16
-    Y = Xa + w * (out_n * T + cols) + (1 << 12)
+    Y = Xa + w * (out_n * chunks + cols) + (1 << 12)
     b = Builder(cfg)
     if taps > cfg.rf_regs:
         raise ValueError(f"fir: {taps} taps exceed the {cfg.rf_regs} RF registers")
     b(0, "load_rf", row=0, addr=H, size=taps, p=prec)
-    _rf_bcast(b, cfg, T)
-    for t in range(T):
+    _rf_bcast(b, cfg, min(T, chunks))
+    for c in range(chunks):
+        t = c % T
         for kk in range(crams):
-            b(t, "load", row=0, addr=Xa + w * (out_n * t + cols * kk), size=cols, p=prec, tr=1, cram=kk)
+            b(t, "load", row=0, addr=Xa + w * (out_n * c + cols * kk), size=cols, p=prec, tr=1, cram=kk)
         b(t, "reset", rd=32, pd=prec)
         for i in range(taps):
             b(t, "read_rf", ra=i)
             b(t, "mul_const", rd=16, pd=prec, ra=0, pa=prec, rb=i, pb=prec)
             b(t, "add", rd=32, pd=prec, ra=16, pa=prec, rb=32, pb=prec)
             b(t, "shift", rd=0, pd=prec, ra=0, pa=prec, dir=0, dist=0)
-        b(t, "store", row=32, addr=Y + w * out_n * t, size=out_n, p=prec, tr=1)
+        b(t, "store", row=32, addr=Y + w * out_n * c, size=min(out_n, outputs - out_n * c), p=prec, tr=1)
     expected = {}
     if seed is not None:
         rng = np.random.default_rng(seed)
         h = rng.integers(-8, 9, taps)
-        x = rng.integers(-8, 9, out_n * T + cols)
+        x = rng.integers(-8, 9, out_n * chunks + cols)
         b.data(H, _encode(h, prec))
         b.data(Xa, _encode(x, prec))
-        y = np.zeros(out_n * T, np.int64)
+        y = np.zeros(outputs, np.int64)
         for i in range(taps):
-            y += h[i] * x[i:i + out_n * T]
+            y += h[i] * x[i:i + outputs]
         expected[Y] = _encode(y, prec)
-    return Workload("fir", b.program(), expected, meta=dict(taps=taps, bits=bits, tiles=T, outputs=out_n * T))
+    return Workload("fir", b.program(), expected, meta=dict(taps=taps, bits=bits, chunks=chunks, outputs=outputs))
 
 
 def _rf_bcast(b: Builder, cfg: PimsabConfig, T: int) -> None:
