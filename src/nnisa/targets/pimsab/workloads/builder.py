@@ -47,6 +47,12 @@ class Builder:
             self.rows.append(list(row_))
             self.tiles.append(tile)
 
+    def chunks(self, n: int) -> list[tuple[int, int]]:
+        """(offset, size) pieces of at most one tile vector covering n elements (size 0 = all)."""
+        W = self.cfg.tile_bitlines
+        out = [(o, min(W, n - o)) for o in range(0, n, W)]
+        return [(o, 0 if k == W else k) for o, k in out]
+
     def data(self, addr: int, payload: np.ndarray | bytes) -> None:
         self.segments.append((addr, bytes(payload) if isinstance(payload, (bytes, bytearray))
                               else np.ascontiguousarray(payload).tobytes()))

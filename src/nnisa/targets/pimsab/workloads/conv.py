@@ -89,11 +89,13 @@ def conv_input_dup(cfg: PimsabConfig, layer: ConvLayer, nap: bool = False, shuff
     W_ADDR, I_ADDR, O_ADDR = 0, 1 << 36, 1 << 40
     wsize = (L.m * L.c * L.r * L.s) // t_inv
     for t in range(t_inv):
-        b(t, "load", row=0, addr=W_ADDR + t * wsize, size=wsize, p=i8, tr=1)
+        for off, k in b.chunks(wsize):
+            b(t, "load", row=0, addr=W_ADDR + t * wsize + off, size=k, p=i8, tr=1)
     isize = hp * wp * L.c * (input_dup if shuffle_off else 1)
-    for n in range(L.n):
-        b(0, "load", row=0, addr=I_ADDR + n * isize, size=isize, p=i8, tr=1)
-        b.bcast(0, 0, isize, i8, set(range(t_inv)))
+    for n in range(L.n):  # inputs larger than a tile vector (shuffle-off variants) move in pieces
+        for off, k in b.chunks(isize):
+            b(0, "load", row=0, addr=I_ADDR + n * isize + off, size=k, p=i8, tr=1)
+            b.bcast(0, 0, k, i8, set(range(t_inv)))
     for n in range(L.n):
         for m_ in range(math.ceil(L.m / mp)):
             t = m_ % T
@@ -111,7 +113,8 @@ def conv_input_dup(cfg: PimsabConfig, layer: ConvLayer, nap: bool = False, shuff
                       levels=_levels(L, cfg))
     osize = L.e * L.f * mp
     for t in range(t_inv):
-        b(t, "store", row=0, addr=O_ADDR + t * osize, size=osize, p=i8, tr=1)
+        for off, k in b.chunks(osize):
+            b(t, "store", row=0, addr=O_ADDR + t * osize + off, size=k, p=i8, tr=1)
     return Workload("conv2d", b.program(), functional=False,
                     meta=dict(template="inputDup", m_p=mp, t_inv=t_inv, dup_in=dup_in, dup_across=dup_across,
                               input_dup_factor=input_dup))
@@ -134,12 +137,14 @@ def conv_weight_dup(cfg: PimsabConfig, layer: ConvLayer, nap: bool = False, bits
     W_ADDR, I_ADDR, O_ADDR = 0, 1 << 36, 1 << 40
     wsize = (L.m * L.c * L.r * L.s) // mw
     for q in range(mw):
-        b(q, "load", row=0, addr=W_ADDR + q * wsize, size=wsize, p=i8, tr=1)
-        b.bcast(q, 0, wsize, i8, set(range(t_used)))
+        for off, k in b.chunks(wsize):
+            b(q, "load", row=0, addr=W_ADDR + q * wsize + off, size=k, p=i8, tr=1)
+            b.bcast(q, 0, k, i8, set(range(t_used)))
     isize = hp * wp * L.c
     for n in range(L.n):
         for e_ in range(n_ef):
-            b(e_ % T, "load", row=0, addr=I_ADDR + (n * n_ef + e_) * isize, size=isize, p=i8, tr=1)
+            for off, k in b.chunks(isize):
+                b(e_ % T, "load", row=0, addr=I_ADDR + (n * n_ef + e_) * isize + off, size=k, p=i8, tr=1)
     for _m in range(math.ceil(L.m / cols)):
         for e_ in range(n_ef):
             t = e_ % T
@@ -153,7 +158,8 @@ def conv_weight_dup(cfg: PimsabConfig, layer: ConvLayer, nap: bool = False, bits
                 b(t, "reduce_tile", rd=0, pd=i32, ra=0, pa=i32 if nap else P.make("i", a), levels=_levels(L, cfg))
     osize = ef * L.m
     for e_ in range(n_ef):
-        b(e_ % T, "store", row=0, addr=O_ADDR + e_ * osize, size=min(osize, cfg.tile_bitlines), p=i8, tr=1)
+        for off, k in b.chunks(osize):
+            b(e_ % T, "store", row=0, addr=O_ADDR + e_ * osize + off, size=k, p=i8, tr=1)
     return Workload("conv_weightdup", b.program(), functional=False,
                     meta=dict(template="weightDup", ef=ef, tiles=n_ef, t_used=t_used, dup_in=dup_in,
                               dup_across=dup_across))
