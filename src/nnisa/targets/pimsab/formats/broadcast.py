@@ -48,23 +48,22 @@ def broadcast_hops(cfg: PimsabConfig, sender: int, receivers: set[int], mode: st
     def at(r: int, c: int) -> int:
         return r * W + c
 
+    def chain(start: int, cells) -> None:
+        """Systolic chain from ``start`` over the receivers among ``cells``, in order."""
+        prev = start
+        for cell in cells:
+            if cell in R:
+                hops.append((prev, cell))
+                prev = cell
+
     if mode == "systolic":
-        for cols in (range(sc + 1, W), range(sc - 1, -1, -1)):
-            prev = sender
-            for c in cols:
-                if at(sr, c) in R:
-                    hops.append((prev, at(sr, c)))
-                    prev = at(sr, c)
+        chain(sender, (at(sr, c) for c in range(sc + 1, W)))
+        chain(sender, (at(sr, c) for c in range(sc - 1, -1, -1)))
         for c in range(W):
             head = at(sr, c)
-            if head != sender and head not in R:
-                continue
-            for rows in (range(sr + 1, H), range(sr - 1, -1, -1)):
-                prev = head
-                for r in rows:
-                    if at(r, c) in R:
-                        hops.append((prev, at(r, c)))
-                        prev = at(r, c)
+            if head == sender or head in R:
+                chain(head, (at(r, c) for r in range(sr + 1, H)))
+                chain(head, (at(r, c) for r in range(sr - 1, -1, -1)))
     elif mode in ("one_to_many", "one_to_all"):
         for c in range(W):
             if at(sr, c) in R:

@@ -103,12 +103,16 @@ def binary(ts: TileState, ins: Ins, op: str) -> None:
     _store(ts, ins, pd, res, n, en, carry)
 
 
-def unary(ts: TileState, ins: Ins, op: str) -> None:
+def _unary_setup(ts: TileState, ins: Ins):
+    """(pd, pa, n, enable, A patterns) of an instruction with one CRAM source."""
     pd, pa = decode(ins["pd"]), decode(ins["pa"])
     n = _n(ts, ins)
     check_overlap(ins, (ins["rd"], pd.bits), (ins["ra"], pa.bits))
-    en = enable(ts, ins, n)
-    a = _operand(ts, ins["ra"], pa, n)
+    return pd, pa, n, enable(ts, ins, n), _operand(ts, ins["ra"], pa, n)
+
+
+def unary(ts: TileState, ins: Ins, op: str) -> None:
+    pd, pa, n, en, a = _unary_setup(ts, ins)
     if pd.is_float and op == "copy":
         res = from_float32(to_float32(a, pa), pd)
     else:
@@ -230,11 +234,7 @@ def _rf_operand(ts: TileState, reg: int, byte: int) -> tuple[np.ndarray, Precisi
 
 def const_op(ts: TileState, ins: Ins, op: str) -> None:
     """``mul_const``/``add_const``: A × rf[rb] or A + rf[rb], the constant read at pb."""
-    pd, pa = decode(ins["pd"]), decode(ins["pa"])
-    n = _n(ts, ins)
-    check_overlap(ins, (ins["rd"], pd.bits), (ins["ra"], pa.bits))
-    en = enable(ts, ins, n)
-    a = _operand(ts, ins["ra"], pa, n)
+    pd, pa, n, en, a = _unary_setup(ts, ins)
     c, pc = _rf_operand(ts, ins["rb"], ins["pb"])
     base = "mult" if op == "mul_const" else "add"
     if pd.is_float:

@@ -28,18 +28,24 @@ class Dram:
         if addr < 0 or addr + n > ADDR_LIMIT:
             raise SimError(f"DRAM access 0x{addr:x}+{n} outside the 48-bit address space")
 
-    def read(self, addr: int, n: int) -> np.ndarray:
-        self._check(addr, n)
-        out = np.zeros(n, np.uint8)
+    @staticmethod
+    def _spans(addr: int, n: int):
+        """(page, offset in page, position in the range, length) pieces of a byte range."""
         pos = 0
         while pos < n:
             a = addr + pos
-            page, off = a >> PAGE_BITS, a & (PAGE - 1)
+            off = a & (PAGE - 1)
             take = min(PAGE - off, n - pos)
+            yield a >> PAGE_BITS, off, pos, take
+            pos += take
+
+    def read(self, addr: int, n: int) -> np.ndarray:
+        self._check(addr, n)
+        out = np.zeros(n, np.uint8)
+        for page, off, pos, take in self._spans(addr, n):
             buf = self.pages.get(page)
             if buf is not None:
                 out[pos:pos + take] = buf[off:off + take]
-            pos += take
         return out
 
     def write(self, addr: int, data: np.ndarray | bytes, *, record: bool = True) -> None:
@@ -47,16 +53,11 @@ class Dram:
             np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         n = len(data)
         self._check(addr, n)
-        pos = 0
-        while pos < n:
-            a = addr + pos
-            page, off = a >> PAGE_BITS, a & (PAGE - 1)
-            take = min(PAGE - off, n - pos)
+        for page, off, pos, take in self._spans(addr, n):
             buf = self.pages.get(page)
             if buf is None:
                 buf = self.pages[page] = np.zeros(PAGE, np.uint8)
             buf[off:off + take] = data[pos:pos + take]
-            pos += take
         if record and n:
             self.written.append((addr, n))
 

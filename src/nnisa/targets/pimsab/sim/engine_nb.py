@@ -23,6 +23,19 @@ IDLE, REQ, SEND, RECV, POP = 0, 1, 2, 3, 4
 OK, DEADLOCK, TIME_LIMIT = 0, 1, 2
 
 
+@njit(cache=True, inline="always")
+def _inject(f, dst, dram, key, count, msg, now, b_dst, b_dram, b_key, b_cnt, b_msg, b_t, head, length, depth):
+    """Append a flit to the tail of FIFO ``f``."""
+    pos = (head[f] + length[f]) % depth
+    b_dst[f, pos] = dst
+    b_dram[f, pos] = dram
+    b_key[f, pos] = key
+    b_cnt[f, pos] = count
+    b_msg[f, pos] = msg
+    b_t[f, pos] = now
+    length[f] += 1
+
+
 @njit(cache=True)
 def run_engine(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_ids, n_routers, mesh_w, mesh_h,
                nvc, depth, dram_routers, banks, latency, store_setup, tdepth, max_cycles,
@@ -164,14 +177,8 @@ def run_engine(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_
                 if remaining[k] > 0:
                     f = t * PV + L_ * V
                     if length[f] < depth:
-                        pos = (head[f] + length[f]) % depth
-                        b_dst[f, pos] = dst[i]
-                        b_dram[f, pos] = 1 if (ki == K_LOAD or ki == K_STORE) else 0
-                        b_key[f, pos] = key[i]
-                        b_cnt[f, pos] = remaining[k]
-                        b_msg[f, pos] = i
-                        b_t[f, pos] = now
-                        length[f] += 1
+                        _inject(f, dst[i], 1 if (ki == K_LOAD or ki == K_STORE) else 0, key[i], remaining[k], i, now,
+                                b_dst, b_dram, b_key, b_cnt, b_msg, b_t, head, length, depth)
                         nflits[t] += 1
                         nemask[t * 6 + L_] |= 1
                         total_flits += 1
@@ -364,14 +371,8 @@ def run_engine(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_
                 if kind[m] == K_LOAD:
                     f = r * PV + D_ * V
                     if length[f] < depth:
-                        pos = (head[f] + length[f]) % depth
-                        b_dst[f, pos] = op_tile[m]
-                        b_dram[f, pos] = 0
-                        b_key[f, pos] = key[m]
-                        b_cnt[f, pos] = flits[m] - ready_done[c]
-                        b_msg[f, pos] = m
-                        b_t[f, pos] = now
-                        length[f] += 1
+                        _inject(f, op_tile[m], 0, key[m], flits[m] - ready_done[c], m, now,
+                                b_dst, b_dram, b_key, b_cnt, b_msg, b_t, head, length, depth)
                         nflits[r] += 1
                         nemask[r * 6 + D_] |= 1
                         total_flits += 1

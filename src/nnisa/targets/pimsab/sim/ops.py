@@ -69,6 +69,12 @@ class TimingOps:
         return len(self.kind)
 
 
+def classify(mnem_idx: np.ndarray) -> np.ndarray:
+    """Fig. 18 class per op: 0 compute, 1 DRAM, 2 network."""
+    names = np.array(MN_NAMES)[mnem_idx]
+    return np.where(np.isin(names, DRAM_MN), 1, np.where(np.isin(names, NET_MN), 2, 0))
+
+
 def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
     return -(-a // b)
 

@@ -23,7 +23,7 @@ from ..isa import build_isa
 from ..program import PimsabProgram, ZERO_SHA, check_program
 from .energy import program_energy
 from .machine import Machine, run_functional
-from .ops import DRAM_MN, KIND_NAMES, MN_NAMES, NET_MN, TimingOps, lower
+from .ops import KIND_NAMES, MN_NAMES, TimingOps, classify, lower
 from .timing import STATES, TimingResult, run_timing
 
 ISA = build_isa()
@@ -182,12 +182,6 @@ def event_order(ops: TimingOps, tr: TimingResult) -> list[int]:
     rows = ops.row[order]
     _, first = np.unique(rows, return_index=True)
     return rows[np.sort(first)].tolist()
-
-
-def classify(mnem_idx: np.ndarray) -> np.ndarray:
-    """Fig. 18 class per op: 0 compute, 1 DRAM, 2 network."""
-    names = np.array(MN_NAMES)[mnem_idx]
-    return np.where(np.isin(names, DRAM_MN), 1, np.where(np.isin(names, NET_MN), 2, 0))
 
 
 def timing_report(ops: TimingOps, tr: TimingResult, cfg: PimsabConfig) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import numpy as np
 from ....report.timeline import Timeline, Track
 from ..config import PimsabConfig
 from ..program import PimsabProgram
-from .ops import MN_NAMES, TimingOps
+from .ops import MN_NAMES, TimingOps, classify
 from .timing import TimingResult
 
 UNITS = ("compute", "dram", "network")
@@ -16,7 +16,6 @@ UNITS = ("compute", "dram", "network")
 def to_timeline(prog: PimsabProgram, ops: TimingOps, tr: TimingResult, cfg: PimsabConfig) -> Timeline:
     """One track per tile stream; each op is an interval [start, end + 1) in cycles, coloured by
     its Fig. 18 class, labelled with its mnemonic."""
-    from .simulate import classify
     cls = classify(ops.mnem)
     tracks = []
     for k, t in enumerate(ops.tiles.tolist()):

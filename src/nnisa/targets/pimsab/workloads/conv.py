@@ -73,6 +73,22 @@ def _accumulate(b: Builder, t: int, a: int, kk: int, nap: bool, bits: int) -> tu
     return a2, kk + 1
 
 
+def _output_body(b: Builder, t: int, L: ConvLayer, cfg: PimsabConfig, bits: int, nap: bool,
+                 local_shuffle: bool) -> None:
+    """One output group: for every (c_, r, s) an optional ``cram_local_shf`` of the input, a
+    multiply and a growing-width accumulation; then the ``reduce_tile`` over the CRAMs."""
+    i8, i16, i32 = P.make("i", bits), P.make("i", 2 * bits), P.I32
+    a, kk = 2 * bits, 0
+    for _c in range(math.ceil(L.c / cfg.crams_per_tile)):
+        for _r in range(L.r):
+            for _s in range(L.s):
+                if local_shuffle:
+                    b(t, "cram_local_shf", rd=0, pd=i8, ra=0, pa=i8, shf=0, shf_en=1)
+                b(t, "mult", rd=0, pd=i16, ra=0, pa=i8, rb=0, pb=i8)
+                a, kk = _accumulate(b, t, a, kk, nap, bits)
+    b(t, "reduce_tile", rd=0, pd=i32, ra=0, pa=i32 if nap else P.make("i", a), levels=_levels(L, cfg))
+
+
 def conv_input_dup(cfg: PimsabConfig, layer: ConvLayer, nap: bool = False, shuffle_off: bool = False,
                    bits: int = 8) -> Workload:
     """``conv2d_lowLatency_inputDup``: output channels over tiles, the input broadcast to all."""
@@ -84,7 +100,7 @@ def conv_input_dup(cfg: PimsabConfig, layer: ConvLayer, nap: bool = False, shuff
     dup_in = cols // mp if cols / mp > 1 else 1
     dup_across = crams // L.c if crams / L.c > 1 else 1
     input_dup = cols // dup_in
-    i8, i16, i32 = P.make("i", bits), P.make("i", 2 * bits), P.I32
+    i8 = P.make("i", bits)
     b = Builder(cfg)
     W_ADDR, I_ADDR, O_ADDR = 0, 1 << 36, 1 << 40
     wsize = (L.m * L.c * L.r * L.s) // t_inv
@@ -101,16 +117,7 @@ def conv_input_dup(cfg: PimsabConfig, layer: ConvLayer, nap: bool = False, shuff
             t = m_ % T
             for _m2 in range(math.ceil(mp / cols)):
                 for _ef in range(math.ceil(L.e * L.f / (dup_in * dup_across))):
-                    a, kk = 2 * bits, 0
-                    for _c in range(math.ceil(L.c / crams)):
-                        for _r in range(L.r):
-                            for _s in range(L.s):
-                                if not shuffle_off:
-                                    b(t, "cram_local_shf", rd=0, pd=i8, ra=0, pa=i8, shf=0, shf_en=1)
-                                b(t, "mult", rd=0, pd=i16, ra=0, pa=i8, rb=0, pb=i8)
-                                a, kk = _accumulate(b, t, a, kk, nap, bits)
-                    b(t, "reduce_tile", rd=0, pd=i32, ra=0, pa=i32 if nap else P.make("i", a),
-                      levels=_levels(L, cfg))
+                    _output_body(b, t, L, cfg, bits, nap, local_shuffle=not shuffle_off)
     osize = L.e * L.f * mp
     for t in range(t_inv):
         for off, k in b.chunks(osize):
@@ -124,7 +131,7 @@ def conv_weight_dup(cfg: PimsabConfig, layer: ConvLayer, nap: bool = False, bits
     """``conv2d_lowLatency_weightDup``: output pixels over tiles, the weights broadcast to all."""
     T, cols, crams, mw = cfg.tiles_used, cfg.cram_cols, cfg.crams_per_tile, cfg.mesh_width
     L = layer
-    i8, i16, i32 = P.make("i", bits), P.make("i", 2 * bits), P.I32
+    i8 = P.make("i", bits)
     efw = math.ceil(L.e * L.f / T)
     t_used = math.ceil(L.e * L.f / efw)
     ef = math.ceil(math.sqrt(L.e * L.f / T)) ** 2
@@ -149,13 +156,7 @@ def conv_weight_dup(cfg: PimsabConfig, layer: ConvLayer, nap: bool = False, bits
         for e_ in range(n_ef):
             t = e_ % T
             for _e2 in range(math.ceil(ef / (dup_in * dup_across))):
-                a, kk = 2 * bits, 0
-                for _c in range(math.ceil(L.c / crams)):
-                    for _r in range(L.r):
-                        for _s in range(L.s):
-                            b(t, "mult", rd=0, pd=i16, ra=0, pa=i8, rb=0, pb=i8)
-                            a, kk = _accumulate(b, t, a, kk, nap, bits)
-                b(t, "reduce_tile", rd=0, pd=i32, ra=0, pa=i32 if nap else P.make("i", a), levels=_levels(L, cfg))
+                _output_body(b, t, L, cfg, bits, nap, local_shuffle=False)
     osize = ef * L.m
     for e_ in range(n_ef):
         for off, k in b.chunks(osize):
