@@ -24,6 +24,7 @@ sys.path.insert(0, str(HERE))
 
 from _results import machine, today  # noqa: E402
 
+from nnisa.core.errors import NnisaError  # noqa: E402
 from nnisa.report.plots import plot_grouped_bars  # noqa: E402
 from nnisa.targets.pimsab.config import preset  # noqa: E402
 from nnisa.targets.pimsab.workloads.paper import (A100, BENCHMARKS, CLAIMED_GEOMEAN_ENERGY,  # noqa: E402
@@ -64,9 +65,21 @@ def log(msg: str) -> None:
 
 def run(name: str, cfg_name: str = "base", **kw) -> dict:
     t = time.perf_counter()
-    r = run_workload(name, preset(cfg_name), **kw)
+    try:
+        r = run_workload(name, preset(cfg_name), **kw)
+    except NnisaError as exc:  # recorded as n/a in the report
+        log(f"  {name:10s} {cfg_name:22s} {kw or ''} failed: {exc}")
+        return {"cycles": None, "error": str(exc)}
     log(f"  {name:10s} {cfg_name:22s} {kw or ''} {r['cycles']:>10,} cycles  {time.perf_counter() - t:6.1f} s")
     return r
+
+
+def rel(base_cycles: int, cycles) -> float | None:
+    """base / cycles (performance relative to the base), None when a run failed."""
+    if cycles is None or (isinstance(cycles, list) and None in cycles):
+        return None
+    c = sum(cycles) / len(cycles) if isinstance(cycles, list) else cycles
+    return base_cycles / c
 
 
 def collect(quick: bool) -> dict:
@@ -84,6 +97,7 @@ def collect(quick: bool) -> dict:
     log("ablations (Fig. 21)")
     for fig, label, presets in ABLATIONS:
         res["ablations"][fig] = {b: [run(b, p)["cycles"] for p in presets] for b in benches}
+        res["ablations"][fig] = {b: (None if None in v else v) for b, v in res["ablations"][fig].items()}
     log("sensitivity (Fig. 19)")
     for p in SENSITIVITY:
         res["sensitivity"][p] = {b: run(b, p)["cycles"] for b in benches}
@@ -184,13 +198,10 @@ def render(res: dict, out: Path) -> str:
               "| | " + " | ".join(benches) + " |", "| --- | " + " | ".join("---:" for _ in benches) + " |"]
         series = {}
         for fig, label, presets in ABLATIONS:
-            row = []
-            for b in benches:
-                cyc = sum(res["ablations"][fig][b]) / len(res["ablations"][fig][b])
-                row.append(base[b]["cycles"] / cyc)
+            row = [rel(base[b]["cycles"], res["ablations"][fig][b]) for b in benches]
             series[f"{fig} {label}"] = row
             L.append(f"| {fig} {label}{' (avg of 2 runs)' if len(presets) > 1 else ''} | "
-                     + " | ".join(f"{v:.2f}" for v in row) + " |")
+                     + " | ".join(_fmt(v) for v in row) + " |")
         plot_grouped_bars(benches, series, figs / "fig21_ablations.png", ylabel="performance (base = 1)",
                           hline=1.0, title="Fig. 21-style ablations")
         L += ["", "Paper (qualitative): shuffle off hurts conv/gemm/resnet18/bert; constant ops off up to 45 % "
@@ -202,9 +213,9 @@ def render(res: dict, out: Path) -> str:
               "| preset | " + " | ".join(benches) + " |", "| --- | " + " | ".join("---:" for _ in benches) + " |"]
         series = {}
         for p in SENSITIVITY:
-            row = [base[b]["cycles"] / res["sensitivity"][p][b] for b in benches]
+            row = [rel(base[b]["cycles"], res["sensitivity"][p][b]) for b in benches]
             series[p] = row
-            L.append(f"| {p} | " + " | ".join(f"{v:.2f}" for v in row) + " |")
+            L.append(f"| {p} | " + " | ".join(_fmt(v) for v in row) + " |")
         plot_grouped_bars(benches, series, figs / "fig19_sensitivity.png", ylabel="performance (base = 1)",
                           hline=1.0, title="Fig. 19-style sensitivity")
         L += ["", "Paper: vecadd and gemv insensitive to CRAM size, scale ~linearly with mesh width (DRAM "
@@ -215,15 +226,16 @@ def render(res: dict, out: Path) -> str:
               "| --- | ---: | ---: |"]
         for b in SIZE_SWEEP:
             s = res["size"][b]
-            L.append(f"| {b} | {s['0.5'] / base[b]['cycles']:.2f}x time | {s['2.0'] / base[b]['cycles']:.2f}x time |")
+            half, double = (None if s[k] is None else s[k] / base[b]["cycles"] for k in ("0.5", "2.0"))
+            L.append(f"| {b} | {_fmt(half)}x time | {_fmt(double)}x time |")
         L += ["", "| benchmark | " + " | ".join(f"int{w}" for w in (4, 5, 6, 7, 8)) + " |",
               "| --- | " + " | ".join("---:" for _ in range(5)) + " |"]
         series = {}
         for b in PREC_SWEEP:
             p = res["precision"][b]
-            row = [p[str(w)] / p["8"] for w in (4, 5, 6, 7, 8)]
+            row = [None if p[str(w)] is None or not p["8"] else p[str(w)] / p["8"] for w in (4, 5, 6, 7, 8)]
             series[b] = row
-            L.append(f"| {b} (time vs int8) | " + " | ".join(f"{v:.2f}" for v in row) + " |")
+            L.append(f"| {b} (time vs int8) | " + " | ".join(_fmt(v) for v in row) + " |")
         plot_grouped_bars([f"int{w}" for w in (4, 5, 6, 7, 8)], series, figs / "fig20_precision.png",
                           ylabel="time relative to int8", title="Fig. 20b-style precision sweep")
         L += ["", "Paper: vecadd and gemv scale linearly with size, fir takes more than half the time at half "

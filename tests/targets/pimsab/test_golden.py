@@ -93,3 +93,19 @@ def test_paper_scale_timing_replays(name):
     assert res["cycles"] > 0 and res["energy_j"] > 0
     if name in ("resnet18", "bert"):
         assert len(res["layers"]) == {"resnet18": 8, "bert": 6}[name]
+
+
+@pytest.mark.parametrize("cfg_name", ["pimsab_d", "pimsab_s", "artifact_simdram", "sens_cram128", "sens_cram512",
+                                      "sens_12x5", "sens_12x20", "sens_6x20", "sens_24x5", "abl_ring"])
+def test_small_workloads_run_on_every_preset(cfg_name):
+    for name, kw in (("vadd", dict(scale=0.02)), ("gemv", dict(scale=0.02)), ("conv2d", {})):
+        res = run_workload(name, preset(cfg_name), **kw)
+        assert res["cycles"] > 0 and res["dram_read_bits"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cfg_name", ["sens_cram128", "sens_cram512", "sens_12x5", "sens_12x20", "sens_6x20",
+                                      "sens_24x5", "abl_all_off"])
+def test_paper_workloads_run_on_sensitivity_and_ablation_presets(cfg_name):
+    for name in ("fir", "gemm", "resnet18", "bert"):
+        assert run_workload(name, preset(cfg_name))["cycles"] > 0

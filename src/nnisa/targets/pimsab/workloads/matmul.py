@@ -94,10 +94,9 @@ def gemm_tiled_shape(cfg: PimsabConfig, m: int, k: int, n: int) -> dict[str, int
     local_n = n
     if bsize >= cap:
         scale = math.ceil(bsize / (cap - 120 * 8 * k))
-        local_n = math.ceil(n / scale) // 256 * 256
-    local_m = min(m, ((cap - 8 * k * local_n) // (8 * k)) // 120 * 120)
-    if local_m <= 0 or local_n <= 0:
-        raise ValueError(f"gemm_tiled {m}x{k}x{n}: does not fit the CRAM capacity")
+        local_n = max(cfg.cram_cols, math.ceil(n / scale) // 256 * 256)
+    # at least one CRAM-wide block of N and one row of M per tile (smaller CRAM presets)
+    local_m = min(m, max(T, ((cap - 8 * k * local_n) // (8 * k)) // 120 * 120))
     ga, gn = math.ceil(m / local_m), math.ceil(n / local_n)
     return dict(local_m=local_m, local_k=k, local_n=local_n, ga=ga, gk=1, gn=gn,
                 iterations=math.ceil(local_m / T) * math.ceil(local_n / cfg.cram_cols),
@@ -127,7 +126,8 @@ def gemm_tiled(cfg: PimsabConfig, m: int, k: int, n: int, nap: bool = False) -> 
                         a2 = min(a + 1, 32) if _grow(kk) else a
                         b(t, "add", rd=30, pd=P.make("i", a2), ra=0, pa=P.make("i", a), rb=10, pb=P.make("i", a))
                         a, kk = a2, kk + 1
-                b(t, "reduce_tile", rd=24, pd=i32, ra=16, pa=i32 if nap else P.make("i", a), levels=8)
+                b(t, "reduce_tile", rd=24, pd=i32, ra=16, pa=i32 if nap else P.make("i", a),
+                  levels=int(math.log2(cfg.crams_per_tile)))
         for t in range(T):
             b(t, "store", row=0, addr=C + 256 * (ct * T + t), size=cols, p=i8, tr=1)
     return Workload(f"gemm_tiled_{m}x{k}x{n}" + ("_nap" if nap else ""), b.program(), functional=False,
