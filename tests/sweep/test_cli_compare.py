@@ -52,7 +52,9 @@ def test_compare_cli_json_and_pictures(tmp_path):
 def test_compare_cli_table():
     code, out, _ = run(["compare", MLP, "--targets", "cherry,pimsab", "--samples", "1"])
     assert code == 0
-    assert "cherry" in out and "unsupported" in out and "not implemented" in out
+    # pimsab says why: not on this branch yet, or (part 1 landed) no ONNX compiler yet
+    assert "cherry" in out and "unsupported" in out
+    assert "not implemented" in out or "cannot compile ONNX models yet" in out
 
 
 @pytest.mark.parametrize("args, says", [
