@@ -29,3 +29,16 @@ def test_provenance():
     prov = provenance()
     assert prov["nnisa_version"] and prov["python"].count(".") == 2 and prov["host"]
     assert prov["git_hash"] is None or len(prov["git_hash"].removesuffix("+dirty")) == 40
+
+
+def test_workload_point_on_a_target_without_onnx_compiler():
+    """PIMSAB (no ONNX compiler yet) joins sweeps through its built-in workloads; its joules and
+    nanoseconds become the row's energy and latency, its tiles come from the configuration keys."""
+    small = _run(target="pimsab", model="bench:vadd", base_config="base", options={"scale": 0.05},
+                 overrides={"mesh_width": 6})
+    big = _run(target="pimsab", model="bench:vadd", base_config="base", options={"scale": 0.05})
+    for row in (small, big):
+        assert row["status"] == "ok", row.get("error")
+        assert row["latency_ns"] > 0 and row["energy_pj"] > 0 and row["cycles"] > 0
+        assert row["energy_pj"] == row["extra"]["energy_j"] * 1e12
+    assert small["overrides"] == {"mesh_width": 6} and small["latency_ns"] != big["latency_ns"]

@@ -56,7 +56,8 @@ def model_row(target_name: str, model_path: str | Path, *, samples: int = 4, con
 
 
 def bench_row(target_name: str, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
-    """Run a built-in workload (:meth:`Target.bench`) → a flat row (``time_ns`` counts as latency)."""
+    """Run a built-in workload (:meth:`Target.bench`) → a flat row (``time_ns`` counts as latency,
+    ``energy_j`` as energy)."""
     t = get_target(target_name)
     if workload not in t.workloads():
         t._unknown_workload(workload)
@@ -65,6 +66,8 @@ def bench_row(target_name: str, workload: str, *, config: Any = None, **options:
     row = {k: rep.get(k) for k in METRICS if k in rep}
     if row.get("latency_ns") is None and isinstance(rep.get("time_ns"), (int, float)):
         row["latency_ns"] = float(rep["time_ns"])
+    if row.get("energy_pj") is None and isinstance(rep.get("energy_j"), (int, float)):
+        row["energy_pj"] = float(rep["energy_j"]) * 1e12  # workloads that report joules (pimsab)
     row.setdefault("wall_s", time.perf_counter() - t0)
     row["area_proxy"], row["area_unit"] = _area(t, config, rep)
     row["extra"] = _scalars(rep, METRICS + ("summary",))
