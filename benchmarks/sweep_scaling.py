@@ -125,6 +125,10 @@ def main() -> None:
         print(f"| {label} | {jobs} | {r['points']} | {r['wall']:.1f} | {r['pph']:,.0f} | {r['inside']:.1f} "
               f"| {r['overhead']:.2f} | {r['load']} |")
     print(f"\nSpeed-up with 2 local workers: {res['local', 2]['pph'] / res['local', 1]['pph']:.2f}x (2 cores).")
+    per = [res["local", j]["inside"] / res["local", j]["points"] for j in (1, 2)]
+    print(f"In-worker time per point: {per[0]:.2f} s with 1 local worker, {per[1]:.2f} s with 2 (x{per[1] / per[0]:.2f}): "
+          "with the cores already busy (load above 2 on 2 cores) two points at once run that much slower each, so "
+          "a second worker pays only on idle cores or more machines.")
     if starts:
         print(f"Ray start-up (a private local instance: init + shutdown, {len(starts)} runs): "
               f"{min(starts):.1f}-{max(starts):.1f} s, paid once per sweep run (included in the walls above).")
