@@ -315,6 +315,14 @@ def build_cases(d: Path) -> list[Case]:
     return cases + _sweep_cases(d)
 
 
+def _laughs(levels: int = 9) -> str:
+    """A 'billion laughs' sweep spec: a few hundred bytes of YAML aliases that expand to 10^9 values."""
+    lines = ["name: x", "targets:", "  cherry:", "    grid:", "      sz: &l0 [[x, x, x, x, x, x, x, x, x, x]]"]
+    for i in range(1, levels):
+        lines.append(f"      k{i}: &l{i} [[" + ", ".join([f"*l{i - 1}"] * 10) + "]]")
+    return "\n".join(lines) + "\n"
+
+
 def axis(target: str, section: str, line: str) -> str:
     """A sweep spec with one axis: targets.TARGET.SECTION.LINE."""
     return f"targets:\n  {target}:\n    {section}:\n      {line}\n"
@@ -346,6 +354,8 @@ def _sweep_cases(d: Path) -> list[Case]:
         ("sweep-samples-inf", "sw12.json", '{"targets": {"pim": {}}, "samples": 1e999}', "samples"),
         ("sweep-no-workload", "sw13.yaml", "models: [bench:nosuch]\ntargets:\n  pim: {}\n", "no workload 'nosuch'"),
         ("sweep-no-model", "sw14.yaml", "models: [nosuch_model]\ntargets:\n  pim: {}\n", "no bundled model"),
+        ("sweep-yaml-laughs", "sw15.yaml", _laughs(), "more than 1,000,000 values"),
+        ("sweep-yaml-recursive", "sw16.yaml", "targets: &a\n  cherry:\n    grid:\n      sz: [*a]\n", "contains itself"),
     ]
     return [Case(cid, S, "sweep spec", ("sweep", spec(name, text), "--dry-run"), says=says)
             for cid, name, text, says in bad_specs] + [

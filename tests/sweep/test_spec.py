@@ -104,3 +104,17 @@ def test_yaml_errors(tmp_path):
     js = tmp_path / "s.json"
     js.write_text('{"targets": {"dais": {"options": {"bits": 4}}}}')
     assert len(expand(load_spec(js), tmp_path)) == 1
+
+
+def test_yaml_aliases_are_bounded(tmp_path):
+    """A spec may share parts with YAML aliases, but not expand to millions of values."""
+    from nnisa.sweep.spec import MAX_SPEC_VALUES, expanded_size
+    shared = tmp_path / "shared.yaml"
+    shared.write_text("name: ok\ntargets:\n  dais:\n    options: &o\n      bits: [3, 4]\n  pim:\n    options: *o\n")
+    spec = load_spec(shared)
+    assert spec.targets["dais"].options == spec.targets["pim"].options == {"bits": [3, 4]}
+    row = [1] * 100
+    table = [row] * 100  # 10^4 values sharing one list
+    assert expanded_size({"t": [table] * 50}) == 1 + 1 + 50 * (1 + 100 * 101)
+    with pytest.raises(ConfigError, match="more than"):
+        expanded_size({"t": [table] * (MAX_SPEC_VALUES // 10_000 + 1)})

@@ -108,6 +108,54 @@ class Point:
         return cls(**d)
 
 
+#: most values a parsed spec may hold once YAML aliases are expanded (a "billion laughs" file is
+#: small but expands to 10^9 values: refused before anything walks it)
+MAX_SPEC_VALUES = 1_000_000
+
+
+def _brief(v: Any, width: int = 60) -> str:
+    """``repr(v)`` cut to ``width`` characters (an error line echoes values from the spec)."""
+    import reprlib
+    r = reprlib.Repr()
+    r.maxstring, r.maxother, r.maxlist, r.maxdict, r.maxlevel = width, width, 6, 6, 3
+    text = r.repr(v)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def expanded_size(data: Any, source: str = "spec") -> int:
+    """How many values ``data`` holds with shared (aliased) parts counted each time they are used.
+
+    Raises
+    ------
+    ConfigError
+        Over :data:`MAX_SPEC_VALUES`, or a structure that contains itself (a recursive YAML alias).
+    """
+    memo: dict[int, int] = {}
+    busy: set[int] = set()
+
+    def size(x: Any) -> int:
+        if not isinstance(x, (list, dict)):
+            return 1
+        key = id(x)
+        if key in memo:
+            return memo[key]
+        if key in busy:
+            raise ConfigError("the spec contains itself (a recursive YAML alias)", file=source)
+        busy.add(key)
+        items = x.values() if isinstance(x, dict) else x
+        total = 1
+        for item in items:
+            total += size(item)
+            if total > MAX_SPEC_VALUES:
+                raise ConfigError(f"the spec holds more than {MAX_SPEC_VALUES:,} values once its YAML aliases "
+                                  "are expanded", file=source)
+        busy.discard(key)
+        memo[key] = total
+        return total
+
+    return size(data)
+
+
 def _loc(err: dict) -> str:
     return ".".join(str(p) for p in err.get("loc", ())) or "the top level"
 
@@ -141,6 +189,7 @@ def load_spec(path: str | Path) -> SweepSpec:
             mark = getattr(exc, "problem_mark", None)
             raise ConfigError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", file=str(p),
                               line=None if mark is None else mark.line + 1) from None
+        expanded_size(data, str(p))
     else:
         data = jsonsafe.loads(text, str(p), ConfigError)
     return parse_spec(data, source=str(p))
@@ -245,7 +294,7 @@ def expand(spec: SweepSpec, base_dir: str | Path = ".") -> list[Point]:
                 elif base_cfg is not None:
                     t.load_config(base_cfg)
             except ConfigError as exc:
-                shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items()) or "(base)"
+                shown = ", ".join(f"{k}={_brief(v)}" for k, v in overrides.items()) or "(base)"
                 raise ConfigError(f"targets.{tname}.grid ({shown}): {exc.message}") from None
             checked.append(overrides)
         for label, path in entries:
