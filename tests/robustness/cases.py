@@ -334,7 +334,16 @@ def _sweep_cases(d: Path) -> list[Case]:
     S = "sweep"
     ok = w(d / "sw-ok.yaml", axis("dais", "options", "bits: [3]"))
     (d / "sw-garbage").mkdir(exist_ok=True)
-    (d / "sw-garbage" / "points.jsonl").write_text("not json\n")
+    (d / "sw-garbage" / "points.jsonl").write_text('not json\n{"point_id": "a", "target": 5, "status": "ok"}\n')
+    foreign = []
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        pq.write_table(pa.table({"a": [1, 2], "target": [1, 2]}), d / "foreign.parquet")
+        foreign = [Case("sweep-report-foreign-parquet", "sweep", "sweep results",
+                        ("sweep", "report", str(d / "foreign.parquet")), says="not a sweep results table")]
+    except ImportError:  # the sweep extra is missing: tests/sweep says so
+        pass
 
     def spec(name: str, text: str) -> str:
         return str(w(d / name, text))
@@ -374,7 +383,7 @@ def _sweep_cases(d: Path) -> list[Case]:
         Case("compare-unknown-target", S, "compare", ("compare", str(MLP), "--targets", "pim,nosuch"),
              says="unknown target(s) nosuch"),
         Case("compare-not-onnx", S, "compare", ("compare", str(d / "afile")), says="ONNX"),
-    ]
+    ] + foreign
 
 
 _TWO_CORES = (".core 0\nsetbw 8, 8\nsldi $r0, 0\nsend $r0, 1, 32\n"

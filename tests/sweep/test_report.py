@@ -48,3 +48,24 @@ def test_report(tmp_path):
     md = (out / "report.md").read_text()
     assert "## a: 2 Pareto-optimal of 3 points" in md and "cores=2" in md and "cores=1" not in md
     assert "## Failed points" in md and "| a | m | (defaults) | error |" in md
+
+
+def test_report_survives_a_foreign_or_edited_table(tmp_path):
+    """Rows another writer made (wrong types, no identity) are skipped; figures that are not numbers
+    count as not modelled; a table with no sweep row at all is a clean error."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import pytest
+
+    from nnisa.core.errors import FormatError
+    res = tmp_path / "res"
+    res.mkdir()
+    rows = [{"point_id": "a", "target": 5, "status": "ok"}, {"point_id": "c"},
+            {**_row(1, "x", 3.0, "fast", 1.0), "overrides": [1, 2]}, _row(2, "x", 4.0, 5.0, 2.0)]
+    (res / JOURNAL).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = sweep_report(res)
+    assert rep["points"] == 2 and rep["fronts"]["x"]["objectives"] == ["latency_ns", "area_proxy", "max_abs_error"]
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"a": [1, 2], "target": [1, 2]}), other)
+    with pytest.raises(FormatError, match="not a sweep results table"):
+        sweep_report(other)

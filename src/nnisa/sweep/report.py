@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import OutputError
+from ..core.errors import FormatError, OutputError
 from ..core.fileio import write_atomic
 from .pareto import pareto_front
 from .store import read_table
@@ -36,6 +36,17 @@ def target_front(rows: list[dict[str, Any]], objectives: tuple[str, ...] = OBJEC
     if not objs:
         return [], []
     return objs, pareto_front([[float(r[k]) for k in objs] for r in rows])
+
+
+def _valid_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with a string id, target and status; a figure that is not a number counts as not modelled
+    (a table edited or written by another tool must not break the report)."""
+    out = []
+    for r in rows:
+        if all(isinstance(r.get(k), str) for k in ("point_id", "target", "status")):
+            out.append({**r, **{k: None for k in OBJECTIVES + ("cycles", "top1_agreement")
+                                if r.get(k) is not None and not _num(r.get(k))}})
+    return out
 
 
 def _settings(r: dict[str, Any]) -> str:
@@ -66,7 +77,10 @@ def sweep_report(results: str | Path, out_dir: str | Path | None = None,
     (default ``<results>/report``); returns the fronts and the files written."""
     from ..report.plots import plot_pareto
     results = Path(results)
-    rows = read_table(results)
+    raw = read_table(results)
+    rows = _valid_rows(raw)
+    if raw and not rows:
+        raise FormatError("no row has a point_id, target and status: not a sweep results table", file=str(results))
     out = Path(out_dir) if out_dir is not None else (results if results.is_dir() else results.parent) / "report"
     try:
         out.mkdir(parents=True, exist_ok=True)

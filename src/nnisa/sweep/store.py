@@ -54,8 +54,8 @@ def read_journal(path: str | Path) -> list[dict[str, Any]]:
                 row = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(row, dict) and isinstance(row.get("point_id"), str):
-                rows.append(row)
+            if isinstance(row, dict) and all(isinstance(row.get(k), str) for k in ("point_id", "target", "status")):
+                rows.append(row)  # a row this journal's writer could not have written is skipped like a torn line
     return rows
 
 
@@ -185,12 +185,14 @@ def flatten_row(row: dict[str, Any]) -> dict[str, Any]:
     """A journal row → table columns: ``cfg.<key>``/``opt.<key>`` per swept setting, the whole
     configuration and options as JSON text, ``extra`` (target-specific figures) as JSON text."""
     out = {k: v for k, v in row.items() if k not in ("overrides", "options", "extra", "base_config")}
-    for k, v in (row.get("overrides") or {}).items():
+    overrides = row.get("overrides") if isinstance(row.get("overrides"), dict) else {}
+    options = row.get("options") if isinstance(row.get("options"), dict) else {}
+    for k, v in overrides.items():
         out[f"cfg.{k}"] = v
-    for k, v in (row.get("options") or {}).items():
+    for k, v in options.items():
         out[f"opt.{k}"] = v
-    out["config"] = _json_text(row.get("overrides") or {})
-    out["options"] = _json_text(row.get("options") or {})
+    out["config"] = _json_text(overrides)
+    out["options"] = _json_text(options)
     out["base_config"] = row.get("base_config") if isinstance(row.get("base_config"), (str, type(None))) \
         else _json_text(row.get("base_config"))
     out["extra"] = _json_text(row.get("extra") or {})
