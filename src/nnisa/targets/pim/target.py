@@ -48,6 +48,9 @@ class PimTarget(Target):
         O("gmem_reuse", bool, None, None, "reuse global-memory buffers (default: on for batch)", nullable=True),
         O("rounds", int, 1, None, "element schedule: window chunks per replica", minimum=1, maximum=4096),
         O("interleave", bool, True, None, "element schedule: interleave the layers' chunks"),
+        O("images", int, 1, None, "images in the stream: compiled into the program (compile/run), or the "
+          "times an unmarked program is repeated (sim); latency = first image, period = time per image",
+          ("compile", "run", "sim"), minimum=1, maximum=256),
         O("timing", str, "pimsim", ("pimsim", "native"), "pimsim (reproduces pimsim-nn) or native timing",
           ("sim",)),
         O("global_address_mode", str, None, ("pair", "single32"), "global addresses from a register pair "
@@ -100,3 +103,8 @@ class PimTarget(Target):
         """Compile an ONNX model (``nnisa.targets.pim.compiler``, ``docs/pim_compiler.md``)."""
         from .compiler.output import compile_result
         return compile_result(model, config=config, out_dir=out_dir, **options)
+
+    def run_compiled(self, compiled, inputs, progress=None):
+        """Samples through the compiled program, ``images`` samples per simulation for a stream."""
+        from .compiler.run import run_stream
+        return run_stream(self.simulate, compiled, inputs, progress)

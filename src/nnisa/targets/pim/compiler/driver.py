@@ -27,6 +27,8 @@ from .pipeline import Producers, run_element
 from .schedule import barrier
 
 STRICT_GROUPS = 16
+#: most images a stream program may hold (each image's code is generated separately)
+MAX_IMAGES = 256
 #: partial-sum scratch area of the global-memory reduction path (no core-to-core links)
 SCRATCH_BASE = 0x4000_0000
 
@@ -92,7 +94,7 @@ def _default_calib(g, seed: int):
 def compile_model(model, config=None, *, calib=None, mode: str = "batch", replication: str = "balance",
                   fill: float = 0.9, mapping: str = "balanced", links: bool | None = None, batch: int = 32,
                   bits: int = 8, gmem_reuse: bool | None = None, schedule: str | None = None,
-                  rounds: int = 1, interleave: bool = True) -> Compiled:
+                  rounds: int = 1, interleave: bool = True, images: int = 1) -> Compiled:
     """Compile ``model`` for the PIM configuration ``config``.
 
     Parameters
@@ -119,6 +121,10 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         Core-to-core send/recv available (default from ``nnisa.core_links`` in the config, true).
     batch
         Maximum output windows per batch (vector instructions cover a whole batch).
+    images
+        Images in the compiled stream: each image has its own input, output and activation
+        buffers (``image_stride`` bytes apart); the simulator reports the latency of the first
+        image and the period (steady-state time per image) of the stream.
     """
     t0 = time.perf_counter()
     if schedule is not None:
@@ -130,6 +136,9 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         gmem_reuse = not element   # the pipeline would need write-after-read ordering
     elif gmem_reuse and element:
         raise UnsupportedError("gmem_reuse is not supported by the element schedule")
+    if not 1 <= int(images) <= MAX_IMAGES:
+        raise ConfigError(f"images must be 1..{MAX_IMAGES}, got {images}")
+    images = int(images)
     cfg = _resolve_config(config)
     hw = _hw(cfg)
     if links is None:
@@ -182,7 +191,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
                 for j, rg in enumerate(split(l.windows, k)):
                     p.chunks[j % p.replicas].append(rg)
     t_map = time.perf_counter()
-    gmap = plan_gmem(low, reuse=gmem_reuse)
+    gmap = plan_gmem(low, reuse=gmem_reuse, images=images)
     consts = ConstPool(gmap["end"] + 4096)
     ag_cores = sorted({a.core for p in plans for ags in p.ags for a in ags})
     workers = ag_cores or [0]
@@ -194,35 +203,16 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         scratch["top"] += -(-n // 64) * 64
         return a
 
-    nlayers = len(low.layers)
     pipe_stats = None
+    stride = gmap["image_stride"]
     if element:
         pipe_stats = _emit_element(low, em, workers, consts, links, batch, scratch_alloc,
-                                   interleave=interleave, lmem=hw["lmem"])
-    for li, layer in enumerate(low.layers if not element else []):
-        for e in em.values():
-            e.arena.reset()
-        if isinstance(layer, MatLayer):
-            cg = MatCodegen(layer, em, consts, links=links, batch=batch, scratch_alloc=scratch_alloc)
-            cg.emit()
-            if cg.deferred:
-                barrier(em, workers)
-                cg.finish_deferred()
-        elif isinstance(layer, PoolLayer):
-            emit_pool(layer, em, workers)
-        elif isinstance(layer, GapLayer):
-            emit_gap(layer, em, workers)
-        elif isinstance(layer, EltLayer):
-            emit_elt(layer, em, workers, consts)
-        elif isinstance(layer, ClampLayer):
-            emit_clamp(layer, em, workers)
-        else:  # pragma: no cover - lower_graph only creates the kinds above
-            raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
-        if li + 1 < nlayers:
-            barrier(em, workers)
+                                   interleave=interleave, lmem=hw["lmem"], images=images, stride=stride)
+    else:
+        _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images, stride)
     scratch_base = SCRATCH_BASE
     t_gen = time.perf_counter()
-    prog = _build_program(em, hw, cfg)
+    prog = _build_program(em, hw, cfg, images)
     weights = _weights(em, mats)
     for e in em.values():
         if e.per_task and (e.arena.peak > e.tarena.base or e.tarena.peak > hw["lmem"]):
@@ -236,12 +226,14 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     inputs = [_tensor_entry(t) for t in low.inputs]
     outputs = [_tensor_entry(t) for t in low.outputs]
     memory_map = {"activations": gmap["buffers"], "activation_bytes": gmap["activation_bytes"],
+                  "images": images, "image_stride": stride,
                   "constants": {"base": consts.base, "bytes": consts.nbytes, "segments": len(consts.segments)},
                   "scratch": {"base": scratch_base, "bytes": scratch["top"]},
                   "local_memory_peak": {str(c): e.arena.peak for c, e in sorted(em.items())},
                   "local_memory_size": hw["lmem"]}
     report = _report(low, mats, plans, used, hw, prog, em, links, mapping, replication)
     report["options"]["schedule"] = mode
+    report["options"]["images"] = images
     if pipe_stats is not None:
         report["element_schedule"] = pipe_stats
     report["compile_seconds"] = {"quantize": t_q - t0, "map": t_map - t_q, "codegen": t_gen - t_map,
@@ -249,34 +241,75 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     return Compiled(prog, weights, dict(consts.segments), low, cfg, report, memory_map, inputs, outputs)
 
 
+def _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images: int, stride: int) -> None:
+    """Batch schedule: layer by layer with a barrier between layers, image after image (the
+    images of a stream use disjoint buffers, so image k+1 may start while image k ends)."""
+    nlayers = len(low.layers)
+    for k in range(images):
+        ofs = k * stride
+        for li, layer in enumerate(low.layers):
+            for e in em.values():
+                e.arena.reset()
+            if isinstance(layer, MatLayer):
+                cg = MatCodegen(layer, em, consts, links=links, batch=batch, scratch_alloc=scratch_alloc)
+                cg.emit(k, ofs)
+                if cg.deferred:
+                    barrier(em, workers)
+                    cg.finish_deferred()
+            elif isinstance(layer, PoolLayer):
+                emit_pool(layer, em, workers, ofs)
+            elif isinstance(layer, GapLayer):
+                emit_gap(layer, em, workers, ofs)
+            elif isinstance(layer, EltLayer):
+                emit_elt(layer, em, workers, consts, ofs)
+            elif isinstance(layer, ClampLayer):
+                emit_clamp(layer, em, workers, ofs)
+            else:  # pragma: no cover - lower_graph only creates the kinds above
+                raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
+            if li + 1 < nlayers:
+                barrier(em, workers)
+        for c in workers:
+            em[c].mark(k)
+
+
 def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, locality: bool = True,
-                  interleave: bool = True, lmem: int = 1 << 20) -> dict:
-    """Cut every layer into tasks and emit them with the element schedule (``pipeline.py``)."""
+                  interleave: bool = True, lmem: int = 1 << 20, images: int = 1, stride: int = 0) -> dict:
+    """Cut every layer of every image into tasks and emit them with the element schedule
+    (``pipeline.py``)."""
     for e in em.values():
         e.arena.base = e.arena.top = 4     # local bytes 0..3: the token byte of send/recv
     tasks = []
     prod = Producers()
     pick = prod.pick if locality else None
-    for li, layer in enumerate(low.layers):
-        if isinstance(layer, MatLayer):
-            cg = MatCodegen(layer, em, consts, links=links, batch=batch, scratch_alloc=scratch_alloc)
-            new = list(cg.tasks(li, element=True))
-        elif isinstance(layer, PoolLayer):
-            new = list(pool_tasks(layer, em, workers, li, pick))
-        elif isinstance(layer, GapLayer):
-            new = list(gap_tasks(layer, em, workers, li))
-        elif isinstance(layer, EltLayer):
-            new = list(elt_tasks(layer, em, workers, consts, li, pick))
-        elif isinstance(layer, ClampLayer):
-            new = list(clamp_tasks(layer, em, workers, li, pick))
-        else:  # pragma: no cover - lower_graph only creates the kinds above
-            raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
-        prod.add(new)
-        tasks.extend(new)
+    gens: dict[int, object] = {}      # per layer: codegen object / per-core states, kept across images
+
+    def states(li: int):
+        return gens.setdefault(li, {}) if interleave else None   # else: per-layer arenas, fresh state
+    for k in range(images):
+        ofs = k * stride
+        for li, layer in enumerate(low.layers):
+            if isinstance(layer, MatLayer):
+                cg = gens.get(li) if interleave else None
+                if cg is None:
+                    cg = gens[li] = MatCodegen(layer, em, consts, links=links, batch=batch,
+                                               scratch_alloc=scratch_alloc)
+                new = list(cg.tasks(li, element=True, image=k, ofs=ofs))
+            elif isinstance(layer, PoolLayer):
+                new = list(pool_tasks(layer, em, workers, li, pick, k, ofs, states(li)))
+            elif isinstance(layer, GapLayer):
+                new = list(gap_tasks(layer, em, workers, li, k, ofs))
+            elif isinstance(layer, EltLayer):
+                new = list(elt_tasks(layer, em, workers, consts, li, pick, k, ofs, states(li)))
+            elif isinstance(layer, ClampLayer):
+                new = list(clamp_tasks(layer, em, workers, li, pick, k, ofs, states(li)))
+            else:  # pragma: no cover - lower_graph only creates the kinds above
+                raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
+            prod.add(new)
+            tasks.extend(new)
     return run_element(tasks, em, interleave=interleave, lmem=lmem)
 
 
-def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg) -> PimProgram:
+def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -> PimProgram:
     cores = {}
     agm = {}
     for c, e in sorted(em.items()):
@@ -285,6 +318,8 @@ def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg) -> PimProgram:
         agm[c] = list(e.group_xbars)
     extended = any(len(v) > STRICT_GROUPS for v in agm.values())
     prog = PimProgram(cores=cores, array_group_map=agm, chip_cores=hw["cores"], extended=extended)
+    if images > 1:
+        prog.image_ends = {c: [e.marks.get(k, 0) for k in range(images)] for c, e in sorted(em.items())}
     prog.config_extra = {"xbar_size": [hw["rows"], hw["cols"]], "xbar_array_count": hw["xbars"]}
     return prog
 

@@ -20,6 +20,7 @@ into chunks that fit the 11-bit ``len`` field (2047 elements or bytes).
 
 from __future__ import annotations
 
+import bisect
 from collections import OrderedDict
 
 from ..isa import OPCODE
@@ -75,6 +76,12 @@ class CoreEmitter:
         # sends inserted at earlier positions: (position, sequence, row)
         self.msg_pos = 0
         self.inserts: list[tuple[int, int, tuple]] = []
+        # streams: image → end (exclusive) of the last row of that image's work on this core
+        self.marks: dict[int, int] = {}
+
+    def mark(self, image: int) -> None:
+        """Record that the rows emitted so far include all of ``image``'s work on this core."""
+        self.marks[image] = len(self.rows)
 
     # ------------------------------------------------------------------ scalar / registers
     def _set(self, r: int, value: int) -> None:
@@ -225,6 +232,10 @@ class CoreEmitter:
         if not self.inserts:
             return
         ins = sorted(self.inserts, key=lambda t: (t[0], t[1]))
+        pos = [t[0] for t in ins]
+        # an insert at position p goes before row p: a mark m (exclusive end) moves by the
+        # number of inserts before it
+        self.marks = {k: m + bisect.bisect_left(pos, m) for k, m in self.marks.items()}
         out, j = [], 0
         for i, row in enumerate(self.rows):
             while j < len(ins) and ins[j][0] <= i:

@@ -77,11 +77,19 @@ class MatCodegen:
         self.ob = layer.out.bits
         self.acc = layer.acc_bits
         self.accb = elem_bytes(self.acc)
-        self.in_addr = layer.inputs[0].buf.addr
-        self.out_addr = layer.out.buf.addr
+        self.ofs = 0               # byte offset of the current image's activations (streams)
         self._const_cache: dict[tuple, dict] = {}
         self._templates: dict[tuple, list] = {}
+        self._units: dict[tuple, dict] = {}   # per-unit state (bands, constants), shared by images
         self.deferred: list = []   # gmem-mode reductions run after a barrier
+
+    @property
+    def in_addr(self) -> int:
+        return self.l.inputs[0].buf.addr + self.ofs
+
+    @property
+    def out_addr(self) -> int:
+        return self.l.out.buf.addr + self.ofs
 
     # ------------------------------------------------------------------ constants
     def _consts(self, core: int, c0: int, c1: int, b: int) -> dict:
@@ -237,25 +245,29 @@ class MatCodegen:
         return out
 
     # ------------------------------------------------------------------ main
-    def emit(self) -> None:
-        for t in self.tasks():
+    def emit(self, image: int = 0, ofs: int = 0) -> None:
+        for t in self.tasks(image=image, ofs=ofs):
             t.run()
 
-    def tasks(self, layer_index: int = 0, element: bool = False):
-        """The layer's tasks in batch order (replica, unit, batch)."""
+    def tasks(self, layer_index: int = 0, element: bool = False, image: int = 0, ofs: int = 0):
+        """The layer's tasks for one image in batch order (replica, unit, batch).
+
+        ``ofs`` is the image's activation offset (a stream compiled with ``images`` > 1); the
+        per-unit state (bands, constants) is kept for the next image when the codegen object is
+        reused (the element schedule's persistent arena)."""
         plan = self.l.plan
         chunks = getattr(plan, "chunks", None)
         for r, ags in enumerate(plan.ags):
             ranges = chunks[r] if chunks else [plan.windows[r]]
             for unit in units(ags):
-                yield from self._unit_tasks(layer_index, r, unit, ranges, element)
+                yield from self._unit_tasks(layer_index, r, unit, ranges, element, image, ofs)
 
-    def _read_range(self, q0: int, q1: int) -> tuple[int, int]:
+    def _read_range(self, q0: int, q1: int, ofs: int = 0) -> tuple[int, int]:
         """Global byte range of the input rows that the windows ``[q0, q1)`` load (superset)."""
         l = self.l
         buf = l.inputs[0].buf
         if l.windows == 1:
-            return (buf.addr, buf.addr + buf.size)
+            return (buf.addr + ofs, buf.addr + ofs + buf.size)
         h, w, c = l.in_hwc
         ow = l.out_hw[1]
         span = (l.kernel[0] - 1) * l.dilations[0] + 1
@@ -265,9 +277,11 @@ class MatCodegen:
             ys.append((max(0, iy0), min(h, max(0, iy0) + span)))
         y0 = min(a for a, _ in ys)
         y1 = max(b for _, b in ys)
-        return (self.in_addr + y0 * w * c, self.in_addr + max(y0 + 1, y1) * w * c)
+        base = buf.addr + ofs
+        return (base + y0 * w * c, base + max(y0 + 1, y1) * w * c)
 
-    def _unit_tasks(self, li: int, r: int, unit, ranges: list[tuple[int, int]], element: bool):
+    def _unit_tasks(self, li: int, r: int, unit, ranges: list[tuple[int, int]], element: bool,
+                    image: int = 0, ofs: int = 0):
         from ....core.errors import UnsupportedError
         from .schedule import Task
         l = self.l
@@ -282,7 +296,7 @@ class MatCodegen:
         if element and len(cores) > 1 and not self.links:
             raise UnsupportedError("element schedule of a replica split over cores needs core links",
                                    where=f"node {l.name} ({l.op})")
-        st: dict = {}
+        st: dict = self._units.setdefault((r, c0), {})
         nwin = sum(q - p for p, q in ranges)
 
         def setup() -> None:
@@ -313,16 +327,23 @@ class MatCodegen:
         for q0, q1 in [(q, min(p1, q + bmax)) for p0, p1 in ranges for q in range(p0, p1, bmax)]:
 
             def run(q0=q0, q1=q1) -> None:
+                self.ofs = ofs
                 if not st:
                     setup()
                     talloc()
                 elif self.em[home].per_task:
                     talloc()
+                if st.get("image", image) != image:
+                    for band in st["bands"].values():   # a new image: the cached rows are stale
+                        if band is not None:
+                            band[1] = band[2] = -1
+                st["image"] = image
                 self._batch(st, cores, home, nu, c0, c1, q0, q1)
 
-            w = (self.out_addr + (q0 * l.N + c0) * ob, self.out_addr + ((q1 - 1) * l.N + c1) * ob)
-            yield Task(li, list(cores), list(cores), [self._read_range(q0, q1)], [w], home, run,
-                       f"node {l.name} ({l.op})", chain=(li, r, c0))
+            oa = l.out.buf.addr + ofs
+            w = (oa + (q0 * l.N + c0) * ob, oa + ((q1 - 1) * l.N + c1) * ob)
+            yield Task(li, list(cores), list(cores), [self._read_range(q0, q1, ofs)], [w], home, run,
+                       f"node {l.name} ({l.op})", chain=(li, r, c0), image=image)
 
     def _batch(self, st: dict, cores: list[int], home: int, nu: int, c0: int, c1: int, q0: int, q1: int) -> None:
         bufs, rbuf, obuf, consts = st["bufs"], st["rbuf"], st["obuf"], st["consts"]
@@ -344,7 +365,7 @@ class MatCodegen:
                 ga = self.scratch_alloc(n * self.accb)
                 self.em[c].st(ga, bufs[c][4][0], n * self.accb)
                 slots.append(ga)
-            self.deferred.append((home, bufs[home][4][0], slots, q0, q1, c0, c1, rbuf, obuf, consts))
+            self.deferred.append((home, bufs[home][4][0], slots, q0, q1, c0, c1, rbuf, obuf, consts, self.ofs))
             return
         self._finish(e_home, bufs[home][4][0], consts, obuf, q0, q1, c0, c1)
 
@@ -370,7 +391,8 @@ class MatCodegen:
 
     def finish_deferred(self) -> None:
         """Global-memory path: load the scratch partial sums, reduce and requantize."""
-        for home, acc_buf, slots, q0, q1, c0, c1, rbuf, obuf, consts in self.deferred:
+        for home, acc_buf, slots, q0, q1, c0, c1, rbuf, obuf, consts, ofs in self.deferred:
+            self.ofs = ofs
             e = self.em[home]
             n = (q1 - q0) * (c1 - c0)
             e.setbw(self.acc, self.acc)
@@ -379,6 +401,7 @@ class MatCodegen:
                 e.ld(rbuf, ga, n * self.accb)
                 e.vv("vvadd", acc_buf, acc_buf, rbuf, n)
             self._finish(e, acc_buf, consts, obuf, q0, q1, c0, c1)
+        self.deferred = []
 
     def _finish(self, e: CoreEmitter, acc_buf: int, consts: dict, obuf: int, q0: int, q1: int, c0: int, c1: int) -> None:
         l = self.l

@@ -44,14 +44,18 @@ def _where(layer) -> str:
     return f"node {layer.name} ({layer.op})"
 
 
-def emit_pool(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
-    for t in pool_tasks(layer, em, workers):
+def emit_pool(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int], ofs: int = 0) -> None:
+    for t in pool_tasks(layer, em, workers, ofs=ofs):
         t.run()
 
 
-def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, pick=None):
+def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, pick=None,
+               image: int = 0, ofs: int = 0, states: dict | None = None):
     """One task per output row (rows split into contiguous ranges over the workers; with
-    ``pick(reads, core)``, the element schedule moves a row to the core that produced its input)."""
+    ``pick(reads, core)``, the element schedule moves a row to the core that produced its input).
+
+    ``ofs``: the image's activation offset (streams); ``states``: per-core state kept across the
+    images of a stream."""
     h, w, c = layer.in_hwc
     oh, ow = layer.out_hw
     kh, kw = layer.kernel
@@ -61,10 +65,10 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
     bits = layer.out.bits
     if bits > 8:
         raise UnsupportedError("pooling of > 8-bit tensors", where=_where(layer))
-    ina, outa = layer.inputs[0].buf.addr, layer.out.buf.addr
+    ina, outa = layer.inputs[0].buf.addr + ofs, layer.out.buf.addr + ofs
     rowb = w * c
     span = (kh - 1) * dh + 1
-    states: dict[int, dict] = {}
+    states = {} if states is None else states
     for core0, (r0, r1) in zip(workers, split(oh, len(workers))):
 
         def setup(core, st) -> None:
@@ -98,7 +102,7 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
                 e.st(outa + oy * ow * c, obuf, ow * c)
 
             yield Task(li, [core], [core], reads, [(outa + oy * ow * c, outa + (oy + 1) * ow * c)], core, run,
-                       _where(layer))
+                       _where(layer), image=image)
 
 
 def _max_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, obuf: int, y0: int, x0: int, ox: int) -> None:
@@ -172,18 +176,19 @@ def _avg_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, gbuf: int, obuf: in
         e.vavg(obuf + ox * c + ch, gbuf, c, count, ch)
 
 
-def emit_gap(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
-    for t in gap_tasks(layer, em, workers):
+def emit_gap(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int], ofs: int = 0) -> None:
+    for t in gap_tasks(layer, em, workers, ofs=ofs):
         t.run()
 
 
-def gap_tasks(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0):
+def gap_tasks(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, image: int = 0,
+              ofs: int = 0):
     h, w, c = layer.in_hwc
     n = h * w
     if n > MAXLEN:
         raise UnsupportedError(f"GlobalAveragePool over {n} > 2047 positions", where=_where(layer))
     bits = layer.out.bits
-    ina, outa = layer.inputs[0].buf.addr, layer.out.buf.addr
+    ina, outa = layer.inputs[0].buf.addr + ofs, layer.out.buf.addr + ofs
     for core, (c0, c1) in zip(workers, split(c, max(1, min(len(workers), c // 32 or 1)))):
         def run(core=core, c0=c0, c1=c1) -> None:
             e = em[core]
@@ -195,7 +200,8 @@ def gap_tasks(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int], l
                 e.vavg(obuf + ch - c0, inbuf, c, n, ch)
             e.st(outa + c0, obuf, c1 - c0)
 
-        yield Task(li, [core], [core], [(ina, ina + n * c)], [(outa + c0, outa + c1)], core, run, _where(layer))
+        yield Task(li, [core], [core], [(ina, ina + n * c)], [(outa + c0, outa + c1)], core, run, _where(layer),
+                   image=image)
 
 
 def _chunks(total: int, workers: list[int], chunk: int):
@@ -205,13 +211,14 @@ def _chunks(total: int, workers: list[int], chunk: int):
         yield core, pieces[i0:i1]
 
 
-def emit_elt(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], consts: ConstPool) -> None:
-    for t in elt_tasks(layer, em, workers, consts):
+def emit_elt(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], consts: ConstPool,
+             ofs: int = 0) -> None:
+    for t in elt_tasks(layer, em, workers, consts, ofs=ofs):
         t.run()
 
 
 def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], consts: ConstPool, li: int = 0,
-              pick=None):
+              pick=None, image: int = 0, ofs: int = 0, states: dict | None = None):
     """Per worker: constants once, then one task per chunk of <= 2047 elements."""
     a, b = layer.inputs
     ab, bb, ob, acc = a.bits, b.bits, layer.out.bits, layer.acc_bits
@@ -228,8 +235,9 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
     tmax = (1 << (ob - 1)) - 1
     if shl and tmax + 1 << shl >= 1 << (acc - 1):
         raise UnsupportedError("Add requant left shift too large", where=_where(layer))
-    outa = layer.out.buf.addr
-    states: dict[int, dict] = {}
+    outa = layer.out.buf.addr + ofs
+    aa, ba = a.buf.addr + ofs, b.buf.addr + ofs
+    states = {} if states is None else states
 
     def talloc(core, st, n0) -> None:
         e = em[core]
@@ -258,7 +266,7 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
                 e.ld_rep(st["kl"], consts.add(np.full(u, shl), acc), u * accb, n0 * accb)
 
         for p, q in pieces:
-            reads = [(a.buf.addr + p, a.buf.addr + q), (b.buf.addr + p, b.buf.addr + q)]
+            reads = [(aa + p, aa + q), (ba + p, ba + q)]
             core = pick(reads, core0) if pick else core0
             st = states.setdefault(core, {})
 
@@ -271,8 +279,8 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
                 e = em[core]
                 abuf, bbuf, A, B, obuf = st["abuf"], st["bbuf"], st["A"], st["B"], st["obuf"]
                 n = q - p
-                e.ld(abuf, a.buf.addr + p, n)
-                e.ld(bbuf, b.buf.addr + p, n)
+                e.ld(abuf, aa + p, n)
+                e.ld(bbuf, ba + p, n)
                 e.setbw(8, acc)
                 e.vv("vvsll", A, abuf, st["ksa"], n)
                 e.vv("vvsll", B, bbuf, st["ksb"], n)
@@ -292,15 +300,16 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
                     e.vrs("vrsu", obuf, obuf, hi, n)
                 e.st(outa + p, obuf, n)
 
-            yield Task(li, [core], [core], reads, [(outa + p, outa + q)], core, run, _where(layer))
+            yield Task(li, [core], [core], reads, [(outa + p, outa + q)], core, run, _where(layer), image=image)
 
 
-def emit_clamp(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
-    for t in clamp_tasks(layer, em, workers):
+def emit_clamp(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int], ofs: int = 0) -> None:
+    for t in clamp_tasks(layer, em, workers, ofs=ofs):
         t.run()
 
 
-def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, pick=None):
+def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, pick=None,
+                image: int = 0, ofs: int = 0, states: dict | None = None):
     x = layer.inputs[0]
     bits = layer.out.bits
     if bits > 8 or x.bits != bits:
@@ -309,8 +318,8 @@ def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int
     total = h * w * c
     lo, hi = layer.clamp
     tmax = (1 << (bits - 1)) - 1
-    xa, outa = x.buf.addr, layer.out.buf.addr
-    states: dict[int, dict] = {}
+    xa, outa = x.buf.addr + ofs, layer.out.buf.addr + ofs
+    states = {} if states is None else states
     chunk = min(MAXLEN, total)
     for core0, pieces in _chunks(total, workers, chunk):
         for p, q in pieces:
@@ -329,4 +338,5 @@ def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int
                     e.vrs("vrsu", buf, buf, hi, q - p)
                 e.st(outa + p, buf, q - p)
 
-            yield Task(li, [core], [core], [(xa + p, xa + q)], [(outa + p, outa + q)], core, run, _where(layer))
+            yield Task(li, [core], [core], [(xa + p, xa + q)], [(outa + p, outa + q)], core, run, _where(layer),
+                       image=image)

@@ -54,11 +54,15 @@ class ConstPool:
         return sum(len(d) for d in self.segments.values())
 
 
-def plan_gmem(low: Lowered, *, reuse: bool = True) -> dict:
+def plan_gmem(low: Lowered, *, reuse: bool = True, images: int = 1) -> dict:
     """Assign ``Buffer.addr`` for every activation buffer; returns the memory map.
 
-    Buffers of graph inputs and outputs are never reused.  Returns a dict with ``buffers``
-    (name → [address, bytes]), ``activation_bytes`` and ``end`` (first free address).
+    Buffers of graph inputs and outputs are never reused.  With ``images`` > 1 (a stream of
+    images compiled into one program) every image gets its own copy of the whole activation
+    area: image ``k``'s buffers lie ``k · image_stride`` bytes above image 0's, so no image can
+    overwrite another's data (no write-after-read hazards between images).  Returns a dict
+    with ``buffers`` (name → [address, bytes], image 0), ``activation_bytes`` (one image),
+    ``image_stride`` and ``end`` (first free address after all images).
     """
     pinned = {t.buf.name for t in low.inputs} | {t.buf.name for t in low.outputs}
     last_use: dict[str, int] = {}
@@ -97,4 +101,6 @@ def plan_gmem(low: Lowered, *, reuse: bool = True) -> dict:
             continue
         seen.add(b.name)
         bufs[b.name] = [b.addr, b.size]
-    return {"buffers": bufs, "activation_bytes": top, "end": _align(top)}
+    stride = _align(top)
+    return {"buffers": bufs, "activation_bytes": top, "image_stride": stride, "images": images,
+            "end": stride * max(1, images)}

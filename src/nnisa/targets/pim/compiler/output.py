@@ -41,6 +41,9 @@ def write_outputs(c: Compiled, out_dir: str | Path, *, binary: bool = True) -> d
         config["chip_config"]["network_config"]["net_config_file_path"] = NOC_FILE
     manifest = {"global_address_mode": "pair", "config": config,
                 "inputs": [_entry(e) for e in c.inputs], "outputs": [_entry(e) for e in c.outputs]}
+    stream = stream_info(c)
+    if stream is not None:
+        manifest["stream"] = {**stream, "image_ends": c.program.image_ends}
     write_bundle(out, c.program, weights=c.weights, gmem_segments=c.gmem, manifest=manifest, binary=binary,
                  extra_files=extra)
     files = {"program": str(out / "program.json.gz"), "weights": str(out / "weights.npz"),
@@ -52,6 +55,12 @@ def write_outputs(c: Compiled, out_dir: str | Path, *, binary: bool = True) -> d
         files["noc_table"] = str(out / NOC_FILE)
     c.files = files
     return files
+
+
+def stream_info(c: Compiled) -> dict | None:
+    """``{"images", "image_stride"}`` of a program compiled for a stream (``None``: one image)."""
+    n = c.memory_map.get("images", 1)
+    return {"images": n, "image_stride": c.memory_map["image_stride"]} if n > 1 else None
 
 
 def _entry(e: dict) -> dict:
@@ -75,13 +84,18 @@ def compile_result(model, *, config=None, out_dir=None, **options) -> CompileRes
     outs = {t.name: t for t in low.outputs}
     shapes = {e["name"]: tuple(e["shape"]) for e in c.outputs}
 
-    def encode_inputs(sample: dict) -> dict[int, bytes]:
+    stream = stream_info(c)
+    stride = stream["image_stride"] if stream else 0
+
+    def encode_inputs(sample: dict, image: int = 0) -> dict[int, bytes]:
+        """``{address: bytes}`` of one sample, placed in image ``image``'s slot of a stream."""
         segs: dict[int, bytes] = {}
         for name, t in ins.items():
             x = np.asarray(sample[name])
             if x.ndim == len(t.shape) - 1:
                 x = x[None]
-            segs.update(input_segments(t, qg.quantize_input(name, x)))
+            for a, data in input_segments(t, qg.quantize_input(name, x)).items():
+                segs[a + image * stride] = data
         return segs
 
     def reference(sample: dict) -> dict[str, np.ndarray]:
@@ -102,5 +116,7 @@ def compile_result(model, *, config=None, out_dir=None, **options) -> CompileRes
 
     sim_options = {"config": c.config, "weights": c.weights, "gmem": c.gmem,
                    "outputs": [_entry(e) for e in c.outputs], "inputs_layout": [_entry(e) for e in c.inputs]}
+    if stream is not None:
+        sim_options["stream"] = stream
     return CompileResult(program=c.program, files=files, report=c.report, encode_inputs=encode_inputs,
                          decode_outputs=decode_outputs, reference=reference, sim_options=sim_options)

@@ -116,12 +116,15 @@ def _sync_rows(times: list[float], n: int, t: float | None = None) -> None:
 
 
 def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bool = True,
-                lmem: int = 1 << 20) -> dict:
+                lmem: int = 1 << 20, image_first: bool = True) -> dict:
     """Emit ``tasks`` (in batch order: layer, index) with the element schedule; returns stats.
 
     ``interleave``: a core's tasks of different layers may interleave (true pipelining on every
     core); per-unit state then lives in the lower half of local memory and each task's
-    transient buffers in the upper half.  Otherwise each core runs its layers in order."""
+    transient buffers in the upper half.  Otherwise each core runs its layers in order.
+    ``image_first`` (streams): among ready tasks the earliest image goes first (low latency:
+    a core starts the next image when it has nothing left of the current one); otherwise the
+    earliest estimated start wins whatever the image."""
     _deps(tasks)
     n = len(tasks)
     if interleave:
@@ -167,7 +170,7 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         return max([avail[c] for c in t.cores] + [fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]])
 
     def push(i: int) -> None:
-        heapq.heappush(heap, (est(i), i))
+        heapq.heappush(heap, (tasks[i].image if image_first else 0, est(i), i))
 
     queued = [False] * n
     for i in range(n):
@@ -176,11 +179,11 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
             push(i)
     emitted = 0
     while heap:
-        start, i = heapq.heappop(heap)
+        img, start, i = heapq.heappop(heap)
         if interleave:
             s = est(i)
             if s > start:   # a core of the task got busier since it was queued
-                heapq.heappush(heap, (s, i))
+                heapq.heappush(heap, (img, s, i))
                 continue
         t = tasks[i]
         for c in t.cores:
@@ -220,6 +223,8 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
             end = max(end, _cost(em[c].rows[before[c]:], max(start, tc[-1] if tc else 0.0), tc))
         fin[i] = end
         endpos[i] = len(em[t.store].rows)
+        for c in t.cores:
+            em[c].mark(t.image)
         done[i] = True
         emitted += 1
         for c in t.cores:

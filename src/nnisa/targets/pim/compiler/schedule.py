@@ -53,3 +53,4 @@ class Task:
     where: str = ""
     chain: object = None     # tasks with the same key run in list order (a unit's batches)
     deps: list = field(default_factory=list)
+    image: int = 0           # the image of a stream (``images`` > 1) this task works on
