@@ -17,16 +17,20 @@ import numpy as np
 from ....core.errors import ConfigError, UnsupportedError
 from ..program import DTYPE, PimProgram
 from .emit import CoreEmitter
+from .fusion import GapFinishLayer, fuse_layers, size_partials
 from .graph import ClampLayer, EltLayer, GapLayer, Lowered, MatLayer, PoolLayer, lower_graph
+from .lower_fused import gap_finish_tasks
 from .lower_mat import MatCodegen
 from .lower_vec import clamp_tasks, elt_tasks, emit_clamp, emit_elt, emit_gap, emit_pool, gap_tasks, pool_tasks
 from .mapping import MappingError, map_ags
 from .memory_plan import ConstPool, plan_gmem
 from .partition import build_ags, partition, replicate
-from .pipeline import Producers, run_element
+from .pipeline import Producers, coarsen, run_element
+from .throughput import estimate_period
 from .schedule import barrier
 
 STRICT_GROUPS = 16
+SCHEDULES = ("batch", "element", "throughput")
 #: most images a stream program may hold (each image's code is generated separately)
 MAX_IMAGES = 256
 #: partial-sum scratch area of the global-memory reduction path (no core-to-core links)
@@ -94,7 +98,8 @@ def _default_calib(g, seed: int):
 def compile_model(model, config=None, *, calib=None, mode: str = "batch", replication: str = "balance",
                   fill: float = 0.9, mapping: str = "balanced", links: bool | None = None, batch: int = 32,
                   bits: int = 8, gmem_reuse: bool | None = None, schedule: str | None = None,
-                  rounds: int = 1, interleave: bool = True, images: int = 1) -> Compiled:
+                  rounds: int = 1, interleave: bool = True, images: int = 1, fuse_pool: bool = True,
+                  fuse_add: bool = True, fuse_gap: bool = True) -> Compiled:
     """Compile ``model`` for the PIM configuration ``config``.
 
     Parameters
@@ -107,9 +112,11 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     calib
         Calibration inputs for quantization (default: bundled test set / seeded uniform).
     mode
-        ``"batch"`` (layer by layer with barriers) or ``"element"`` (inter-layer pipeline at
-        window/row granularity, token-synchronised; ``pipeline.py``).  ``schedule`` is an alias
-        (``-O schedule=element`` on the command line).
+        ``"batch"`` (layer by layer with barriers), ``"element"`` (inter-layer pipeline at
+        window/row granularity, token-synchronised, low latency; ``pipeline.py``) or
+        ``"throughput"`` (a layer pipeline across the images of a stream: one task per unit,
+        layer and image, one token per producer/consumer core pair, layer boundary and image).
+        ``schedule`` is an alias (``-O schedule=throughput`` on the command line).
     replication
         ``"balance"`` or ``"none"``.
     fill
@@ -129,9 +136,9 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     t0 = time.perf_counter()
     if schedule is not None:
         mode = schedule
-    if mode not in ("batch", "element"):
-        raise UnsupportedError(f"schedule mode {mode!r} is not implemented (use 'batch' or 'element')")
-    element = mode == "element"
+    if mode not in SCHEDULES:
+        raise UnsupportedError(f"schedule mode {mode!r} is not implemented (use {', '.join(map(repr, SCHEDULES))})")
+    element = mode in ("element", "throughput")
     if gmem_reuse is None:
         gmem_reuse = not element   # the pipeline would need write-after-read ordering
     elif gmem_reuse and element:
@@ -150,6 +157,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     plans = [partition(l, hw["rows"], hw["cols"], hw["xbars"]) for l in mats]
     for l, p in zip(mats, plans):
         l.plan = p
+    fused = fuse_layers(low, pool=fuse_pool, add=fuse_add, gap=fuse_gap, cores=hw["cores"])
     total = hw["cores"] * hw["xbars"]
     base_need = sum(p.xbars_per_replica for p in plans)
     if base_need > total:
@@ -162,7 +170,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
                 if mapping == "balanced":
                     # replicas on one core run serially: at most one replica per core is useful
                     replicate(mats, plans, total, mode="balance" if f > 0 else "none", fill=f,
-                              max_replicas=caps, work=True)
+                              max_replicas=caps, work=True, xbars_per_core=hw["xbars"])
                 else:
                     replicate(mats, plans, total, mode="balance" if f > 0 else "none", fill=f)
                 for i, (l, p) in enumerate(zip(mats, plans)):
@@ -191,6 +199,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
                 for j, rg in enumerate(split(l.windows, k)):
                     p.chunks[j % p.replicas].append(rg)
     t_map = time.perf_counter()
+    size_partials(low)
     gmap = plan_gmem(low, reuse=gmem_reuse, images=images)
     consts = ConstPool(gmap["end"] + 4096)
     ag_cores = sorted({a.core for p in plans for ags in p.ags for a in ags})
@@ -207,7 +216,8 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     stride = gmap["image_stride"]
     if element:
         pipe_stats = _emit_element(low, em, workers, consts, links, batch, scratch_alloc,
-                                   interleave=interleave, lmem=hw["lmem"], images=images, stride=stride)
+                                   interleave=interleave, lmem=hw["lmem"], images=images, stride=stride,
+                                   throughput=mode == "throughput")
     else:
         _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images, stride)
     scratch_base = SCRATCH_BASE
@@ -234,6 +244,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     report = _report(low, mats, plans, used, hw, prog, em, links, mapping, replication)
     report["options"]["schedule"] = mode
     report["options"]["images"] = images
+    report["fused"] = fused
     if pipe_stats is not None:
         report["element_schedule"] = pipe_stats
     report["compile_seconds"] = {"quantize": t_q - t0, "map": t_map - t_q, "codegen": t_gen - t_map,
@@ -264,6 +275,9 @@ def _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images: i
                 emit_elt(layer, em, workers, consts, ofs)
             elif isinstance(layer, ClampLayer):
                 emit_clamp(layer, em, workers, ofs)
+            elif isinstance(layer, GapFinishLayer):
+                for t in gap_finish_tasks(layer, em, li, k, ofs):
+                    t.run()
             else:  # pragma: no cover - lower_graph only creates the kinds above
                 raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
             if li + 1 < nlayers:
@@ -273,9 +287,11 @@ def _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images: i
 
 
 def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, locality: bool = True,
-                  interleave: bool = True, lmem: int = 1 << 20, images: int = 1, stride: int = 0) -> dict:
+                  interleave: bool = True, lmem: int = 1 << 20, images: int = 1, stride: int = 0,
+                  throughput: bool = False) -> dict:
     """Cut every layer of every image into tasks and emit them with the element schedule
-    (``pipeline.py``)."""
+    (``pipeline.py``); ``throughput``: one task per unit (or core) per layer and image, ordered by
+    estimated start whatever the image (a layer pipeline across the images of a stream)."""
     for e in em.values():
         e.arena.base = e.arena.top = 4     # local bytes 0..3: the token byte of send/recv
     tasks = []
@@ -302,11 +318,17 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
                 new = list(elt_tasks(layer, em, workers, consts, li, pick, k, ofs, states(li)))
             elif isinstance(layer, ClampLayer):
                 new = list(clamp_tasks(layer, em, workers, li, pick, k, ofs, states(li)))
+            elif isinstance(layer, GapFinishLayer):
+                new = list(gap_finish_tasks(layer, em, li, k, ofs))
             else:  # pragma: no cover - lower_graph only creates the kinds above
                 raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
             prod.add(new)
             tasks.extend(new)
-    return run_element(tasks, em, interleave=interleave, lmem=lmem)
+    if not throughput:
+        return run_element(tasks, em, interleave=interleave, lmem=lmem)
+    period = estimate_period(low)
+    return run_element(coarsen(tasks, em), em, interleave=interleave, lmem=lmem, image_first=False,
+                       release=period)
 
 
 def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -> PimProgram:
@@ -355,7 +377,8 @@ def _report(low, mats, plans, used, hw, prog, em, links, mapping, replication) -
         per_layer.append({"name": l.name, "op": l.op, "K": int(l.K), "N": int(l.N), "windows": int(l.windows),
                           "hbar": p.hbar, "agp": p.agp, "xbars_per_replica": p.xbars_per_replica,
                           "replicas": p.replicas, "ags": sum(len(a) for a in p.ags),
-                          "cores": sorted({a.core for ags in p.ags for a in ags}), "acc_bits": l.acc_bits})
+                          "cores": sorted({a.core for ags in p.ags for a in ags}), "acc_bits": l.acc_bits,
+                          "fused": l.fused})
     per_core = {}
     for c, e in sorted(em.items()):
         per_core[str(c)] = {"instructions": len(e.rows), "groups": len(e.group_xbars),

@@ -63,6 +63,7 @@ class CoreEmitter:
         self.reg = [0] * 32            # every register value is known (all start at 0)
         self.cache: OrderedDict[int, int] = OrderedDict()   # value -> register (LRU order)
         self.owner: dict[int, int] = {}                      # register -> cached value
+        self._sorted: list[int] = []                         # the cached values, ascending
         self.widths: tuple[int, int] | None = None
         self.arena = LmemArena(lmem_size)
         # transient buffers (a task's patch/partial sums/outputs): the same arena in the
@@ -99,8 +100,10 @@ class CoreEmitter:
             r = _POOL[len(self.owner)]
         else:
             old, r = self.cache.popitem(last=False)
+            del self._sorted[bisect.bisect_left(self._sorted, old)]
         self.owner[r] = value
         self.cache[value] = r
+        bisect.insort(self._sorted, value)
         self._set(r, value)
         return r
 
@@ -110,11 +113,15 @@ class CoreEmitter:
         if r is not None:
             self.cache.move_to_end(value)
             return r, 0
+        # the nearest cached value (a sorted copy of the cache keys: two neighbours to compare)
+        srt = self._sorted
+        i = bisect.bisect_left(srt, value)
         best = None
-        for v, rr in self.cache.items():
-            d = value - v
-            if -_OFS_LIMIT < d < _OFS_LIMIT and (best is None or abs(d) < abs(best[1])):
-                best = (rr, d)
+        for j in (i - 1, i):
+            if 0 <= j < len(srt):
+                d = value - srt[j]
+                if -_OFS_LIMIT < d < _OFS_LIMIT and (best is None or abs(d) < abs(best[1])):
+                    best = (self.cache[srt[j]], d)
         if best is not None:
             self.cache.move_to_end(self.owner[best[0]])
             return best

@@ -111,6 +111,23 @@ class MatLayer(Layer):
     acc_bits: int = 24
     # filled by partition / replication / mapping
     plan: Any = None
+    # epilogues folded into this layer by ``fusion.py`` (``out`` is then the fused result)
+    fused_add: Any = None
+    fused_pool: Any = None
+    fused_gap: Any = None
+    conv_bits: int = 0                 # bits of the conv's own (requantized) output; 0 = out.bits
+
+    @property
+    def max_replicas(self) -> int:
+        """Most useful replicas: one per output window (per pool-output pixel when a pool is fused)."""
+        if self.fused_pool is not None:
+            return self.fused_pool.out_hw[0] * self.fused_pool.out_hw[1]
+        return self.windows
+
+    @property
+    def fused(self) -> list[str]:
+        """Names of the folded epilogues (``add``, ``pool``, ``gap``)."""
+        return [k for k in ("add", "pool", "gap") if getattr(self, f"fused_{k}") is not None]
 
     @property
     def K(self) -> int:

@@ -74,7 +74,7 @@ class MatCodegen:
         self.batch = batch
         self.scratch_alloc = scratch_alloc
         self.ab = layer.inputs[0].bits
-        self.ob = layer.out.bits
+        self.ob = layer.conv_bits or layer.out.bits     # the conv's own output (before epilogues)
         self.acc = layer.acc_bits
         self.accb = elem_bytes(self.acc)
         self.ofs = 0               # byte offset of the current image's activations (streams)
@@ -82,6 +82,10 @@ class MatCodegen:
         self._templates: dict[tuple, list] = {}
         self._units: dict[tuple, dict] = {}   # per-unit state (bands, constants), shared by images
         self.deferred: list = []   # gmem-mode reductions run after a barrier
+        self.post = None           # fused epilogue (add / pool / gap, ``lower_fused.py``)
+        if layer.fused:
+            from .lower_fused import Epilogue
+            self.post = Epilogue(self)
 
     @property
     def in_addr(self) -> int:
@@ -298,6 +302,7 @@ class MatCodegen:
                                    where=f"node {l.name} ({l.op})")
         st: dict = self._units.setdefault((r, c0), {})
         nwin = sum(q - p for p, q in ranges)
+        post = self.post
 
         def setup() -> None:
             # per-unit state: input bands and constants (kept while the unit runs)
@@ -307,6 +312,8 @@ class MatCodegen:
                 bands[c] = self._band_alloc(self.em[c], min(a.r0 for a in my), max(a.r1 for a in my), nwin)
             st["bands"] = bands
             st["consts"] = self._consts(home, c0, c1, bmax)
+            if post is not None:
+                post.setup(st, home, nu, bmax, r)
 
         def talloc() -> None:
             # transient buffers of one batch
@@ -322,11 +329,17 @@ class MatCodegen:
             st["bufs"] = bufs
             st["rbuf"] = e_home.tarena.alloc(bmax * nu * self.accb) if len(cores) > 1 else None
             st["obuf"] = e_home.tarena.alloc(bmax * nu * elem_bytes(self.ob))
+            if post is not None:
+                post.talloc(st, home, nu, bmax, r)
 
         ob = elem_bytes(self.ob)
-        for q0, q1 in [(q, min(p1, q + bmax)) for p0, p1 in ranges for q in range(p0, p1, bmax)]:
+        if post is not None:
+            batches = post.batches(r, ranges, bmax)
+        else:
+            batches = [(q, min(p1, q + bmax), None) for p0, p1 in ranges for q in range(p0, p1, bmax)]
+        for q0, q1, info in batches:
 
-            def run(q0=q0, q1=q1) -> None:
+            def run(q0=q0, q1=q1, info=info) -> None:
                 self.ofs = ofs
                 if not st:
                     setup()
@@ -338,14 +351,20 @@ class MatCodegen:
                         if band is not None:
                             band[1] = band[2] = -1
                 st["image"] = image
-                self._batch(st, cores, home, nu, c0, c1, q0, q1)
+                self._batch(st, cores, home, nu, c0, c1, q0, q1, r, info)
 
-            oa = l.out.buf.addr + ofs
-            w = (oa + (q0 * l.N + c0) * ob, oa + ((q1 - 1) * l.N + c1) * ob)
-            yield Task(li, list(cores), list(cores), [self._read_range(q0, q1, ofs)], [w], home, run,
+            reads = [self._read_range(q0, q1, ofs)]
+            if post is not None:
+                reads += post.reads(q0, q1, c0, c1, ofs)
+                writes = post.writes(r, q0, q1, c0, c1, ofs, info)
+            else:
+                oa = l.out.buf.addr + ofs
+                writes = [(oa + (q0 * l.N + c0) * ob, oa + ((q1 - 1) * l.N + c1) * ob)]
+            yield Task(li, list(cores), list(cores), reads, writes, home, run,
                        f"node {l.name} ({l.op})", chain=(li, r, c0), image=image)
 
-    def _batch(self, st: dict, cores: list[int], home: int, nu: int, c0: int, c1: int, q0: int, q1: int) -> None:
+    def _batch(self, st: dict, cores: list[int], home: int, nu: int, c0: int, c1: int, q0: int, q1: int,
+               r: int = 0, info=None) -> None:
         bufs, rbuf, obuf, consts = st["bufs"], st["rbuf"], st["obuf"], st["consts"]
         e_home = self.em[home]
         nb = q1 - q0
@@ -365,9 +384,10 @@ class MatCodegen:
                 ga = self.scratch_alloc(n * self.accb)
                 self.em[c].st(ga, bufs[c][4][0], n * self.accb)
                 slots.append(ga)
-            self.deferred.append((home, bufs[home][4][0], slots, q0, q1, c0, c1, rbuf, obuf, consts, self.ofs))
+            self.deferred.append((home, bufs[home][4][0], slots, q0, q1, c0, c1, rbuf, obuf, consts, self.ofs,
+                                  st, r, info))
             return
-        self._finish(e_home, bufs[home][4][0], consts, obuf, q0, q1, c0, c1)
+        self._finish(e_home, bufs[home][4][0], consts, obuf, q0, q1, c0, c1, st, r, info)
 
     def _partials(self, c: int, buf, q0: int, q1: int, nu: int) -> None:
         l = self.l
@@ -391,7 +411,7 @@ class MatCodegen:
 
     def finish_deferred(self) -> None:
         """Global-memory path: load the scratch partial sums, reduce and requantize."""
-        for home, acc_buf, slots, q0, q1, c0, c1, rbuf, obuf, consts, ofs in self.deferred:
+        for home, acc_buf, slots, q0, q1, c0, c1, rbuf, obuf, consts, ofs, st, r, info in self.deferred:
             self.ofs = ofs
             e = self.em[home]
             n = (q1 - q0) * (c1 - c0)
@@ -400,11 +420,15 @@ class MatCodegen:
             for ga in slots[:-1]:
                 e.ld(rbuf, ga, n * self.accb)
                 e.vv("vvadd", acc_buf, acc_buf, rbuf, n)
-            self._finish(e, acc_buf, consts, obuf, q0, q1, c0, c1)
+            self._finish(e, acc_buf, consts, obuf, q0, q1, c0, c1, st, r, info)
         self.deferred = []
 
-    def _finish(self, e: CoreEmitter, acc_buf: int, consts: dict, obuf: int, q0: int, q1: int, c0: int, c1: int) -> None:
+    def _finish(self, e: CoreEmitter, acc_buf: int, consts: dict, obuf: int, q0: int, q1: int, c0: int, c1: int,
+                st: dict | None = None, r: int = 0, info=None) -> None:
         l = self.l
+        if self.post is not None:
+            ring = self.post.out_buffer(st, q0, q1, r)
+            obuf = obuf if ring is None else ring
         nu = c1 - c0
         n = (q1 - q0) * nu
         acc = self.acc
@@ -423,6 +447,9 @@ class MatCodegen:
         if hi < tmax:
             e.setbw(self.ob, self.ob)
             e.vrs("vrsu", obuf, obuf, hi, n)
+        if self.post is not None:
+            self.post.finish(e, st, obuf, q0, q1, c0, c1, r, info)
+            return
         ob = elem_bytes(self.ob)
         if nu == l.N:
             e.st(self.out_addr + q0 * l.N * ob, obuf, n * ob)

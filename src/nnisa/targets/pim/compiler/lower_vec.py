@@ -96,7 +96,7 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
                 for ox in range(ow):
                     x0 = ox * sw - pl
                     if layer.kind == "max":
-                        _max_pixel(e, layer, inbuf, obuf, y0, x0, ox)
+                        max_pixel(e, layer, lambda iy: inbuf + (iy - y0) * rowb, obuf, y0, x0, ox)
                     else:
                         _avg_pixel(e, layer, inbuf, gbuf, obuf, y0, x0, oy, ox)
                 e.st(outa + oy * ow * c, obuf, ow * c)
@@ -105,12 +105,13 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
                        _where(layer), image=image)
 
 
-def _max_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, obuf: int, y0: int, x0: int, ox: int) -> None:
+def max_pixel(e: CoreEmitter, layer: PoolLayer, row_addr, obuf: int, y0: int, x0: int, ox: int) -> None:
+    """One max-pooled pixel: a ``vvmax`` chain over the valid taps of window (``y0``, ``x0``);
+    ``row_addr(iy)`` is the local address of input row ``iy`` (HWC, ``w·c`` bytes)."""
     h, w, c = layer.in_hwc
     kh, kw = layer.kernel
     sw = layer.strides[1]
     dh, dw = layer.dilations
-    rowb = w * c
     taps = []
     for ky in range(kh):
         iy = y0 + ky * dh
@@ -120,7 +121,7 @@ def _max_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, obuf: int, y0: int,
             ix = x0 + kx * dw
             if 0 <= ix < w:
                 # base (independent of ox) + element offset ox*sw*c
-                base = inbuf + (ky * dh) * rowb + (kx * dw - layer.pads[1]) * c
+                base = row_addr(iy) + (kx * dw - layer.pads[1]) * c
                 taps.append((base, ox * sw * c))
     if not taps:
         raise UnsupportedError("max-pool window without any input element", where=_where(layer))
@@ -228,13 +229,7 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
     h, w, c = layer.out.buf.hwc
     total = h * w * c
     chunk = min(MAXLEN, total)
-    s = layer.shift
-    shr, shl = max(s, 0), max(-s, 0)
-    half = (1 << (shr - 1)) if shr > 0 else 0
-    lo, hi = layer.clamp
-    tmax = (1 << (ob - 1)) - 1
-    if shl and tmax + 1 << shl >= 1 << (acc - 1):
-        raise UnsupportedError("Add requant left shift too large", where=_where(layer))
+    check_elt_shift(layer.shift, ob, acc, _where(layer))
     outa = layer.out.buf.addr + ofs
     aa, ba = a.buf.addr + ofs, b.buf.addr + ofs
     states = {} if states is None else states
@@ -248,22 +243,8 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
     for core0, pieces in _chunks(total, workers, chunk):
 
         def setup(core, st, n0) -> None:
-            e = em[core]
             talloc(core, st, n0)
-            st["ksa"] = e.arena.alloc(n0)
-            st["ksb"] = e.arena.alloc(n0)
-            st["kr"] = e.arena.alloc(n0 * accb)
-            # uniform constant vectors: 64 elements from global memory, replicated locally
-            u = min(n0, 64)
-            e.ld_rep(st["ksa"], consts.add(np.full(u, layer.in_shifts[0]), 8), u, n0)
-            e.ld_rep(st["ksb"], consts.add(np.full(u, layer.in_shifts[1]), 8), u, n0)
-            e.ld_rep(st["kr"], consts.add(np.full(u, half), acc), u * accb, n0 * accb)
-            if shr:
-                st["ks"] = e.arena.alloc(n0 * accb)
-                e.ld_rep(st["ks"], consts.add(np.full(u, shr), acc), u * accb, n0 * accb)
-            if shl:
-                st["kl"] = e.arena.alloc(n0 * accb)
-                e.ld_rep(st["kl"], consts.add(np.full(u, shl), acc), u * accb, n0 * accb)
+            st.update(elt_consts(em[core], consts, n0, layer.in_shifts, layer.shift, acc))
 
         for p, q in pieces:
             reads = [(aa + p, aa + q), (ba + p, ba + q)]
@@ -281,26 +262,66 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
                 n = q - p
                 e.ld(abuf, aa + p, n)
                 e.ld(bbuf, ba + p, n)
-                e.setbw(8, acc)
-                e.vv("vvsll", A, abuf, st["ksa"], n)
-                e.vv("vvsll", B, bbuf, st["ksb"], n)
-                e.setbw(acc, acc)
-                e.vv("vvsub" if layer.sub else "vvadd", A, A, B, n)
-                if shr:
-                    e.vv("vvadd", A, A, st["kr"], n)
-                    e.vv("vvsra", A, A, st["ks"], n)
-                if shl:
-                    e.vrs("vrsl", A, A, -tmax - 2, n)
-                    e.vrs("vrsu", A, A, tmax + 1, n)
-                    e.vv("vvsll", A, A, st["kl"], n)
-                e.setbw(acc, ob)
-                e.vrs("vrsl", obuf, A, lo, n)
-                if hi < tmax:
-                    e.setbw(ob, ob)
-                    e.vrs("vrsu", obuf, obuf, hi, n)
+                elt_arith(e, st, obuf, abuf, bbuf, A, B, n, layer.sub, layer.shift, layer.clamp, acc, ob)
                 e.st(outa + p, obuf, n)
 
             yield Task(li, [core], [core], reads, [(outa + p, outa + q)], core, run, _where(layer), image=image)
+
+
+def check_elt_shift(shift: int, ob: int, acc: int, where: str) -> None:
+    """The Add requant's left shift must keep the pre-clamped value inside the accumulator."""
+    shl = max(-shift, 0)
+    if shl and (1 << (ob - 1)) << shl >= 1 << (acc - 1):
+        raise UnsupportedError("Add requant left shift too large", where=where)
+
+
+def elt_consts(e: CoreEmitter, consts: ConstPool, n0: int, in_shifts: tuple[int, int], shift: int,
+               acc: int) -> dict[str, int]:
+    """Per-core constant vectors of ``n0`` elements for :func:`elt_arith` (in ``e.arena``):
+    the two input shifts (8-bit), the rounding constant and the shift amounts (``acc`` bits).
+    Each is loaded as 64 elements from global memory and replicated locally."""
+    accb = elem_bytes(acc)
+    shr, shl = max(shift, 0), max(-shift, 0)
+    half = (1 << (shr - 1)) if shr > 0 else 0
+    u = min(n0, 64)
+    st = {"ksa": e.arena.alloc(n0), "ksb": e.arena.alloc(n0), "kr": e.arena.alloc(n0 * accb)}
+    e.ld_rep(st["ksa"], consts.add(np.full(u, in_shifts[0]), 8), u, n0)
+    e.ld_rep(st["ksb"], consts.add(np.full(u, in_shifts[1]), 8), u, n0)
+    e.ld_rep(st["kr"], consts.add(np.full(u, half), acc), u * accb, n0 * accb)
+    if shr:
+        st["ks"] = e.arena.alloc(n0 * accb)
+        e.ld_rep(st["ks"], consts.add(np.full(u, shr), acc), u * accb, n0 * accb)
+    if shl:
+        st["kl"] = e.arena.alloc(n0 * accb)
+        e.ld_rep(st["kl"], consts.add(np.full(u, shl), acc), u * accb, n0 * accb)
+    return st
+
+
+def elt_arith(e: CoreEmitter, k: dict[str, int], out: int, abuf: int, bbuf: int, A: int, B: int, n: int,
+              sub: bool, shift: int, clamp: tuple[int, int], acc: int, ob: int) -> None:
+    """``out ← sat(rshift_round((a << ka) ± (b << kb), shift))`` for ``n`` int8 elements
+    (the frontend's Add/Sub); ``k`` = the constants of :func:`elt_consts`, ``A``/``B`` scratch
+    vectors at accumulator width."""
+    shr, shl = max(shift, 0), max(-shift, 0)
+    lo, hi = clamp
+    tmax = (1 << (ob - 1)) - 1
+    e.setbw(8, acc)
+    e.vv("vvsll", A, abuf, k["ksa"], n)
+    e.vv("vvsll", B, bbuf, k["ksb"], n)
+    e.setbw(acc, acc)
+    e.vv("vvsub" if sub else "vvadd", A, A, B, n)
+    if shr:
+        e.vv("vvadd", A, A, k["kr"], n)
+        e.vv("vvsra", A, A, k["ks"], n)
+    if shl:
+        e.vrs("vrsl", A, A, -tmax - 2, n)
+        e.vrs("vrsu", A, A, tmax + 1, n)
+        e.vv("vvsll", A, A, k["kl"], n)
+    e.setbw(acc, ob)
+    e.vrs("vrsl", out, A, lo, n)
+    if hi < tmax:
+        e.setbw(ob, ob)
+        e.vrs("vrsu", out, out, hi, n)
 
 
 def emit_clamp(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int], ofs: int = 0) -> None:

@@ -109,6 +109,34 @@ class Producers:
         return max(score, key=lambda c: (score[c], c == default, -c))
 
 
+def coarsen(tasks: list[Task], em: dict[int, CoreEmitter]) -> list[Task]:
+    """Merge the tasks of one unit (a chain) or one core of a layer, per image, into one task
+    (the throughput schedule's granularity: one token per producer core, consumer core, layer
+    boundary and image).  Sub-tasks keep their order; each gets its own transient buffers."""
+    groups: dict[tuple, list[Task]] = {}
+    for t in tasks:
+        key = (t.image, t.layer, t.chain if t.chain is not None else ("core", t.store))
+        groups.setdefault(key, []).append(t)
+    out = []
+    for key, subs in groups.items():
+        first = subs[0]
+
+        def run(subs=subs) -> None:
+            for i, sub in enumerate(subs):
+                if i:
+                    for c in sub.cores:
+                        em[c].tarena.reset()
+                sub.run()
+
+        cores = list(dict.fromkeys(c for t in subs for c in t.cores))
+        loaders = list(dict.fromkeys(c for t in subs for c in t.loaders))
+        out.append(Task(first.layer, cores, loaders, [r for t in subs for r in t.reads],
+                        [w for t in subs for w in t.writes], first.store, run, first.where,
+                        chain=key[2] if first.chain is not None else None, image=first.image))
+    out.sort(key=lambda t: (t.image, t.layer))
+    return out
+
+
 def _sync_rows(times: list[float], n: int, t: float | None = None) -> None:
     """Pad ``times`` to ``n`` rows (token recvs appended outside a task: time ``t`` or the last)."""
     while len(times) < n:
@@ -116,7 +144,7 @@ def _sync_rows(times: list[float], n: int, t: float | None = None) -> None:
 
 
 def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bool = True,
-                lmem: int = 1 << 20, image_first: bool = True) -> dict:
+                lmem: int = 1 << 20, image_first: bool = True, release: float = 0.0) -> dict:
     """Emit ``tasks`` (in batch order: layer, index) with the element schedule; returns stats.
 
     ``interleave``: a core's tasks of different layers may interleave (true pipelining on every
@@ -124,7 +152,8 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
     transient buffers in the upper half.  Otherwise each core runs its layers in order.
     ``image_first`` (streams): among ready tasks the earliest image goes first (low latency:
     a core starts the next image when it has nothing left of the current one); otherwise the
-    earliest estimated start wins whatever the image."""
+    earliest estimated start wins whatever the image, image ``k`` being released at
+    ``k · release`` ns (the throughput schedule's estimated period)."""
     _deps(tasks)
     n = len(tasks)
     if interleave:
@@ -167,7 +196,8 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
 
     def est(i: int) -> float:
         t = tasks[i]
-        return max([avail[c] for c in t.cores] + [fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]])
+        return max([avail[c] for c in t.cores] + [fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]]
+                   + [t.image * release])
 
     def push(i: int) -> None:
         heapq.heappush(heap, (tasks[i].image if image_first else 0, est(i), i))
@@ -242,4 +272,5 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         raise RuntimeError(f"element schedule stalled after {emitted} of {n} tasks")
     for e in em.values():
         e.merge_inserts()
-    return {"tasks": n, "tokens": tokens, "estimated_ns": max(fin) if fin else 0.0}
+    return {"tasks": n, "tokens": tokens, "estimated_ns": max(fin) if fin else 0.0,
+            **({"release_ns": release} if release else {})}
