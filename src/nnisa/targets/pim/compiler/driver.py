@@ -17,6 +17,8 @@ import numpy as np
 from ....core.errors import ConfigError, UnsupportedError
 from ..program import DTYPE, PimProgram
 from .emit import CoreEmitter
+from .c2c import plan_c2c
+from .costmodel import CostModel
 from .fusion import GapFinishLayer, fuse_layers, size_partials
 from .graph import ClampLayer, EltLayer, GapLayer, Lowered, MatLayer, PoolLayer, lower_graph
 from .lower_fused import gap_finish_tasks
@@ -99,7 +101,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
                   fill: float = 0.9, mapping: str = "balanced", links: bool | None = None, batch: int = 32,
                   bits: int = 8, gmem_reuse: bool | None = None, schedule: str | None = None,
                   rounds: int = 1, interleave: bool = True, images: int = 1, fuse_pool: bool = True,
-                  fuse_add: bool = True, fuse_gap: bool = True) -> Compiled:
+                  fuse_add: bool = True, fuse_gap: bool = True, c2c: bool = True) -> Compiled:
     """Compile ``model`` for the PIM configuration ``config``.
 
     Parameters
@@ -215,9 +217,10 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     pipe_stats = None
     stride = gmap["image_stride"]
     if element:
+        cplan = plan_c2c(low, hw["lmem"], enabled=c2c and links and interleave and rounds == 1)
         pipe_stats = _emit_element(low, em, workers, consts, links, batch, scratch_alloc,
                                    interleave=interleave, lmem=hw["lmem"], images=images, stride=stride,
-                                   throughput=mode == "throughput")
+                                   throughput=mode == "throughput", c2c=cplan, cost=CostModel(cfg))
     else:
         _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images, stride)
     scratch_base = SCRATCH_BASE
@@ -288,7 +291,7 @@ def _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images: i
 
 def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, locality: bool = True,
                   interleave: bool = True, lmem: int = 1 << 20, images: int = 1, stride: int = 0,
-                  throughput: bool = False) -> dict:
+                  throughput: bool = False, c2c=None, cost=None) -> dict:
     """Cut every layer of every image into tasks and emit them with the element schedule
     (``pipeline.py``); ``throughput``: one task per unit (or core) per layer and image, ordered by
     estimated start whatever the image (a layer pipeline across the images of a stream)."""
@@ -309,6 +312,7 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
                 if cg is None:
                     cg = gens[li] = MatCodegen(layer, em, consts, links=links, batch=batch,
                                                scratch_alloc=scratch_alloc)
+                    cg.c2c = c2c if c2c is not None and (c2c.main or c2c.res) else None
                 new = list(cg.tasks(li, element=True, image=k, ofs=ofs))
             elif isinstance(layer, PoolLayer):
                 new = list(pool_tasks(layer, em, workers, li, pick, k, ofs, states(li)))
@@ -325,10 +329,13 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
             prod.add(new)
             tasks.extend(new)
     if not throughput:
-        return run_element(tasks, em, interleave=interleave, lmem=lmem)
-    period = estimate_period(low)
-    return run_element(coarsen(tasks, em), em, interleave=interleave, lmem=lmem, image_first=False,
-                       release=period)
+        stats = run_element(tasks, em, interleave=interleave, lmem=lmem, cost=cost)
+    else:
+        stats = run_element(coarsen(tasks, em), em, interleave=interleave, lmem=lmem, image_first=False,
+                            release=estimate_period(low), cost=cost)
+    if c2c is not None:
+        stats["c2c_spilled"] = [f"layer {k[0]} replica {k[1]} ({kind})" for k, kind in c2c.spilled]
+    return stats
 
 
 def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -> PimProgram:

@@ -167,7 +167,9 @@ class Epilogue:
             a = self.add
             res = a.other.buf.addr + ofs
             rbuf = st["add_r"]
-            if nu == l.N:
+            if "res_region" in st:        # received core to core (all channels of the positions)
+                rbuf = st["res_region"] + (q0 - st["res_base"]) * l.N
+            elif nu == l.N:
                 e.ld(rbuf, res + q0 * l.N, n)
             else:
                 for i, p in enumerate(range(q0, q1)):
@@ -181,6 +183,8 @@ class Epilogue:
             return
         if self.gap is not None:
             self._gap_batch(e, st, obuf, q0, q1, c0, c1, r, info)
+            return
+        if not st.get("gm_store", True):
             return
         out = l.out.buf.addr + ofs
         if nu == l.N:
@@ -197,13 +201,16 @@ class Epilogue:
         n = self.l.N
         _, _, x0, x1, c_lo, _ = self.tile(r)
         ring, prow, rowb = st["ring"], st["pool_row"], st["ring_rowb"]
+        if "out_region" in st:            # kept for core-to-core sends
+            prow = st["out_region"] + (py - self.l.plan.pool_tiles[r][0]) * (x1 - x0) * n
         span = self.span
         y0 = py * pool.strides[0] - pool.pads[0]
         e.setbw(pool.out.bits, pool.out.bits)
         for ox in range(x0, x1):
             max_pixel(e, pool, lambda iy: ring + (iy % span) * rowb - c_lo * n, prow - x0 * n, y0,
                       ox * pool.strides[1] - pool.pads[1], ox)
-        e.st(self.l.out.buf.addr + self.cg.ofs + (py * ow2 + x0) * n, prow, (x1 - x0) * n)
+        if st.get("gm_store", True):
+            e.st(self.l.out.buf.addr + self.cg.ofs + (py * ow2 + x0) * n, prow, (x1 - x0) * n)
 
     def _gap_batch(self, e: CoreEmitter, st: dict, obuf: int, q0: int, q1: int, c0: int, c1: int, r: int,
                    info: BatchInfo) -> None:

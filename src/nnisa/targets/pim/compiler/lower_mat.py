@@ -82,6 +82,7 @@ class MatCodegen:
         self._templates: dict[tuple, list] = {}
         self._units: dict[tuple, dict] = {}   # per-unit state (bands, constants), shared by images
         self.deferred: list = []   # gmem-mode reductions run after a barrier
+        self.c2c = None            # core-to-core transport plan (``c2c.py``), set by the driver
         self.post = None           # fused epilogue (add / pool / gap, ``lower_fused.py``)
         if layer.fused:
             from .lower_fused import Epilogue
@@ -303,14 +304,40 @@ class MatCodegen:
         st: dict = self._units.setdefault((r, c0), {})
         nwin = sum(q - p for p, q in ranges)
         post = self.post
+        key = (li, r, c0)
+        c2c = self.c2c
+        main_c2c = c2c is not None and key in c2c.main
+        res_c2c = c2c is not None and key in c2c.res
+        out_c2c = c2c is not None and id(l.out.buf) in c2c.producers
+        in_hwc = l.in_hwc
 
         def setup() -> None:
-            # per-unit state: input bands and constants (kept while the unit runs)
+            # per-unit state: input bands or regions, constants (kept while the unit runs)
             bands = {}
-            for c in cores:
-                my = by_core[c]
-                bands[c] = self._band_alloc(self.em[c], min(a.r0 for a in my), max(a.r1 for a in my), nwin)
+            if main_c2c:
+                from .c2c import input_rows
+                y0, y1 = input_rows(l, r)
+                st["in_base"] = y0 * in_hwc[1] * in_hwc[2]    # byte offsets in the tensor
+                st["in_end"] = y1 * in_hwc[1] * in_hwc[2]
+                st["in_regions"] = {}
+                for c in cores:
+                    reg = self.em[c].arena.alloc((y1 - y0) * in_hwc[1] * in_hwc[2])
+                    st["in_regions"][c] = reg
+                    bands[c] = [reg, y0, y1, None]     # a region: never reloaded
+            else:
+                for c in cores:
+                    my = by_core[c]
+                    bands[c] = self._band_alloc(self.em[c], min(a.r0 for a in my), max(a.r1 for a in my), nwin)
             st["bands"] = bands
+            e_home = self.em[home]
+            if res_c2c:
+                st["res_base"] = l.plan.windows[r][0]
+                st["res_region"] = e_home.arena.alloc((l.plan.windows[r][1] - st["res_base"]) * l.N)
+            if out_c2c:
+                from .c2c import out_positions
+                st["out_base"] = l.plan.windows[r][0]
+                st["out_region"] = e_home.arena.alloc(out_positions(l, r) * l.N)
+            st["gm_store"] = c2c is None or c2c.gm_store(l.out.buf)
             st["consts"] = self._consts(home, c0, c1, bmax)
             if post is not None:
                 post.setup(st, home, nu, bmax, r)
@@ -332,6 +359,13 @@ class MatCodegen:
             if post is not None:
                 post.talloc(st, home, nu, bmax, r)
 
+        def prepare() -> bool:
+            self.ofs = ofs
+            if "consts" in st:
+                return False
+            setup()
+            return True
+
         ob = elem_bytes(self.ob)
         if post is not None:
             batches = post.batches(r, ranges, bmax)
@@ -340,15 +374,11 @@ class MatCodegen:
         for q0, q1, info in batches:
 
             def run(q0=q0, q1=q1, info=info) -> None:
-                self.ofs = ofs
-                if not st:
-                    setup()
-                    talloc()
-                elif self.em[home].per_task:
+                if prepare() or self.em[home].per_task:
                     talloc()
                 if st.get("image", image) != image:
                     for band in st["bands"].values():   # a new image: the cached rows are stale
-                        if band is not None:
+                        if band is not None and band[3] is not None:
                             band[1] = band[2] = -1
                 st["image"] = image
                 self._batch(st, cores, home, nu, c0, c1, q0, q1, r, info)
@@ -360,8 +390,57 @@ class MatCodegen:
             else:
                 oa = l.out.buf.addr + ofs
                 writes = [(oa + (q0 * l.N + c0) * ob, oa + ((q1 - 1) * l.N + c1) * ob)]
-            yield Task(li, list(cores), list(cores), reads, writes, home, run,
-                       f"node {l.name} ({l.op})", chain=(li, r, c0), image=image)
+            t = Task(li, list(cores), list(cores), reads, writes, home, run,
+                     f"node {l.name} ({l.op})", chain=(li, r, c0), image=image, unit=key)
+            if c2c is not None:
+                t.prepare = prepare
+                t.out_buf = id(l.out.buf)
+                if main_c2c or res_c2c:
+                    t.needs = self._needs_fn(st, cores, home, key, main_c2c, res_c2c, q0, q1, reads[0])
+                if out_c2c:
+                    t.runs = self._runs_fn(st, r, q0, q1, info)
+                if main_c2c and l.fused_pool is None and l.fused_gap is None:
+                    t.chain = None    # the input region holds every row: batches in any order
+            yield t
+
+    def _needs_fn(self, st: dict, cores: list[int], home: int, key: tuple, main: bool, res: bool, q0: int, q1: int,
+                  read: tuple[int, int]):
+        """The positions a batch needs in its cores' regions (``c2c.Need``), once they exist."""
+        from .c2c import Need
+        l = self.l
+        h, w, c = l.in_hwc
+        buf = l.inputs[0].buf
+        rowb = w * c
+        lo = (read[0] - buf.addr - self.ofs) // rowb
+        hi = -(-(read[1] - buf.addr - self.ofs) // rowb)
+
+        def needs() -> list:
+            out = []
+            if main:     # (the read range is a superset: clipped to the region)
+                a, b = max(lo * rowb, st["in_base"]), min(hi * rowb, st["in_end"])
+                out += [Need(cc, ("in", key, cc), id(buf), a, b, st["in_base"], st["in_regions"][cc]) for cc in cores]
+            if res:
+                n = l.N
+                out.append(Need(home, ("res", key), id(l.fused_add.other.buf), q0 * n, q1 * n, st["res_base"] * n,
+                                st["res_region"]))
+            return out
+        return needs
+
+    def _runs_fn(self, st: dict, r: int, q0: int, q1: int, info):
+        """The positions a batch leaves in its output region (``c2c.Run``), after it ran."""
+        from .c2c import Run
+        l = self.l
+        buf = id(l.out.buf)
+
+        def runs() -> list:
+            n = l.N
+            if l.fused_pool is not None:
+                p0, _, x0, x1 = l.plan.pool_tiles[r]
+                ow2, tw = l.fused_pool.out_hw[1], x1 - x0
+                return [Run(buf, (py * ow2 + x0) * n, (py * ow2 + x1) * n, st["out_region"] + (py - p0) * tw * n)
+                        for py in info.pool_rows]
+            return [Run(buf, q0 * n, q1 * n, st["out_region"] + (q0 - st["out_base"]) * n)]
+        return runs
 
     def _batch(self, st: dict, cores: list[int], home: int, nu: int, c0: int, c1: int, q0: int, q1: int,
                r: int = 0, info=None) -> None:
@@ -426,6 +505,8 @@ class MatCodegen:
     def _finish(self, e: CoreEmitter, acc_buf: int, consts: dict, obuf: int, q0: int, q1: int, c0: int, c1: int,
                 st: dict | None = None, r: int = 0, info=None) -> None:
         l = self.l
+        if st is not None and "out_region" in st and (self.post is None or self.post.pool is None):
+            obuf = st["out_region"] + (q0 - st["out_base"]) * l.N     # kept for core-to-core sends
         if self.post is not None:
             ring = self.post.out_buffer(st, q0, q1, r)
             obuf = obuf if ring is None else ring
@@ -449,6 +530,8 @@ class MatCodegen:
             e.vrs("vrsu", obuf, obuf, hi, n)
         if self.post is not None:
             self.post.finish(e, st, obuf, q0, q1, c0, c1, r, info)
+            return
+        if st is not None and not st.get("gm_store", True):
             return
         ob = elem_bytes(self.ob)
         if nu == l.N:

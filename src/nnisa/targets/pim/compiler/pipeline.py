@@ -31,32 +31,10 @@ from __future__ import annotations
 import bisect
 import heapq
 
-from ..isa import OPCODE
+from .c2c import message_at, pieces
+from .costmodel import CostModel
 from .emit import CoreEmitter
 from .schedule import Task
-
-_COST_MVM = 1660
-_MVMUL, _LD, _ST = OPCODE["mvmul"], OPCODE["ld"], OPCODE["st"]
-_SCALAR = {OPCODE[k] for k in ("sldi", "setbw", "saddi")}
-
-
-def _cost(rows, t0: float, times: list[float]) -> float:
-    """Rough latency estimate (ns, conformance parameters) of ``rows`` starting at ``t0``;
-    appends the estimated end time of every row to ``times``; returns the end time."""
-    t = t0
-    for r in rows:
-        op = r[0]
-        if op == _MVMUL:
-            t += _COST_MVM
-        elif op in (_LD, _ST):
-            t += 60 + 1.7 * r[4]
-        elif op in _SCALAR:
-            t += 1
-        else:
-            t += 70 + 1.2 * r[4]
-        times.append(t)
-    return t
-
 
 def _deps(tasks: list[Task]) -> None:
     """``task.deps`` = tasks of earlier layers whose written byte ranges overlap its reads."""
@@ -115,7 +93,7 @@ def coarsen(tasks: list[Task], em: dict[int, CoreEmitter]) -> list[Task]:
     boundary and image).  Sub-tasks keep their order; each gets its own transient buffers."""
     groups: dict[tuple, list[Task]] = {}
     for t in tasks:
-        key = (t.image, t.layer, t.chain if t.chain is not None else ("core", t.store))
+        key = (t.image, t.layer, t.unit if t.unit is not None else ("core", t.store))
         groups.setdefault(key, []).append(t)
     out = []
     for key, subs in groups.items():
@@ -130,9 +108,18 @@ def coarsen(tasks: list[Task], em: dict[int, CoreEmitter]) -> list[Task]:
 
         cores = list(dict.fromkeys(c for t in subs for c in t.cores))
         loaders = list(dict.fromkeys(c for t in subs for c in t.loaders))
-        out.append(Task(first.layer, cores, loaders, [r for t in subs for r in t.reads],
-                        [w for t in subs for w in t.writes], first.store, run, first.where,
-                        chain=key[2] if first.chain is not None else None, image=first.image))
+        m = Task(first.layer, cores, loaders, [r for t in subs for r in t.reads],
+                 [w for t in subs for w in t.writes], first.store, run, first.where,
+                 chain=key[2] if (first.chain is not None or first.unit is not None) else None, image=first.image,
+                 unit=first.unit,
+                 out_buf=first.out_buf)
+        if any(t.prepare for t in subs):
+            m.prepare = lambda subs=subs: [t.prepare() for t in subs if t.prepare]
+        if any(t.needs for t in subs):
+            m.needs = lambda subs=subs: [nd for t in subs if t.needs for nd in t.needs()]
+        if any(t.runs for t in subs):
+            m.runs = lambda subs=subs: [rn for t in subs if t.runs for rn in t.runs()]
+        out.append(m)
     out.sort(key=lambda t: (t.image, t.layer))
     return out
 
@@ -144,7 +131,8 @@ def _sync_rows(times: list[float], n: int, t: float | None = None) -> None:
 
 
 def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bool = True,
-                lmem: int = 1 << 20, image_first: bool = True, release: float = 0.0) -> dict:
+                lmem: int = 1 << 20, image_first: bool = True, release: float = 0.0,
+                cost: CostModel | None = None, debug: list | None = None) -> dict:
     """Emit ``tasks`` (in batch order: layer, index) with the element schedule; returns stats.
 
     ``interleave``: a core's tasks of different layers may interleave (true pipelining on every
@@ -156,6 +144,7 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
     ``k · release`` ns (the throughput schedule's estimated period)."""
     _deps(tasks)
     n = len(tasks)
+    cost = cost if cost is not None else CostModel()
     if interleave:
         from .emit import LmemArena
         for e in em.values():
@@ -169,6 +158,8 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
             if t.chain in last:
                 order_deps[i].append(last[t.chain])
             last[t.chain] = i
+    if not image_first:
+        _reuse_deps(tasks, order_deps)
     queues: dict[int, list[int]] = {}
     for i, t in enumerate(tasks):
         for c in t.cores:
@@ -188,6 +179,9 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
     heap: list[tuple[float, int]] = []
     seq = 0
     tokens = 0
+    messages = msg_bytes = 0
+    produced: dict[int, list] = {}       # task → its core-to-core output runs
+    received: dict[tuple, list] = {}     # (core, region, producer task, run) → bytes already there
     times: dict[int, list[float]] = {c: [] for c in em}   # estimated end time of every row
 
     def ready(i: int) -> bool:
@@ -222,10 +216,44 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
             elif cur_layer[c] != t.layer:
                 em[c].arena.reset()
                 cur_layer[c] = t.layer
+        if t.prepare is not None:
+            t.prepare()
+        needs = t.needs() if t.needs is not None else []
+        covered = {nd.buf for nd in needs}
+        # core-to-core data: the positions the task's regions still lack, from its producers
+        for nd in needs:
+            for d in t.deps:
+                for run in produced.get(d, ()):
+                    if run.buf != nd.buf:
+                        continue
+                    have = received.setdefault((nd.core, nd.key, d, run.lo), [])
+                    for src, dst, size in pieces(nd, run, have):
+                        p, c = tasks[d].store, nd.core
+                        if p == c:
+                            em[p].lmv(dst, src, size)
+                            continue
+                        # the consumer waits for its data (its recv goes just before the task); the
+                        # send goes where the producer is estimated to reach the consumer's start
+                        # (a synchronous send placed earlier would stall the producer; a recv placed
+                        # earlier would stall a consumer that has other work first)
+                        ep, ec = em[p], em[c]
+                        tp = times[p]
+                        _sync_rows(tp, len(ep.rows))
+                        pos_p = max(endpos[d], ep.msg_pos, bisect.bisect_left(tp, start))
+                        pos_c = len(ec.rows)
+                        seq = message_at(ep, pos_p, seq, "send", src, c, size)
+                        seq = message_at(ec, pos_c, seq, "recv", dst, p, size)
+                        avail[c] += cost.message(size)    # (the rows after the insert get later)
+                        avail[p] += cost.lr(size) + 2 * cost.noc
+                        known[(c, p)] = max(known.get((c, p), -1), pos_p)
+                        messages += 1
+                        msg_bytes += size
         # tokens: one per (producer core, loading core) not yet covered
         for c in t.loaders:
             need: dict[int, int] = {}
             for d in t.deps:
+                if tasks[d].out_buf is not None and tasks[d].out_buf in covered:
+                    continue
                 p = tasks[d].store
                 if p != c and endpos[d] > need.get(p, -1):
                     need[p] = endpos[d]
@@ -250,9 +278,13 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         for c in t.cores:
             tc = times[c]
             _sync_rows(tc, before[c], start)
-            end = max(end, _cost(em[c].rows[before[c]:], max(start, tc[-1] if tc else 0.0), tc))
+            end = max(end, cost.run(c, em[c].rows[before[c]:], max(start, tc[-1] if tc else 0.0), tc))
         fin[i] = end
         endpos[i] = len(em[t.store].rows)
+        if debug is not None:
+            debug.append((i, t.layer, t.image, t.store, before.get(t.store, 0), endpos[i], start, end))
+        if t.runs is not None:
+            produced[i] = t.runs()
         for c in t.cores:
             em[c].mark(t.image)
         done[i] = True
@@ -272,5 +304,27 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         raise RuntimeError(f"element schedule stalled after {emitted} of {n} tasks")
     for e in em.values():
         e.merge_inserts()
-    return {"tasks": n, "tokens": tokens, "estimated_ns": max(fin) if fin else 0.0,
-            **({"release_ns": release} if release else {})}
+    return {"tasks": n, "tokens": tokens, "messages": messages, "message_bytes": msg_bytes,
+            "estimated_ns": max(fin) if fin else 0.0, **({"release_ns": release} if release else {})}
+
+
+def _reuse_deps(tasks: list[Task], order_deps: list[list[int]]) -> None:
+    """Streams without image-first order: a unit's tasks of image k+1 (which overwrite its
+    output region) are emitted only after every task that reads its image-k outputs, so the
+    sends of image k sit before the overwrite in the producer's program."""
+    by_unit: dict[tuple, dict[int, list[int]]] = {}
+    for i, t in enumerate(tasks):
+        if t.runs is not None:
+            by_unit.setdefault(t.unit, {}).setdefault(t.image, []).append(i)
+    users: dict[int, list[int]] = {}
+    for i, t in enumerate(tasks):
+        for d in t.deps:
+            users.setdefault(d, []).append(i)
+    for per_image in by_unit.values():
+        for k, idx in per_image.items():
+            nxt = per_image.get(k + 1)
+            if not nxt:
+                continue
+            readers = sorted({u for i in idx for u in users.get(i, ())})
+            for j in nxt:
+                order_deps[j].extend(readers)
