@@ -74,24 +74,40 @@ class C2CPlan:
         return id(buf) not in self.producers or id(buf) in self.gm
 
 
-def input_rows(layer: MatLayer, r: int) -> tuple[int, int]:
-    """Input rows ``[y0, y1)`` the windows of replica ``r`` read (all of them for a Gemm)."""
-    h, w, c = layer.in_hwc
+def out_box(layer: MatLayer, r: int) -> tuple[int, int, int, int] | None:
+    """The conv output rows/columns ``(y0, y1, x0, x1)`` replica ``r`` computes (a tile; for a
+    contiguous window range, the rows it touches over the full width); None for a Gemm."""
     if layer.windows == 1:
-        return 0, h
-    ow = layer.out_hw[1]
+        return None
+    oh, ow = layer.out_hw
+    plan = layer.plan
     if layer.fused_pool is not None:
-        from .fusion import conv_rows_for
-        p0, p1 = layer.plan.pool_tiles[r][:2]
-        rows = conv_rows_for(layer.fused_pool, p0, p1)
-        oy0, oy1 = rows[0], rows[-1]
-    else:
-        w0, w1 = layer.plan.windows[r]
-        oy0, oy1 = w0 // ow, (w1 - 1) // ow
-    span = (layer.kernel[0] - 1) * layer.dilations[0] + 1
-    y0 = max(0, oy0 * layer.strides[0] - layer.pads[0])
-    y1 = min(h, oy1 * layer.strides[0] - layer.pads[0] + span)
-    return y0, max(y0 + 1, y1)
+        from .fusion import conv_cols_for, conv_rows_for
+        p0, p1, x0, x1 = plan.pool_tiles[r]
+        rows, cols = conv_rows_for(layer.fused_pool, p0, p1), conv_cols_for(layer.fused_pool, x0, x1)
+        return rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+    if plan.tiles:
+        return plan.tiles[r]
+    w0, w1 = plan.windows[r]
+    return w0 // ow, (w1 - 1) // ow + 1, 0, ow
+
+
+def input_box(layer: MatLayer, r: int) -> tuple[int, int, int, int]:
+    """Input rows and columns ``(y0, y1, x0, x1)`` the windows of replica ``r`` read (the whole
+    input of a Gemm)."""
+    h, w, c = layer.in_hwc
+    box = out_box(layer, r)
+    if box is None:
+        return 0, h, 0, w
+    oy0, oy1, ox0, ox1 = box
+
+    def span(lo, hi, s, pad, k, d, n):
+        a = max(0, lo * s - pad)
+        return a, max(a + 1, min(n, (hi - 1) * s - pad + (k - 1) * d + 1))
+
+    y0, y1 = span(oy0, oy1, layer.strides[0], layer.pads[0], layer.kernel[0], layer.dilations[0], h)
+    x0, x1 = span(ox0, ox1, layer.strides[1], layer.pads[1], layer.kernel[1], layer.dilations[1], w)
+    return y0, y1, x0, x1
 
 
 def out_positions(layer: MatLayer, r: int) -> int:
@@ -99,6 +115,9 @@ def out_positions(layer: MatLayer, r: int) -> int:
     if layer.fused_pool is not None:
         p0, p1, x0, x1 = layer.plan.pool_tiles[r]
         return (p1 - p0) * (x1 - x0)
+    if layer.plan.tiles:
+        y0, y1, x0, x1 = layer.plan.tiles[r]
+        return (y1 - y0) * (x1 - x0)
     w0, w1 = layer.plan.windows[r]
     return w1 - w0
 
@@ -129,13 +148,12 @@ def plan_c2c(low: Lowered, lmem: int, enabled: bool = True) -> C2CPlan:
                 if sendable(l.out.buf):       # (an upper bound: unused output regions are not allocated)
                     load[home] += out_positions(l, r) * l.N
                 if sendable(l.inputs[0].buf):
-                    y0, y1 = input_rows(l, r)
-                    size = (y1 - y0) * l.in_hwc[1] * l.in_hwc[2]
+                    y0, y1, x0, x1 = input_box(l, r)
+                    size = (y1 - y0) * (x1 - x0) * l.in_hwc[2]
                     wants.append((key, "main", [(c, size) for c in sorted({a.core for a in unit})]))
                 add = l.fused_add
                 if add is not None and sendable(add.other.buf) and c1 - c0 == l.N:
-                    w0, w1 = l.plan.windows[r]
-                    wants.append((key, "res", [(home, (w1 - w0) * l.N)]))
+                    wants.append((key, "res", [(home, out_positions(l, r) * l.N)]))
     budget = int(lmem // 2 * 0.75)     # the rest: constants, bands of global-memory inputs
     for key, kind, cores in sorted(wants, key=lambda w: max(s for _, s in w[2])):
         if all(load[c] + s <= budget for c, s in cores):

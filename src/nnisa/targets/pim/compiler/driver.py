@@ -165,6 +165,9 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     if base_need > total:
         raise MappingError(f"the model needs {base_need} crossbars without replication; the chip has {total}")
     used = None
+    graph_in = {id(t.buf) for t in low.inputs}
+    # the element schedule with core-to-core activations cuts the convs into column strips
+    tall = mode == "element" and c2c and bool(links) and interleave and rounds == 1
     for f in ([fill, fill * 0.75, fill * 0.5, 0.0] if replication != "none" else [0.0]):
         caps = [hw["cores"]] * len(mats)
         try:
@@ -176,7 +179,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
                 else:
                     replicate(mats, plans, total, mode="balance" if f > 0 else "none", fill=f)
                 for i, (l, p) in enumerate(zip(mats, plans)):
-                    build_ags(i, l, p, hw["rows"], hw["cols"])
+                    build_ags(i, l, p, hw["rows"], hw["cols"], tall and _tall(l, graph_in))
                 used = map_ags(plans, hw["cores"], hw["xbars"], policy=mapping)
                 if mapping != "balanced":
                     break
@@ -253,6 +256,18 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     report["compile_seconds"] = {"quantize": t_q - t0, "map": t_map - t_q, "codegen": t_gen - t_map,
                                  "assemble": t_end - t_gen, "total": t_end - t0}
     return Compiled(prog, weights, dict(consts.segments), low, cfg, report, memory_map, inputs, outputs)
+
+
+#: column strips pay off from this many output rows (the pipeline depth a strip gives)
+TALL_MIN_ROWS = 7
+
+
+def _tall(layer: MatLayer, graph_in: set[int]) -> bool:
+    """Column strips for a conv of the element schedule: its consumers can follow it a few rows
+    behind.  Not for a conv reading the model input from global memory (strips would load it
+    row piece by row piece; whole-row bands are cheaper) nor for short outputs."""
+    oh = layer.fused_pool.out_hw[0] if layer.fused_pool is not None else layer.out_hw[0]
+    return id(layer.inputs[0].buf) not in graph_in and oh >= TALL_MIN_ROWS
 
 
 def _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images: int, stride: int) -> None:

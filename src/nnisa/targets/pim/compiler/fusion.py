@@ -185,17 +185,24 @@ def _split(n: int, parts: int) -> list[tuple[int, int]]:
     return out
 
 
-def pool_tiles(pool, replicas: int) -> list[tuple[int, int, int, int]]:
-    """Pool-output tiles ``(p0, p1, x0, x1)`` of the replicas of a conv fused with a MaxPool:
-    whole rows while there are at least as many rows as replicas, else row bands cut into
-    column ranges (balanced)."""
-    oh, ow = pool.out_hw
-    groups = _split(oh, min(replicas, oh))
-    per = _split(min(replicas, oh * ow), len(groups))
+def grid_tiles(h: int, w: int, parts: int, tall: bool = False) -> list[tuple[int, int, int, int]]:
+    """``parts`` balanced tiles ``(y0, y1, x0, x1)`` of an ``h × w`` grid: row bands (cut into
+    column ranges when there are more parts than rows), or with ``tall`` column strips (cut into
+    row ranges when there are more parts than columns) — tall tiles let a consumer layer follow
+    its producer a few rows behind (the element schedule's pipeline depth is a tile's height)."""
+    if tall:
+        return [(x0, x1, y0, y1) for y0, y1, x0, x1 in grid_tiles(w, h, parts)]
+    groups = _split(h, min(parts, h))
+    per = _split(min(parts, h * w), len(groups))
     tiles = []
-    for (p0, p1), (a, b) in zip(groups, per):
-        tiles += [(p0, p1, x0, x1) for x0, x1 in _split(ow, b - a)]
+    for (y0, y1), (a, b) in zip(groups, per):
+        tiles += [(y0, y1, x0, x1) for x0, x1 in _split(w, b - a)]
     return tiles
+
+
+def pool_tiles(pool, replicas: int, tall: bool = False) -> list[tuple[int, int, int, int]]:
+    """Pool-output tiles ``(p0, p1, x0, x1)`` of the replicas of a conv fused with a MaxPool."""
+    return grid_tiles(pool.out_hw[0], pool.out_hw[1], replicas, tall)
 
 
 def conv_rows_for(pool, p0: int, p1: int) -> list[int]:

@@ -58,7 +58,7 @@ class Epilogue:
     def batches(self, r: int, ranges: list[tuple[int, int]], bmax: int) -> list[tuple[int, int, BatchInfo]]:
         """Batches of replica ``r``; row-aligned (and only the needed rows) for a fused pool."""
         if self.pool is None:
-            out = [(q, min(p1, q + bmax), BatchInfo()) for p0, p1 in ranges for q in range(p0, p1, bmax)]
+            out = [(q0, q1, BatchInfo()) for q0, q1 in self.cg.range_batches(r, ranges, bmax)]
         else:
             out = self._pool_batches(r, bmax)
         if out:
@@ -168,7 +168,7 @@ class Epilogue:
             res = a.other.buf.addr + ofs
             rbuf = st["add_r"]
             if "res_region" in st:        # received core to core (all channels of the positions)
-                rbuf = st["res_region"] + (q0 - st["res_base"]) * l.N
+                rbuf = st["res_region"] + self.cg.pidx(r, q0) * l.N
             elif nu == l.N:
                 e.ld(rbuf, res + q0 * l.N, n)
             else:

@@ -30,8 +30,10 @@ from .mapping import units
 from .memory_plan import ConstPool, elem_bytes
 
 
-def _patch_taps(layer: MatLayer, oy: int, ox: int, in_addr: int) -> list[tuple[int, int, int]]:
-    """Segments ``(patch_offset, gmem_addr or -1 for zeros, size)`` of one window's patch."""
+def _patch_taps(layer: MatLayer, oy: int, ox: int, in_addr: int, rw: int | None = None) -> list[tuple[int, int, int]]:
+    """Segments ``(patch_offset, address or -1 for zeros, size)`` of one window's patch; input
+    pixel ``(iy, ix)`` is at ``in_addr + (iy · rw + ix) · C`` (``rw``: row width, default the
+    image's)."""
     h, w, c = layer.in_hwc
     kh, kw = layer.kernel
     sh, sw = layer.strides
@@ -43,7 +45,7 @@ def _patch_taps(layer: MatLayer, oy: int, ox: int, in_addr: int) -> list[tuple[i
         for kx in range(kw):
             ix = ox * sw - pl + kx * dw
             off = (ky * kw + kx) * c
-            g = in_addr + (iy * w + ix) * c if (0 <= iy < h and 0 <= ix < w) else -1
+            g = in_addr + (iy * (w if rw is None else rw) + ix) * c if (0 <= iy < h and 0 <= ix < w) else -1
             if segs:
                 lo, lg, ls = segs[-1]
                 if lo + ls == off and ((g < 0 and lg < 0) or (g >= 0 and lg >= 0 and lg + ls == g)):
@@ -166,26 +168,29 @@ class MatCodegen:
     # ------------------------------------------------------------------ band reuse
     BAND_LIMIT = 1 << 16
 
-    def _band_alloc(self, e: CoreEmitter, k0: int = 0, k1: int | None = None, nwin: int | None = None):
+    def _band_alloc(self, e: CoreEmitter, k0: int = 0, k1: int | None = None, nwin: int | None = None,
+                    cols: tuple[int, int] | None = None):
         """A buffer for ``span`` input rows (sliding-window reuse), or None (direct patch loads).
 
         Direct per-window loads of the core's patch part ``[k0, k1)`` are chosen when they move
         fewer bytes through global memory than the band would (cores holding a few row slices
-        of a large patch)."""
+        of a large patch).  ``cols``: the input columns the replica reads (a tile), default all."""
         l = self.l
         h, w, c = l.in_hwc
+        x0, x1 = cols if cols is not None else (0, w)
         span = (l.kernel[0] - 1) * l.dilations[0] + 1
-        if l.windows == 1 or span * w * c > self.BAND_LIMIT:
+        if l.windows == 1 or span * (x1 - x0) * c > self.BAND_LIMIT:
             return None
         if k1 is not None and nwin:
             ow = l.out_hw[1]
             band_bytes = span * w * c + (nwin / ow) * l.strides[0] * w * c
             if nwin * (k1 - k0) < band_bytes:
                 return None
-        # [address, first row, end row, spare buffer]: when the window moves down, the rows
-        # still needed are copied (lmv, local) into the spare buffer and only the new rows
-        # are loaded from global memory, then the buffers swap
-        return [e.arena.alloc(span * w * c), -1, -1, e.arena.alloc(span * w * c)]
+        # [address, first row, end row, spare buffer, first column, row width]: when the window
+        # moves down, the rows still needed are copied (lmv, local) into the spare buffer and only
+        # the new rows are loaded from global memory, then the buffers swap
+        rb = span * (x1 - x0) * c
+        return [e.arena.alloc(rb), -1, -1, e.arena.alloc(rb), x0, x1 - x0]
 
     def _load_patch_band(self, e: CoreEmitter, band: list, p: int, patch: int, k0: int, k1: int) -> None:
         """Patch from a local band of input rows: rows are loaded from global memory once per
@@ -201,36 +206,48 @@ class MatCodegen:
         iy0, ix0 = oy * sh - l.pads[0], ox * sw - l.pads[1]
         need0, need1 = max(0, iy0), min(h, iy0 + span)
         baddr, by0, by1 = band[0], band[1], band[2]
+        x_lo, rw = band[4], band[5]          # the band's first input column and row width
+        rb = rw * c
         if need0 < need1 and not (by0 <= need0 and need1 <= by1):
             nb0, nb1 = need0, min(h, need0 + span)
-            rb = w * c
             if by0 <= nb0 < by1 < nb1:
                 spare = band[3]
                 e.lmv(spare, baddr + (nb0 - by0) * rb, (by1 - nb0) * rb)
-                e.ld(spare + (by1 - nb0) * rb, self.in_addr + by1 * rb, (nb1 - by1) * rb)
+                self._ld_rows(e, spare + (by1 - nb0) * rb, by1, nb1, x_lo, rw)
                 band[0], band[3] = spare, baddr
                 baddr = spare
             else:
-                e.ld(baddr, self.in_addr + nb0 * rb, (nb1 - nb0) * rb)
+                self._ld_rows(e, baddr, nb0, nb1, x_lo, rw)
             by0, by1 = nb0, nb1
             band[1], band[2] = by0, by1
         if iy0 >= 0 and ix0 >= 0 and iy0 + span <= h and ix0 + (kw - 1) * dw < w:
-            tpl = self._templates.get((k0, k1))
+            tpl = self._templates.get((k0, k1, rw))
             if tpl is None:
-                tpl = self._templates[(k0, k1)] = self._interior_template(k0, k1)
-            src = baddr + ((iy0 - by0) * w + ix0) * c
+                tpl = self._templates[(k0, k1, rw)] = self._interior_template(k0, k1, rw)
+            src = baddr + ((iy0 - by0) * rw + ix0 - x_lo) * c
             for off, g, size in tpl:
                 e.lmv(patch + off, src + g, size)
             return
-        for off, g, size in _clip_segments(_patch_taps(l, oy, ox, baddr - by0 * w * c), k0, k1):
+        for off, g, size in _clip_segments(_patch_taps(l, oy, ox, baddr - (by0 * rw + x_lo) * c, rw), k0, k1):
             if g < 0:
                 e.lldi(patch + off, 0, size)
             else:
                 e.lmv(patch + off, g, size)
 
-    def _interior_template(self, k0: int, k1: int):
+    def _ld_rows(self, e: CoreEmitter, dst: int, y0: int, y1: int, x_lo: int, rw: int) -> None:
+        """Input rows ``[y0, y1)``, columns ``[x_lo, x_lo + rw)`` from global memory (one ``ld``
+        when the rows are whole)."""
+        h, w, c = self.l.in_hwc
+        if rw == w:
+            e.ld(dst, self.in_addr + y0 * w * c, (y1 - y0) * w * c)
+            return
+        for i, y in enumerate(range(y0, y1)):
+            e.ld(dst + i * rw * c, self.in_addr + (y * w + x_lo) * c, rw * c)
+
+    def _interior_template(self, k0: int, k1: int, rw: int | None = None):
         l = self.l
         h, w, c = l.in_hwc
+        w = w if rw is None else rw
         kh, kw = l.kernel
         dh, dw = l.dilations
         segs = []
@@ -311,31 +328,30 @@ class MatCodegen:
         out_c2c = c2c is not None and id(l.out.buf) in c2c.producers
         in_hwc = l.in_hwc
 
+        from .c2c import input_box, out_positions
+        box = input_box(l, r)
+
         def setup() -> None:
             # per-unit state: input bands or regions, constants (kept while the unit runs)
             bands = {}
             if main_c2c:
-                from .c2c import input_rows
-                y0, y1 = input_rows(l, r)
-                st["in_base"] = y0 * in_hwc[1] * in_hwc[2]    # byte offsets in the tensor
-                st["in_end"] = y1 * in_hwc[1] * in_hwc[2]
+                y0, y1, x0, x1 = box
+                st["in_box"] = box
                 st["in_regions"] = {}
                 for c in cores:
-                    reg = self.em[c].arena.alloc((y1 - y0) * in_hwc[1] * in_hwc[2])
+                    reg = self.em[c].arena.alloc((y1 - y0) * (x1 - x0) * in_hwc[2])
                     st["in_regions"][c] = reg
-                    bands[c] = [reg, y0, y1, None]     # a region: never reloaded
+                    bands[c] = [reg, y0, y1, None, x0, x1 - x0]     # a region: never reloaded
             else:
                 for c in cores:
                     my = by_core[c]
-                    bands[c] = self._band_alloc(self.em[c], min(a.r0 for a in my), max(a.r1 for a in my), nwin)
+                    bands[c] = self._band_alloc(self.em[c], min(a.r0 for a in my), max(a.r1 for a in my), nwin,
+                                                cols=box[2:])
             st["bands"] = bands
             e_home = self.em[home]
             if res_c2c:
-                st["res_base"] = l.plan.windows[r][0]
-                st["res_region"] = e_home.arena.alloc((l.plan.windows[r][1] - st["res_base"]) * l.N)
+                st["res_region"] = e_home.arena.alloc(out_positions(l, r) * l.N)
             if out_c2c:
-                from .c2c import out_positions
-                st["out_base"] = l.plan.windows[r][0]
                 st["out_region"] = e_home.arena.alloc(out_positions(l, r) * l.N)
             st["gm_store"] = c2c is None or c2c.gm_store(l.out.buf)
             st["consts"] = self._consts(home, c0, c1, bmax)
@@ -370,7 +386,7 @@ class MatCodegen:
         if post is not None:
             batches = post.batches(r, ranges, bmax)
         else:
-            batches = [(q, min(p1, q + bmax), None) for p0, p1 in ranges for q in range(p0, p1, bmax)]
+            batches = [(q0, q1, None) for q0, q1 in self.range_batches(r, ranges, bmax)]
         for q0, q1, info in batches:
 
             def run(q0=q0, q1=q1, info=info) -> None:
@@ -383,7 +399,7 @@ class MatCodegen:
                 st["image"] = image
                 self._batch(st, cores, home, nu, c0, c1, q0, q1, r, info)
 
-            reads = [self._read_range(q0, q1, ofs)]
+            reads = self._reads(q0, q1, ofs)
             if post is not None:
                 reads += post.reads(q0, q1, c0, c1, ofs)
                 writes = post.writes(r, q0, q1, c0, c1, ofs, info)
@@ -396,33 +412,84 @@ class MatCodegen:
                 t.prepare = prepare
                 t.out_buf = id(l.out.buf)
                 if main_c2c or res_c2c:
-                    t.needs = self._needs_fn(st, cores, home, key, main_c2c, res_c2c, q0, q1, reads[0])
+                    t.needs = self._needs_fn(st, cores, home, key, main_c2c, res_c2c, r, q0, q1)
                 if out_c2c:
                     t.runs = self._runs_fn(st, r, q0, q1, info)
                 if main_c2c and l.fused_pool is None and l.fused_gap is None:
                     t.chain = None    # the input region holds every row: batches in any order
             yield t
 
-    def _needs_fn(self, st: dict, cores: list[int], home: int, key: tuple, main: bool, res: bool, q0: int, q1: int,
-                  read: tuple[int, int]):
-        """The positions a batch needs in its cores' regions (``c2c.Need``), once they exist."""
+    def range_batches(self, r: int, ranges: list[tuple[int, int]], bmax: int) -> list[tuple[int, int]]:
+        """Batches ``[q0, q1)`` of replica ``r``: chunks of its window ranges, or of every row of
+        its tile (``plan.tiles``: a batch stays inside one row of the tile)."""
+        plan = self.l.plan
+        if plan.tiles:
+            y0, y1, x0, x1 = plan.tiles[r]
+            ow = self.l.out_hw[1]
+            return [(y * ow + x, y * ow + min(x1, x + bmax)) for y in range(y0, y1) for x in range(x0, x1, bmax)]
+        return [(q, min(p1, q + bmax)) for p0, p1 in ranges for q in range(p0, p1, bmax)]
+
+    def pidx(self, r: int, q: int) -> int:
+        """Index of output position ``q`` in replica ``r``'s output/residual regions (tile order)."""
+        plan = self.l.plan
+        if plan.tiles:
+            y0, _, x0, x1 = plan.tiles[r]
+            y, x = divmod(q, self.l.out_hw[1])
+            return (y - y0) * (x1 - x0) + x - x0
+        return q - plan.windows[r][0]
+
+    def _in_rows_cols(self, q0: int, q1: int) -> tuple[int, int, int, int]:
+        """Input rows/columns ``(y0, y1, x0, x1)`` the windows ``[q0, q1)`` of one row read."""
+        l = self.l
+        h, w, c = l.in_hwc
+        if l.windows == 1:
+            return 0, h, 0, w
+        ow = l.out_hw[1]
+        oy, xa = divmod(q0, ow)
+        xb = (q1 - 1) % ow + 1
+        y0 = max(0, oy * l.strides[0] - l.pads[0])
+        y1 = min(h, oy * l.strides[0] - l.pads[0] + (l.kernel[0] - 1) * l.dilations[0] + 1)
+        x0 = max(0, xa * l.strides[1] - l.pads[1])
+        x1 = min(w, (xb - 1) * l.strides[1] - l.pads[1] + (l.kernel[1] - 1) * l.dilations[1] + 1)
+        return y0, max(y0 + 1, y1), x0, max(x0 + 1, x1)
+
+    def _reads(self, q0: int, q1: int, ofs: int) -> list[tuple[int, int]]:
+        """Global byte ranges the batch reads (its input rows; per row, the columns, in a tile)."""
+        l = self.l
+        if not l.plan.tiles or (q1 - 1) // l.out_hw[1] != q0 // l.out_hw[1]:
+            return [self._read_range(q0, q1, ofs)]
+        h, w, c = l.in_hwc
+        y0, y1, x0, x1 = self._in_rows_cols(q0, q1)
+        base = l.inputs[0].buf.addr + ofs
+        return [(base + (y * w + x0) * c, base + (y * w + x1) * c) for y in range(y0, y1)]
+
+    def _needs_fn(self, st: dict, cores: list[int], home: int, key: tuple, main: bool, res: bool, r: int,
+                  q0: int, q1: int):
+        """The bytes a batch needs in its cores' regions (``c2c.Need``), once they exist."""
         from .c2c import Need
         l = self.l
         h, w, c = l.in_hwc
         buf = l.inputs[0].buf
-        rowb = w * c
-        lo = (read[0] - buf.addr - self.ofs) // rowb
-        hi = -(-(read[1] - buf.addr - self.ofs) // rowb)
+        y0, y1, x0, x1 = self._in_rows_cols(q0, q1)
+        if not l.plan.tiles:      # a contiguous window range may span rows: whole rows
+            lo, hi = self._read_range(q0, q1, 0)
+            y0, y1 = (lo - buf.addr) // (w * c), -(-(hi - buf.addr) // (w * c))
+            x0, x1 = 0, w
 
         def needs() -> list:
             out = []
-            if main:     # (the read range is a superset: clipped to the region)
-                a, b = max(lo * rowb, st["in_base"]), min(hi * rowb, st["in_end"])
-                out += [Need(cc, ("in", key, cc), id(buf), a, b, st["in_base"], st["in_regions"][cc]) for cc in cores]
+            if main:
+                ry0, ry1, rx0, rx1 = st["in_box"]
+                a, b = max(x0, rx0), min(x1, rx1)
+                for y in range(max(y0, ry0), min(y1, ry1)):
+                    lo = (y * w + a) * c
+                    off = ((y - ry0) * (rx1 - rx0) + a - rx0) * c
+                    out += [Need(cc, ("in", key, cc), id(buf), lo, lo + (b - a) * c, lo, st["in_regions"][cc] + off)
+                            for cc in cores]
             if res:
                 n = l.N
-                out.append(Need(home, ("res", key), id(l.fused_add.other.buf), q0 * n, q1 * n, st["res_base"] * n,
-                                st["res_region"]))
+                out.append(Need(home, ("res", key), id(l.fused_add.other.buf), q0 * n, q1 * n, q0 * n,
+                                st["res_region"] + self.pidx(r, q0) * n))
             return out
         return needs
 
@@ -439,7 +506,7 @@ class MatCodegen:
                 ow2, tw = l.fused_pool.out_hw[1], x1 - x0
                 return [Run(buf, (py * ow2 + x0) * n, (py * ow2 + x1) * n, st["out_region"] + (py - p0) * tw * n)
                         for py in info.pool_rows]
-            return [Run(buf, q0 * n, q1 * n, st["out_region"] + (q0 - st["out_base"]) * n)]
+            return [Run(buf, q0 * n, q1 * n, st["out_region"] + self.pidx(r, q0) * n)]
         return runs
 
     def _batch(self, st: dict, cores: list[int], home: int, nu: int, c0: int, c1: int, q0: int, q1: int,
@@ -506,7 +573,7 @@ class MatCodegen:
                 st: dict | None = None, r: int = 0, info=None) -> None:
         l = self.l
         if st is not None and "out_region" in st and (self.post is None or self.post.pool is None):
-            obuf = st["out_region"] + (q0 - st["out_base"]) * l.N     # kept for core-to-core sends
+            obuf = st["out_region"] + self.pidx(r, q0) * l.N     # kept for core-to-core sends
         if self.post is not None:
             ring = self.post.out_buffer(st, q0, q1, r)
             obuf = obuf if ring is None else ring

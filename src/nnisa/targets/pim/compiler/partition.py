@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from .fusion import pool_tiles, tile_conv_windows, tile_windows
+from .fusion import grid_tiles, pool_tiles, tile_conv_windows, tile_windows
 from .graph import MatLayer
 
 
@@ -47,6 +47,8 @@ class MatPlan:
     windows: list[tuple[int, int]] = field(default_factory=list)  # [replica] -> [p0, p1)
     # fused pool: [replica] -> pool-output tile (rows p0..p1, columns x0..x1)
     pool_tiles: list[tuple[int, int, int, int]] = field(default_factory=list)
+    # element schedule with core-to-core activations: [replica] -> output tile (y0, y1, x0, x1)
+    tiles: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
 def partition(layer: MatLayer, rows: int, cols: int, xbars_per_core: int) -> MatPlan:
@@ -62,8 +64,10 @@ def partition(layer: MatLayer, rows: int, cols: int, xbars_per_core: int) -> Mat
     return MatPlan(hbar, len(col_ranges), col_ranges, xb)
 
 
-def build_ags(li: int, layer: MatLayer, plan: MatPlan, rows: int, cols: int) -> None:
-    """Create the AG objects of every replica and split the windows among replicas."""
+def build_ags(li: int, layer: MatLayer, plan: MatPlan, rows: int, cols: int, tall: bool = False) -> None:
+    """Create the AG objects of every replica and split the windows among replicas: contiguous
+    window ranges, or with ``tall`` (the element schedule with core-to-core activations) column
+    strips of the output (``plan.tiles``; pool tiles for a fused pool)."""
     k = layer.K
     plan.ags = []
     for r in range(plan.replicas):
@@ -72,11 +76,17 @@ def build_ags(li: int, layer: MatLayer, plan: MatPlan, rows: int, cols: int) -> 
             for h in range(plan.hbar):
                 ags.append(AG(li, r, u, h, h * rows, min(k, (h + 1) * rows), c0, c1, -(-(c1 - c0) // cols)))
         plan.ags.append(ags)
+    plan.tiles = []
     if layer.fused_pool is not None:
-        # a fused max-pool: every replica owns whole pool-output rows (and computes the conv rows
-        # they read, sharing the boundary rows with its neighbour)
-        plan.pool_tiles = pool_tiles(layer.fused_pool, plan.replicas)
+        # a fused max-pool: every replica owns a tile of pool outputs (and computes the conv
+        # rows/columns they read, sharing the boundary ones with its neighbours)
+        plan.pool_tiles = pool_tiles(layer.fused_pool, plan.replicas, tall)
         plan.windows = [tile_windows(layer, t) for t in plan.pool_tiles]
+        return
+    if tall and layer.windows > 1:
+        ow = layer.out_hw[1]
+        plan.tiles = grid_tiles(layer.out_hw[0], ow, plan.replicas, tall=True)
+        plan.windows = [(y0 * ow + x0, (y1 - 1) * ow + x1) for y0, y1, x0, x1 in plan.tiles]
         return
     w = layer.windows
     base, extra = divmod(w, plan.replicas)

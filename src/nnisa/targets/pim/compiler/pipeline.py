@@ -188,10 +188,21 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         t = tasks[i]
         return pending[i] == 0 and (interleave or all(queues[c][head[c]] == i for c in t.cores))
 
+    dep_ready: dict[int, float] = {}     # a ready task's dependences are all emitted: fixed
+
+
     def est(i: int) -> float:
         t = tasks[i]
-        return max([avail[c] for c in t.cores] + [fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]]
-                   + [t.image * release])
+        dr = dep_ready.get(i)
+        if dr is None:
+            dr = dep_ready[i] = max([fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]]
+                                    + [t.image * release])
+        cores = t.cores
+        a = avail[cores[0]]
+        for c in cores[1:]:
+            if avail[c] > a:
+                a = avail[c]
+        return a if a > dr else dr
 
     def push(i: int) -> None:
         heapq.heappush(heap, (tasks[i].image if image_first else 0, est(i), i))
@@ -203,12 +214,11 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
             push(i)
     emitted = 0
     while heap:
-        img, start, i = heapq.heappop(heap)
-        if interleave:
-            s = est(i)
-            if s > start:   # a core of the task got busier since it was queued
-                heapq.heappush(heap, (img, s, i))
-                continue
+        img, key, i = heapq.heappop(heap)
+        start = est(i)
+        if interleave and start > key:   # a core of the task got busier since it was queued
+            heapq.heappush(heap, (img, start, i))
+            continue
         t = tasks[i]
         for c in t.cores:
             if interleave:
