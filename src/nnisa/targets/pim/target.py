@@ -65,6 +65,8 @@ class PimTarget(Target):
         O("weight_seed", int, 0, None, "seed of -O weights=random", ("sim",), minimum=0, maximum=2**32 - 1),
         O("path", str, "fast", ("fast", "reference"), "functional interpreter: numba fast path or reference",
           ("sim",)),
+        O("lint", bool, True, None, "check the program (bit widths 0, unmatched messages, cores that never "
+          "finish, unused array groups; functional mode: reads of never-written local memory)", ("stats", "sim")),
     )
 
     def isa_markdown(self, word_bits: int = 64, extended: bool = False, **options: Any) -> str:
@@ -97,8 +99,8 @@ class PimTarget(Target):
         return files.write_program(program, path, keep_nop=keep_nop, word_bits=options.get("word_bits"),
                                    extended=options.get("extended"))
 
-    def stats(self, program: PimProgram, **options: Any) -> dict[str, Any]:
-        return program_stats(program)
+    def stats(self, program: PimProgram, *, lint: bool = True, **options: Any) -> dict[str, Any]:
+        return program_stats(program, lint=lint)
 
     def simulate(self, program, *, config=None, inputs=None, **options: Any):
         """Values and/or timing+energy (``nnisa.targets.pim.sim.simulate.simulate_pim``)."""

@@ -312,6 +312,7 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
     estimated start whatever the image (a layer pipeline across the images of a stream)."""
     for e in em.values():
         e.arena.base = e.arena.top = 4     # local bytes 0..3: the token byte of send/recv
+        e.lldi(0, 0, 4)                    # (defined: a token send never reads unwritten memory)
     tasks = []
     prod = Producers()
     pick = prod.pick if locality else None

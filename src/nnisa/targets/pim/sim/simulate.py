@@ -115,7 +115,7 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
                  mode: str | None = None, timing: str = "pimsim", trace: str | None = None,
                  gantt: str | None = None, global_address_mode: str | None = None,
                  report: str | None = None, source: str | None = None, images: int | None = None,
-                 stream: Mapping | None = None, **options: Any) -> SimResult:
+                 stream: Mapping | None = None, lint: bool = True, **options: Any) -> SimResult:
     """Simulate a PIM program or bundle.
 
     Parameters
@@ -155,6 +155,9 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
     stream
         ``{"images": N, "image_stride": S}`` of a compiled stream (default: the bundle's):
         inputs and outputs of image k lie ``k · S`` bytes above image 0's.
+    lint
+        Check the program (:mod:`~nnisa.targets.pim.lint`; with values also reads of
+        never-written local memory): ``stats.extra["lint"]``, each finding also a warning.
 
     Returns
     -------
@@ -244,6 +247,14 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
         details = tres
     else:
         details = None
+    if lint:
+        from ..lint import issue_warnings, lint_dicts, lint_program, uninitialised_reads
+        issues = lint_program(prog)
+        if mode in ("both", "functional"):
+            lsize = int(cfg.chip_config.core_config.local_memory_config.memory_size) if cfg is not None else 1 << 20
+            issues += uninitialised_reads(prog, fres.shapes, lsize)
+        issue_warnings(issues)
+        extra["lint"] = lint_dicts(issues)
     stats.wall_s = time.perf_counter() - t0
     stats.extra = extra
     return SimResult(outputs=outs, stats=stats, details=details)
