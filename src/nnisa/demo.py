@@ -104,11 +104,12 @@ def targets_step(con: Console | None) -> list[dict[str, Any]]:
         caps = tgt.capabilities()
         if "compile" not in caps or "simulate" not in caps:
             continue
-        for model_name, (path, x, labels) in models:
+        for (model_name, (path, x, labels)), (label, opts) in [(m, v) for m in models
+                                                               for v in (("", {}),) + tuple(tgt.demo_variants)]:
             in_name = onnx.load(str(path)).graph.input[0].name
-            row: dict[str, Any] = {"target": name, "model": model_name}
+            row: dict[str, Any] = {"target": f"{name} ({label})" if label else name, "model": model_name}
             try:
-                rep = run_model(name, path, inputs={in_name: x[:DEMO_SAMPLES]})
+                rep = run_model(name, path, inputs={in_name: x[:DEMO_SAMPLES]}, **opts)
             except NnisaError as exc:
                 row["note"] = f"not compiled: {exc.message}"
                 rows.append(row)
@@ -117,12 +118,17 @@ def targets_step(con: Console | None) -> list[dict[str, Any]]:
             row.update({"samples": rep["samples"], "bit_exact": rep.get("bit_exact"),
                         "top1_agree": rep["top1_agreement"], "max_abs_err": rep["max_abs_error"],
                         "cycles": rep.get("cycles"), "latency_ns": rep.get("latency_ns"),
+                        "period_ns": rep.get("period_ns"),
                         "energy_pj": rep.get("energy_pj"), "instructions": rep.get("instructions"),
                         "adders": cr.get("adders"), "wall_s": rep["wall_s"]})
             rows.append({k: v for k, v in row.items() if v is not None})
     if con:
         if rows:
-            con.print(compare_table(rows, "2. bundled models compiled, simulated and compared with onnxruntime"))
+            t = compare_table(rows, "2. bundled models compiled, simulated and compared with onnxruntime")
+            t.caption = ((t.caption + "\n") if t.caption else "") + (
+                "latency_ns: one input, in -> out; period_ns: steady-state time per input of a stream "
+                "(only for runs that simulate a stream of inputs)")
+            con.print(t)
         else:
             con.print("2. no target compiles ONNX models yet")
     return rows

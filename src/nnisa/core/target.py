@@ -106,6 +106,8 @@ class Target:
     options: tuple[OptionSpec, ...] = ()
     #: bundled model (``nnisa.frontend.models``) the demo runs on this target, if any
     demo_model: str | None = None
+    #: further demo runs: (label, options) — e.g. another schedule, shown as extra columns
+    demo_variants: tuple[tuple[str, dict[str, Any]], ...] = ()
 
     def option_table(self) -> OptionTable:
         """The declared options (:attr:`options`) as a validator."""

@@ -27,6 +27,7 @@ class PimTarget(Target):
     formats = {".json": "pimsim-nn JSON program", ".json.gz": "gzipped pimsim-nn JSON program",
                ".nnpi": "NNPI binary container", ".bin": "NNPI binary container",
                ".s": "PIM assembly", ".asm": "PIM assembly", ".txt": "PIM assembly"}
+    demo_variants = (("throughput, 4 images", {"schedule": "throughput", "images": 4}),)
     options = (
         O("word_bits", int, 64, (32, 64), "instruction word size of NNPI binaries", ("isa", "asm", "convert")),
         O("extended", bool, False, None, "extended encoding (wider fields; needed for > 16 array groups)",
