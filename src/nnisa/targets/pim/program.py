@@ -45,6 +45,9 @@ class PimProgram:
         Streams of images (a compiled program with ``images`` > 1, or marks kept in a bundle):
         core id → for every image, the end (exclusive pc) of that image's work on the core
         (0: no work).  The simulator derives each image's completion time from them.
+    pipeline_depth
+        Stages of a pipelined stream (the throughput schedule): the simulator's period uses the
+        images that complete while every stage is busy (:mod:`~nnisa.targets.pim.sim.stream`).
     """
 
     cores: dict[int, np.ndarray] = field(default_factory=dict)
@@ -57,6 +60,7 @@ class PimProgram:
     odd_pairs: bool = False
     warnings: list[str] = field(default_factory=list)
     image_ends: dict[int, list[int]] = field(default_factory=dict)
+    pipeline_depth: int = 1
 
     @property
     def images(self) -> int:

@@ -28,7 +28,7 @@ from .mapping import MappingError, map_ags
 from .memory_plan import ConstPool, plan_gmem
 from .partition import build_ags, partition, replicate
 from .pipeline import Producers, coarsen, run_element
-from .throughput import estimate_period
+from .throughput import layer_stages, run_throughput
 from .schedule import barrier
 
 STRICT_GROUPS = 16
@@ -220,7 +220,9 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     pipe_stats = None
     stride = gmap["image_stride"]
     if element:
-        cplan = plan_c2c(low, hw["lmem"], enabled=c2c and links and interleave and rounds == 1)
+        # (the throughput schedule keeps every image's activations in its own global buffers)
+        cplan = plan_c2c(low, hw["lmem"], enabled=c2c and links and interleave and rounds == 1
+                         and mode == "element")
         pipe_stats = _emit_element(low, em, workers, consts, links, batch, scratch_alloc,
                                    interleave=interleave, lmem=hw["lmem"], images=images, stride=stride,
                                    throughput=mode == "throughput", c2c=cplan, cost=CostModel(cfg))
@@ -229,6 +231,8 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     scratch_base = SCRATCH_BASE
     t_gen = time.perf_counter()
     prog = _build_program(em, hw, cfg, images)
+    if images > 1 and pipe_stats is not None:
+        prog.pipeline_depth = pipe_stats.get("stages", 1)
     weights = _weights(em, mats)
     for e in em.values():
         if e.per_task and (e.arena.peak > e.tarena.base or e.tarena.peak > hw["lmem"]):
@@ -318,13 +322,15 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
     pick = prod.pick if locality else None
     gens: dict[int, object] = {}      # per layer: codegen object / per-core states, kept across images
 
+    shared = interleave or throughput     # (the throughput schedule always keeps per-unit state)
+
     def states(li: int):
-        return gens.setdefault(li, {}) if interleave else None   # else: per-layer arenas, fresh state
+        return gens.setdefault(li, {}) if shared else None   # else: per-layer arenas, fresh state
     for k in range(images):
         ofs = k * stride
         for li, layer in enumerate(low.layers):
             if isinstance(layer, MatLayer):
-                cg = gens.get(li) if interleave else None
+                cg = gens.get(li) if shared else None
                 if cg is None:
                     cg = gens[li] = MatCodegen(layer, em, consts, links=links, batch=batch,
                                                scratch_alloc=scratch_alloc)
@@ -347,8 +353,7 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
     if not throughput:
         stats = run_element(tasks, em, interleave=interleave, lmem=lmem, cost=cost)
     else:
-        stats = run_element(coarsen(tasks, em), em, interleave=interleave, lmem=lmem, image_first=False,
-                            release=estimate_period(low), cost=cost)
+        stats = run_throughput(coarsen(tasks, em), em, layer_stages(low), lmem)
     if c2c is not None:
         stats["c2c_spilled"] = [f"layer {k[0]} replica {k[1]} ({kind})" for k, kind in c2c.spilled]
     return stats

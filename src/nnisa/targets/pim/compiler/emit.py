@@ -230,6 +230,11 @@ class CoreEmitter:
         self.inserts.append((pos, seq, (_SEND, 0, 0, 0, 1, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0)))
         self.msg_pos = pos
 
+    def token_send(self, dst: int) -> None:
+        """Append a 1-byte ``send`` from local byte 0 (reserved) to ``dst``."""
+        self.rows.append((_SEND, 0, 0, 0, 1, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0))
+        self.msg_pos = len(self.rows)
+
     def token_recv(self, src: int) -> None:
         """Append a 1-byte ``recv`` from ``src`` into local byte 0 (reserved)."""
         self.rows.append((_RECV, 0, 0, 0, 1, 0, 0, 0, 0, src, 0, 0, 0, 0, 0, 0))

@@ -43,7 +43,7 @@ def write_outputs(c: Compiled, out_dir: str | Path, *, binary: bool = True) -> d
                 "inputs": [_entry(e) for e in c.inputs], "outputs": [_entry(e) for e in c.outputs]}
     stream = stream_info(c)
     if stream is not None:
-        manifest["stream"] = {**stream, "image_ends": c.program.image_ends}
+        manifest["stream"] = {**stream, "image_ends": c.program.image_ends, "pipeline_depth": c.program.pipeline_depth}
     write_bundle(out, c.program, weights=c.weights, gmem_segments=c.gmem, manifest=manifest, binary=binary,
                  extra_files=extra)
     files = {"program": str(out / "program.json.gz"), "weights": str(out / "weights.npz"),

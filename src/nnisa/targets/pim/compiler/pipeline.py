@@ -131,17 +131,15 @@ def _sync_rows(times: list[float], n: int, t: float | None = None) -> None:
 
 
 def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bool = True,
-                lmem: int = 1 << 20, image_first: bool = True, release: float = 0.0,
-                cost: CostModel | None = None, debug: list | None = None) -> dict:
+                lmem: int = 1 << 20, cost: CostModel | None = None, debug: list | None = None) -> dict:
     """Emit ``tasks`` (in batch order: layer, index) with the element schedule; returns stats.
 
     ``interleave``: a core's tasks of different layers may interleave (true pipelining on every
     core); per-unit state then lives in the lower half of local memory and each task's
     transient buffers in the upper half.  Otherwise each core runs its layers in order.
-    ``image_first`` (streams): among ready tasks the earliest image goes first (low latency:
-    a core starts the next image when it has nothing left of the current one); otherwise the
-    earliest estimated start wins whatever the image, image ``k`` being released at
-    ``k · release`` ns (the throughput schedule's estimated period)."""
+    Streams: among ready tasks the earliest image goes first (low latency: a core starts the
+    next image when it has nothing left of the current one), so all of image k's messages are
+    created before image k+1 overwrites an output region."""
     _deps(tasks)
     n = len(tasks)
     cost = cost if cost is not None else CostModel()
@@ -158,8 +156,6 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
             if t.chain in last:
                 order_deps[i].append(last[t.chain])
             last[t.chain] = i
-    if not image_first:
-        _reuse_deps(tasks, order_deps)
     queues: dict[int, list[int]] = {}
     for i, t in enumerate(tasks):
         for c in t.cores:
@@ -195,8 +191,7 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         t = tasks[i]
         dr = dep_ready.get(i)
         if dr is None:
-            dr = dep_ready[i] = max([fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]]
-                                    + [t.image * release])
+            dr = dep_ready[i] = max([0.0] + [fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]])
         cores = t.cores
         a = avail[cores[0]]
         for c in cores[1:]:
@@ -205,7 +200,8 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         return a if a > dr else dr
 
     def push(i: int) -> None:
-        heapq.heappush(heap, (tasks[i].image if image_first else 0, est(i), i))
+        t = tasks[i]
+        heapq.heappush(heap, (t.image, est(i), i))
 
     queued = [False] * n
     for i in range(n):
@@ -315,26 +311,4 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
     for e in em.values():
         e.merge_inserts()
     return {"tasks": n, "tokens": tokens, "messages": messages, "message_bytes": msg_bytes,
-            "estimated_ns": max(fin) if fin else 0.0, **({"release_ns": release} if release else {})}
-
-
-def _reuse_deps(tasks: list[Task], order_deps: list[list[int]]) -> None:
-    """Streams without image-first order: a unit's tasks of image k+1 (which overwrite its
-    output region) are emitted only after every task that reads its image-k outputs, so the
-    sends of image k sit before the overwrite in the producer's program."""
-    by_unit: dict[tuple, dict[int, list[int]]] = {}
-    for i, t in enumerate(tasks):
-        if t.runs is not None:
-            by_unit.setdefault(t.unit, {}).setdefault(t.image, []).append(i)
-    users: dict[int, list[int]] = {}
-    for i, t in enumerate(tasks):
-        for d in t.deps:
-            users.setdefault(d, []).append(i)
-    for per_image in by_unit.values():
-        for k, idx in per_image.items():
-            nxt = per_image.get(k + 1)
-            if not nxt:
-                continue
-            readers = sorted({u for i in idx for u in users.get(i, ())})
-            for j in nxt:
-                order_deps[j].extend(readers)
+            "estimated_ns": max(fin) if fin else 0.0}

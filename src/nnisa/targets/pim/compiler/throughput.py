@@ -1,76 +1,103 @@
 """The throughput schedule: a layer pipeline across the images of a stream.
 
 Each core runs, per image, its share of every layer it holds (one task per replica unit, or per
-core for a vector layer, and image: :func:`~.pipeline.coarsen`); a consumer task receives one
-token from every producer core it depends on (one synchronisation per producer/consumer core
-pair, layer boundary and image), there are no global barriers, and every image has its own
-activation buffers (no write-after-read hazards between images).  The list schedule of
-:mod:`.pipeline` orders each core's tasks by estimated start time with image ``k`` released
-at ``k · P``: the pipeline fills as in steady state (a core holding an early and a late layer
-works on image ``k + d`` of the early layer while the late one handles image ``k``), while the
-first image is not slowed down by the later ones.
+core for a vector layer, and image: :func:`~.pipeline.coarsen`).  Layer ``L`` gets a *stage*
+``s(L)`` — its depth in the layer graph (1 + the deepest stage it reads from) — and the task of
+layer ``L`` for image ``k`` belongs to *round* ``k + s(L)``.  The list schedule of
+:mod:`.pipeline` emits the rounds in order, so in round ``r`` every core works on image
+``r − s(L)`` of each of its layers, and every input of such a task was made in an earlier round:
+no task waits for work of its own round.  A consumer receives its inputs from each producer core
+once per layer boundary and image (core to core, or a token when they go through global
+memory); there are no global barriers, and every image has its own buffers.
 
-``P`` is a static estimate of the period (:func:`estimate_period`): the larger of the busiest
-core's work per image (``mvmul`` ≈ 1,660 ns, partial sums and requantization from
-:func:`~.partition.window_ns`) and the global memory's service time per image.  It only steers
-the order; an estimate that is off makes the first image slower or the pipeline fill later,
-never a wrong result.
+In steady state all stages are busy and a round lasts about as long as the busiest core's work
+for one image of each of its layers: that is the **period**.  The **latency** of an image is
+its ``D`` rounds (``D`` = number of stages), so this schedule trades latency for throughput; the
+element schedule is the low-latency one.  A stream must hold well over ``D`` images for the
+middle of the stream to run with a full pipeline (:mod:`nnisa.targets.pim.sim.stream`).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-
-from .graph import Lowered, MatLayer
-from .memory_plan import elem_bytes
-from .partition import _vec_ns
-
-#: global-memory service time per byte (conformance: 40 ns per 32-byte read beat, 50 per write)
-GM_NS_PER_BYTE = 1.45
-MVM_NS = 1660
+from .graph import Lowered
 
 
-def core_work_ns(low: Lowered) -> dict[int, float]:
-    """Estimated work (ns) per core for one image: every array group's ``mvmul`` per window, the
-    partial-sum additions and, on a unit's home core, the gather and requantization."""
-    work: dict[int, float] = defaultdict(float)
+def layer_stages(low: Lowered) -> list[int]:
+    """Stage of every layer (index in ``low.layers``): 0 for layers that read only graph inputs,
+    else 1 + the largest stage among the layers producing its inputs."""
+    stage_of_buf: dict[int, int] = {}
+    out = []
     for layer in low.layers:
-        if not isinstance(layer, MatLayer) or layer.plan is None:
-            continue
-        plan = layer.plan
-        accb = elem_bytes(layer.acc_bits)
-        for r, ags in enumerate(plan.ags):
-            w0, w1 = plan.windows[r]
-            nwin = w1 - w0
-            if layer.fused_pool is not None:
-                from .fusion import tile_conv_windows
-                nwin = tile_conv_windows(layer, plan.pool_tiles[r])
-            by_unit: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-            for a in ags:
-                by_unit[a.unit][a.core] += 1
-            for u, per_core in by_unit.items():
-                c0, c1 = plan.col_ranges[u]
-                n = c1 - c0
-                home = next(a.core for a in ags if a.unit == u and a.row_slice == 0)
-                for c, k in per_core.items():
-                    work[c] += nwin * (k * MVM_NS + (k - 1) * _vec_ns(n, accb) + 150 * k)
-                work[home] += nwin * ((len(per_core) - 1) * (_vec_ns(n, accb) + n * accb * 0.7)
-                                      + 2 * _vec_ns(n, accb) + _vec_ns(n, accb, 1))
-    return dict(work)
-
-
-def gm_bytes(low: Lowered) -> int:
-    """Bytes one image moves through global memory (layer inputs read, outputs written)."""
-    total = 0
-    for layer in low.layers:
-        total += sum(t.buf.size for t in layer.inputs) + layer.out.buf.size
+        s = 0
+        for t in layer.inputs:
+            if id(t.buf) in stage_of_buf:
+                s = max(s, stage_of_buf[id(t.buf)] + 1)
         add = getattr(layer, "fused_add", None)
-        if add is not None:
-            total += add.other.buf.size
-    return total
+        if add is not None and id(add.other.buf) in stage_of_buf:
+            s = max(s, stage_of_buf[id(add.other.buf)] + 1)
+        stage_of_buf[id(layer.out.buf)] = s
+        out.append(s)
+    return out
 
 
-def estimate_period(low: Lowered) -> float:
-    """Static estimate (ns) of the throughput schedule's period (see the module docstring)."""
-    work = core_work_ns(low)
-    return max(max(work.values(), default=0.0), gm_bytes(low) * GM_NS_PER_BYTE)
+def _colour(msgs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Order one boundary's token messages (producer core, consumer core) by a greedy edge
+    colouring: messages of one colour touch each core at most once and proceed in parallel, so
+    a core waits for at most as many message slots as it has messages."""
+    busy: dict[int, set[int]] = {}
+    keyed = []
+    for p, c in sorted(set(msgs)):
+        k = 0
+        while k in busy.setdefault(p, set()) or k in busy.setdefault(c, set()):
+            k += 1
+        busy[p].add(k)
+        busy[c].add(k)
+        keyed.append((k, p, c))
+    return [(p, c) for _, p, c in sorted(keyed)]
+
+
+def run_throughput(tasks: list, em: dict, stages: list[int], lmem: int) -> dict:
+    """Emit the coarse ``tasks`` (one per unit, layer and image) round by round.
+
+    Round ``r`` holds the tasks of layer ``L`` and image ``r − stages[L]``.  At the start of
+    round ``r`` every core exchanges the tokens of boundary ``r``: a consumer core that loads
+    data another core stored in round ``r − 1`` receives one token from it (the data stays in the
+    image's own global-memory buffer until used, however many rounds later).  The boundary's
+    tokens follow one global order (:func:`_colour`), tasks and their partial-sum messages
+    another, round after round, and every core issues its messages in that order: deadlock-free
+    by construction, and nothing inside a round waits for work of the same round."""
+    from .emit import LmemArena
+    from .pipeline import _deps
+    _deps(tasks)
+    for e in em.values():
+        e.per_task = True
+        e.tarena = LmemArena(lmem)
+        e.tarena.base = e.tarena.top = lmem // 2
+    rnd = [t.image + stages[t.layer] for t in tasks]
+    order = sorted(range(len(tasks)), key=lambda i: (rnd[i], tasks[i].layer, i))
+    boundary: dict[int, list[tuple[int, int]]] = {}
+    for i, t in enumerate(tasks):
+        for d in t.deps:
+            p = tasks[d].store
+            if rnd[d] >= rnd[i]:      # pragma: no cover - stages make every input come earlier
+                raise RuntimeError("throughput schedule: an input made in the same round")
+            for c in t.loaders:
+                if c != p:
+                    boundary.setdefault(rnd[d] + 1, []).append((p, c))
+    tokens = 0
+    pos = 0
+    rounds = max(rnd, default=-1) + 1
+    for r in range(rounds):
+        for p, c in _colour(boundary.get(r, [])):
+            em[p].token_send(c)
+            em[c].token_recv(p)
+            tokens += 1
+        while pos < len(order) and rnd[order[pos]] == r:
+            t = tasks[order[pos]]
+            for c in t.cores:
+                em[c].tarena.reset()
+            t.run()
+            for c in t.cores:
+                em[c].mark(t.image)
+            pos += 1
+    return {"tasks": len(tasks), "tokens": tokens, "rounds": rounds, "stages": max(stages, default=0) + 1}

@@ -51,12 +51,15 @@ class TensorSpec(core_bundle.TensorSpec):
 class StreamSpec(BaseModel):
     """A program compiled for a stream of images (``-O images=N``): image ``k``'s inputs and
     outputs lie ``k · image_stride`` bytes above the manifest addresses; ``image_ends`` gives,
-    per core, the end (exclusive pc) of each image's work (0 = none)."""
+    per core, the end (exclusive pc) of each image's work (0 = none); ``pipeline_depth`` the
+    stages of a pipelined stream (the simulator's period uses the images completed while the
+    pipeline is full)."""
 
     model_config = ConfigDict(extra="forbid")
 
     images: int = Field(ge=1, le=1 << 16)
     image_stride: int = Field(0, ge=0, lt=1 << 40)
+    pipeline_depth: int = Field(1, ge=1, le=1 << 16)
     image_ends: dict[int, list[int]] = Field(default_factory=dict)
 
 
@@ -132,7 +135,8 @@ def write_bundle(out_dir: str | os.PathLike, program: PimProgram | None,
     man = manifest if isinstance(manifest, Manifest) else Manifest.model_validate(dict(manifest or {}))
     man = man.model_copy(update={"program": program_name if program is not None else None})
     if program is not None and program.image_ends and man.stream is not None and not man.stream.image_ends:
-        man = man.model_copy(update={"stream": man.stream.model_copy(update={"image_ends": program.image_ends})})
+        man = man.model_copy(update={"stream": man.stream.model_copy(
+            update={"image_ends": program.image_ends, "pipeline_depth": program.pipeline_depth})})
     if program is not None and program_name not in PROGRAM_NAMES:
         raise FormatError(f"program file name must be one of {', '.join(PROGRAM_NAMES)}, got {program_name!r}")
     with BundleWriter(out_dir) as w:
@@ -172,6 +176,7 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
             program.act_frac.setdefault(int(c), tuple(fr))
         if man.stream is not None:
             program.image_ends = _checked_marks(man.stream, program, root)
+            program.pipeline_depth = man.stream.pipeline_depth
     wpath = member(root, man.weights, what="weights file")
     weights = load_weights(wpath) if wpath.exists() else {}
     segs: dict[int, np.ndarray] = {}

@@ -11,8 +11,13 @@ A program processes a *stream* of ``N`` images in one of two ways:
 
 Image ``k`` is complete when the last instruction of its work has retired on every core:
 ``T_k = max_c R(c, last pc of image k on c)``.  All inputs are present at time 0, so the
-**latency** (first image in → out) is ``T_0`` and the **period** (steady-state time per image)
-is ``(T_{N-1} − T_0) / (N − 1)``; a single image has no period.
+**latency** (first image in → out) is ``T_0``.  The **period** (steady-state time per image) is
+``(T_{N−D} − T_0) / (N − D)``, where ``D`` is the program's pipeline depth (the throughput
+schedule's number of stages, 1 otherwise, :attr:`PimProgram.pipeline_depth`): in a pipeline of
+``D`` stages image ``k`` completes in round ``k + D − 1`` and the pipeline is full from round
+``D − 1`` to ``N − 1``, so images ``0 … N − D`` complete in full rounds while the later ones
+complete while it drains (short, not steady-state intervals).  With ``N ≤ D`` images (or one)
+there is no period.
 """
 
 from __future__ import annotations
@@ -55,10 +60,10 @@ def repeated_image_done(eng, P: int) -> list[int] | None:
     return done
 
 
-def stream_figures(done: list[int] | None) -> tuple[int | None, float | None]:
-    """(latency ps, period ps) of a stream's completion times; period ``None`` for one image."""
+def stream_figures(done: list[int] | None, depth: int = 1) -> tuple[int | None, float | None]:
+    """(latency ps, period ps) of a stream's completion times (see the module docstring);
+    period ``None`` when the stream is not longer than the pipeline."""
     if not done:
         return None, None
-    if len(done) < 2:
-        return done[0], None
-    return done[0], (done[-1] - done[0]) / (len(done) - 1)
+    j = len(done) - max(1, depth)
+    return done[0], ((done[j] - done[0]) / j if j >= 1 else None)

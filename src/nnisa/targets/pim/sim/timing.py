@@ -93,6 +93,7 @@ class TimingResult:
     chip_core_count: int = 0
     trace: dict[int, np.ndarray] | None = None
     image_done_ps: list[int] | None = None
+    pipeline_depth: int = 1
     incomplete_report: str | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -162,14 +163,14 @@ class TimingResult:
     def stream_latency_ps(self) -> int:
         """Latency of the first image (in → out); the chip latency for a plain program."""
         from .stream import stream_figures
-        lat, _ = stream_figures(self.image_done_ps)
+        lat, _ = stream_figures(self.image_done_ps, self.pipeline_depth)
         return self.latency_ps if lat is None else lat
 
     @property
     def period_ps(self) -> float | None:
         """Steady-state time per image of a stream (``None``: one image, or throughput mode)."""
         from .stream import stream_figures
-        return stream_figures(self.image_done_ps)[1]
+        return stream_figures(self.image_done_ps, self.pipeline_depth)[1]
 
     @property
     def slowest_rate_sps(self) -> float:
@@ -448,7 +449,8 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
                         gm_busy_ps=int(eng.gm_busy), noc_bytes=noc_b, noc_flits=noc_f,
                         energy_pj=energy, core_energy_pj=core_energy, static_power_mw=spow,
                         rounds=rounds, sim_time_ps=sim_time_ps, chip_core_count=core_cnt, trace=tr,
-                        incomplete_report=incomplete_report, warnings=warnings, image_done_ps=done)
+                        incomplete_report=incomplete_report, warnings=warnings, image_done_ps=done,
+                        pipeline_depth=program.pipeline_depth if program.image_ends else 1)
 
 
 def _sim_time_report(program, plans, eng, late, limit, P, n_total) -> str:

@@ -148,6 +148,10 @@ def result_to_dict(result) -> dict[str, Any]:
         d["makespan_ns"] = result.latency_ps / PS
         d["image_done_ns"] = [t / PS for t in result.image_done_ps]
         d["energy_per_image_pj"] = result.total_energy_pj / result.images
+        d["pipeline_depth"] = result.pipeline_depth
+        if period is None:
+            d["period_note"] = (f"no period: the stream has {result.images} images, the pipeline "
+                                f"{result.pipeline_depth} stages (compile with more images)")
     if result.sim_mode == 0:
         d["throughput"] = {"sim_time_ms": result.sim_time_ps / 1e9, "output_count": result.output_count,
                            "samples_per_s": result.throughput_sps,
