@@ -220,6 +220,13 @@ def build_cases(d: Path) -> list[Case]:
             {"config": {"core_cnt": 2, "array_group_map": {}}, "core99999999999999999999": [{"op": "setbw"}]})))),
              says="out of range"),
         Case("pim-json-bomb", P, "pim files", ("stats", "-t", P, s(d / "bomb.json.gz")), says="decompression bomb"),
+        Case("pim-json-huge-number", P, "pim files", ("stats", "-t", P, s(_w(d / "huge.json", '{"config": {"core_cnt": 1, '
+             '"array_group_map": {}}, "core0": [{"op": "lldi", "imm": 0.020408162847161293}, {"op": "lldi", "imm": 1e400}]}'))),
+             says="infinity"),
+        Case("pim-config-extra-json", P, "pim files", ("disasm", "-t", P, s(_w(d / "cfg.s", '.config_extra {"a": "x#y"}\n'))),
+             says="u0023"),
+        Case("pim-nocode-instruction", P, "pim files", ("disasm", "-t", P, s(_w(d / "nocode.s", ".core 1\n.nocode\nsldi $r0, 1\n"))),
+             says="declared .nocode"),
         Case("pim-cfg-period-tiny", P, "pim config", ("sim", "-t", P, s(d / "p.s"), "--mode", "timing", "--config",
                                                       cfg_with("c1.json", ["chip_config", "core_config", "period"], 1e-300)),
              says="period"),
@@ -253,6 +260,18 @@ def build_cases(d: Path) -> list[Case]:
                                                                "nosuch"), says="nosuch"),
         Case("cherry-element-format", "cherry", "options", ("run", "-t", "cherry", s(MLP), "-O",
                                                             "element_format=fp16"), says="not one of"),
+        # Tensil files and architectures
+        Case("tensil-no-arch", "tensil", "tensil files", ("disasm", "-t", "tensil", s(_b(d / "t1.tprog", bytes(4)))),
+             says="architecture is needed"),
+        Case("tensil-reserved-opcode", "tensil", "tensil files", ("sim", "-t", "tensil", "--arch", "tiny2x2",
+                                                                  s(_b(d / "t2.tprog", bytes.fromhex("00000070")))),
+             says="reserved opcode 0x7"),
+        Case("tensil-past-depth", "tensil", "tensil files", ("asm", "-t", "tensil", "--arch", "tiny2x2", s(_w(
+            d / "t3.s", "datamove local[300] <- dram0[0], 1\n")), "-o", s(d / "t3.tprog")), says="local_depth 256"),
+        Case("tensil-bad-tarch", "tensil", "tensil files", ("disasm", "-t", "tensil", "--arch", s(_w(
+            d / "t4.tarch", '{"data_type": "FP16BP8", "array_size": 1e999}')), s(d / "t1.tprog")), says="missing key"),
+        Case("tensil-bad-strategy", "tensil", "options", ("compile", "-t", "tensil", s(MLP), "-o", s(d / "t5"), "-O",
+                                                          "strategy=remote"), says="not one of"),
         # arrays
         Case("arrays-corrupt-npz", D, "arrays", ("sim", "-t", D, s(dais["txt"]), "--inputs", s(d / "corrupt.npz")),
              says=".npz"),

@@ -28,6 +28,7 @@ class PimTarget(Target):
                ".nnpi": "NNPI binary container", ".bin": "NNPI binary container",
                ".s": "PIM assembly", ".asm": "PIM assembly", ".txt": "PIM assembly"}
     demo_variants = (("throughput, 4 images", {"schedule": "throughput", "images": 4}),)
+    demo_workloads = (("resnet18-pimcomp", None),)
     options = (
         O("word_bits", int, 64, (32, 64), "instruction word size of NNPI binaries", ("isa", "asm", "convert")),
         O("extended", bool, False, None, "extended encoding (wider fields; needed for > 16 array groups)",
@@ -68,6 +69,7 @@ class PimTarget(Target):
           ("sim",)),
         O("lint", bool, True, None, "check the program (bit widths 0, unmatched messages, cores that never "
           "finish, unused array groups; functional mode: reads of never-written local memory)", ("stats", "sim")),
+        O("gantt", str, None, None, "resnet18-pimcomp: draw the per-core timeline to this PNG", ("bench",)),
     )
 
     def isa_markdown(self, word_bits: int = 64, extended: bool = False, **options: Any) -> str:
@@ -103,6 +105,10 @@ class PimTarget(Target):
     def stats(self, program: PimProgram, *, lint: bool = True, **options: Any) -> dict[str, Any]:
         return program_stats(program, lint=lint)
 
+    def warm_up(self) -> list[str]:
+        from .warmup import warm_up
+        return warm_up()
+
     def simulate(self, program, *, config=None, inputs=None, **options: Any):
         """Values and/or timing+energy (``nnisa.targets.pim.sim.simulate.simulate_pim``)."""
         from .sim.simulate import simulate_pim
@@ -117,3 +123,14 @@ class PimTarget(Target):
         """Samples through the compiled program, ``images`` samples per simulation for a stream."""
         from .compiler.run import run_stream
         return run_stream(self.simulate, compiled, inputs, progress)
+
+    def workloads(self) -> dict[str, str]:
+        from .workloads import WORKLOADS
+        return dict(WORKLOADS)
+
+    def bench(self, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
+        """Run a built-in workload (:mod:`nnisa.targets.pim.workloads`)."""
+        from .workloads import WORKLOADS, run_workload
+        if workload not in WORKLOADS:
+            self._unknown_workload(workload)
+        return run_workload(workload, config, gantt=options.get("gantt"))
