@@ -276,7 +276,7 @@ def stats_cmd(target_name, program, config, options, as_json):
     t = get_target(target_name)
     opts = parse_options(t, "stats", options)
     with status(f"reading {program}", not as_json):
-        st = t.stats(read_program(t, program, **_cfg(config), **opts), **_cfg(config))
+        st = t.stats(read_program(t, program, **_cfg(config), **opts), **_cfg(config), **opts)
     show(as_json, {"target": target_name, "program": program, **st} if as_json else st, "print_stats",
          f"{target_name}: {Path(program).name}")
 
