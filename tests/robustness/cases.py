@@ -177,6 +177,12 @@ def build_cases(d: Path) -> list[Case]:
         Case("opt-no-equals", P, "options", ("disasm", "-t", P, s(d / "p.s"), "-O", "timing"),
              says="expected -O key=value"),
         Case("samples-zero", P, "options", ("run", "-t", P, s(MLP), "--samples", "0"), says="samples"),
+        Case("pim-images-range", P, "options", ("run", "-t", P, s(MLP), "-O", "images=300"),
+             says="above the maximum"),
+        Case("pim-schedule-choice", P, "options", ("compile", "-t", P, s(MLP), "-o", s(d / "o-sched"), "-O",
+                                                   "schedule=pipelined"), says="not one of"),
+        Case("pim-lint-wrong-command", P, "options", ("disasm", "-t", P, s(d / "p.s"), "-O", "lint=false"),
+             says="does not apply"),
         Case("max-memory-bad", P, "options", ("--max-memory", "lots", "targets"), says="--max-memory"),
         # output paths
         Case("out-dir-as-file", P, "outputs", ("convert", "-t", P, s(d / "p.s"), s(d / "adir") + "/"),

@@ -124,6 +124,21 @@ def test_throughput_program_marks_pipeline_depth_in_bundle(tmp_path):
     assert b.program.pipeline_depth == depth and b.program.images == 7
 
 
+@pytest.mark.parametrize("depth", [0, "x", 1 << 20])
+def test_bad_pipeline_depth_in_manifest_is_one_line_error(tmp_path, depth):
+    from nnisa.core.errors import NnisaError
+    from nnisa.targets.pim.compiler.output import write_outputs
+    from nnisa.targets.pim.formats.bundle import read_bundle
+    qg, _ = quantized(make_mlp())
+    write_outputs(compile_model(qg, small_config(4), mode="throughput", images=2), tmp_path)
+    man = json.loads((tmp_path / "manifest.json").read_text())
+    man["stream"]["pipeline_depth"] = depth
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(NnisaError, match="pipeline_depth") as ei:
+        read_bundle(tmp_path)
+    assert "\n" not in str(ei.value)
+
+
 def test_images_option_range():
     qg, _ = quantized(make_mlp())
     for bad in (0, 257):
