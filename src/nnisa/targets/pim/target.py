@@ -51,7 +51,7 @@ class PimTarget(Target):
         O("gmem_reuse", bool, None, None, "reuse global-memory buffers (default: on for batch)", nullable=True),
         O("rounds", int, 1, None, "element schedule: window chunks per replica", minimum=1, maximum=4096),
         O("interleave", bool, True, None, "element schedule: interleave the layers' chunks"),
-        O("c2c", bool, True, None, "element/throughput schedules: activations core to core (global memory for "
+        O("c2c", bool, True, None, "element schedule: activations core to core (global memory for "
           "the model's input/output and spills)"),
         O("fuse_pool", bool, True, None, "fold MaxPool into the producing conv's requantization"),
         O("fuse_add", bool, True, None, "fold a residual Add(+ReLU) into the second conv of a block"),

@@ -1,7 +1,8 @@
 """Core-to-core activations for the pipelined schedules: plan, regions and messages.
 
 Without it every layer output goes through the chip's single global memory (one FIFO server).
-With it (``-O c2c=true``, the default of the element and throughput schedules), a conv/Gemm
+With it (``-O c2c=true``, the default of the element schedule; the throughput schedule keeps
+every image's activations in that image's own global-memory buffers), a conv/Gemm
 *consumer unit* keeps the input rows its windows read in a local **region** on each of its cores
 (and the residual positions of a fused Add on its home core), and a *producer unit* keeps the
 positions it computed in a local **output region**; when the list schedule (:mod:`.pipeline`)

@@ -6,9 +6,10 @@ core for a vector layer, and image: :func:`~.pipeline.coarsen`).  Layer ``L`` ge
 layer ``L`` for image ``k`` belongs to *round* ``k + s(L)``.  The list schedule of
 :mod:`.pipeline` emits the rounds in order, so in round ``r`` every core works on image
 ``r − s(L)`` of each of its layers, and every input of such a task was made in an earlier round:
-no task waits for work of its own round.  A consumer receives its inputs from each producer core
-once per layer boundary and image (core to core, or a token when they go through global
-memory); there are no global barriers, and every image has its own buffers.
+no task waits for work of its own round.  Activations go through global memory (every image has
+its own buffers, so no write-after-read hazard between images); a consumer core receives one
+1-byte token from each producer core it reads from, once per layer boundary and image; there
+are no global barriers.
 
 In steady state all stages are busy and a round lasts about as long as the busiest core's work
 for one image of each of its layers: that is the **period**.  The **latency** of an image is
