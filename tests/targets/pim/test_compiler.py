@@ -233,12 +233,13 @@ def test_element_schedule_bit_exact(name, make, samples, cores):
 
 
 def test_element_schedule_split_replicas_and_first_fit():
-    # partial sums of split replicas (send/recv) interleaved with the pipeline tokens
+    # partial sums of split replicas (send/recv) interleaved with the pipeline messages
     qg, x = quantized(make_lenet())
     c = compile_model(qg, small_config(16, xbars=3), schedule="element", mapping="first_fit")
     fc = next(l for l in c.report["layers"] if l["K"] == 400)
     assert len(fc["cores"]) >= 2
-    assert c.report["element_schedule"]["tokens"] > 0
+    es = c.report["element_schedule"]
+    assert es["messages"] > 0 or es["tokens"] > 0     # activations core to core (or tokens on spills)
     assert_bit_exact(c, qg, x[:2])
 
 

@@ -177,6 +177,27 @@ def test_gap_fusion_in_every_schedule():
         assert_bit_exact(c, qg, x[:2])
 
 
+@pytest.mark.parametrize("links", [True, False])
+def test_batch_independent_layers_share_a_barrier_phase(links):
+    # ResNet-20v2's downsampling blocks: the 1x1 shortcut conv reads the block input like the
+    # first 3x3 conv, so both run between the same two barriers
+    from nnisa.frontend.models import make_resnet20v2
+    qg, x = quantized(make_resnet20v2(softmax=False))
+    cfg = small_config(16)
+    c = compile_model(qg, cfg, links=links)
+    waits = c.program.op_counts()["wait"]
+    barriers = waits // len(c.program.cores)          # every core waits once per barrier
+    layers = c.lowered.layers
+
+    def reads(l):
+        return {id(t.buf) for t in l.inputs} | ({id(l.fused_add.other.buf)} if getattr(l, "fused_add", None) else set())
+    joined = sum(1 for a, b in zip(layers, layers[1:]) if id(a.out.buf) not in reads(b))
+    assert joined == 3                                     # measured: the shortcut convs
+    assert barriers == len(layers) - 1 - joined
+    assert_bit_exact(c, qg, x[:1])
+    assert simulate_timing(c.program, cfg, mode="pimsim").latency_ps > 0
+
+
 # ----------------------------------------------------------------------------- core-to-core activations
 @pytest.mark.parametrize("make, factor", [(make_lenet, 0.5), (make_resnet_block, 0.6)])
 def test_element_schedule_core_to_core_activations(make, factor):

@@ -274,19 +274,41 @@ def _tall(layer: MatLayer, graph_in: set[int]) -> bool:
     return id(layer.inputs[0].buf) not in graph_in and oh >= TALL_MIN_ROWS
 
 
+def _buf_ranges(layer) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(read, written) global byte ranges of a layer's activation buffers (one image)."""
+    reads = [t.buf for t in layer.inputs]
+    add = getattr(layer, "fused_add", None)
+    if add is not None:
+        reads.append(add.other.buf)
+    return ([(b.addr, b.addr + b.size) for b in reads], [(layer.out.buf.addr, layer.out.buf.addr + layer.out.buf.size)])
+
+
+def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    return any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
+
+
 def _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images: int, stride: int) -> None:
     """Batch schedule: layer by layer with a barrier between layers, image after image (the
-    images of a stream use disjoint buffers, so image k+1 may start while image k ends)."""
+    images of a stream use disjoint buffers, so image k+1 may start while image k ends).
+
+    A layer that neither reads what the layers since the last barrier write nor writes what
+    they read or write (e.g. a residual block's 1×1 downsampling conv beside its first 3×3 conv)
+    joins their *phase*: no barrier between them, the cores run both (each core's code stays in
+    layer order, and messages keep one global order)."""
     nlayers = len(low.layers)
     for k in range(images):
         ofs = k * stride
+        phase_r: list[tuple[int, int]] = []
+        phase_w: list[tuple[int, int]] = []
         for li, layer in enumerate(low.layers):
+            deferred = False
             for e in em.values():
                 e.arena.reset()
             if isinstance(layer, MatLayer):
                 cg = MatCodegen(layer, em, consts, links=links, batch=batch, scratch_alloc=scratch_alloc)
                 cg.emit(k, ofs)
                 if cg.deferred:
+                    deferred = True
                     barrier(em, workers)
                     cg.finish_deferred()
             elif isinstance(layer, PoolLayer):
@@ -302,8 +324,14 @@ def _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images: i
                     t.run()
             else:  # pragma: no cover - lower_graph only creates the kinds above
                 raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
+            r, w = _buf_ranges(layer)
+            phase_r += r
+            phase_w += w
             if li + 1 < nlayers:
-                barrier(em, workers)
+                nr, nw = _buf_ranges(low.layers[li + 1])
+                if deferred or _overlap(nr, phase_w) or _overlap(nw, phase_r + phase_w):
+                    barrier(em, workers)
+                    phase_r, phase_w = [], []
         for c in workers:
             em[c].mark(k)
 
