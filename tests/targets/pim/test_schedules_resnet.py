@@ -96,13 +96,13 @@ def test_element_latency_core_to_core_and_bit_exact(r18):
 
 
 def test_batch_fusion_latency(r18):
-    # before issue 14: 35.36 ms; goal ≤ 29 ms; measured 30.61 ms with fusion
+    # before issue 14: 35.36 ms; goal ≤ 29 ms; measured 28.50 ms (fusion + barrier phases)
     qg, cfg = r18
     fused = compile_model(qg, cfg)
     assert len(fused.report["fused"]) >= 9           # maxpool, 8 residual adds, the global average pool
     plain = compile_model(qg, cfg, fuse_pool=False, fuse_add=False, fuse_gap=False)
     lat_f, lat_p = timing(fused, cfg).latency_ps / 1e9, timing(plain, cfg).latency_ps / 1e9
-    assert lat_f < lat_p and lat_f <= 31.0, (lat_f, lat_p)
+    assert lat_f < lat_p and lat_f <= 29.0, (lat_f, lat_p)
     x = np.random.default_rng(9).random((1, 3, 224, 224)).astype(np.float32)
     got, ref = run_sample(fused, qg, x)
     np.testing.assert_array_equal(got["logits"], ref["logits"])
