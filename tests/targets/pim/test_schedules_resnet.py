@@ -80,7 +80,7 @@ def test_throughput_period_goal(r18):
 
 
 def test_element_latency_core_to_core_and_bit_exact(r18):
-    # goal ≤ 16 ms (PIMCOMP-NN's element program with its missing setbw: 80.6 ms); measured 16.58 ms
+    # goal ≤ 16 ms (PIMCOMP-NN's element program with its missing setbw: 80.6 ms); measured 15.86 ms
     qg, cfg = r18
     c = compile_model(qg, cfg, mode="element")
     es = c.report["element_schedule"]
@@ -89,7 +89,7 @@ def test_element_latency_core_to_core_and_bit_exact(r18):
     assert "wait" not in ops and "sync" not in ops and ops["send"] == ops["recv"]
     assert lint_program(c.program) == []
     tr = timing(c, cfg)
-    assert tr.latency_ps / 1e9 <= 16.7, tr.latency_ps
+    assert tr.latency_ps / 1e9 <= 16.0, tr.latency_ps
     x = np.random.default_rng(8).random((1, 3, 224, 224)).astype(np.float32)
     got, ref = run_sample(c, qg, x)
     np.testing.assert_array_equal(got["logits"], ref["logits"])
