@@ -9,13 +9,12 @@ import warnings
 import numpy as np
 import pytest
 
-from nnisa.cli import main
 from nnisa.core.target import get_target
 from nnisa.frontend.models import make_lenet
 from nnisa.targets.pim.compiler import compile_model
 from nnisa.targets.pim.lint import lint_program
 
-from compiler_helpers import quantized, small_config
+from compiler_helpers import cli, quantized, small_config
 
 PIM = get_target("pim")
 
@@ -25,13 +24,6 @@ def checks(src: str) -> dict[str, list]:
     for i in lint_program(PIM.assemble(src)):
         out.setdefault(i.check, []).append(i)
     return out
-
-
-def cli(args, capsys):
-    with pytest.raises(SystemExit) as ei:
-        main(args)
-    out = capsys.readouterr()
-    return ei.value.code, out.out, out.err
 
 
 def test_mvmul_without_setbw_is_flagged():

@@ -8,28 +8,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnisa.frontend import evaluate_quantized, load_model, quantize
-from nnisa.frontend.models import make_resnet18
+from nnisa.frontend import evaluate_quantized
 from nnisa.targets.pim.compiler import compile_model
 from nnisa.targets.pim.compiler.io import input_segments, read_output
-from nnisa.targets.pim.config import load_config
 from nnisa.targets.pim.lint import lint_program
 from nnisa.targets.pim.sim.functional import run_functional
 from nnisa.targets.pim.sim.timing import simulate_timing
 
-from compiler_helpers import run_sample, small_config
-from shared_data import SHARED_DIR
+from compiler_helpers import resnet18_quantized, run_sample
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def r18():
-    g = load_model(make_resnet18())
-    x = np.random.default_rng(0).random((2, 3, 224, 224)).astype(np.float32)
-    qg = quantize(g, {"input": x}, scale_mode="pow2")
-    path = SHARED_DIR / "conformance" / "pim" / "pimsim_config.json"
-    cfg = load_config(path) if path.exists() else small_config(64)
+    qg, cfg = resnet18_quantized()
     cfg = cfg.model_copy(deep=True)
     cfg.sim_config.sim_time = max(cfg.sim_config.sim_time, 100_000)     # streams run for > 17 ms
     return qg, cfg

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .graph import Buffer, EltLayer, GapLayer, Layer, Lowered, MatLayer, PoolLayer, TensorRef, acc_width
+from .lower_vec import split
 
 
 @dataclass
@@ -174,17 +175,6 @@ def _fuse_gaps(low: Lowered, outputs: set[int]) -> list[str]:
     return done
 
 
-def _split(n: int, parts: int) -> list[tuple[int, int]]:
-    parts = max(1, min(parts, n))
-    base, extra = divmod(n, parts)
-    out, p = [], 0
-    for i in range(parts):
-        q = p + base + (1 if i < extra else 0)
-        out.append((p, q))
-        p = q
-    return out
-
-
 def grid_tiles(h: int, w: int, parts: int, tall: bool = False) -> list[tuple[int, int, int, int]]:
     """``parts`` balanced tiles ``(y0, y1, x0, x1)`` of an ``h × w`` grid: row bands (cut into
     column ranges when there are more parts than rows), or with ``tall`` column strips (cut into
@@ -192,11 +182,11 @@ def grid_tiles(h: int, w: int, parts: int, tall: bool = False) -> list[tuple[int
     its producer a few rows behind (the element schedule's pipeline depth is a tile's height)."""
     if tall:
         return [(x0, x1, y0, y1) for y0, y1, x0, x1 in grid_tiles(w, h, parts)]
-    groups = _split(h, min(parts, h))
-    per = _split(min(parts, h * w), len(groups))
+    groups = split(h, min(parts, h))
+    per = split(min(parts, h * w), len(groups))
     tiles = []
     for (y0, y1), (a, b) in zip(groups, per):
-        tiles += [(y0, y1, x0, x1) for x0, x1 in _split(w, b - a)]
+        tiles += [(y0, y1, x0, x1) for x0, x1 in split(w, b - a)]
     return tiles
 
 
