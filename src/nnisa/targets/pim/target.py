@@ -27,7 +27,7 @@ class PimTarget(Target):
     formats = {".json": "pimsim-nn JSON program", ".json.gz": "gzipped pimsim-nn JSON program",
                ".nnpi": "NNPI binary container", ".bin": "NNPI binary container",
                ".s": "PIM assembly", ".asm": "PIM assembly", ".txt": "PIM assembly"}
-    demo_variants = (("throughput, 4 images", {"schedule": "throughput", "images": 4}),)
+    demo_variants = (("throughput, 16 images", {"schedule": "throughput", "images": 16}),)
     demo_workloads = (("resnet18-pimcomp", None),)
     options = (
         O("word_bits", int, 64, (32, 64), "instruction word size of NNPI binaries", ("isa", "asm", "convert")),
