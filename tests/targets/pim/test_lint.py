@@ -96,3 +96,20 @@ def test_cli_stats_and_sim_print_warnings_and_json(tmp_path, capsys):
     assert [i["check"] for i in data["lint"]] == ["mvmul_bitwidth_0"] and "latency_ns" in data
     code, out, err = cli(["stats", "-t", "pim", str(src), "-O", "lint=false", "--json"], capsys)
     assert code == 0 and "lint" not in json.loads(out) and "warning: lint" not in err
+
+
+@pytest.mark.slow
+def test_pimcomp_batch_program_lints_clean_and_loses_setbw_when_cut():
+    # PIMCOMP-NN's conformance batch program (3.1 M instructions) sets its bit widths on every core
+    from shared_data import require_shared
+    prog = PIM.read(require_shared("conformance", "pim", "resnet18_batch_8x8.json.gz"))
+    assert lint_program(prog) == []
+    # the element-mode defect of the issue: drop every setbw of one core, its mvmul are flagged
+    from nnisa.targets.pim.isa import OPCODE
+    op = {k: OPCODE[k] for k in ("setbw", "mvmul", "vvadd", "vrsl")}
+    core = next(c for c, rows in prog.items() if (rows["op"] == op["mvmul"]).any())
+    rows = prog.cores[core]
+    prog.cores[core] = rows[rows["op"] != op["setbw"]]
+    (issue,) = [i for i in lint_program(prog) if i.check == "mvmul_bitwidth_0"]
+    vec = int(((rows["op"] >= op["vvadd"]) & (rows["op"] <= op["vrsl"])).sum())
+    assert issue.core == core and issue.count == int((rows["op"] == op["mvmul"]).sum()) + vec
