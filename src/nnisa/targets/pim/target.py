@@ -54,7 +54,8 @@ class PimTarget(Target):
         O("interleave", bool, True, None, "element schedule: interleave the layers' chunks"),
         O("c2c", bool, True, None, "element schedule: activations core to core (global memory for "
           "the model's input/output and spills)"),
-        O("fuse_pool", bool, True, None, "fold MaxPool into the producing conv's requantization"),
+        O("fuse_pool", bool, None, None, "fold MaxPool into the producing conv's requantization (default: "
+          "with the balanced mapping)", nullable=True),
         O("fuse_add", bool, True, None, "fold a residual Add(+ReLU) into the second conv of a block"),
         O("fuse_gap", bool, True, None, "fold GlobalAveragePool into the last conv"),
         O("images", int, 1, None, "images in the stream: compiled into the program (compile/run), or the "

@@ -102,7 +102,7 @@ def _default_calib(g, seed: int):
 def compile_model(model, config=None, *, calib=None, mode: str = "batch", replication: str = "balance",
                   fill: float = 0.9, mapping: str = "balanced", links: bool | None = None, batch: int | None = None,
                   bits: int = 8, gmem_reuse: bool | None = None, schedule: str | None = None,
-                  rounds: int = 1, interleave: bool = True, images: int = 1, fuse_pool: bool = True,
+                  rounds: int = 1, interleave: bool = True, images: int = 1, fuse_pool: bool | None = None,
                   fuse_add: bool = True, fuse_gap: bool = True, c2c: bool = True) -> Compiled:
     """Compile ``model`` for the PIM configuration ``config``.
 
@@ -134,6 +134,9 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         Maximum output windows per batch (vector instructions cover a whole batch); default
         :data:`ELEMENT_BATCH` in the element schedule (finer tasks pipeline better: ResNet-18
         16.58 ms at 32, 15.86 ms at 2), else 32.
+    fuse_pool, fuse_add, fuse_gap
+        Fold MaxPool / residual Add(+ReLU) / GlobalAveragePool into the producing conv
+        (``fusion.py``); ``fuse_pool`` defaults to on with the balanced mapping only.
     images
         Images in the compiled stream: each image has its own input, output and activation
         buffers (``image_stride`` bytes apart); the simulator reports the latency of the first
@@ -165,6 +168,11 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     plans = [partition(l, hw["rows"], hw["cols"], hw["xbars"]) for l in mats]
     for l, p in zip(mats, plans):
         l.plan = p
+    if fuse_pool is None:
+        # a fused conv's replicas own whole pool pixels (fewer replicas); first-fit / locality
+        # pile replicas onto few cores, where that cap costs more than the fusion saves (LeNet
+        # first-fit 386 -> 1056 µs fused)
+        fuse_pool = mapping == "balanced"
     fused = fuse_layers(low, pool=fuse_pool, add=fuse_add, gap=fuse_gap, cores=hw["cores"])
     total = hw["cores"] * hw["xbars"]
     base_need = sum(p.xbars_per_replica for p in plans)
