@@ -110,6 +110,19 @@ def test_throughput_period_beats_batch_and_element_on_lenet():
     assert figs["throughput"][0] > figs["element"][0]
 
 
+def test_throughput_split_replicas_and_no_links():
+    # 3 crossbars per core: LeNet's 400x120 FC spreads over cores, its partial sums travel by
+    # send/recv inside the round; without core links that is refused with the node's name
+    from nnisa.core.errors import UnsupportedError
+    qg, x = quantized(make_lenet())
+    c = compile_model(qg, small_config(16, xbars=3), mode="throughput")
+    fc = next(l for l in c.report["layers"] if l["K"] == 400)
+    assert len(fc["cores"]) >= 2 and c.program.op_counts()["send"] > 0
+    assert_bit_exact(c, qg, x[:2])
+    with pytest.raises(UnsupportedError, match="gemm.*core links"):
+        compile_model(qg, small_config(16, xbars=3, links=False), mode="throughput")
+
+
 def test_throughput_program_marks_pipeline_depth_in_bundle(tmp_path):
     from nnisa.targets.pim.formats.bundle import read_bundle
     from nnisa.targets.pim.compiler.output import write_outputs
