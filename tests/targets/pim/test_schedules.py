@@ -266,3 +266,24 @@ def test_cli_run_and_sim_report_latency_and_period(tmp_path, capsys):
     data = json.loads(out.out)
     assert data["latency_ns"] > 0 and data["period_ns"] > 0
     assert data["period_ns"] <= data["latency_ns"] * 1.01
+
+
+def test_cli_sim_of_a_throughput_bundle(tmp_path, capsys):
+    from compiler_helpers import cli
+    path = tmp_path / "mlp.onnx"
+    onnx.save(make_mlp(), path)
+    for images in (2, 6):                       # the MLP's pipeline has 3 stages
+        out = tmp_path / f"b{images}"
+        code, _, err = cli(["compile", "-t", "pim", str(path), "-o", str(out), "-O", "schedule=throughput",
+                            "-O", f"images={images}", "--json"], capsys)
+        assert code == 0, err
+        code, text, err = cli(["sim", "-t", "pim", str(out), "--mode", "timing", "--json"], capsys)
+        assert code == 0, err
+        data = json.loads(text)
+        assert data["images"] == images and len(data["image_done_ns"]) == images
+        assert data["pipeline_depth"] == 3 and data["latency_ns"] == data["image_done_ns"][0]
+        if images == 2:
+            assert data["period_ns"] is None and "compile with more images" in data["period_note"]
+        else:
+            done = data["image_done_ns"]
+            assert data["period_ns"] == pytest.approx((done[3] - done[0]) / 3)
