@@ -110,6 +110,37 @@ def test_throughput_period_beats_batch_and_element_on_lenet():
     assert figs["throughput"][0] > figs["element"][0]
 
 
+@pytest.mark.parametrize("make", [make_lenet, make_resnet_block, gap_model])
+def test_throughput_with_unfused_vector_layers(make):
+    # MaxPool / Add / GlobalAveragePool as their own layers: coarse tasks per core, own stages
+    qg, x = quantized(make())
+    c = compile_model(qg, small_config(16), mode="throughput", images=3, fuse_pool=False, fuse_add=False,
+                      fuse_gap=False)
+    assert any(type(l).__name__ in ("PoolLayer", "EltLayer", "GapLayer") for l in c.lowered.layers)
+    assert c.program.pipeline_depth == max(layer_stages(c.lowered)) + 1
+    stride = c.memory_map["image_stride"]
+    from nnisa.frontend import evaluate_quantized
+    from nnisa.targets.pim.compiler.io import input_segments
+    from nnisa.targets.pim.sim.functional import run_functional
+    gm = dict(c.gmem)
+    for k in range(3):
+        for t in c.lowered.inputs:
+            for a, b in input_segments(t, qg.quantize_input(t.name, x[k:k + 1])).items():
+                gm[a + k * stride] = b
+    res = run_functional(c.program, c.config, c.weights, gm)
+    for k in range(3):
+        ref = evaluate_quantized(qg, {qg.inputs[0].name: x[k:k + 1]})
+        for t in c.lowered.outputs:
+            got = from_gmem(res.gmem, t, k * stride)
+            np.testing.assert_array_equal(got, ref[t.name], err_msg=f"image {k}")
+
+
+def from_gmem(gmem, t, ofs: int) -> np.ndarray:
+    """Output ``t`` of the image whose buffers lie ``ofs`` bytes up."""
+    from nnisa.targets.pim.compiler.io import from_storage
+    return from_storage(t, gmem.read_tensor(int(t.buf.addr) + ofs, int(np.prod(t.shape)), t.bits))
+
+
 def test_throughput_split_replicas_and_no_links():
     # 3 crossbars per core: LeNet's 400x120 FC spreads over cores, its partial sums travel by
     # send/recv inside the round; without core links that is refused with the node's name
