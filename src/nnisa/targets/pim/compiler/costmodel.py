@@ -55,31 +55,36 @@ class CostModel:
         """Estimated end of ``rows`` on ``core`` starting at ``t0``; appends every row's end
         time to ``times``."""
         ib, ob = self.widths.get(core, (8, 8))
+        l_dw, l_rd, l_wr, g_dw = self.l_dw, self.l_rd, self.l_wr, self.g_dw
+        vw, vlat, noc, bw = self.vw, self.vlat, self.noc, self.bw
         t = t0
+        append = times.append
         for r in rows:
             op = r[0]
             if op in _VEC:
                 n = r[4]
-                iby, oby = _cdiv(ib, 8), _cdiv(ob, 8)
+                iby, oby = -(-ib // 8), -(-ob // 8)
                 wb = n * (oby if op in _OBYW else iby)
-                t += (2 if op in _TWO else 1) * self.lr(n * iby) + _cdiv(n, self.vw) * self.vlat + self.lw(wb) + 2
+                t += ((2 if op in _TWO else 1) * (-(-(n * iby) // l_dw) * l_rd) + -(-n // vw) * vlat
+                      + -(-wb // l_dw) * l_wr + 2)
             elif op == _MVMUL:
                 t += self.mvm + 3
             elif op == _LMV:
-                t += self.lr(r[4]) + self.lw(r[4]) + 2
+                k = -(-r[4] // l_dw)
+                t += k * l_rd + k * l_wr + 2
             elif op == _LLDI:
-                t += self.lw(r[4]) + 2
+                t += -(-r[4] // l_dw) * l_wr + 2
             elif op == _LD:
-                t += self.noc + _cdiv(r[4], self.g_dw) * self.g_rd + self.lw(r[4]) + 2
+                t += noc + -(-r[4] // g_dw) * self.g_rd + -(-r[4] // l_dw) * l_wr + 2
             elif op == _ST:
-                t += self.lr(r[4]) + _cdiv(r[4], self.bw) * self.noc + _cdiv(r[4], self.g_dw) * self.g_wr + 3
-            elif op in (_SEND, _RECV):
+                t += -(-r[4] // l_dw) * l_rd + -(-r[4] // bw) * noc + -(-r[4] // g_dw) * self.g_wr + 3
+            elif op == _SEND or op == _RECV:
                 t += self.message(r[4])
             elif op == _SETBW:
                 ib, ob = r[12], r[13]
                 t += 1
             else:
                 t += 1
-            times.append(t)
+            append(t)
         self.widths[core] = (ib, ob)
         return t
