@@ -249,13 +249,13 @@ class CoreEmitter:
         # an insert at position p goes before row p: a mark m (exclusive end) moves by the
         # number of inserts before it
         self.marks = {k: m + bisect.bisect_left(pos, m) for k, m in self.marks.items()}
-        out, j = [], 0
-        for i, row in enumerate(self.rows):
-            while j < len(ins) and ins[j][0] <= i:
-                out.append(ins[j][2])
-                j += 1
+        rows, out, prev = self.rows, [], 0
+        for p, _, row in ins:
+            p = max(prev, min(p, len(rows)))
+            out.extend(rows[prev:p])
             out.append(row)
-        out.extend(t[2] for t in ins[j:])
+            prev = p
+        out.extend(rows[prev:])
         self.rows = out
         self.inserts = []
 
