@@ -144,7 +144,16 @@ def _reduce(ctx, node, at) -> None:
     axes = sorted({norm_axis(int(a), rank) for a in axes})
     if ctx.shape(node, x)[0] == 1 and len(axes) > 1:
         axes = [a for a in axes if a != 0]  # reducing a batch of one changes nothing
-    ctx.emit(node.op_type, node.name, [x], [node.output[0]], axes=tuple(axes), keepdims=bool(at.get("keepdims", 1)))
+    keep = bool(at.get("keepdims", 1))
+    xs = ctx.shape(node, x)
+    if node.op_type == "ReduceMean" and len(xs) == 4 and tuple(axes) == (2, 3):
+        # torch's global pooling: the same integer semantics as GlobalAveragePool (every target has it)
+        y = node.output[0] if keep else ctx.tmp(node.output[0] + ".gap")
+        ctx.emit("GlobalAveragePool", node.name, [x], [y])
+        if not keep:
+            ctx.emit("Reshape", ctx.tmp(node.name + "_squeeze"), [y], [node.output[0]], shape=(xs[0], xs[1]))
+        return
+    ctx.emit(node.op_type, node.name, [x], [node.output[0]], axes=tuple(axes), keepdims=keep)
 
 
 def nearest_index(in_size: int, out_size: int, scale: float, ctm: str, nearest: str,

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...core.bundle import is_bundle_dir
 from ...core.options import OptionSpec as O
+from ...frontend.prepare import QUANT_OPTIONS
 from ...core.target import Target
 from .formats import files
 from .formats.nnpi import decode_nnpi
@@ -56,6 +57,7 @@ class PimTarget(Target):
         O("weight_seed", int, 0, None, "seed of -O weights=random", ("sim",), minimum=0, maximum=2**32 - 1),
         O("path", str, "fast", ("fast", "reference"), "functional interpreter: numba fast path or reference",
           ("sim",)),
+        *QUANT_OPTIONS,
     )
 
     def isa_markdown(self, word_bits: int = 64, extended: bool = False, **options: Any) -> str:

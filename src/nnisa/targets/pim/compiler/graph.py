@@ -224,6 +224,7 @@ def lower_graph(qg: QGraph) -> Lowered:
                                file=qg.source)
     tensors: dict[str, TensorRef] = {}
     buffers: list[Buffer] = []
+    _SOURCE["file"] = qg.source
 
     def new_tensor(name: str) -> TensorRef:
         qt = qg.tensors[name]
@@ -299,9 +300,17 @@ def _alias(n: QNode, x: TensorRef, qg: QGraph) -> TensorRef:
 
 def _need_hwc(n: QNode, x: TensorRef) -> TensorRef:
     if not x.is_hwc:
-        raise UnsupportedError(f"input {x.name} is not a 4-D tensor in HWC storage (after a layout op)",
-                               where=_where(n))
+        raise UnsupportedError(f"input {x.name} was reshaped or transposed by an earlier layout op; PIM runs "
+                               f"{n.op} only on 4-D tensors in their own NCHW layout", where=_where(n), file=x_source(n))
     return x
+
+
+def x_source(n: QNode) -> str | None:
+    """The model file of a node's graph (set by :func:`lower_graph` for error messages)."""
+    return _SOURCE.get("file")
+
+
+_SOURCE: dict[str, str | None] = {}
 
 
 def _mat_layer(n: QNode, x: TensorRef, out: TensorRef, qg: QGraph) -> MatLayer:
