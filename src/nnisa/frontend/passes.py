@@ -203,6 +203,11 @@ def fold_transposes(g: Graph) -> bool:
         perm = tuple(n.attrs["perm"])
         if perm == tuple(range(len(perm))):
             return _bypass(g, n)
+        xs = g.shape(n.inputs[0])
+        moved = [p for p in perm if xs[p] != 1 or p == 0]  # the batch axis counts as non-unit
+        if moved == sorted(moved):  # only unit axes move: the same C-order data at any batch
+            n.op, n.attrs = "Reshape", {"shape": tuple(xs[p] for p in perm)}
+            return True
         cons = g.consumers(n.outputs[0])
         if len(cons) != 1:
             continue
