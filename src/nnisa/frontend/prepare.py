@@ -91,9 +91,14 @@ def check_graph(graph: Graph, target: str, check: Check | None = None) -> None:
     if len(bad) == 1:
         n, why = bad[0]
         raise UnsupportedError(f"{why} (target {target})", where=f"node {n.name} ({n.op})", file=graph.source)
-    lines = "; ".join(f"{n.name} ({n.op}): {why}" for n, why in bad[:8])
-    more = f"; and {len(bad) - 8} more" if len(bad) > 8 else ""
-    raise UnsupportedError(f"{len(bad)} nodes cannot be compiled for {target}: {lines}{more}", file=graph.source)
+    groups: dict[str, list[Node]] = {}
+    for n, why in bad:  # one entry per reason, biggest first: short enough for one line
+        groups.setdefault(why, []).append(n)
+    parts = []
+    for why, nodes in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        names = ", ".join(n.name for n in nodes[:2]) + (", ..." if len(nodes) > 2 else "")
+        parts.append(f"{len(nodes)}× {nodes[0].op} ({names}): {why}")
+    raise UnsupportedError(f"{len(bad)} nodes cannot be compiled for {target}: {'; '.join(parts)}", file=graph.source)
 
 
 def prepare_qgraph(model: Any, target: str, *, check: Check | None = None, calib: Any = None, bits: int = 8,

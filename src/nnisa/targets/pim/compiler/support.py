@@ -18,7 +18,7 @@ _WHY = {
     "Mul": "elementwise product of two activations (SiLU, squeeze-excite, LSTM/GRU gates) is not lowered on PIM "
            "(DAIS compiles it)",
     "Concat": "Concat is not lowered on PIM yet (DAIS compiles it)",
-    "Slice": "Slice/Split/Gather selections are not lowered on PIM yet (DAIS compiles them)",
+    "Slice": "Slice/Split/Gather selections (and unrolled LSTM/GRU steps) are not lowered on PIM yet (DAIS compiles them)",
     "Resize": "Resize is not lowered on PIM yet (DAIS compiles it)",
     "ReduceMean": "ReduceMean is not lowered on PIM (use GlobalAveragePool; DAIS compiles it)",
     "ReduceMax": "ReduceMax is not lowered on PIM (DAIS compiles it)",
