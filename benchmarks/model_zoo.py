@@ -1,0 +1,80 @@
+"""Model zoo benchmark (issue 13): every ``nnisa.frontend.zoo`` model through ``nnisa run`` on pim and dais.
+
+Each (model, target) runs in its own child process with a wall-time cap (``--timeout``, default
+600 s) so a slow compile is reported as such; the table gives compiles or not (with the reason),
+bit-exactness, top-1 agreement with onnxruntime and the max relative error on 16 samples (seed 0),
+compile and simulate time, and the child's peak memory.  Writes the "Model zoo" section of
+benchmarks/RESULTS.md.
+
+    python benchmarks/model_zoo.py [--timeout S] [--models a,b] [--targets pim,dais]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _results import machine, today, update_section  # noqa: E402
+
+CHILD = r"""
+import json, resource, sys, onnx
+from nnisa.api import run_model
+from nnisa.frontend.zoo import ZOO
+name, target, path = sys.argv[1:4]
+onnx.save(ZOO[name][0](), path)
+try:
+    r = run_model(target, path, samples=16, **({"cse_budget_s": 30.0} if target == "dais" else {}))
+    out = {k: r[k] for k in ("bit_exact", "top1_agreement", "max_rel_error", "compile_s", "sim_s")}
+except Exception as e:  # the reason goes into the table
+    out = {"error": str(e).split(": ", 1)[-1][:160]}
+out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def run_one(name: str, target: str, timeout: float) -> dict:
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run([sys.executable, "-c", CHILD, name, target, str(Path(d) / f"{name}.onnx")],
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"error": f"did not finish in {timeout:.0f} s"}
+        lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+        res = json.loads(lines[-1]) if lines else {"error": (p.stderr.strip().splitlines() or ["crashed"])[-1][:160]}
+        res["wall_s"] = time.perf_counter() - t0
+        return res
+
+
+def main() -> None:
+    from nnisa.frontend.zoo import ZOO
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--models", default=",".join(ZOO))
+    ap.add_argument("--targets", default="pim,dais")
+    a = ap.parse_args()
+    rows = ["| model | target | compiles | bit-exact | top-1 vs onnxruntime | max rel. error | compile s | "
+            "simulate s | peak MB |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name in a.models.split(","):
+        for target in a.targets.split(","):
+            r = run_one(name, target, a.timeout)
+            print(name, target, r, flush=True)
+            if "error" in r:
+                rows.append(f"| {name} | {target} | no: {r['error']} | | | | | | {r.get('rss_mb', 0):.0f} |")
+            else:
+                rows.append(f"| {name} | {target} | yes | {r['bit_exact']} | {r['top1_agreement'] * 16:.0f}/16 | "
+                            f"{r['max_rel_error']:.3f} | {r['compile_s']:.1f} | {r['sim_s']:.1f} | {r['rss_mb']:.0f} |")
+    text = (f"Machine: {machine()}; date {today()}.  16 samples uniform in [-1, 1) (seed 0), calibration on 64 "
+            "disjoint samples (seed 1), pow2 per-channel int8, calibration=max.  Models: "
+            "`nnisa.frontend.zoo` (seeded weights, small inputs).\n\n" + "\n".join(rows))
+    update_section("Model zoo (issue 13)", text)
+
+
+if __name__ == "__main__":
+    main()
