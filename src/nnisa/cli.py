@@ -422,11 +422,14 @@ def bench_cmd(target_name, workload, config, options, as_json):
 @cli.command("demo")
 @click.option("--shared", type=click.Path(file_okay=False), default=None,
               help="Path of the shared/ directory with conformance data (default: ../shared).")
+@click.option("--out-dir", type=click.Path(file_okay=False), default="demo_out", show_default=True,
+              help="Where the pictures go.")
+@click.option("--verbose", "-v", is_flag=True, help="Also print every figure of every run (long tables).")
 @json_option
-def demo_cmd(shared, as_json):
-    """Run the main job on the bundled model for every implemented target."""
+def demo_cmd(shared, out_dir, verbose, as_json):
+    """Run the main job on the bundled models for every target, side by side."""
     from .demo import run_demo
-    run_demo(shared_dir=shared, as_json=as_json)
+    run_demo(shared_dir=shared, as_json=as_json, verbose=verbose, out_dir=out_dir)
 
 
 def _read_text(path: str) -> str:
@@ -470,6 +473,17 @@ def _install_signal_handlers() -> None:
                 pass
 
 
+def _interrupted() -> None:
+    """Exit 130 after Ctrl-C/SIGTERM.  Temporary files were removed while the stack unwound; exit
+    at once so that a second signal arriving during interpreter shutdown cannot turn the status into
+    a death by signal."""
+    import os
+    click.echo("nnisa: interrupted", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
 def _fail(message: str, code: int, as_json: bool, error_type: str) -> None:
     if as_json:
         emit_json({"error": message, "error_type": error_type, "exit_code": code})
@@ -492,8 +506,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             cli.main(args=args, prog_name="nnisa", standalone_mode=False)
         except click.exceptions.Abort:  # click's form of Ctrl-C (and of SIGTERM/SIGHUP, see _on_signal)
-            click.echo("nnisa: interrupted", err=True)
-            sys.exit(130)
+            _interrupted()
         except click.ClickException as exc:
             _fail(NnisaError(exc.format_message()).__str__(), exc.exit_code, as_json, "UsageError")
         except NnisaError as exc:
@@ -506,8 +519,7 @@ def main(argv: list[str] | None = None) -> None:
                 raise
             _fail(OUT_OF_MEMORY, 2, as_json, "MemoryError")
         except KeyboardInterrupt:
-            click.echo("nnisa: interrupted", err=True)
-            sys.exit(130)
+            _interrupted()
         except BrokenPipeError:
             sys.exit(0)
     seen = set()

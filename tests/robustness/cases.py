@@ -253,6 +253,18 @@ def build_cases(d: Path) -> list[Case]:
                                                                "nosuch"), says="nosuch"),
         Case("cherry-element-format", "cherry", "options", ("run", "-t", "cherry", s(MLP), "-O",
                                                             "element_format=fp16"), says="not one of"),
+        # Tensil files and architectures
+        Case("tensil-no-arch", "tensil", "tensil files", ("disasm", "-t", "tensil", s(_b(d / "t1.tprog", bytes(4)))),
+             says="architecture is needed"),
+        Case("tensil-reserved-opcode", "tensil", "tensil files", ("sim", "-t", "tensil", "--arch", "tiny2x2",
+                                                                  s(_b(d / "t2.tprog", bytes.fromhex("00000070")))),
+             says="reserved opcode 0x7"),
+        Case("tensil-past-depth", "tensil", "tensil files", ("asm", "-t", "tensil", "--arch", "tiny2x2", s(_w(
+            d / "t3.s", "datamove local[300] <- dram0[0], 1\n")), "-o", s(d / "t3.tprog")), says="local_depth 256"),
+        Case("tensil-bad-tarch", "tensil", "tensil files", ("disasm", "-t", "tensil", "--arch", s(_w(
+            d / "t4.tarch", '{"data_type": "FP16BP8", "array_size": 1e999}')), s(d / "t1.tprog")), says="missing key"),
+        Case("tensil-bad-strategy", "tensil", "options", ("compile", "-t", "tensil", s(MLP), "-o", s(d / "t5"), "-O",
+                                                          "strategy=remote"), says="not one of"),
         # arrays
         Case("arrays-corrupt-npz", D, "arrays", ("sim", "-t", D, s(dais["txt"]), "--inputs", s(d / "corrupt.npz")),
              says=".npz"),

@@ -106,6 +106,9 @@ class Target:
     options: tuple[OptionSpec, ...] = ()
     #: bundled model (``nnisa.frontend.models``) the demo runs on this target, if any
     demo_model: str | None = None
+    #: quick built-in workloads ``nnisa demo`` runs: ``(workload, config or None)``; a result's
+    #: ``summary`` is its one line in the demo
+    demo_workloads: tuple[tuple[str, str | None], ...] = ()
 
     def option_table(self) -> OptionTable:
         """The declared options (:attr:`options`) as a validator."""

@@ -50,6 +50,16 @@ def take_axes(x: np.ndarray, index: tuple) -> np.ndarray:
     return x
 
 
+def resize_linear(x: np.ndarray, taps: tuple) -> np.ndarray:
+    """Linear ``Resize`` of the two spatial axes of an NCHW tensor with the importer's per-axis taps
+    ``(i0, i1, r)``: ``x[i0]·(1-r) + x[i1]·r`` along H, then along W, in float32 like onnxruntime."""
+    (th, tw) = taps
+    i0, i1, r = (np.array(v) for v in zip(*th))
+    y = x[:, :, i0] * (1 - r)[:, None].astype(np.float32) + x[:, :, i1] * r[:, None].astype(np.float32)
+    i0, i1, r = (np.array(v) for v in zip(*tw))
+    return (y[..., i0] * (1 - r).astype(np.float32) + y[..., i1] * r.astype(np.float32)).astype(x.dtype)
+
+
 def _f32(v: np.ndarray) -> np.ndarray:
     """float32 for float results; integer tensors keep their type."""
     v = np.asarray(v)
@@ -68,6 +78,8 @@ def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     a = n.attrs
     x = args[0]
     op = n.op
+    if op == "Resize" and a.get("mode") == "linear":
+        return resize_linear(x, a["taps"])
     if op in ("Slice", "Resize"):
         return take_axes(x, a["index"])
     if op in ("ReduceMean", "ReduceMax", "ReduceSum"):

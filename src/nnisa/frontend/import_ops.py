@@ -156,6 +156,29 @@ def _reduce(ctx, node, at) -> None:
     ctx.emit(node.op_type, node.name, [x], [node.output[0]], axes=tuple(axes), keepdims=keep)
 
 
+def source_coords(in_size: int, out_size: int, scale: float, ctm: str,
+                  roi: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
+    """Input coordinate of every output position along one axis (ONNX Resize
+    ``coordinate_transformation_mode``), float64 ``(out_size,)``, not clamped."""
+    o = np.arange(out_size, dtype=np.float64)
+    if ctm == "half_pixel":
+        return (o + 0.5) / scale - 0.5
+    if ctm == "half_pixel_symmetric":
+        adj = out_size / (scale * in_size)
+        return in_size / 2 * (1 - adj) + (o + 0.5) / scale - 0.5
+    if ctm == "pytorch_half_pixel":
+        return (o + 0.5) / scale - 0.5 if out_size > 1 else np.zeros_like(o)
+    if ctm == "align_corners":
+        return o * (in_size - 1) / (out_size - 1) if out_size > 1 else np.zeros_like(o)
+    if ctm == "asymmetric":
+        return o / scale
+    if ctm == "tf_crop_and_resize":
+        s, e = roi
+        return (s * (in_size - 1) + o * (e - s) * (in_size - 1) / (out_size - 1) if out_size > 1
+                else np.full_like(o, 0.5 * (s + e) * (in_size - 1)))
+    raise ValueError(f"coordinate_transformation_mode {ctm!r}")
+
+
 def nearest_index(in_size: int, out_size: int, scale: float, ctm: str, nearest: str,
                   roi: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
     """Source positions of a nearest-neighbour Resize along one axis (ONNX Resize rules).
@@ -178,24 +201,7 @@ def nearest_index(in_size: int, out_size: int, scale: float, ctm: str, nearest: 
     numpy.ndarray
         int64 ``(out_size,)`` positions clamped to ``[0, in_size-1]``.
     """
-    o = np.arange(out_size, dtype=np.float64)
-    if ctm == "half_pixel":
-        xo = (o + 0.5) / scale - 0.5
-    elif ctm == "half_pixel_symmetric":
-        adj = out_size / (scale * in_size)
-        xo = in_size / 2 * (1 - adj) + (o + 0.5) / scale - 0.5
-    elif ctm == "pytorch_half_pixel":
-        xo = (o + 0.5) / scale - 0.5 if out_size > 1 else np.zeros_like(o)
-    elif ctm == "align_corners":
-        xo = o * (in_size - 1) / (out_size - 1) if out_size > 1 else np.zeros_like(o)
-    elif ctm == "asymmetric":
-        xo = o / scale
-    elif ctm == "tf_crop_and_resize":
-        s, e = roi
-        xo = (s * (in_size - 1) + o * (e - s) * (in_size - 1) / (out_size - 1) if out_size > 1
-              else np.full_like(o, 0.5 * (s + e) * (in_size - 1)))
-    else:
-        raise ValueError(f"coordinate_transformation_mode {ctm!r}")
+    xo = source_coords(in_size, out_size, scale, ctm, roi)
     if nearest == "round_prefer_floor":
         r = np.where(xo == np.floor(xo) + 0.5, np.floor(xo), np.round(xo))
     elif nearest == "round_prefer_ceil":
@@ -209,29 +215,50 @@ def nearest_index(in_size: int, out_size: int, scale: float, ctm: str, nearest: 
     return np.clip(r, 0, in_size - 1).astype(np.int64)
 
 
-def _resize(ctx, node, at) -> None:
-    x = node.input[0]
-    xs = ctx.shape(node, x)
+def linear_taps(in_size: int, out_size: int, scale: float, ctm: str) -> tuple[tuple[int, int, float], ...]:
+    """Linear interpolation taps of one axis: ``(first index, second index, weight of the second)``
+    per output position, indices clamped to the input (ONNX ``linear`` Resize)."""
+    xo = source_coords(in_size, out_size, scale, ctm)
+    i0 = np.floor(xo)
+    r = xo - i0
+    lo = np.clip(i0, 0, in_size - 1).astype(np.int64)
+    hi = np.clip(i0 + 1, 0, in_size - 1).astype(np.int64)
+    return tuple((int(a), int(b), float(w)) for a, b, w in zip(lo, hi, r))
+
+
+def repeat_factors(index: tuple, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Integer factor per axis when a nearest ``Resize`` index repeats every source position the
+    same number of times in order (a plain pixel repetition), else None."""
+    out = []
+    for n, idx in zip(shape, index):
+        if idx is None:
+            out.append(1)
+            continue
+        f = len(idx) // n if n else 0
+        if f < 1 or len(idx) != n * f or list(idx) != [i // f for i in range(n * f)]:
+            return None
+        out.append(f)
+    return tuple(out)
+
+
+def _resize_geometry(ctx, node, at, xs: tuple[int, ...]):
+    """(axes, scales, sizes, roi, ctm, nearest_mode) of a Resize/Upsample node."""
     rank = len(xs)
-    mode = at.get("mode", "nearest")
-    if mode != "nearest":
-        raise ctx.err(node, f"{node.op_type} mode {mode!r} is not supported (only 'nearest')")
     if node.op_type == "Upsample":
         scales = [float(v) for v in (ctx.need_const(node, node.input[1], "Upsample scales").reshape(-1)
                                      if len(node.input) > 1 else at["scales"])]
-        roi, sizes, axes = None, None, list(range(rank))
-        ctm, nearest = "asymmetric", "floor"
-    else:
-        roi = _opt_const(ctx, node, 1, "Resize roi")
-        scales = _opt_const(ctx, node, 2, "Resize scales")
-        sizes = _opt_const(ctx, node, 3, "Resize sizes")
-        axes = [norm_axis(int(a), rank) for a in at.get("axes", range(rank))]
-        ctm = at.get("coordinate_transformation_mode", "half_pixel")
-        nearest = at.get("nearest_mode", "round_prefer_floor")
-        if scales is not None and scales.size == 0:
-            scales = None
-        if sizes is not None and sizes.size == 0:
-            sizes = None
+        return list(range(rank)), scales, [int(math.floor(n * s)) for n, s in zip(xs, scales)], None, \
+            "asymmetric", "floor"
+    roi = _opt_const(ctx, node, 1, "Resize roi")
+    scales = _opt_const(ctx, node, 2, "Resize scales")
+    sizes = _opt_const(ctx, node, 3, "Resize sizes")
+    axes = [norm_axis(int(a), rank) for a in at.get("axes", range(rank))]
+    ctm = at.get("coordinate_transformation_mode", "half_pixel")
+    nearest = at.get("nearest_mode", "round_prefer_floor")
+    if scales is not None and scales.size == 0:
+        scales = None
+    if sizes is not None and sizes.size == 0:
+        sizes = None
     if sizes is not None:
         sizes = _ints(sizes)
         policy = at.get("keep_aspect_ratio_policy", "stretch")
@@ -246,21 +273,45 @@ def _resize(ctx, node, at) -> None:
         sizes = [int(math.floor(xs[a] * s)) for a, s in zip(axes, scales)]
     else:
         raise ctx.err(node, "Resize needs scales or sizes")
+    if any(s <= 0 for s in sizes):
+        raise ctx.err(node, "Resize to a zero-size tensor")
     roi_v = None if roi is None or roi.size == 0 else np.asarray(roi, np.float64).reshape(-1)
-    per_axis: list = [None] * rank
-    for k, a in enumerate(axes):
-        r = (0.0, 1.0)
-        if roi_v is not None and ctm == "tf_crop_and_resize":
-            r = (float(roi_v[k]), float(roi_v[len(axes) + k]))
-        try:
-            idx = nearest_index(xs[a], sizes[k], scales[k], ctm, nearest, r)
-        except ValueError as e:
-            raise ctx.err(node, f"Resize: unsupported {e}") from None
-        if sizes[k] <= 0:
-            raise ctx.err(node, "Resize to a zero-size tensor")
-        per_axis[a] = _axis_index(xs[a], idx)
+    return axes, scales, sizes, roi_v, ctm, nearest
+
+
+def _resize(ctx, node, at) -> None:
+    """Resize/Upsample: ``nearest`` (any opset, any axes, every coordinate and rounding mode) becomes
+    an IR ``Resize`` with a per-axis ``index`` (a selection, exact in float and integer); ``linear``
+    of the last two axes becomes an IR ``Resize`` with ``mode="linear"`` and per-axis ``taps``
+    (float targets only: it has no integer semantics)."""
+    x = node.input[0]
+    xs = ctx.shape(node, x)
+    rank = len(xs)
+    mode = at.get("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        raise ctx.err(node, f"{node.op_type} mode {mode!r} is not supported (only 'nearest' and 'linear')")
+    axes, scales, sizes, roi_v, ctm, nearest = _resize_geometry(ctx, node, at, xs)
     if ctm == "tf_crop_and_resize" and roi_v is not None:
         raise ctx.err(node, "Resize tf_crop_and_resize (extrapolation) is not supported")
+    if mode == "linear":
+        resized = [a for k, a in enumerate(axes) if sizes[k] != xs[a] or scales[k] != 1.0]
+        if rank != 4 or any(a < 2 for a in resized):
+            raise ctx.err(node, "linear Resize is supported on the spatial axes of NCHW tensors only")
+        if int(at.get("exclude_outside", 0)) or (int(at.get("antialias", 0)) and min(scales) < 1):
+            raise ctx.err(node, "linear Resize with exclude_outside or antialias is not supported")
+        if ctm not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+            raise ctx.err(node, f"linear Resize with coordinate_transformation_mode={ctm} is not supported")
+        full = {a: (sizes[k], scales[k]) for k, a in enumerate(axes)}
+        taps = tuple(linear_taps(xs[a], *full.get(a, (xs[a], 1.0)), ctm) for a in (2, 3))
+        ctx.emit("Resize", node.name, [ctx.use(x)], [node.output[0]], mode="linear", taps=taps)
+        return
+    per_axis: list = [None] * rank
+    for k, a in enumerate(axes):
+        try:
+            idx = nearest_index(xs[a], sizes[k], scales[k], ctm, nearest)
+        except ValueError as e:
+            raise ctx.err(node, f"Resize: unsupported {e}") from None
+        per_axis[a] = _axis_index(xs[a], idx)
     _emit_select(ctx, node, "Resize", x, node.output[0], per_axis)
 
 

@@ -5,6 +5,7 @@ Public entry point: :func:`load_model`.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable

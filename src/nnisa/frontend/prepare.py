@@ -48,6 +48,8 @@ def quantization_issue(n: Node, g: Graph) -> str | None:
                "Div": "Div by a tensor computed by the graph (or of integers) has no integer lowering",
                "Gather": "embedding lookups (Gather of a constant table) have no integer lowering yet"}
         return why.get(n.op, f"{n.op} has no integer semantics in nnisa")
+    if n.op == "Resize" and n.attrs.get("mode") == "linear":
+        return "linear Resize has no integer semantics in nnisa (float targets only; nearest is supported)"
     if n.op in ("Conv", "Gemm") and n.inputs[1] not in g.initializers:
         return f"{n.op} weights computed by the graph cannot be quantized (they must be constants)"
     if n.op == "MatMul" and n.inputs[0] in g.initializers:

@@ -26,6 +26,7 @@ class DaisTarget(Target):
     description = "da4ml Distributed Arithmetic Instruction Set (combinational fixed-point DA programs)"
     formats = {".bin": "DAIS binary (v1/v0/legacy, auto-detected)", ".dais": "DAIS binary",
                ".json": "da4ml CombLogic JSON (or nnisa DAIS JSON on read)", ".dais.txt": "nnisa DAIS assembly"}
+    demo_workloads = (("cmvm-256", None),)
     options = (
         O("format", str, "v1", ("v1", "v0", "legacy"), "binary format written", ("asm", "convert")),
         O("firmware_version", int, None, None, "firmware version stored in v1 binaries", ("asm", "convert"),
@@ -122,3 +123,14 @@ class DaisTarget(Target):
                 **options: Any) -> CompileResult:
         from .compiler.netcompile import compile_model
         return compile_model(model, out_dir=out_dir, **options)
+
+    def workloads(self) -> dict[str, str]:
+        from .workloads import WORKLOADS
+        return dict(WORKLOADS)
+
+    def bench(self, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
+        """Run a built-in workload (:mod:`nnisa.targets.dais.workloads`)."""
+        from .workloads import WORKLOADS, run_workload
+        if workload not in WORKLOADS:
+            self._unknown_workload(workload)
+        return run_workload(workload, config)
