@@ -299,7 +299,7 @@ def _resize(ctx, node, at) -> None:
             raise ctx.err(node, "linear Resize is supported on the spatial axes of NCHW tensors only")
         if int(at.get("exclude_outside", 0)) or (int(at.get("antialias", 0)) and min(scales) < 1):
             raise ctx.err(node, "linear Resize with exclude_outside or antialias is not supported")
-        if ctm not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+        if ctm not in ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"):
             raise ctx.err(node, f"linear Resize with coordinate_transformation_mode={ctm} is not supported")
         full = {a: (sizes[k], scales[k]) for k, a in enumerate(axes)}
         taps = tuple(linear_taps(xs[a], *full.get(a, (xs[a], 1.0)), ctm) for a in (2, 3))
