@@ -672,6 +672,8 @@ def _lower(f: Folded, name: str, path: str | None) -> Graph:
         start = len(g.nodes)
         handler(ctx, node, _attrs(node))
         for nn in g.nodes[start:]:
+            if node.op_type in RECURRENT_HANDLERS:
+                g.origin[nn.name] = f"{node.op_type} {node.name}"
             for o in nn.outputs:
                 g.tensors[o] = info(o) if o in f.types else _helper_info(g, nn, o)
     for o in g.outputs:

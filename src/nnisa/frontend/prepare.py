@@ -83,23 +83,27 @@ def check_graph(graph: Graph, target: str, check: Check | None = None) -> None:
     check : callable, optional
         The target's own per-node check, run after the quantization check.
     """
-    bad: list[tuple[Node, str]] = []
+    bad: list[tuple[tuple[str, str], str]] = []   # ((op, name), reason)
+    seen: set[tuple[str, str]] = set()
     for n in graph.nodes:
         why = quantization_issue(n, graph) or (check(n, graph) if check else None)
-        if why:
-            bad.append((n, why))
+        # the nodes unrolled from one LSTM/GRU are reported once, under the ONNX node's name
+        key = tuple(graph.origin[n.name].split(" ", 1)) if n.name in graph.origin else (n.op, n.name)
+        if why and (key, why) not in seen:
+            seen.add((key, why))
+            bad.append((key, why))
     if not bad:
         return
     if len(bad) == 1:
-        n, why = bad[0]
-        raise UnsupportedError(f"{why} (target {target})", where=f"node {n.name} ({n.op})", file=graph.source)
-    groups: dict[str, list[Node]] = {}
-    for n, why in bad:  # one entry per reason, biggest first: short enough for one line
-        groups.setdefault(why, []).append(n)
+        (op, name), why = bad[0]
+        raise UnsupportedError(f"{why} (target {target})", where=f"node {name} ({op})", file=graph.source)
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for key, why in bad:  # one entry per reason, biggest first: short enough for one line
+        groups.setdefault(why, []).append(key)
     parts = []
     for why, nodes in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        names = ", ".join(n.name for n in nodes[:2]) + (", ..." if len(nodes) > 2 else "")
-        parts.append(f"{len(nodes)}× {nodes[0].op} ({names}): {why}")
+        names = ", ".join(name for _, name in nodes[:2]) + (", ..." if len(nodes) > 2 else "")
+        parts.append(f"{len(nodes)}× {nodes[0][0]} ({names}): {why}")
     raise UnsupportedError(f"{len(bad)} nodes cannot be compiled for {target}: {'; '.join(parts)}", file=graph.source)
 
 

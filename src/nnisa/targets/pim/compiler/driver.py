@@ -18,6 +18,7 @@ from ....core.errors import ConfigError, UnsupportedError
 from ..program import DTYPE, PimProgram
 from .emit import CoreEmitter
 from .graph import ClampLayer, EltLayer, GapLayer, Lowered, MatLayer, PoolLayer, lower_graph
+from .lower_extra import ExtraLayer, lower_node
 from .lower_mat import MatCodegen
 from .lower_vec import clamp_tasks, elt_tasks, emit_clamp, emit_elt, emit_gap, emit_pool, gap_tasks, pool_tasks
 from .mapping import MappingError, map_ags
@@ -136,7 +137,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         links = bool(getattr(cfg.nnisa, "core_links", True))
     qg = quantize_model(model, calib, bits=bits)
     t_q = time.perf_counter()
-    low = lower_graph(qg)
+    low = lower_graph(qg, lower_node)
     mats = [l for l in low.layers if isinstance(l, MatLayer)]
     plans = [partition(l, hw["rows"], hw["cols"], hw["xbars"]) for l in mats]
     for l, p in zip(mats, plans):
@@ -216,6 +217,9 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
             emit_elt(layer, em, workers, consts)
         elif isinstance(layer, ClampLayer):
             emit_clamp(layer, em, workers)
+        elif isinstance(layer, ExtraLayer):
+            for t in layer.tasks(em, workers, consts):
+                t.run()
         else:  # pragma: no cover - lower_graph only creates the kinds above
             raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
         if li + 1 < nlayers:
@@ -269,6 +273,8 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
             new = list(elt_tasks(layer, em, workers, consts, li, pick))
         elif isinstance(layer, ClampLayer):
             new = list(clamp_tasks(layer, em, workers, li, pick))
+        elif isinstance(layer, ExtraLayer):
+            new = list(layer.tasks(em, workers, consts, li, pick))
         else:  # pragma: no cover - lower_graph only creates the kinds above
             raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
         prod.add(new)

@@ -217,8 +217,12 @@ def _matrix_hwc(n: QNode) -> np.ndarray:
     return full.reshape(kh * kw * cg * g, m)
 
 
-def lower_graph(qg: QGraph) -> Lowered:
-    """Build the layer list of ``qg`` (raises :class:`UnsupportedError` for what cannot be compiled)."""
+def lower_graph(qg: QGraph, extra=None) -> Lowered:
+    """Build the layer list of ``qg`` (raises :class:`UnsupportedError` for what cannot be compiled).
+
+    ``extra(node, inputs, new_tensor, layers) -> bool`` (:func:`.lower_extra.lower_node`) lowers
+    the operators of the extra modules (True) and may replace ``inputs`` by relaid-out copies.
+    """
     if qg.scale_mode != "pow2":
         raise UnsupportedError("the PIM compiler needs power-of-two scales (quantize with scale_mode='pow2')",
                                file=qg.source)
@@ -226,8 +230,8 @@ def lower_graph(qg: QGraph) -> Lowered:
     buffers: list[Buffer] = []
     _SOURCE["file"] = qg.source
 
-    def new_tensor(name: str) -> TensorRef:
-        qt = qg.tensors[name]
+    def new_tensor(name: str, qt=None) -> TensorRef:
+        qt = qt or qg.tensors[name]
         if qt.is_float:
             raise UnsupportedError(f"float tensor {name} (after Softmax) cannot be computed on the PIM target")
         if qt.bits > 8:
@@ -258,6 +262,8 @@ def lower_graph(qg: QGraph) -> Lowered:
             ins = [tensors[i] for i in n.inputs]
         except KeyError as exc:
             raise UnsupportedError(f"input {exc.args[0]} is not an activation tensor", where=where) from None
+        if extra is not None and extra(n, ins, new_tensor, layers):
+            continue
         if n.op in LAYOUT_OPS:
             tensors[n.outputs[0]] = _alias(n, ins[0], qg)
             continue

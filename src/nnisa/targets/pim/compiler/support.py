@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from .graph import LAYOUT_OPS
 
-#: IR ops the PIM compiler lowers (BatchNormalization arrives as a 1×1 depthwise Conv)
+#: IR ops the PIM compiler lowers (BatchNormalization arrives as a 1×1 depthwise Conv); Concat,
+#: Slice (Split, Gather with constant indices), nearest Resize, the lookup-table activations and Mul
+#: are lowered by :mod:`.lower_extra` / :mod:`.lower_lut`
 PIM_OPS = {"Conv", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Sub", "Relu", "Clip", "Softmax",
+           "Concat", "Slice", "Resize", "Mul", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish",
            *LAYOUT_OPS}
 
 _WHY = {
     "MatMul": "crossbar weights must be constants: a MatMul of two activations (attention) cannot run on the "
               "crossbars (DAIS compiles it)",
-    "Mul": "elementwise product of two activations (SiLU, squeeze-excite, LSTM/GRU gates) is not lowered on PIM "
-           "(DAIS compiles it)",
-    "Concat": "Concat is not lowered on PIM yet (DAIS compiles it)",
-    "Slice": "Slice/Split/Gather selections (and unrolled LSTM/GRU steps) are not lowered on PIM yet (DAIS compiles them)",
-    "Resize": "Resize is not lowered on PIM yet (DAIS compiles it)",
     "ReduceMean": "ReduceMean is not lowered on PIM (use GlobalAveragePool; DAIS compiles it)",
     "ReduceMax": "ReduceMax is not lowered on PIM (DAIS compiles it)",
     "ReduceSum": "ReduceSum is not lowered on PIM (DAIS compiles it)",
@@ -27,13 +25,13 @@ _WHY = {
     "Max": "elementwise Max/Min of activations is not lowered on PIM (DAIS compiles it)",
     "Min": "elementwise Max/Min of activations is not lowered on PIM (DAIS compiles it)",
 }
-for _op in ("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish"):
-    _WHY[_op] = (f"{_op} is not lowered on PIM: vsigm/vtanh use one fixed-point format per core, which does not "
-                 "match per-tensor scales (DAIS compiles it as a lookup table)")
 
 
 def pim_check(n, g) -> str | None:
     """Why the PIM compiler cannot lower float-graph node ``n`` (None when it can)."""
+    if n.name in g.origin:
+        return ("LSTM/GRU is not compiled on PIM (recurrent cells are unrolled for DAIS only; the PIM compiler "
+                "maps feed-forward layers onto crossbars)")
     if n.op not in PIM_OPS:
         return _WHY.get(n.op, f"operator {n.op} is not supported on PIM")
     if n.op in ("Add", "Sub") and any(i in g.initializers for i in n.inputs):
