@@ -137,7 +137,6 @@ def relayout(n: QNode, x: TensorRef, new_tensor, layers: list[Layer]) -> TensorR
 
 
 def _copy_layer(n: QNode, ins: list[TensorRef], new_tensor) -> CopyLayer:
-    out = new_tensor(n.outputs[0])
     if n.op in ("Slice", "Resize"):
         x = ins[0]
         logical = take_axes(np.arange(int(np.prod(x.shape)), dtype=np.int64).reshape(x.shape), n.attrs["index"])
@@ -145,6 +144,11 @@ def _copy_layer(n: QNode, ins: list[TensorRef], new_tensor) -> CopyLayer:
         which = np.zeros(src.size, np.int64)
         shifts = [0]
     else:  # Concat: (input index, logical index) along the axis
+        shifts = []
+        for r in n.input_requants:
+            if not r.is_pow2 or np.ndim(r.shift):
+                raise UnsupportedError("Concat input rescale must be a per-tensor power of two", where=_wn(n))
+            shifts.append(int(np.asarray(r.shift)))
         parts_k, parts_p = [], []
         for k, x in enumerate(ins):
             size = int(np.prod(x.shape))
@@ -153,11 +157,7 @@ def _copy_layer(n: QNode, ins: list[TensorRef], new_tensor) -> CopyLayer:
         ax = int(n.attrs["axis"])
         which = np.concatenate(parts_k, axis=ax).reshape(-1)
         src = np.concatenate(parts_p, axis=ax).reshape(-1)
-        shifts = []
-        for r in n.input_requants:
-            if not r.is_pow2 or np.ndim(r.shift):
-                raise UnsupportedError("Concat input rescale must be a per-tensor power of two", where=_wn(n))
-            shifts.append(int(np.asarray(r.shift)))
+    out = new_tensor(n.outputs[0])
     order = storage_to_logical(out)
     return CopyLayer(n, list(ins), out, which=which[order], pos=src[order], shifts=shifts,
                      clamp=tuple(int(v) for v in n.clamp))
