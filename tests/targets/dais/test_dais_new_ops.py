@@ -49,7 +49,7 @@ def _mixed():
 def test_new_ops_bit_exact(build, tmp_path):
     p = tmp_path / "m.onnx"
     onnx.save(build(), p)
-    r = run_model("dais", p, samples=8, cse_budget_s=5, calibration="mse")
+    r = run_model("dais", p, samples=8, cse_budget=50_000, calibration="mse")
     assert r["bit_exact"] is True
     assert r["top1_agreement"] >= 0.75 and r["max_rel_error"] < 0.2
 
@@ -57,7 +57,7 @@ def test_new_ops_bit_exact(build, tmp_path):
 def test_softmax_is_a_reported_host_tail(tmp_path):
     p = tmp_path / "m.onnx"
     onnx.save(_mixed(), p)
-    r = run_model("dais", p, samples=2, cse_budget_s=5)
+    r = run_model("dais", p, samples=2, cse_budget=50_000)
     assert "Softmax" in " ".join(r["compile_report"]["host_tail"]["nodes"])
 
 

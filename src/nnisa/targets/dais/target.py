@@ -42,8 +42,8 @@ class DaisTarget(Target):
         O("method", str, "wmc", ("wmc", "mc", "dummy"), "CSE heuristic (weighted/plain most common pair)"),
         O("max_depth", int, None, None, "adder depth limit per layer", minimum=1, maximum=1 << 16, nullable=True),
         O("bits", int, 8, None, "quantization bit width", minimum=2, maximum=16),
-        O("cse_budget_s", float, 30.0, None, "CSE time budget per layer in seconds (none: unlimited)",
-          minimum=0.0, nullable=True),
+        O("cse_budget", int, 500_000, None, "CSE work budget per layer in greedy steps (none: unlimited); "
+          "deterministic", minimum=0, nullable=True),
         *QUANT_OPTIONS,
     )
 

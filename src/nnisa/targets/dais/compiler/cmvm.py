@@ -157,17 +157,18 @@ class CMVMCompiler:
     """
 
     def __init__(self, builder: ProgramBuilder, inputs, *, method: str = "wmc", max_depth: int | None = None,
-                 time_budget_s: float | None = None, tiebreak: int = 0, engine: str = "numba"):
+                 cse_budget: int | None = None, tiebreak: int = 0, engine: str = "numba"):
         self.tiebreak, self.engine = tiebreak, engine
         if method not in ("wmc", "mc", "dummy"):
             raise ValueError(f"method must be wmc, mc or dummy, not {method!r}")
         self.b = builder
-        self.method, self.max_depth, self.budget = method, max_depth, time_budget_s
+        self.method, self.max_depth, self.budget = method, max_depth, cse_budget
         self.n = len(inputs)
         self.sig: list[_Signal] = []
         self.log: list[tuple[int, int, int, int]] = []  # (p, q, d, rho) of every emitted adder
         self.out_terms: list = []  # per column (signal, shift, negate) or None, after solve()
-        self.cse_info: dict | None = None  # what the CSE did (time, whether the budget cut it short)
+        self.cse_info: dict | None = None  # what the CSE did (time, steps, whether the budget cut it short)
+        self._steps = 0
         fin = max([f for *_, f in inputs] + [0])
         self.fin = fin
         # exact input bounds in units of 2^-fin
@@ -288,7 +289,8 @@ class CMVMCompiler:
         if self.method != "dummy":
             t0 = time.perf_counter()
             complete = self._cse(cols)
-            self.cse_info = {"cse_s": round(time.perf_counter() - t0, 3), "complete": complete}
+            self.cse_info = {"cse_s": round(time.perf_counter() - t0, 3), "complete": complete,
+                             "cse_steps": self._steps}
         self.out_terms = [None] * n_out
         for c in order:
             if parent[c] >= 0 and self.out_terms[parent[c]] is not None:
@@ -390,15 +392,15 @@ class CMVMCompiler:
 
     def _cse(self, cols: list[dict]) -> bool:
         """Greedy CSE in place on ``cols``; numba kernel unless ``engine="python"`` or int64 could
-        overflow.  Returns False when the time budget stopped it early."""
+        overflow.  Returns False when the step budget (``cse_budget`` heap pops) stopped it early."""
         maxm = max((abs(d) << b for terms in cols for (_, b), d in terms.items()), default=1)
         maxr = max([abs(v) for v in self.L + self.H] + [1])
         fits = (2 * maxm).bit_length() + maxr.bit_length() + max(self.n, 1).bit_length() < 62
         if self.engine == "python" or not fits or self.n >= (1 << 23):
             return self._cse_py(cols)
         from .cmvm_nb import cse_numba
-        log, out, complete = cse_numba(cols, self.sig, self.L, self.H, self.fin, self.method, self.tiebreak,
-                                       self.max_depth, self.budget)
+        log, out, complete, self._steps = cse_numba(cols, self.sig, self.L, self.H, self.fin, self.method,
+                                                    self.tiebreak, self.max_depth, self.budget)
         for p, q, d, rho in log.tolist():
             self._new(p, q, d, rho)
         cols[:] = out
@@ -421,7 +423,7 @@ class CMVMCompiler:
                 heap.append((self._score(k, v), self._sec(k), k))
         heapq.heapify(heap)
         base = [math.ceil(math.log2(len(t))) if len(t) > 1 else 0 for t in cols]
-        t0 = time.perf_counter()
+        self._steps = 0
 
         def change(c, term, delta):
             for (s2, b2), d2 in cols[c].items():
@@ -432,8 +434,9 @@ class CMVMCompiler:
                     heapq.heappush(heap, (self._score(k, v), self._sec(k), k))
 
         while heap:
-            if self.budget is not None and time.perf_counter() - t0 > self.budget:
+            if self.budget is not None and self._steps >= self.budget:
                 return False
+            self._steps += 1
             negscore, sec, key = heapq.heappop(heap)
             v = cnt.get(key, 0)
             if v < 2:
@@ -493,7 +496,7 @@ class CMVMCompiler:
 
 
 def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = None,
-                   time_budget_s: float | None = None, search: bool = False, tiebreak: int = 0,
+                   cse_budget: int | None = None, search: bool = False, tiebreak: int = 0,
                    decompose: bool = False, decompose_depth: int | None = None) -> Program:
     """Compile ``y = x @ W`` into a DAIS program (spec §8.3).
 
@@ -507,6 +510,10 @@ def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = No
         ``"wmc"`` (default), ``"mc"`` or ``"dummy"`` (no CSE; plain adder trees).
     max_depth
         Adder-depth limit per output (``None`` = unlimited; never below ``ceil(log2(terms))``).
+    cse_budget
+        Maximum greedy CSE steps (heap pops; ``None`` = unlimited).  When it runs out the remaining
+        terms go to plain adder trees (exact either way); a budget in steps keeps the program the
+        same on every machine and run.
     search
         Try the method/tie-break/decomposition combinations of :data:`SEARCH_SPACE` and keep the
         one with fewest adders (then fewest adder bits); deterministic.
@@ -526,7 +533,7 @@ def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = No
         for m, tb, dd in SEARCH_SPACE:
             if dd and max_depth is not None:
                 continue  # decomposition is not combined with a depth limit
-            p = compile_matrix(W, inputs, method=m, max_depth=max_depth, time_budget_s=time_budget_s, tiebreak=tb,
+            p = compile_matrix(W, inputs, method=m, max_depth=max_depth, cse_budget=cse_budget, tiebreak=tb,
                                decompose=dd > 0, decompose_depth=dd or None)
             st = p.stats()
             key = (st["n_adders"], st["adder_bits"])
@@ -547,7 +554,7 @@ def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = No
             slots[j] = b.add_op(-1, j, -1, 0, tuple(inputs[j]))
     ins = [(slots[j], *inputs[j]) if j in slots else (-1, 0, 0, 0) for j in range(n_in)]
     Mlive = [M[j] if j in slots else [0] * n_out for j in range(n_in)]
-    comp = CMVMCompiler(b, ins, method=method, max_depth=max_depth, time_budget_s=time_budget_s,
+    comp = CMVMCompiler(b, ins, method=method, max_depth=max_depth, cse_budget=cse_budget,
                         tiebreak=tiebreak)
     res = comp.solve(Mlive, decompose=decompose, decompose_depth=decompose_depth)
     idx, sh, neg = [], [], []

@@ -31,9 +31,10 @@ from ....core.errors import UnsupportedError
 from ....core.target import CompileResult
 from .cmvm import CMVMCompiler, _to_int_matrix
 
-#: default CSE time budget per layer (seconds): a layer's greedy CSE stops after this long and its
-#: remaining terms go to plain adder trees (exact either way); pass ``cse_budget_s=None`` for no limit
-DEFAULT_CSE_BUDGET_S = 30.0
+#: default CSE work budget per layer, in greedy steps (heap pops): a layer's CSE stops after this
+#: many and its remaining terms go to plain adder trees (exact either way); ``cse_budget=None`` for
+#: no limit.  Counted in work, not seconds, so the same model gives the same program on every run.
+DEFAULT_CSE_BUDGET = 500_000
 from ..program import Program, ProgramBuilder, minimal_kif
 from .netextra import EXTRA_OPS, NetExtraOps
 from .netops import NetOps
@@ -73,13 +74,13 @@ def dais_check(n, g) -> str | None:
 
 
 class _Net(NetOps, NetExtraOps):
-    def __init__(self, qg, method: str, max_depth, cse_budget_s):
+    def __init__(self, qg, method: str, max_depth, cse_budget):
         self.qg = qg
         t_in = qg.inputs[0]
         shape = tuple(t_in.shape[1:])
         n_in = int(np.prod(shape))
         self.b = ProgramBuilder(n_in)
-        self.method, self.max_depth, self.cse_budget_s = method, max_depth, cse_budget_s
+        self.method, self.max_depth, self.cse_budget = method, max_depth, cse_budget
         self.layers: list[dict] = []
         bits = t_in.bits
         lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
@@ -190,7 +191,7 @@ class _Net(NetOps, NetExtraOps):
         n_before = len(self.b)
         ins = [(a.slot, *self.kif(a.slot)) for a in acts]
         comp = CMVMCompiler(self.b, ins, method=self.method, max_depth=self.max_depth,
-                            time_budget_s=self.cse_budget_s)
+                            cse_budget=self.cse_budget)
         cols = comp.solve(M)
         qlo = np.array([a.lo for a in acts], dtype=np.int64)
         qhi = np.array([a.hi for a in acts], dtype=np.int64)
@@ -232,7 +233,7 @@ class _Net(NetOps, NetExtraOps):
             scratch = ProgramBuilder(Kk)
             tins = [(scratch.add_op(-1, j, -1, 0, kif_ch[chans[j]]), *kif_ch[chans[j]]) for j in range(Kk)]
             tmpl = CMVMCompiler(scratch, tins, method=self.method, max_depth=self.max_depth,
-                                time_budget_s=self.cse_budget_s)
+                                cse_budget=self.cse_budget)
             tmpl.solve(Mi)
             cse = tmpl.cse_info
             Wp, Wn = np.maximum(Wm[gi], 0), np.minimum(Wm[gi], 0)
@@ -302,7 +303,7 @@ def _kif_of(b: ProgramBuilder, slot: int):
 
 
 def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
-                   cse_budget_s: float | None = DEFAULT_CSE_BUDGET_S) -> tuple[Program, list[dict]]:
+                   cse_budget: int | None = DEFAULT_CSE_BUDGET) -> tuple[Program, list[dict]]:
     """Compile a pow2 QGraph with one input and one output.
 
     Parameters
@@ -313,8 +314,8 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
         CMVM method (``wmc``, ``mc`` or ``dummy``).
     max_depth
         Adder-depth limit per CMVM output.
-    cse_budget_s
-        Time budget of each layer's CSE in seconds (default :data:`DEFAULT_CSE_BUDGET_S` = 30 s;
+    cse_budget
+        Work budget of each layer's CSE in greedy steps (default :data:`DEFAULT_CSE_BUDGET`;
         ``None``: unlimited).  A layer whose CSE was cut short has ``cse.complete = False``.
 
     Returns
@@ -324,7 +325,7 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     """
     if len(qg.inputs) != 1 or len(qg.outputs) != 1:
         raise UnsupportedError("DAIS compiles single-input, single-output graphs", file=qg.source)
-    net = _Net(qg, method, max_depth, cse_budget_s)
+    net = _Net(qg, method, max_depth, cse_budget)
     for node in qg.nodes:
         if node.out_bits == 0:
             net.fail(node, f"float operator {node.op} cannot be compiled to DAIS")
@@ -367,7 +368,7 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
 
 
 def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_depth=None, bits: int = 8,
-                  cse_budget_s: float | None = DEFAULT_CSE_BUDGET_S, calibration: str = "max",
+                  cse_budget: int | None = DEFAULT_CSE_BUDGET, calibration: str = "max",
                   percentile: float = 99.99, per_channel: bool = True, calib_samples: int = 64,
                   **_ignored) -> CompileResult:
     """ONNX model → check → quantize (pow2, frontend) → one DAIS program; writes ``model.dais`` etc.
@@ -379,8 +380,9 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
     range method (``max``, ``percentile``, ``mse``).
 
     The report has ``adders``, ``adder_bits`` and ``depth`` (adder depth) at top level, plus
-    ``n_ops``, per-layer rows and the compile time.  ``cse_budget_s`` bounds each layer's CSE
-    (default 30 s, ``None``: unlimited); ``cse_budget_s`` and ``cse_cut_short`` (indices of layers
+    ``n_ops``, per-layer rows and the compile time.  ``cse_budget`` bounds each layer's CSE
+    in greedy steps (default :data:`DEFAULT_CSE_BUDGET`, ``None``: unlimited); ``cse_budget`` and
+    ``cse_cut_short`` (indices of layers
     whose CSE hit the budget) are in the report.
     """
     import time
@@ -392,11 +394,11 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
     if len(full.inputs) != 1 or len(full.outputs) != 1:
         raise UnsupportedError("DAIS compiles single-input, single-output graphs", file=full.source)
     qg, tail, tail_nodes = split_float_tail(full)
-    prog, layers = compile_qgraph(qg, method=method, max_depth=max_depth, cse_budget_s=cse_budget_s)
+    prog, layers = compile_qgraph(qg, method=method, max_depth=max_depth, cse_budget=cse_budget)
     st = prog.stats()
     report = {"n_ops": st["n_ops"], "adders": st["n_adders"], "n_adders": st["n_adders"],
               "adder_bits": st["adder_bits"], "depth": st["adder_depth"], "op_depth": st["depth"],
-              "adder_depth": st["adder_depth"], "layers": layers, "cse_budget_s": cse_budget_s,
+              "adder_depth": st["adder_depth"], "layers": layers, "cse_budget": cse_budget,
               "cse_cut_short": [i for i, r in enumerate(layers)
                                 if isinstance(r.get("cse"), dict) and r["cse"].get("complete") is False],
               "compile_s": round(time.perf_counter() - t0, 3),
