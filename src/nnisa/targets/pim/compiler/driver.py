@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -66,28 +65,20 @@ def _hw(cfg) -> dict:
             "lmem": int(cfg.chip_config.core_config.local_memory_config.memory_size)}
 
 
-def quantize_model(model, calib=None, *, bits: int = 8, seed: int = 0):
-    """Load (path/bytes/ModelProto) and pow2-quantize a model; a QGraph passes through."""
-    from ....frontend import QGraph, load_model, quantize
+def quantize_model(model, calib=None, *, bits: int = 8, **quant_options):
+    """Check and pow2-quantize a model (path/bytes/ModelProto) for PIM; a QGraph passes through.
+
+    Goes through :func:`~nnisa.frontend.prepare.prepare_qgraph`, like ``nnisa run/compile``: the
+    up-front check of every node, the default calibration set (disjoint from ``run``'s samples)
+    or ``calib``, and the quantization options (``calibration``, ``percentile``, ``per_channel``,
+    ``calib_samples``).
+    """
+    from ....frontend import QGraph
+    from ....frontend.prepare import prepare_qgraph
+    from .support import pim_check
     if isinstance(model, QGraph):
         return model
-    g = load_model(model)
-    if calib is None:
-        calib = _default_calib(g, seed)
-    return quantize(g, calib, bits=bits, scale_mode="pow2")
-
-
-def _default_calib(g, seed: int):
-    """Calibration inputs when none are given: the bundled test set for the bundled model,
-    else 16 seeded uniform [0, 1) samples."""
-    try:
-        from ....frontend.models import bundled_model_path, bundled_testset
-        if g.source and Path(g.source).resolve() == bundled_model_path("digits_cnn").resolve():
-            return {g.inputs[0].name: bundled_testset("digits_cnn")[0][:64]}
-    except Exception:  # noqa: BLE001 - calibration fallback only
-        pass
-    rng = np.random.default_rng(seed)
-    return {t.name: rng.random((16,) + tuple(t.shape[1:])).astype(np.float32) for t in g.inputs}
+    return prepare_qgraph(model, "pim", check=pim_check, calib=calib, bits=bits, scale_mode="pow2", **quant_options)
 
 
 def compile_model(model, config=None, *, calib=None, mode: str = "batch", replication: str = "balance",

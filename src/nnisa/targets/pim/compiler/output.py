@@ -66,15 +66,10 @@ def compile_result(model, *, config=None, out_dir=None, **options) -> CompileRes
     at the manifest address (``sim_options["outputs"]``); ``reference(sample)`` returns the
     frontend's integer outputs in that same form; ``decode_outputs`` gives float NCHW/NC arrays.
     """
-    from ....frontend.prepare import QUANT_OPTIONS, prepare_qgraph, split_float_tail
-    from ....frontend.quant import QGraph
-    from .support import pim_check
+    from ....frontend.prepare import QUANT_OPTIONS, split_float_tail
     calib = options.pop("calib", None)
     qopts = {o.name: options.pop(o.name) for o in QUANT_OPTIONS if o.name in options}
-    if isinstance(model, QGraph):
-        full = model
-    else:
-        full = prepare_qgraph(model, "pim", check=pim_check, calib=calib, bits=options.get("bits", 8), **qopts)
+    full = quantize_model(model, calib, bits=options.get("bits", 8), **qopts)
     qg, tail, tail_nodes = split_float_tail(full)
     c = compile_model(qg, config, **options)
     if tail is not None:
