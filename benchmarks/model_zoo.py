@@ -53,6 +53,8 @@ def run_one(name: str, target: str, timeout: float) -> dict:
 
 
 def main() -> None:
+    import os
+
     from nnisa.frontend.zoo import ZOO
     ap = argparse.ArgumentParser()
     ap.add_argument("--timeout", type=float, default=600.0)
@@ -60,20 +62,24 @@ def main() -> None:
     ap.add_argument("--targets", default="pim,dais")
     a = ap.parse_args()
     rows = ["| model | target | compiles | bit-exact | top-1 vs onnxruntime | max rel. error | compile s | "
-            "simulate s | peak MB |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for name in a.models.split(","):
-        for target in a.targets.split(","):
+            "simulate s | peak MB | load avg |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    head = (f"Machine: {machine()}; date {today()}; 2 cores shared with other jobs (load avg = 1-min load after "
+            "the row).  16 samples uniform in [-1, 1) (seed 0), calibration on 64 disjoint samples (seed 1), pow2 "
+            "per-channel int8, calibration=max; DAIS CSE budget 500,000 steps per layer (deterministic).  "
+            f"Wall cap per row: {a.timeout:.0f} s.  Models: `nnisa.frontend.zoo` (seeded weights, small inputs).\n\n")
+    for target in a.targets.split(","):          # all of one target first: the fast rows land early
+        for name in a.models.split(","):
             r = run_one(name, target, a.timeout)
-            print(name, target, r, flush=True)
+            load = os.getloadavg()[0]
+            print(name, target, r, f"load {load:.1f}", flush=True)
             if "error" in r:
-                rows.append(f"| {name} | {target} | no: {r['error']} | | | | | | {r.get('rss_mb', 0):.0f} |")
+                rows.append(f"| {name} | {target} | no: {r['error']} | | | | | | {r.get('rss_mb', 0):.0f} | "
+                            f"{load:.1f} |")
             else:
                 rows.append(f"| {name} | {target} | yes | {r['bit_exact']} | {r['top1_agreement'] * 16:.0f}/16 | "
-                            f"{r['max_rel_error']:.3f} | {r['compile_s']:.1f} | {r['sim_s']:.1f} | {r['rss_mb']:.0f} |")
-    text = (f"Machine: {machine()}; date {today()}.  16 samples uniform in [-1, 1) (seed 0), calibration on 64 "
-            "disjoint samples (seed 1), pow2 per-channel int8, calibration=max.  Models: "
-            "`nnisa.frontend.zoo` (seeded weights, small inputs).\n\n" + "\n".join(rows))
-    update_section("Model zoo (issue 13)", text)
+                            f"{r['max_rel_error']:.3f} | {r['compile_s']:.1f} | {r['sim_s']:.1f} | {r['rss_mb']:.0f} | "
+                            f"{load:.1f} |")
+            update_section("Model zoo (issue 13)", head + "\n".join(rows))   # after every row: partial runs count
 
 
 if __name__ == "__main__":
