@@ -151,8 +151,8 @@ def test_runs_cover_the_gather(pos):
 
 
 def test_concat_rescale_must_be_pow2():
-    from nnisa.targets.pim.compiler.lower_extra import _copy_layer
+    from nnisa.targets.pim.compiler.lower_extra import copy_layer
     n = QNode("Concat", "cc", ["a", "b"], ["y"], {"axis": 1})
     n.input_requants = [Requant(np.array(3), np.array(1))]
     with pytest.raises(UnsupportedError, match="power of two"):
-        _copy_layer(n, [], lambda name: None)
+        copy_layer(n, [], lambda name: None)

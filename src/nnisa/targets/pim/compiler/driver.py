@@ -17,7 +17,8 @@ from ....core.errors import ConfigError, UnsupportedError
 from ..program import DTYPE, PimProgram
 from .emit import CoreEmitter
 from .graph import ClampLayer, EltLayer, GapLayer, Lowered, MatLayer, PoolLayer, lower_graph
-from .lower_extra import ExtraLayer, lower_node
+from .lower_extra import ExtraLayer
+from .lower_hook import lower_node
 from .lower_mat import MatCodegen
 from .lower_vec import clamp_tasks, elt_tasks, emit_clamp, emit_elt, emit_gap, emit_pool, gap_tasks, pool_tasks
 from .mapping import MappingError, map_ags

@@ -220,7 +220,7 @@ def _matrix_hwc(n: QNode) -> np.ndarray:
 def lower_graph(qg: QGraph, extra=None) -> Lowered:
     """Build the layer list of ``qg`` (raises :class:`UnsupportedError` for what cannot be compiled).
 
-    ``extra(node, inputs, new_tensor, layers) -> bool`` (:func:`.lower_extra.lower_node`) lowers
+    ``extra(node, inputs, new_tensor, layers) -> bool`` (:func:`.lower_hook.lower_node`) lowers
     the operators of the extra modules (True) and may replace ``inputs`` by relaid-out copies.
     """
     if qg.scale_mode != "pow2":

@@ -1,8 +1,8 @@
 """PIM lowering of the data-movement operators: Concat, Slice/Split, nearest Resize, channel shuffle.
 
 Every one of them is a *gather*: each byte of the output's storage comes from one byte of one
-input's storage.  :func:`lower_node` (the hook :func:`~.graph.lower_graph` calls for every
-node) turns them into a :class:`CopyLayer` holding that map (``which`` input, ``pos`` in its
+input's storage.  :func:`lower_node` (:func:`.lower_hook.lower_node`, the hook :func:`~.graph.lower_graph` calls
+for every node) turns them into a :class:`CopyLayer` holding that map (``which`` input, ``pos`` in its
 storage), computed once with numpy from the logical semantics (the frontend's
 ``take_axes``/``concatenate``) and the storage permutations of the tensors — so a Slice of a
 transposed tensor, a Split after a channel shuffle (Reshape–Transpose–Reshape, which stays a
@@ -30,7 +30,7 @@ import numpy as np
 
 from ....core.errors import UnsupportedError
 from ....frontend.float_eval import take_axes
-from ....frontend.quant import LUT_OPS, QNode, QTensor
+from ....frontend.quant import QNode, QTensor
 from ..isa import OPCODE
 from .emit import MAXLEN, CoreEmitter
 from .graph import Layer, TensorRef, acc_width
@@ -41,7 +41,7 @@ from .schedule import Task
 #: IR ops this module (and :mod:`.lower_lut`) lower
 COPY_OPS = ("Slice", "Resize", "Concat")
 #: ops whose (first) input must be stored in the standard HWC layout
-_NEEDS_HWC = ("Conv", "MaxPool", "AveragePool", "GlobalAveragePool")
+NEEDS_HWC = ("Conv", "MaxPool", "AveragePool", "GlobalAveragePool")
 _PIECE = 8192          # output bytes per copy task
 _STAGE = 48 * 1024     # local bytes for the staged input ranges of one piece
 _DIRECT_RUNS = 4       # an input with at most this many runs in a piece is loaded straight into place
@@ -90,30 +90,6 @@ class CopyLayer(ExtraLayer):
 # --------------------------------------------------------------------------- lowering
 
 
-def lower_node(n: QNode, ins: list[TensorRef], new_tensor, layers: list[Layer]) -> bool:
-    """The :func:`~.graph.lower_graph` hook: lower ``n`` if it is one of this module's ops
-    (appending to ``layers``; returns True), or materialise inputs a core op needs in HWC."""
-    from .lower_lut import lower_lut, lower_mul
-    if n.op in _NEEDS_HWC and len(ins[0].shape) == 4 and not ins[0].is_hwc:
-        ins[0] = relayout(n, ins[0], new_tensor, layers)
-        return False
-    if n.op in ("Add", "Sub") and len(ins) == 2 and ins[0].shape == ins[1].shape and not _same_storage(*ins):
-        for k in (0, 1):
-            if not is_default_storage(ins[k]):
-                ins[k] = relayout(n, ins[k], new_tensor, layers)
-        return False
-    if n.op in COPY_OPS:
-        layers.append(_copy_layer(n, ins, new_tensor))
-        return True
-    if n.op in LUT_OPS:
-        layers.append(lower_lut(n, ins[0], new_tensor))
-        return True
-    if n.op == "Mul":
-        layers.append(lower_mul(n, ins, new_tensor))
-        return True
-    return False
-
-
 def is_default_storage(t: TensorRef) -> bool:
     """True when ``t`` is stored as a fresh tensor of its shape would be (HWC for 4-D, else C order)."""
     if len(t.shape) == 4:
@@ -121,7 +97,8 @@ def is_default_storage(t: TensorRef) -> bool:
     return t.perm is None or bool(np.array_equal(t.perm, np.arange(np.asarray(t.perm).size)))
 
 
-def _same_storage(a: TensorRef, b: TensorRef) -> bool:
+def same_storage(a: TensorRef, b: TensorRef) -> bool:
+    """True when ``a`` and ``b`` hold their logical elements at the same storage positions."""
     return a.buf.hwc == b.buf.hwc and np.array_equal(storage_to_logical(a), storage_to_logical(b))
 
 
@@ -136,7 +113,8 @@ def relayout(n: QNode, x: TensorRef, new_tensor, layers: list[Layer]) -> TensorR
     return out
 
 
-def _copy_layer(n: QNode, ins: list[TensorRef], new_tensor) -> CopyLayer:
+def copy_layer(n: QNode, ins: list[TensorRef], new_tensor) -> CopyLayer:
+    """The gather map of a Slice/Resize (one input) or Concat (inputs rescaled to the output)."""
     if n.op in ("Slice", "Resize"):
         x = ins[0]
         logical = take_axes(np.arange(int(np.prod(x.shape)), dtype=np.int64).reshape(x.shape), n.attrs["index"])
