@@ -52,6 +52,22 @@ def run_one(name: str, target: str, timeout: float) -> dict:
         return res
 
 
+def _previous_rows() -> dict:
+    """(model, target) → table row of the current "Model zoo" section of RESULTS.md."""
+    from _results import RESULTS
+    text = RESULTS.read_text() if RESULTS.exists() else ""
+    start = text.find("## Model zoo (issue 13)")
+    if start < 0:
+        return {}
+    end = text.find("\n## ", start + 5)
+    out = {}
+    for line in text[start:end if end > 0 else None].splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| ") and len(cells) >= 3 and cells[1] in ("pim", "dais"):
+            out[(cells[0], cells[1])] = line
+    return out
+
+
 def main() -> None:
     import os
 
@@ -61,11 +77,13 @@ def main() -> None:
     ap.add_argument("--models", default=",".join(ZOO))
     ap.add_argument("--targets", default="pim,dais")
     a = ap.parse_args()
-    rows = ["| model | target | compiles | bit-exact | top-1 vs onnxruntime | max rel. error | compile s | "
-            "simulate s | peak MB | load avg |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    header = ["| model | target | compiles | bit-exact | top-1 vs onnxruntime | max rel. error | compile s | "
+              "simulate s | peak MB | load avg |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    done = _previous_rows()          # rows of an earlier run that this run does not redo are kept
     head = (f"Machine: {machine()}; date {today()}; 2 cores shared with other jobs (load avg = 1-min load after "
             "the row).  16 samples uniform in [-1, 1) (seed 0), calibration on 64 disjoint samples (seed 1), pow2 "
-            "per-channel int8, calibration=max; DAIS CSE budget 500,000 steps per layer (deterministic).  "
+            "per-channel int8, calibration=max; DAIS CSE budget 500,000 steps per layer (deterministic), row "
+            "blocks of 32.  "
             f"Wall cap per row: {a.timeout:.0f} s.  Models: `nnisa.frontend.zoo` (seeded weights, small inputs).\n\n")
     for target in a.targets.split(","):          # all of one target first: the fast rows land early
         for name in a.models.split(","):
@@ -73,12 +91,15 @@ def main() -> None:
             load = os.getloadavg()[0]
             print(name, target, r, f"load {load:.1f}", flush=True)
             if "error" in r:
-                rows.append(f"| {name} | {target} | no: {r['error']} | | | | | | {r.get('rss_mb', 0):.0f} | "
-                            f"{load:.1f} |")
+                row = (f"| {name} | {target} | no: {r['error']} | | | | | | {r.get('rss_mb', 0):.0f} | "
+                       f"{load:.1f} |")
             else:
-                rows.append(f"| {name} | {target} | yes | {r['bit_exact']} | {r['top1_agreement'] * 16:.0f}/16 | "
-                            f"{r['max_rel_error']:.3f} | {r['compile_s']:.1f} | {r['sim_s']:.1f} | {r['rss_mb']:.0f} | "
-                            f"{load:.1f} |")
+                row = (f"| {name} | {target} | yes | {r['bit_exact']} | {r['top1_agreement'] * 16:.0f}/16 | "
+                       f"{r['max_rel_error']:.3f} | {r['compile_s']:.1f} | {r['sim_s']:.1f} | {r['rss_mb']:.0f} | "
+                       f"{load:.1f} |")
+            done[(name, target)] = row
+            known = [(m, t) for t in ("pim", "dais") for m in ZOO]
+            rows = header + [done[k] for k in known if k in done] + [done[k] for k in sorted(set(done) - set(known))]
             update_section("Model zoo (issue 13)", head + "\n".join(rows))   # after every row: partial runs count
 
 

@@ -44,6 +44,8 @@ class DaisTarget(Target):
         O("bits", int, 8, None, "quantization bit width", minimum=2, maximum=16),
         O("cse_budget", int, 500_000, None, "CSE work budget per layer in greedy steps (none: unlimited); "
           "deterministic", minimum=0, nullable=True),
+        O("cse_block_rows", int, 32, None, "CSE row-block size (wide layers pair terms within blocks; none: "
+          "whole matrix)", minimum=1, maximum=1 << 24, nullable=True),
         *QUANT_OPTIONS,
     )
 

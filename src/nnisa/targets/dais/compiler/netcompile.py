@@ -35,6 +35,9 @@ from .cmvm import CMVMCompiler, _to_int_matrix
 #: many and its remaining terms go to plain adder trees (exact either way); ``cse_budget=None`` for
 #: no limit.  Counted in work, not seconds, so the same model gives the same program on every run.
 DEFAULT_CSE_BUDGET = 500_000
+#: default row-block size of a layer's CSE (:meth:`CMVMCompiler._cse_blocks`; ``None``: one block).
+#: LeNet-5 (load 8): 32 rows → 471 MB, 583,544 ops; one block → 985 MB, 562,118 ops
+DEFAULT_CSE_BLOCK_ROWS = 32
 from ..program import Program, ProgramBuilder, minimal_kif
 from .netextra import EXTRA_OPS, NetExtraOps
 from .netops import NetOps
@@ -74,13 +77,14 @@ def dais_check(n, g) -> str | None:
 
 
 class _Net(NetOps, NetExtraOps):
-    def __init__(self, qg, method: str, max_depth, cse_budget):
+    def __init__(self, qg, method: str, max_depth, cse_budget, cse_block_rows=None):
         self.qg = qg
         t_in = qg.inputs[0]
         shape = tuple(t_in.shape[1:])
         n_in = int(np.prod(shape))
         self.b = ProgramBuilder(n_in)
         self.method, self.max_depth, self.cse_budget = method, max_depth, cse_budget
+        self.cse_block_rows = cse_block_rows
         self.layers: list[dict] = []
         bits = t_in.bits
         lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
@@ -191,7 +195,8 @@ class _Net(NetOps, NetExtraOps):
         n_before = len(self.b)
         ins = [(a.slot, *self.kif(a.slot)) for a in acts]
         comp = CMVMCompiler(self.b, ins, method=self.method, max_depth=self.max_depth,
-                            cse_budget=self.cse_budget)
+                            cse_budget=self.cse_budget,
+                            block_rows=self.cse_block_rows)
         cols = comp.solve(M)
         qlo = np.array([a.lo for a in acts], dtype=np.int64)
         qhi = np.array([a.hi for a in acts], dtype=np.int64)
@@ -233,7 +238,8 @@ class _Net(NetOps, NetExtraOps):
             scratch = ProgramBuilder(Kk)
             tins = [(scratch.add_op(-1, j, -1, 0, kif_ch[chans[j]]), *kif_ch[chans[j]]) for j in range(Kk)]
             tmpl = CMVMCompiler(scratch, tins, method=self.method, max_depth=self.max_depth,
-                                cse_budget=self.cse_budget)
+                                cse_budget=self.cse_budget,
+                            block_rows=self.cse_block_rows)
             tmpl.solve(Mi)
             cse = tmpl.cse_info
             Wp, Wn = np.maximum(Wm[gi], 0), np.minimum(Wm[gi], 0)
@@ -303,7 +309,8 @@ def _kif_of(b: ProgramBuilder, slot: int):
 
 
 def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
-                   cse_budget: int | None = DEFAULT_CSE_BUDGET) -> tuple[Program, list[dict]]:
+                   cse_budget: int | None = DEFAULT_CSE_BUDGET,
+                   cse_block_rows: int | None = DEFAULT_CSE_BLOCK_ROWS) -> tuple[Program, list[dict]]:
     """Compile a pow2 QGraph with one input and one output.
 
     Parameters
@@ -317,6 +324,9 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     cse_budget
         Work budget of each layer's CSE in greedy steps (default :data:`DEFAULT_CSE_BUDGET`;
         ``None``: unlimited).  A layer whose CSE was cut short has ``cse.complete = False``.
+    cse_block_rows
+        Row-block size of each layer's CSE (wide layers pair only terms of the same block;
+        ``None``: the whole matrix).
 
     Returns
     -------
@@ -325,7 +335,7 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     """
     if len(qg.inputs) != 1 or len(qg.outputs) != 1:
         raise UnsupportedError("DAIS compiles single-input, single-output graphs", file=qg.source)
-    net = _Net(qg, method, max_depth, cse_budget)
+    net = _Net(qg, method, max_depth, cse_budget, cse_block_rows)
     for node in qg.nodes:
         if node.out_bits == 0:
             net.fail(node, f"float operator {node.op} cannot be compiled to DAIS")
@@ -368,7 +378,8 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
 
 
 def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_depth=None, bits: int = 8,
-                  cse_budget: int | None = DEFAULT_CSE_BUDGET, calibration: str = "max",
+                  cse_budget: int | None = DEFAULT_CSE_BUDGET, cse_block_rows: int | None = DEFAULT_CSE_BLOCK_ROWS,
+                  calibration: str = "max",
                   percentile: float = 99.99, per_channel: bool = True, calib_samples: int = 64,
                   **_ignored) -> CompileResult:
     """ONNX model → check → quantize (pow2, frontend) → one DAIS program; writes ``model.dais`` etc.
@@ -394,11 +405,13 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
     if len(full.inputs) != 1 or len(full.outputs) != 1:
         raise UnsupportedError("DAIS compiles single-input, single-output graphs", file=full.source)
     qg, tail, tail_nodes = split_float_tail(full)
-    prog, layers = compile_qgraph(qg, method=method, max_depth=max_depth, cse_budget=cse_budget)
+    prog, layers = compile_qgraph(qg, method=method, max_depth=max_depth, cse_budget=cse_budget,
+                                  cse_block_rows=cse_block_rows)
     st = prog.stats()
     report = {"n_ops": st["n_ops"], "adders": st["n_adders"], "n_adders": st["n_adders"],
               "adder_bits": st["adder_bits"], "depth": st["adder_depth"], "op_depth": st["depth"],
               "adder_depth": st["adder_depth"], "layers": layers, "cse_budget": cse_budget,
+              "cse_block_rows": cse_block_rows,
               "cse_cut_short": [i for i, r in enumerate(layers)
                                 if isinstance(r.get("cse"), dict) and r["cse"].get("complete") is False],
               "compile_s": round(time.perf_counter() - t0, 3),
