@@ -32,7 +32,7 @@ try:
     r = run_model(target, path, samples=16, **({"cse_budget": 500_000} if target == "dais" else {}))
     out = {k: r[k] for k in ("bit_exact", "top1_agreement", "max_rel_error", "compile_s", "sim_s")}
 except Exception as e:  # the reason goes into the table
-    out = {"error": str(e).split(": ", 1)[-1][:160]}
+    out = {"error": str(e).split(": ", 1)[-1].replace(f" (target {target})", "")[:200]}
 out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """
