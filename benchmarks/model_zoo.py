@@ -84,7 +84,7 @@ def main() -> None:
             "the row).  16 samples uniform in [-1, 1) (seed 0), calibration on 64 disjoint samples (seed 1), pow2 "
             "per-channel int8, calibration=max; DAIS CSE budget 500,000 steps per layer (deterministic), row "
             "blocks of 32.  "
-            f"Wall cap per row: {a.timeout:.0f} s.  Models: `nnisa.frontend.zoo` (seeded weights, small inputs).  "
+            "Each row runs in a child process with a wall cap (`--timeout`; a row that hits it says so).  Models: `nnisa.frontend.zoo` (seeded weights, small inputs).  "
             "DAIS before issue 13 (the issue's figures): LeNet-5 47 s and 2.5 GB, a small VGG 7 min 25 s and 7.4 GB, "
             "ResNet-18 and MobileNet-V2 at 32×32 not finished in 10 min (8 GB); goals: LeNet-5 ≤ 5 s and ≤ 500 MB, "
             "MobileNet-V2 ≤ 5 min and ≤ 4 GB.\n\n")
