@@ -6,7 +6,7 @@ bit-exactness, top-1 agreement with onnxruntime and the max relative error on 16
 compile and simulate time, and the child's peak memory.  Writes the "Model zoo" section of
 benchmarks/RESULTS.md.
 
-    python benchmarks/model_zoo.py [--timeout S] [--models a,b] [--targets pim,dais]
+    python benchmarks/model_zoo.py [--timeout S] [--max-gb G] [--models a,b] [--targets pim,dais]
 """
 
 from __future__ import annotations
@@ -26,11 +26,15 @@ CHILD = r"""
 import json, resource, sys, onnx
 from nnisa.api import run_model
 from nnisa.frontend.zoo import ZOO
-name, target, path = sys.argv[1:4]
+name, target, path, max_gb = sys.argv[1:5]
+cap = int(float(max_gb) * (1 << 30))   # address-space cap: the machine is shared
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 onnx.save(ZOO[name][0](), path)
 try:
     r = run_model(target, path, samples=16, **({"cse_budget": 500_000} if target == "dais" else {}))
     out = {k: r[k] for k in ("bit_exact", "top1_agreement", "max_rel_error", "compile_s", "sim_s")}
+except MemoryError:
+    out = {"error": f"out of memory (address space capped at {max_gb} GB)"}
 except Exception as e:  # the reason goes into the table
     out = {"error": str(e).split(": ", 1)[-1].replace(f" (target {target})", "")[:200]}
 out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -38,11 +42,11 @@ print(json.dumps(out))
 """
 
 
-def run_one(name: str, target: str, timeout: float) -> dict:
+def run_one(name: str, target: str, timeout: float, max_gb: float = 8.0) -> dict:
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
         try:
-            p = subprocess.run([sys.executable, "-c", CHILD, name, target, str(Path(d) / f"{name}.onnx")],
+            p = subprocess.run([sys.executable, "-c", CHILD, name, target, str(Path(d) / f"{name}.onnx"), str(max_gb)],
                                capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"error": f"did not finish in {timeout:.0f} s"}
@@ -76,6 +80,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--models", default=",".join(ZOO))
     ap.add_argument("--targets", default="pim,dais")
+    ap.add_argument("--max-gb", type=float, default=8.0, help="address-space cap of each child (GB)")
     a = ap.parse_args()
     header = ["| model | target | compiles | bit-exact | top-1 vs onnxruntime | max rel. error | compile s | "
               "simulate s | peak MB | load avg |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -90,7 +95,7 @@ def main() -> None:
             "MobileNet-V2 ≤ 5 min and ≤ 4 GB.\n\n")
     for target in a.targets.split(","):          # all of one target first: the fast rows land early
         for name in a.models.split(","):
-            r = run_one(name, target, a.timeout)
+            r = run_one(name, target, a.timeout, a.max_gb)
             load = os.getloadavg()[0]
             print(name, target, r, f"load {load:.1f}", flush=True)
             if "error" in r:
