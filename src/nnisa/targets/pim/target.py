@@ -11,6 +11,7 @@ from typing import Any
 
 from ...core.bundle import is_bundle_dir
 from ...core.options import OptionSpec as O
+from ...frontend.prepare import QUANT_OPTIONS
 from ...core.target import Target
 from .formats import files
 from .formats.nnpi import decode_nnpi
@@ -72,6 +73,7 @@ class PimTarget(Target):
         O("lint", bool, True, None, "check the program (bit widths 0, unmatched messages, cores that never "
           "finish, unused array groups; functional mode: reads of never-written local memory)", ("stats", "sim")),
         O("gantt", str, None, None, "resnet18-pimcomp: draw the per-core timeline to this PNG", ("bench",)),
+        *QUANT_OPTIONS,
     )
 
     def isa_markdown(self, word_bits: int = 64, extended: bool = False, **options: Any) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,8 @@ from .costmodel import CostModel
 from .fusion import GapFinishLayer, fuse_layers, size_partials
 from .graph import ClampLayer, EltLayer, GapLayer, Lowered, MatLayer, PoolLayer, lower_graph
 from .lower_fused import gap_finish_tasks
+from .lower_extra import ExtraLayer
+from .lower_hook import lower_node
 from .lower_mat import MatCodegen
 from .lower_vec import clamp_tasks, elt_tasks, emit_clamp, emit_elt, emit_gap, emit_pool, gap_tasks, pool_tasks
 from .mapping import MappingError, map_ags
@@ -75,28 +76,20 @@ def _hw(cfg) -> dict:
             "lmem": int(cfg.chip_config.core_config.local_memory_config.memory_size)}
 
 
-def quantize_model(model, calib=None, *, bits: int = 8, seed: int = 0):
-    """Load (path/bytes/ModelProto) and pow2-quantize a model; a QGraph passes through."""
-    from ....frontend import QGraph, load_model, quantize
+def quantize_model(model, calib=None, *, bits: int = 8, **quant_options):
+    """Check and pow2-quantize a model (path/bytes/ModelProto) for PIM; a QGraph passes through.
+
+    Goes through :func:`~nnisa.frontend.prepare.prepare_qgraph`, like ``nnisa run/compile``: the
+    up-front check of every node, the default calibration set (disjoint from ``run``'s samples)
+    or ``calib``, and the quantization options (``calibration``, ``percentile``, ``per_channel``,
+    ``calib_samples``).
+    """
+    from ....frontend import QGraph
+    from ....frontend.prepare import prepare_qgraph
+    from .support import pim_check
     if isinstance(model, QGraph):
         return model
-    g = load_model(model)
-    if calib is None:
-        calib = _default_calib(g, seed)
-    return quantize(g, calib, bits=bits, scale_mode="pow2")
-
-
-def _default_calib(g, seed: int):
-    """Calibration inputs when none are given: the bundled test set for the bundled model,
-    else 16 seeded uniform [0, 1) samples."""
-    try:
-        from ....frontend.models import bundled_model_path, bundled_testset
-        if g.source and Path(g.source).resolve() == bundled_model_path("digits_cnn").resolve():
-            return {g.inputs[0].name: bundled_testset("digits_cnn")[0][:64]}
-    except Exception:  # noqa: BLE001 - calibration fallback only
-        pass
-    rng = np.random.default_rng(seed)
-    return {t.name: rng.random((16,) + tuple(t.shape[1:])).astype(np.float32) for t in g.inputs}
+    return prepare_qgraph(model, "pim", check=pim_check, calib=calib, bits=bits, scale_mode="pow2", **quant_options)
 
 
 def compile_model(model, config=None, *, calib=None, mode: str = "batch", replication: str = "balance",
@@ -163,7 +156,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         links = bool(getattr(cfg.nnisa, "core_links", True))
     qg = quantize_model(model, calib, bits=bits)
     t_q = time.perf_counter()
-    low = lower_graph(qg)
+    low = lower_graph(qg, lower_node)
     mats = [l for l in low.layers if isinstance(l, MatLayer)]
     plans = [partition(l, hw["rows"], hw["cols"], hw["xbars"]) for l in mats]
     for l, p in zip(mats, plans):
@@ -337,6 +330,9 @@ def _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images: i
             elif isinstance(layer, GapFinishLayer):
                 for t in gap_finish_tasks(layer, em, li, k, ofs):
                     t.run()
+            elif isinstance(layer, ExtraLayer):
+                for t in layer.tasks(em, workers, consts, li, None, k, ofs):
+                    t.run()
             else:  # pragma: no cover - lower_graph only creates the kinds above
                 raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
             r, w = _buf_ranges(layer)
@@ -389,6 +385,8 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
                 new = list(clamp_tasks(layer, em, workers, li, pick, k, ofs, states(li)))
             elif isinstance(layer, GapFinishLayer):
                 new = list(gap_finish_tasks(layer, em, li, k, ofs))
+            elif isinstance(layer, ExtraLayer):
+                new = list(layer.tasks(em, workers, consts, li, pick, k, ofs, states(li)))
             else:  # pragma: no cover - lower_graph only creates the kinds above
                 raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
             prod.add(new)

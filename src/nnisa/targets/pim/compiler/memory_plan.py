@@ -54,6 +54,13 @@ class ConstPool:
         return sum(len(d) for d in self.segments.values())
 
 
+def _reads(layer) -> list:
+    """Every activation a layer reads: its inputs and a fused residual operand (read by the
+    conv that absorbed the Add, so its buffer must live until then)."""
+    add = getattr(layer, "fused_add", None)
+    return list(layer.inputs) + ([add.other] if add is not None else [])
+
+
 def plan_gmem(low: Lowered, *, reuse: bool = True, images: int = 1) -> dict:
     """Assign ``Buffer.addr`` for every activation buffer; returns the memory map.
 
@@ -67,7 +74,7 @@ def plan_gmem(low: Lowered, *, reuse: bool = True, images: int = 1) -> dict:
     pinned = {t.buf.name for t in low.inputs} | {t.buf.name for t in low.outputs}
     last_use: dict[str, int] = {}
     for i, layer in enumerate(low.layers):
-        for t in layer.inputs:
+        for t in _reads(layer):
             last_use[t.buf.name] = i
     top = 0
     for t in low.inputs:
@@ -89,7 +96,7 @@ def plan_gmem(low: Lowered, *, reuse: bool = True, images: int = 1) -> dict:
             top += size
         buf.addr = addr
         if reuse:
-            for t in layer.inputs:
+            for t in _reads(layer):
                 b = t.buf
                 if last_use.get(b.name) == i and b.name not in pinned and b.addr >= 0:
                     free.append((b.addr, _align(max(b.size, 1))))
