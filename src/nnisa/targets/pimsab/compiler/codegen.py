@@ -1,0 +1,415 @@
+"""Code generation (spec §4.8–§4.9): per-tile straight-line streams for a chosen distribution.
+
+Serial loops are unrolled in nest order.  Each operand lives in its CRAM buffer at its residency
+level and is (re)loaded when the serial indices it depends on change: vectors with a plain
+``load`` (or ``load_shf bcast=1`` when every CRAM needs the same vector), per-CRAM scalars with a
+scatter ``load_shf``, tile scalars with ``load_shf`` replication or into the RF for
+``mul_const``/``add_const``.  Operands shared by tiles are loaded by one tile of the group and
+forwarded with a systolic ``tile_bcast``.  Accumulations grow their width step by step (§4.6),
+fuse into ``mac`` when the product's operands are in CRAM (bit-level lifetime), and reductions over
+CRAMs end with ``reduce_tile``; results are stored at their declared width.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import precision as P
+from ..config import PimsabConfig
+from ..workloads.builder import Builder
+from .lang import Access, Bin, Cast, CompileError, Const, Expr, Loop, Select, Shift
+from .layout import Layout
+from .model import Candidate, Nest, log2_exact, strip, temp_nodes
+from .widths import Width, width
+
+
+@dataclass(frozen=True)
+class View:
+    row: int
+    bits: int
+    signed: bool
+
+    @property
+    def prec(self) -> int:
+        return P.make("i" if self.signed else "u", self.bits)
+
+
+def _p(w: Width) -> int:
+    return P.make("i" if w.signed else "u", w.bits)
+
+
+class Generator:
+    """Emits the program of one candidate; see the module docstring."""
+
+    def __init__(self, nest: Nest, cand: Candidate, cfg: PimsabConfig, layout: Layout, *, adaptive: bool,
+                 bit_lifetime: bool, mode: str) -> None:
+        self.nest, self.cand, self.cfg, self.layout = nest, cand, cfg, layout
+        self.adaptive, self.bit_lifetime, self.mode = adaptive, bit_lifetime, mode
+        self.b = Builder(cfg)
+        lv = nest.leaves
+        self.serial_loops = [lp for lp in lv if cand.serial.get(lp, 1) > 1]
+        rf_leaves = nest.rf_factor.leaves if nest.rf_factor else frozenset()
+        arr = [lp for lp in lv if cand.arrays.get(lp, 1) > 1]
+        self.arr_order = ([lp for lp in arr if lp in rf_leaves and not lp.reduce]
+                          + [lp for lp in arr if lp not in rf_leaves and not lp.reduce] + [lp for lp in arr if lp.reduce])
+        if any(lp.reduce for lp in arr if lp in rf_leaves):
+            raise CompileError("internal: an RF multiplier cannot vary along a reduction mapped to CRAMs")
+        self.n_arr = math.prod(cand.arrays.get(lp, 1) for lp in arr)
+        self.used = self.n_arr * cfg.cram_cols
+        self.size = 0 if self.used == cfg.tile_bitlines else self.used
+        radices = [cand.arrays[lp] for lp in self.arr_order]
+        idx = np.unravel_index(np.arange(self.n_arr), radices) if radices else ()
+        self.arr_val = {lp: np.asarray(v, np.int64) for lp, v in zip(self.arr_order, idx)}
+        self.groups = math.prod(cand.arrays.get(lp, 1) for lp in self.arr_order if lp in rf_leaves)
+        self.tile_loops = [lp for lp in nest.dp if cand.tiles.get(lp, 1) > 1]
+        self.tiles = self._placement()
+
+    # ------------------------------------------------------------------ placement and indices
+    def _placement(self) -> list[tuple[int, dict[Loop, int]]]:
+        tl, cfg = self.tile_loops, self.cfg
+        f = [self.cand.tiles[lp] for lp in tl]
+        out = []
+        for combo in itertools.product(*[range(k) for k in f]):
+            vals = dict(zip(tl, combo))
+            if len(tl) == 2 and sorted(f) == sorted((cfg.mesh_width, cfg.mesh_height)) and f[0] != f[1]:
+                col_lp = tl[0] if f[0] == cfg.mesh_width else tl[1]
+                row_lp = tl[1] if col_lp is tl[0] else tl[0]
+                tile = vals[row_lp] * cfg.mesh_width + vals[col_lp]
+            else:
+                tile = int(np.ravel_multi_index(combo, f)) if f else 0
+            out.append((tile, vals))
+        return out
+
+    def leaf_value(self, lp: Loop, tvals: dict, svals: dict):
+        """Value of a leaf loop: tile part + serial part + array part (vector over CRAMs)."""
+        t, a = self.cand.tiles.get(lp, 1), self.cand.arrays.get(lp, 1)
+        v = tvals.get(lp, 0) * (lp.extent // t) + svals.get(lp, 0) * a
+        return v + self.arr_val[lp] if lp in self.arr_val else v
+
+    def dims(self, acc_index, shape) -> list[tuple[int, dict[Loop, int]]]:
+        """Per dimension: (constant, {leaf: coefficient})."""
+        out = []
+        for a in acc_index:
+            const, co = a.const, {}
+            for lp, c in a.terms.items():
+                for leaf, k in self.nest.sched.value[lp].items():
+                    co[leaf] = co.get(leaf, 0) + c * k
+            out.append((const, co))
+        return out
+
+    def flat(self, name: str, index, shape, tvals, svals, *, crams: bool, bitlines: bool, n_crams: int | None = None):
+        """(offset, pattern) of the elements a transfer moves: CRAM-major, bitline-minor."""
+        cols = self.cfg.cram_cols
+        nc = self.n_arr if n_crams is None else n_crams
+        c_idx = np.arange(nc) if crams else np.zeros(1, np.int64)
+        b_idx = np.arange(cols) if bitlines else np.zeros(1, np.int64)
+        valid = np.ones((len(c_idx), len(b_idx)), bool)
+        if crams:
+            valid &= (c_idx < self.n_arr)[:, None]
+        if bitlines:
+            valid &= (b_idx < self.nest.bitline.extent)[None, :]
+        cc = np.minimum(c_idx, max(self.n_arr - 1, 0))
+        strides = np.cumprod((1,) + tuple(reversed(shape[1:])))[::-1]
+        off, pat = 0, np.zeros(valid.shape, np.int64)
+        for (const, co), st, n in zip(self.dims(index, shape), strides, shape):
+            s_part, v_part = const, np.zeros(valid.shape, np.int64)
+            for leaf, k in co.items():
+                if leaf is self.nest.bitline:
+                    v_part = v_part + k * b_idx[None, :]
+                    continue
+                val = self.leaf_value(leaf, tvals, svals)
+                if isinstance(val, np.ndarray):
+                    v_part = v_part + k * val[cc][:, None]
+                else:
+                    s_part += k * val
+            lo, hi = (v_part[valid].min(), v_part[valid].max()) if valid.any() else (0, 0)
+            if s_part + lo < 0 or s_part + hi >= n:
+                raise CompileError(f"tensor {name}: index {s_part + (lo if s_part + lo < 0 else hi)} out of range "
+                                   f"0..{n - 1} in a dimension (pad the tensor on the host)")
+            off += int(st) * s_part
+            pat = pat + int(st) * v_part
+        return off, np.where(valid, pat, -1).reshape(-1)
+
+    # ------------------------------------------------------------------ emission helpers
+    def emit_all(self, rows: list[tuple]) -> None:
+        for tile, _ in self.tiles:
+            for r in rows:
+                self.b.rows.append(list(r))
+                self.b.tiles.append(tile)
+
+    def generate(self):
+        from ..isa import build_isa
+        self.ISA = build_isa()
+        nest, cfg, cand = self.nest, self.cfg, self.cand
+        S = self.serial_loops
+        row = 0
+        self.buf_row = {}
+        for bf in cand.buffers:
+            self.buf_row[bf.name] = row
+            row += bf.rows if bf.role != "temp" else 0
+        self.temp_row = {}
+        for node, w in temp_nodes(nest, self.adaptive, self.bit_lifetime, real=True):
+            self.temp_row[id(node)] = row
+            row += w
+        self.rows_used = row
+        if row > cfg.cram_rows:
+            raise CompileError(f"compute {nest.sched.op.name}: code generation needs {row} wordlines > "
+                               f"{cfg.cram_rows}; use a more conservative loop organisation")
+        self.const_regs: dict[int, int] = {}
+        self.rf_base = self.groups if nest.rf_factor else 0
+        for e in _walk(nest.body):
+            if isinstance(e, Const) and e.value not in self.const_regs:
+                self.const_regs[e.value] = self.rf_base + len(self.const_regs)
+        if self.rf_base + len(self.const_regs) > cfg.rf_regs:
+            raise CompileError(f"compute {nest.sched.op.name}: {self.rf_base + len(self.const_regs)} RF registers "
+                               f"needed > {cfg.rf_regs}")
+        self.emit_all([self.ISA.row("write_rf", rd=r, imm=v & 0xFFFFFFFF) for v, r in self.const_regs.items()])
+        self.const_rows = {}
+        for e in _walk(nest.body):
+            if isinstance(e, Const) and id(e) in self.temp_row:
+                r0, w = self.temp_row[id(e)], width(e)
+                self.emit_all([self.ISA.row("reset", rd=r0, pd=_p(w), size=self.size),
+                               self.ISA.row("add_const", rd=r0, pd=_p(w), ra=r0, pa=_p(w), rb=self.const_regs[e.value],
+                                            pb=P.make("i", 32), size=self.size)])
+        resident: dict = {}
+        count: dict[int, int] = {}
+        red_serial = math.prod(cand.serial.get(lp, 1) for lp in nest.red)
+        bufs = {bf.name: bf for bf in cand.buffers}
+        out_buf = cand.buffers[0]
+        for combo in itertools.product(*[range(cand.serial[lp]) for lp in S]):
+            sv = dict(zip(S, combo))
+            for o in nest.operands:
+                bf = bufs[o.name]
+                slot, key = self._slot(bf, o.leaves, sv)
+                if resident.get((bf.name, slot)) != key:
+                    resident[(bf.name, slot)] = key
+                    self._load(o, bf, slot, sv)
+            oslot, _ = self._slot(out_buf, nest.out_leaves, sv)
+            self.cur = {id(o.access): self._view(o, bufs[o.name], sv) for o in nest.operands}
+            t = count.get(oslot, 0)
+            acc_row = self.buf_row[out_buf.name] + oslot * out_buf.bits
+            rows = self._step(acc_row, t)
+            self.emit_all(rows)
+            count[oslot] = t + 1
+            if t + 1 == red_serial:
+                count[oslot] = 0
+                self._finish(acc_row, t + 1, sv)
+        return self.b.program()
+
+    def _slot(self, bf, leaves, sv) -> tuple[int, tuple]:
+        S = self.serial_loops
+        inner = [lp for j, lp in enumerate(S) if j + 1 >= bf.level and lp in leaves]
+        slot = 0
+        for lp in inner:
+            slot = slot * self.cand.serial[lp] + sv[lp]
+        key = tuple(sv[lp] for j, lp in enumerate(S) if lp in leaves or j + 1 < bf.level)
+        return slot, key
+
+    def _view(self, o, bf, sv):
+        if o.kind == "rf":
+            return None
+        slot, _ = self._slot(bf, o.leaves, sv)
+        t = o.access.tensor.dtype
+        return View(self.buf_row[bf.name] + slot * bf.bits, t.bits, t.signed)
+
+    # ------------------------------------------------------------------ loads
+    def _groups(self, leaves) -> list[list[int]]:
+        """Tiles sharing an operand: equal values of the tile loops it depends on."""
+        g: dict[tuple, list[int]] = {}
+        for tile, tv in self.tiles:
+            g.setdefault(tuple(tv[lp] for lp in self.tile_loops if lp in leaves), []).append(tile)
+        return list(g.values())
+
+    def _load(self, o, bf, slot, sv) -> None:
+        cfg, acc = self.cfg, o.access
+        t = acc.tensor
+        prec = P.make("i" if t.dtype.signed else "u", t.dtype.bits)
+        tr = 0 if t.const else 1
+        in_arr = any(lp in self.arr_val for lp in o.leaves)
+        row = self.buf_row[bf.name] + slot * bf.bits
+        tv_of = dict(self.tiles)
+        for group in self._groups(o.leaves):
+            sender = min(group)
+            tv = tv_of[sender]
+            if o.kind == "rf":
+                off, pat = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=False,
+                                     n_crams=self.groups)
+                pat = pat[:: max(1, self.n_arr // self.groups)][: self.groups] if self.groups > 1 else pat[:1]
+                pid = self.layout.pattern(pat)
+                addr = self.layout.load_region(t.name, pid, off, o.dram_bits, t.dtype.bits, t.dtype.signed, 1)
+                for tile in group:  # every tile loads its own RF (the RF image is small)
+                    self.b(tile, "load_rf", row=0, addr=addr, size=self.groups, p=prec)
+                continue
+            if o.kind == "vector" and in_arr:
+                off, pat = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=True)
+                kw, fl = dict(size=self.size), {}
+                mn = "load"
+            elif o.kind == "vector":
+                off, pat = self.flat(t.name, acc.index, t.shape, tv, sv, crams=False, bitlines=True)
+                kw, fl, mn = dict(size=cfg.cram_cols, bcast=1), dict(bcast=1), "load_shf"
+            elif in_arr:
+                off, pat = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=False,
+                                     n_crams=cfg.crams_per_tile)
+                kw, fl, mn = dict(size=cfg.crams_per_tile, shf_en=1, shf=0), dict(shf=0), "load_shf"
+            else:
+                off, pat = self.flat(t.name, acc.index, t.shape, tv, sv, crams=False, bitlines=False)
+                pat = np.concatenate([pat, -np.ones(cfg.cram_cols - 1, np.int64)])
+                kw, fl, mn = dict(size=cfg.cram_cols, bcast=1, shf_en=1, shf=0), dict(bcast=1, shf=0), "load_shf"
+            pid = self.layout.pattern(pat)
+            addr = self.layout.load_region(t.name, pid, off, o.dram_bits, t.dtype.bits, t.dtype.signed,
+                                           tr if mn == "load" else 1)
+            self.b(sender, mn, row=row, addr=addr, p=prec, tr=tr if mn == "load" else 1, **kw)
+            others = [x for x in group if x != sender]
+            if others:
+                size = kw["size"] if mn == "load" else 0
+                self.b.bcast(sender, row, size, prec, others, mode=self.mode, **fl)
+
+    # ------------------------------------------------------------------ compute
+    def _row(self, mn: str, **kw) -> tuple:
+        kw.setdefault("size", self.size)
+        return self.ISA.row(mn, **kw)
+
+    def _eval(self, e: Expr, rows: list, dest: tuple[int, Width] | None = None) -> View:
+        """Emit the instructions computing ``e``; returns where the value is."""
+        w = width(e, self.adaptive)
+        if isinstance(e, Access):
+            return self._place(self.cur[id(e)], rows, dest)
+        if isinstance(e, Const):
+            return self._place(View(self.temp_row[id(e)], w.bits, w.signed), rows, dest)
+        if isinstance(e, Cast):
+            if dest is not None:
+                return self._eval(e.expr, rows, dest)
+            v = self._eval(e.expr, rows)
+            if w.bits < v.bits or (w.bits == v.bits and w.signed != v.signed):
+                v = View(v.row, w.bits, w.signed)
+            return self._place(v, rows, dest)
+        if isinstance(e, Shift) and e.amount < 0:
+            v = self._eval(e.expr, rows)
+            c = -e.amount
+            v = View(v.row + min(c, v.bits - 1), max(1, v.bits - c), v.signed) if c < v.bits else \
+                View(v.row + v.bits - 1, 1, v.signed)
+            return self._place(v, rows, dest)
+        d_row, d_w = dest if dest else (self.temp_row[id(e)], w)
+        pd = _p(d_w)
+        if isinstance(e, Shift):
+            v = self._eval(e.expr, rows)
+            c = e.amount
+            rows.append(self._row("reset", rd=d_row, pd=P.make("u", min(c, d_w.bits))))
+            if c < d_w.bits:
+                rows.append(self._row("copy", rd=d_row + c, pd=_p(Width(d_w.bits - c, d_w.signed)), ra=v.row,
+                                      pa=v.prec))
+            return View(d_row, d_w.bits, d_w.signed)
+        if isinstance(e, Select):
+            m, a, b_ = self._eval(e.mask, rows), self._eval(e.a, rows), self._eval(e.b, rows)
+            rows.append(self._row("set_mask", ra=m.row))
+            rows.append(self._row("copy", rd=d_row, pd=pd, ra=b_.row, pa=b_.prec))
+            rows.append(self._row("copy", pred=1, rd=d_row, pd=pd, ra=a.row, pa=a.prec))
+            return View(d_row, d_w.bits, d_w.signed)
+        assert isinstance(e, Bin)
+        xs, ys = strip(e.a), strip(e.b)
+        rf = self.nest.rf_factor
+        scal = None
+        if e.op in ("mul", "add") and rf is not None:
+            if isinstance(ys, Access) and ys is rf.access:
+                scal, other = ys, e.a
+            elif isinstance(xs, Access) and xs is rf.access:
+                scal, other = xs, e.b
+        if scal is not None or (e.op in ("mul", "add", "sub") and isinstance(ys, Const)) or \
+                (e.op in ("mul", "add") and isinstance(xs, Const)):
+            if scal is None:
+                c, other = (ys, e.a) if isinstance(ys, Const) else (xs, e.b)
+                val = -c.value if e.op == "sub" else c.value
+                if val not in self.const_regs:
+                    raise CompileError("internal: constant register missing")
+                regs, pb = [self.const_regs[val]], P.make("i", 32)
+            else:
+                regs = list(range(self.groups))
+                t = scal.tensor.dtype
+                pb = P.make("i" if t.signed else "u", t.bits)
+            v = self._eval(other, rows)
+            mn = "mul_const" if e.op == "mul" else "add_const"
+            gw = self.used // len(regs)
+            for g in reversed(range(len(regs))):
+                size = (g + 1) * gw
+                rows.append(self._row(mn, rd=d_row, pd=pd, ra=v.row, pa=v.prec, rb=regs[g], pb=pb,
+                                      size=0 if size == self.cfg.tile_bitlines else size))
+            return View(d_row, d_w.bits, d_w.signed)
+        a, b_ = self._eval(e.a, rows), self._eval(e.b, rows)
+        mn = {"mul": "mult"}.get(e.op, e.op)
+        rows.append(self._row(mn, rd=d_row, pd=pd, ra=a.row, pa=a.prec, rb=b_.row, pb=b_.prec))
+        return View(d_row, d_w.bits, d_w.signed)
+
+    def _place(self, v: View, rows: list, dest) -> View:
+        if dest is None:
+            return v
+        rows.append(self._row("copy", rd=dest[0], pd=_p(dest[1]), ra=v.row, pa=v.prec))
+        return View(dest[0], dest[1].bits, dest[1].signed)
+
+    def _acc_width(self, t: int) -> Width:
+        """Width of an accumulator holding t terms (growing accumulator, §4.6)."""
+        A = self.nest.out_width if self.adaptive else self.nest.out_declared
+        if self.nest.reduce is None or self.nest.reduce.kind != "sum":
+            return A
+        Pw = width(self.nest.body, self.adaptive)
+        bits = min(Pw.bits + (math.ceil(math.log2(t)) if t > 1 else 0), A.bits)
+        return Width(bits, A.signed or Pw.signed)
+
+    def _step(self, acc_row: int, t: int) -> list:
+        rows: list = []
+        nest = self.nest
+        red = nest.reduce
+        if red is None:
+            self._eval(nest.body, rows, dest=(acc_row, self._acc_width(1)))
+            return rows
+        if t == 0:
+            self._eval(nest.body, rows, dest=(acc_row, self._acc_width(1)))
+            return rows
+        a_t, a_n = self._acc_width(t), self._acc_width(t + 1)
+        core = strip(nest.body)
+        if red.kind == "sum" and self.bit_lifetime and self.adaptive and isinstance(core, Bin) and core.op == "mul" \
+                and nest.rf_factor is None and all(isinstance(strip(x), Access) for x in (core.a, core.b)):
+            x, y = self._eval(core.a, rows), self._eval(core.b, rows)
+            rows.append(self._row("mac", rd=acc_row, pd=_p(a_n), ra=x.row, pa=x.prec, rb=y.row, pb=y.prec,
+                                  pin=_p(a_t), scratch=self.temp_row[id(nest.body)]))
+            return rows
+        v = self._eval(nest.body, rows)
+        mn = {"sum": "add", "max": "max", "min": "min"}[red.kind]
+        rows.append(self._row(mn, rd=acc_row, pd=_p(a_n), ra=acc_row, pa=_p(a_t), rb=v.row, pb=v.prec))
+        return rows
+
+    def _finish(self, acc_row: int, terms: int, sv) -> None:
+        nest, cfg = self.nest, self.cfg
+        w = self._acc_width(terms)
+        red_arr = math.prod(self.cand.arrays.get(lp, 1) for lp in nest.red)
+        if red_arr > 1:
+            final = nest.out_width if self.adaptive else nest.out_declared
+            self.emit_all([self._row("reduce_tile", rd=acc_row, pd=_p(final), ra=acc_row, pa=_p(w),
+                                     levels=log2_exact(red_arr))])
+            w = final
+        out_t = nest.sched.op.dtype
+        st = Width(out_t.bits, out_t.signed) if out_t.bits < w.bits else w
+        prec = _p(st)
+        op = nest.sched.op
+        axes_idx = tuple(a for a in op.axes)
+        red_inner = [lp for lp in self.arr_order if lp.reduce]
+        for tile, tv in self.tiles:
+            off, pat = self.flat(op.name, axes_idx, op.shape, tv, sv, crams=True, bitlines=True)
+            if red_inner:
+                keep = np.ones(self.n_arr, bool)
+                for lp in red_inner:
+                    keep &= self.arr_val[lp] == 0
+                pat = np.where(np.repeat(keep, cfg.cram_cols), pat, -1)
+            pid = self.layout.pattern(pat)
+            addr = self.layout.store_region(op.name, pid, off, P.decode(prec).dram_bits, st.signed)
+            self.b(tile, "store", row=acc_row, addr=addr, size=self.size, p=prec, tr=1)
+
+
+def _walk(e: Expr):
+    yield e
+    for c in getattr(e, "__dict__", {}).values():
+        if isinstance(c, Expr):
+            yield from _walk(c)
