@@ -23,7 +23,7 @@ from ..config import PimsabConfig
 from ..workloads.builder import Builder
 from .lang import Access, Bin, Cast, CompileError, Const, Expr, Loop, Select, Shift
 from .layout import Layout
-from .model import Candidate, Nest, log2_exact, strip, temp_nodes
+from .model import Candidate, Nest, log2_exact, mesh_aligned, strip, temp_nodes
 from .widths import Width, width
 
 
@@ -162,8 +162,12 @@ class Generator:
         self.const_regs: dict[int, int] = {}
         self.rf_base = self.groups if nest.rf_factor else 0
         for e in _walk(nest.body):
-            if isinstance(e, Const) and e.value not in self.const_regs:
-                self.const_regs[e.value] = self.rf_base + len(self.const_regs)
+            vals = [e.value] if isinstance(e, Const) else []
+            if isinstance(e, Bin) and e.op == "sub" and isinstance(strip(e.b), Const):
+                vals = [-strip(e.b).value]
+            for v in vals:
+                if v not in self.const_regs:
+                    self.const_regs[v] = self.rf_base + len(self.const_regs)
         if self.rf_base + len(self.const_regs) > cfg.rf_regs:
             raise CompileError(f"compute {nest.sched.op.name}: {self.rf_base + len(self.const_regs)} RF registers "
                                f"needed > {cfg.rf_regs}")
@@ -219,6 +223,8 @@ class Generator:
     # ------------------------------------------------------------------ loads
     def _groups(self, leaves) -> list[list[int]]:
         """Tiles sharing an operand: equal values of the tile loops it depends on."""
+        if not mesh_aligned(self.cand.tiles, self.cfg):
+            return [[tile] for tile, _ in self.tiles]
         g: dict[tuple, list[int]] = {}
         for tile, tv in self.tiles:
             g.setdefault(tuple(tv[lp] for lp in self.tile_loops if lp in leaves), []).append(tile)

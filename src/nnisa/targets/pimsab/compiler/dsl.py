@@ -18,6 +18,7 @@ DRAM layout the host uses to place inputs and read outputs.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -122,7 +123,7 @@ def build(s: Schedule, config: Any = "base", *, adaptive_precision: bool = True,
         for lp in nest.leaves:
             if lp is not nest.bitline and lp.extent % ((tiles or {}).get(lp, 1) * (arrays or {}).get(lp, 1)):
                 raise CompileError(f"loop {lp.name}: factors do not divide its extent {lp.extent}")
-        if max(cand.rows, cand.real_rows) > cfg.cram_rows:
+        if builtins.max(cand.rows, cand.real_rows) > cfg.cram_rows:
             raise CompileError(f"compute {s.op.name}: infeasible organisation: {cand.breakdown()} > "
                                f"{cfg.cram_rows} ({describe(cand)}); use a more conservative loop organisation")
         stats = {"candidates_evaluated": 1}
@@ -134,7 +135,7 @@ def build(s: Schedule, config: Any = "base", *, adaptive_precision: bool = True,
     for acc in {id(o.access.tensor): o.access.tensor for o in nest.operands}.values():
         layout.inputs[acc.name] = (acc.shape, acc.dtype.token)
     layout.outputs[s.op.name] = (s.op.shape, s.op.dtype.token)
-    gen = Generator(nest, cand, cfg, layout, adaptive=adaptive_precision, bit_lifetime=bit_lifetime,
+    gen = Generator(cand.nest, cand, cfg, layout, adaptive=adaptive_precision, bit_lifetime=bit_lifetime,
                     mode=s.broadcast_mode)
     prog = gen.generate()
     report = {"distribution": describe(cand), "occupancy": cand.occupancy, "wordlines": cand.rows,

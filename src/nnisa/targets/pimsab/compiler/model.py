@@ -9,6 +9,7 @@ and the bit-level lifetime window (§4.6) and estimates occupancy, DRAM traffic 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -59,6 +60,7 @@ class Candidate:
     cycles: float = 0.0
     rows: int = 0
     real_rows: int = 0
+    nest: "Nest | None" = None
     stages: dict[str, int] = field(default_factory=dict)
 
     def breakdown(self) -> str:
@@ -68,6 +70,13 @@ class Candidate:
         """Lexicographic objective (spec §4.7): occupancy, DRAM traffic, cycles, factor vectors."""
         return (-round(self.occupancy, 12), self.traffic_bits, self.cycles,
                 tuple(self.tiles.get(lp, 1) for lp in leaves), tuple(self.arrays.get(lp, 1) for lp in leaves))
+
+
+def mesh_aligned(tiles: dict[Loop, int], cfg: PimsabConfig) -> bool:
+    """Whether tiles share operands through broadcasts (spec §4.3/§4.8, Decision): one tile loop (every
+    tile is in the group), or two whose factors are the mesh width and height (rows and columns)."""
+    f = [v for v in tiles.values() if v > 1]
+    return len(f) <= 1 or (len(f) == 2 and sorted(f) == sorted((cfg.mesh_width, cfg.mesh_height)))
 
 
 def log2_exact(n: int) -> int | None:
@@ -164,9 +173,9 @@ def analyse(s: Schedule, cfg: PimsabConfig) -> Nest:
     if b.extent > cfg.cram_cols:
         raise CompileError(f"compute {op.name}: the bitline loop {b.name} has extent {b.extent} > "
                            f"{cfg.cram_cols} bitlines per CRAM; split it by {cfg.cram_cols}")
-    if s.leaves[-1] is not b:
-        raise CompileError(f"compute {op.name}: the bitline loop {b.name} must be innermost "
-                           f"(reorder it last)")
+    if any(not lp.reduce for lp in s.leaves[s.leaves.index(b) + 1:]):
+        raise CompileError(f"compute {op.name}: the bitline loop {b.name} must be the innermost data-parallel "
+                           f"loop (reorder it last)")
     red = op.expr if isinstance(op.expr, Reduce) else None
     body = red.expr if red else op.expr
     out_leaves = frozenset(lf for a in op.axes for lf in s.value[a])
@@ -208,11 +217,21 @@ def analyse(s: Schedule, cfg: PimsabConfig) -> Nest:
 def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict[Loop, int], *,
              adaptive: bool = True, bit_lifetime: bool = True, residency: dict[str, int] | None = None
              ) -> Candidate:
-    """Buffers, wordlines and objective figures of one distribution."""
+    """Buffers, wordlines and objective figures of one distribution.
+
+    An RF multiplier that would vary along a reduction mapped to CRAMs, or need more registers
+    than the RF has, is broadcast into the CRAMs instead (scatter ``load_shf``, full width).
+    """
+    rf = nest.rf_factor
+    if rf is not None and (any(arrays.get(lp, 1) > 1 for lp in rf.leaves if lp.reduce)
+                           or math.prod(arrays.get(lp, 1) for lp in rf.leaves) > cfg.rf_regs):
+        ops = [dataclasses.replace(o, kind="bcast") if o is rf else o for o in nest.operands]
+        nest = dataclasses.replace(nest, rf_factor=None, operands=ops)
     serial = {lp: lp.extent // (tiles.get(lp, 1) * arrays.get(lp, 1)) for lp in nest.leaves if lp is not nest.bitline}
     S = [lp for lp in nest.leaves if serial.get(lp, 1) > 1]
     q = len(S)
     cand = Candidate(dict(tiles), dict(arrays), serial)
+    cand.nest = nest
 
     def place(name: str, role: str, lv: frozenset, bits: int) -> Buffer:
         r = next((j + 1 for j, lp in enumerate(S) if lp not in lv), q + 1)
@@ -243,10 +262,11 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     per_tile_cycles = 0.0
     steps = math.prod(serial[lp] for lp in S)
     W = n_arr * cfg.cram_cols
+    aligned = mesh_aligned(tiles, cfg)
     for o, bf in zip(nest.operands, bufs[1:]):
         loads = math.prod(serial[lp] for lp in S if lp in o.leaves) * bf.reload
         n = W if o.kind == "vector" else (math.prod(arrays.get(lp, 1) for lp in o.leaves) or 1)
-        share = math.prod(tiles.get(lp, 1) for lp in nest.dp if lp not in o.leaves)
+        share = math.prod(tiles.get(lp, 1) for lp in nest.dp if lp not in o.leaves) if aligned else 1
         traffic += n_t * loads * n * o.dram_bits / share
         flits = math.ceil(n * o.dram_bits / cfg.link_bits) if o.kind == "vector" else 1
         per_tile_cycles += loads * (flits + 22 + (flits * 2 if share > 1 else 0))

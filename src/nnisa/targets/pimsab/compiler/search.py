@@ -49,7 +49,6 @@ def search(nest: Nest, cfg: PimsabConfig, *, adaptive: bool = True, bit_lifetime
     for lp in pin_t:
         if lp.reduce:
             raise CompileError(f"reduction loop {lp.name} cannot be mapped to tiles (no cross-tile reductions)")
-    rf_leaves = nest.rf_factor.leaves if nest.rf_factor else frozenset()
     sum_red = nest.reduce is not None and nest.reduce.kind == "sum"
 
     def t_allowed(lp, e):
@@ -90,9 +89,6 @@ def search(nest: Nest, cfg: PimsabConfig, *, adaptive: bool = True, bit_lifetime
             occ = n_t * math.prod(av.values()) * nest.bitline.extent
             if best is not None and occ < best.occupancy * cfg.tiles_used * cfg.crams_per_tile * cfg.cram_cols - 1e-9:
                 break
-            groups = math.prod(av[lp] for lp in rf_leaves if lp in av)
-            if groups > cfg.rf_regs:
-                continue
             evals += 1
             c = evaluate(nest, cfg, {k: v for k, v in tv.items() if v > 1}, {k: v for k, v in av.items() if v > 1},
                          adaptive=adaptive, bit_lifetime=bit_lifetime)
