@@ -67,6 +67,9 @@ class Generator:
         self.groups = math.prod(cand.arrays.get(lp, 1) for lp in self.arr_order if lp in rf_leaves)
         self.tile_loops = [lp for lp in nest.dp if cand.tiles.get(lp, 1) > 1]
         self.tiles = self._placement()
+        self._pat_cache: dict = {}
+        self.out_index = tuple(nest.sched.op.axes)  # kept alive: caches are keyed by id()
+        self._dims_cache: dict = {}
 
     # ------------------------------------------------------------------ placement and indices
     def _placement(self) -> list[tuple[int, dict[Loop, int]]]:
@@ -84,15 +87,17 @@ class Generator:
             out.append((tile, vals))
         return out
 
-    def leaf_value(self, lp: Loop, tvals: dict, svals: dict):
-        """Value of a leaf loop: tile part + serial part + array part (vector over CRAMs)."""
+    def leaf_scalar(self, lp: Loop, tvals: dict, svals: dict) -> int:
+        """Tile and serial part of a leaf loop's value (the array part varies over CRAMs)."""
         t, a = self.cand.tiles.get(lp, 1), self.cand.arrays.get(lp, 1)
-        v = tvals.get(lp, 0) * (lp.extent // t) + svals.get(lp, 0) * a
-        return v + self.arr_val[lp] if lp in self.arr_val else v
+        return tvals.get(lp, 0) * (lp.extent // t) + svals.get(lp, 0) * a
 
     def dims(self, acc_index, shape) -> list[tuple[int, dict[Loop, int]]]:
         """Per dimension: (constant, {leaf: coefficient})."""
-        out = []
+        hit = self._dims_cache.get(id(acc_index))
+        if hit is not None:
+            return hit
+        out = self._dims_cache[id(acc_index)] = []
         for a in acc_index:
             const, co = a.const, {}
             for lp, c in a.terms.items():
@@ -102,37 +107,60 @@ class Generator:
         return out
 
     def flat(self, name: str, index, shape, tvals, svals, *, crams: bool, bitlines: bool, n_crams: int | None = None):
-        """(offset, pattern) of the elements a transfer moves: CRAM-major, bitline-minor."""
-        cols = self.cfg.cram_cols
-        nc = self.n_arr if n_crams is None else n_crams
-        c_idx = np.arange(nc) if crams else np.zeros(1, np.int64)
-        b_idx = np.arange(cols) if bitlines else np.zeros(1, np.int64)
-        valid = np.ones((len(c_idx), len(b_idx)), bool)
-        if crams:
-            valid &= (c_idx < self.n_arr)[:, None]
-        if bitlines:
-            valid &= (b_idx < self.nest.bitline.extent)[None, :]
-        cc = np.minimum(c_idx, max(self.n_arr - 1, 0))
-        strides = np.cumprod((1,) + tuple(reversed(shape[1:])))[::-1]
-        off, pat = 0, np.zeros(valid.shape, np.int64)
-        for (const, co), st, n in zip(self.dims(index, shape), strides, shape):
-            s_part, v_part = const, np.zeros(valid.shape, np.int64)
+        """(offset, pattern id) of the elements a transfer moves: CRAM-major, bitline-minor.
+
+        The pattern (array and bitline parts of the affine index) is computed once per operand and
+        transfer kind; the offset (tile and serial parts) per transfer, with a bounds check."""
+        key = (id(index), crams, bitlines, n_crams)
+        hit = self._pat_cache.get(key)
+        dims = self.dims(index, shape)
+        if hit is None:
+            cols = self.cfg.cram_cols
+            nc = self.n_arr if n_crams is None or n_crams < -1 else (1 if n_crams == -1 else n_crams)
+            c_idx = np.arange(nc) if crams else np.zeros(1, np.int64)
+            b_idx = np.arange(cols) if bitlines else np.zeros(1, np.int64)
+            valid = np.ones((len(c_idx), len(b_idx)), bool)
+            if crams:
+                valid &= (c_idx < self.n_arr)[:, None]
+            if bitlines:
+                valid &= (b_idx < self.nest.bitline.extent)[None, :]
+            cc = np.minimum(c_idx, max(self.n_arr - 1, 0))
+            strides = np.cumprod((1,) + tuple(reversed(shape[1:])))[::-1]
+            pat = np.zeros(valid.shape, np.int64)
+            ranges = []
+            for (const, co), st in zip(dims, strides):
+                v_part = np.zeros(valid.shape, np.int64)
+                for leaf, k in co.items():
+                    if leaf is self.nest.bitline:
+                        v_part = v_part + k * b_idx[None, :]
+                    elif leaf in self.arr_val:
+                        v_part = v_part + k * self.arr_val[leaf][cc][:, None]
+                ranges.append((v_part[valid].min(), v_part[valid].max()) if valid.any() else (0, 0))
+                pat = pat + int(st) * v_part
+            final = np.where(valid, pat, -1).reshape(-1)
+            if n_crams == -1:  # a tile scalar replicated from element 0 of a cram_cols vector
+                final = np.concatenate([final, -np.ones(cols - 1, np.int64)])
+            elif n_crams == -2:  # results of a reduction over CRAMs are in CRAMs c = 0 (mod factor)
+                keep = np.ones(self.n_arr, bool)
+                for lp in self.arr_order:
+                    if lp.reduce:
+                        keep &= self.arr_val[lp] == 0
+                final = np.where(np.repeat(keep, cols), final, -1)
+            elif n_crams == -3:  # one RF value per group of CRAMs (the first CRAM of each group)
+                final = final[:: max(1, self.n_arr // self.groups)][: self.groups]
+            hit = self._pat_cache[key] = ([int(x) for x in strides], ranges, self.layout.pattern(final))
+        strides, ranges, pid = hit
+        off = 0
+        for (const, co), st, (lo, hi), n in zip(dims, strides, ranges, shape):
+            s_part = const
             for leaf, k in co.items():
-                if leaf is self.nest.bitline:
-                    v_part = v_part + k * b_idx[None, :]
-                    continue
-                val = self.leaf_value(leaf, tvals, svals)
-                if isinstance(val, np.ndarray):
-                    v_part = v_part + k * val[cc][:, None]
-                else:
-                    s_part += k * val
-            lo, hi = (v_part[valid].min(), v_part[valid].max()) if valid.any() else (0, 0)
+                if leaf is not self.nest.bitline:
+                    s_part += k * self.leaf_scalar(leaf, tvals, svals)
             if s_part + lo < 0 or s_part + hi >= n:
                 raise CompileError(f"tensor {name}: index {s_part + (lo if s_part + lo < 0 else hi)} out of range "
                                    f"0..{n - 1} in a dimension (pad the tensor on the host)")
-            off += int(st) * s_part
-            pat = pat + int(st) * v_part
-        return off, np.where(valid, pat, -1).reshape(-1)
+            off += st * s_part
+        return off, pid
 
     # ------------------------------------------------------------------ emission helpers
     def emit_all(self, rows: list[tuple]) -> None:
@@ -242,30 +270,25 @@ class Generator:
             sender = min(group)
             tv = tv_of[sender]
             if o.kind == "rf":
-                off, pat = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=False,
-                                     n_crams=self.groups)
-                pat = pat[:: max(1, self.n_arr // self.groups)][: self.groups] if self.groups > 1 else pat[:1]
-                pid = self.layout.pattern(pat)
+                off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=False, n_crams=-3)
                 addr = self.layout.load_region(t.name, pid, off, o.dram_bits, t.dtype.bits, t.dtype.signed, 1)
                 for tile in group:  # every tile loads its own RF (the RF image is small)
                     self.b(tile, "load_rf", row=0, addr=addr, size=self.groups, p=prec)
                 continue
             if o.kind == "vector" and in_arr:
-                off, pat = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=True)
+                off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=True)
                 kw, fl = dict(size=self.size), {}
                 mn = "load"
             elif o.kind == "vector":
-                off, pat = self.flat(t.name, acc.index, t.shape, tv, sv, crams=False, bitlines=True)
+                off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=False, bitlines=True)
                 kw, fl, mn = dict(size=cfg.cram_cols, bcast=1), dict(bcast=1), "load_shf"
             elif in_arr:
-                off, pat = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=False,
+                off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=False,
                                      n_crams=cfg.crams_per_tile)
                 kw, fl, mn = dict(size=cfg.crams_per_tile, shf_en=1, shf=0), dict(shf=0), "load_shf"
             else:
-                off, pat = self.flat(t.name, acc.index, t.shape, tv, sv, crams=False, bitlines=False)
-                pat = np.concatenate([pat, -np.ones(cfg.cram_cols - 1, np.int64)])
+                off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=False, bitlines=False, n_crams=-1)
                 kw, fl, mn = dict(size=cfg.cram_cols, bcast=1, shf_en=1, shf=0), dict(bcast=1, shf=0), "load_shf"
-            pid = self.layout.pattern(pat)
             addr = self.layout.load_region(t.name, pid, off, o.dram_bits, t.dtype.bits, t.dtype.signed,
                                            tr if mn == "load" else 1)
             self.b(sender, mn, row=row, addr=addr, p=prec, tr=tr if mn == "load" else 1, **kw)
@@ -400,16 +423,9 @@ class Generator:
         st = Width(out_t.bits, out_t.signed) if out_t.bits < w.bits else w
         prec = _p(st)
         op = nest.sched.op
-        axes_idx = tuple(a for a in op.axes)
-        red_inner = [lp for lp in self.arr_order if lp.reduce]
+        axes_idx = self.out_index
         for tile, tv in self.tiles:
-            off, pat = self.flat(op.name, axes_idx, op.shape, tv, sv, crams=True, bitlines=True)
-            if red_inner:
-                keep = np.ones(self.n_arr, bool)
-                for lp in red_inner:
-                    keep &= self.arr_val[lp] == 0
-                pat = np.where(np.repeat(keep, cfg.cram_cols), pat, -1)
-            pid = self.layout.pattern(pat)
+            off, pid = self.flat(op.name, axes_idx, op.shape, tv, sv, crams=True, bitlines=True, n_crams=-2)
             addr = self.layout.store_region(op.name, pid, off, P.decode(prec).dram_bits, st.signed)
             self.b(tile, "store", row=acc_row, addr=addr, size=self.size, p=prec, tr=1)
 
