@@ -157,11 +157,11 @@ class Lowering:
         self._requant(n, layer, E * F, M, conv, lambda out: out.reshape(E, F, M).transpose(2, 0, 1)[None])
 
     def _gemm(self, n: QNode, layer: Layer) -> None:
-        K, N = np.asarray(n.weight).shape
+        w = np.asarray(n.weight, np.int64)
+        K, N0 = w.shape
         cfg = self.cfg
-        if N > cfg.cram_cols and N % cfg.cram_cols:
-            layer.host_reason = f"{N} outputs (not a multiple of {cfg.cram_cols}): host fallback"
-            return
+        N = N0 if N0 <= cfg.cram_cols else -(-N0 // cfg.cram_cols) * cfg.cram_cols  # zero-padded outputs
+        w = np.pad(w, ((0, 0), (0, N - N0)))
         xt = T.tensor((K,), _t(n.in_bits[0]), n.name + "_x")
         wt = T.tensor((K, N), _t(n.w_bits), n.name + "_w", const=True)
         j, k = T.loop(N, "n"), T.red_loop(K, "k")
@@ -172,14 +172,16 @@ class Lowering:
         else:
             sch.bitlines(j)
         g = T.build(sch, cfg)
-        x_name, w = n.inputs[0], np.asarray(n.weight, np.int64)
+        x_name = n.inputs[0]
         layer.programs.append(Program(g, lambda env: {xt.name: env[x_name].reshape(-1), wt.name: w}, "gemm"))
-        self._requant(n, layer, 1, N, g, lambda out: out.reshape(1, N))
+        self._requant(n, layer, 1, N, g, lambda out: out.reshape(1, N)[:, :N0])
 
     def _requant(self, n: QNode, layer: Layer, rows: int, channels: int, acc_prog: T.Compiled, finish) -> None:
         """The requantization program of a Conv/Gemm accumulator laid out as (rows, channels)."""
         shift = int(np.asarray(n.requant.shift).ravel()[0])
         bias = None if n.bias is None else np.asarray(n.bias, np.int64)
+        if bias is not None and len(bias) < channels:
+            bias = np.pad(bias, (0, channels - len(bias)))
         cols = min(channels, self.cfg.cram_cols)
         shape = (rows, channels // cols, cols)
         rq = _requant_program(n.name + "_y", shape, 32, bias, shift, n.clamp, self.cfg)
