@@ -68,6 +68,8 @@ class Generator:
         self.tile_loops = [lp for lp in nest.dp if cand.tiles.get(lp, 1) > 1]
         self.tiles = self._placement()
         self._pat_cache: dict = {}
+        self.prev_off: dict = {}
+        self._linear: dict = {}
         self.out_index = tuple(nest.sched.op.axes)  # kept alive: caches are keyed by id()
         self._dims_cache: dict = {}
 
@@ -251,7 +253,7 @@ class Generator:
     # ------------------------------------------------------------------ loads
     def _groups(self, leaves) -> list[list[int]]:
         """Tiles sharing an operand: equal values of the tile loops it depends on."""
-        if not mesh_aligned(self.cand.tiles, self.cfg):
+        if not mesh_aligned(self.cand.tiles, self.cfg) and any(lp in leaves for lp in self.tile_loops):
             return [[tile] for tile, _ in self.tiles]
         g: dict[tuple, list[int]] = {}
         for tile, tv in self.tiles:
@@ -277,6 +279,8 @@ class Generator:
                 continue
             if o.kind == "vector" and in_arr:
                 off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=True)
+                if len(group) == 1 and self._slide(o, bf, slot, sender, row, prec, off, pid, tr):
+                    continue
                 kw, fl = dict(size=self.size), {}
                 mn = "load"
             elif o.kind == "vector":
@@ -296,6 +300,27 @@ class Generator:
             if others:
                 size = kw["size"] if mn == "load" else 0
                 self.b.bcast(sender, row, size, prec, others, mode=self.mode, **fl)
+
+    def _slide(self, o, bf, slot, tile, row, prec, off, pid, tr) -> bool:
+        """Sliding window (fir): when the new vector is the resident one moved by d < cram_cols
+        positions, ``shift`` it across the CRAM ring and reload only the last CRAM."""
+        key = (bf.name, slot, tile)
+        prev, self.prev_off[key] = self.prev_off.get(key), off
+        sigma = self._linear.get(pid)
+        if sigma is None:
+            pat = self.layout.patterns[pid]
+            d = np.diff(pat)
+            sigma = self._linear[pid] = int(d[0]) if len(d) and (pat >= 0).all() and (d == d[0]).all() and d[0] else 0
+        cols = self.cfg.cram_cols
+        if prev is None or not sigma or (off - prev) % sigma or not 0 < (off - prev) // sigma < cols:
+            return False
+        dist = (off - prev) // sigma
+        self.b(tile, "shift", rd=row, pd=prec, ra=row, pa=prec, dir=0, dist=dist - 1, size=self.size)  # field = d - 1
+        last = self.n_arr - 1
+        piece = self.layout.pattern(self.layout.patterns[pid][last * cols:(last + 1) * cols])
+        addr = self.layout.load_region(o.access.tensor.name, piece, off, o.dram_bits, o.bits, o.access.tensor.dtype.signed, tr)
+        self.b(tile, "load", row=row, addr=addr, size=cols, cram=last, p=prec, tr=tr)
+        return True
 
     # ------------------------------------------------------------------ compute
     def _row(self, mn: str, **kw) -> tuple:
@@ -424,10 +449,19 @@ class Generator:
         prec = _p(st)
         op = nest.sched.op
         axes_idx = self.out_index
+        if red_arr > 1:  # results sit in CRAMs c = 0 (mod the reduction factor): store those CRAMs only
+            rcrams = np.flatnonzero(np.all([self.arr_val[lp] == 0 for lp in self.arr_order if lp.reduce], axis=0))
         for tile, tv in self.tiles:
             off, pid = self.flat(op.name, axes_idx, op.shape, tv, sv, crams=True, bitlines=True, n_crams=-2)
-            addr = self.layout.store_region(op.name, pid, off, P.decode(prec).dram_bits, st.signed)
-            self.b(tile, "store", row=acc_row, addr=addr, size=self.size, p=prec, tr=1)
+            if red_arr <= 1:
+                addr = self.layout.store_region(op.name, pid, off, P.decode(prec).dram_bits, st.signed)
+                self.b(tile, "store", row=acc_row, addr=addr, size=self.size, p=prec, tr=1)
+                continue
+            full = self.layout.patterns[pid]
+            for c in rcrams:
+                piece = self.layout.pattern(full[c * cfg.cram_cols:(c + 1) * cfg.cram_cols])
+                addr = self.layout.store_region(op.name, piece, off, P.decode(prec).dram_bits, st.signed)
+                self.b(tile, "store", row=acc_row, addr=addr, size=cfg.cram_cols, cram=int(c), p=prec, tr=1)
 
 
 def _walk(e: Expr):

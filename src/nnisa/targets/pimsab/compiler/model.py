@@ -73,8 +73,9 @@ class Candidate:
 
 
 def mesh_aligned(tiles: dict[Loop, int], cfg: PimsabConfig) -> bool:
-    """Whether tiles share operands through broadcasts (spec §4.3/§4.8, Decision): one tile loop (every
-    tile is in the group), or two whose factors are the mesh width and height (rows and columns)."""
+    """Whether tiles share operands through broadcasts along mesh rows/columns (spec §4.3/§4.8,
+    Decision): one tile loop, or two whose factors are the mesh width and height.  (An operand that
+    depends on no tile loop is broadcast to every tile in any mapping.)"""
     f = [v for v in tiles.values() if v > 1]
     return len(f) <= 1 or (len(f) == 2 and sorted(f) == sorted((cfg.mesh_width, cfg.mesh_height)))
 
@@ -266,14 +267,21 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     for o, bf in zip(nest.operands, bufs[1:]):
         loads = math.prod(serial[lp] for lp in S if lp in o.leaves) * bf.reload
         n = W if o.kind == "vector" else (math.prod(arrays.get(lp, 1) for lp in o.leaves) or 1)
-        share = math.prod(tiles.get(lp, 1) for lp in nest.dp if lp not in o.leaves) if aligned else 1
+        share = math.prod(tiles.get(lp, 1) for lp in nest.dp if lp not in o.leaves) \
+            if aligned or not any(lp in o.leaves for lp in tiles) else 1
         traffic += n_t * loads * n * o.dram_bits / share
         flits = math.ceil(n * o.dram_bits / cfg.link_bits) if o.kind == "vector" else 1
         per_tile_cycles += loads * (flits + 22 + (flits * 2 if share > 1 else 0))
     out_stores = math.prod(serial[lp] for lp in S if lp in nest.out_leaves)
     res_bits = declared_bits(nest)
-    traffic += n_t * out_stores * W * res_bits
-    per_tile_cycles += out_stores * (math.ceil(W * res_bits / cfg.link_bits) + 10)
+    red_arr = math.prod(arrays.get(lp, 1) for lp in nest.red)
+    if red_arr > 1:  # one store per result CRAM
+        n_st = n_arr // red_arr
+        traffic += n_t * out_stores * n_st * cfg.cram_cols * res_bits
+        per_tile_cycles += out_stores * n_st * (math.ceil(cfg.cram_cols * res_bits / cfg.link_bits) + 10)
+    else:
+        traffic += n_t * out_stores * W * res_bits
+        per_tile_cycles += out_stores * (math.ceil(W * res_bits / cfg.link_bits) + 10)
     if nest.product is not None:
         pw = (nest.product if adaptive else nest.product_declared).bits
         a = max(o.bits for o in nest.operands)
@@ -281,7 +289,6 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
         per_tile_cycles += steps * (mul + pw + out_w.bits + 3)
     else:
         per_tile_cycles += steps * (out_w.bits + 2)
-    red_arr = math.prod(arrays.get(lp, 1) for lp in nest.red)
     if red_arr > 1:
         per_tile_cycles += out_stores * sum(out_w.bits + i + 1 for i in range(1, (log2_exact(red_arr) or 0) + 1))
     cand.traffic_bits = traffic
