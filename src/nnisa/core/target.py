@@ -225,6 +225,14 @@ class Target:
         figures the target models (``cycles``, ``latency_ns``/``time_ns``, ``energy_pj``, ...)."""
         self._unsupported("built-in workloads")
 
+    # --- JIT kernels ------------------------------------------------------------------------
+    def warm_up(self) -> list[str]:
+        """Compile this target's JIT (numba) kernels into their on-disk cache by running small
+        real jobs with the argument types real runs use, so that the first real run loads them
+        instead of compiling (``make install`` runs :func:`nnisa.warmup.main`).  Returns a line
+        per job run; the base class has none."""
+        return []
+
     def _unknown_workload(self, workload: str):
         names = ", ".join(self.workloads()) or "none"
         raise UnsupportedError(f"target {self.name!r} has no workload {workload!r} (workloads: {names})")

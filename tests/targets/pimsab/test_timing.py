@@ -224,3 +224,10 @@ def test_fast_engine_matches_reference_on_a_workload():
     fast, ref = run_timing(ops, cfg), run_timing(ops, cfg, engine="reference")
     assert fast.cycles == ref.cycles and np.array_equal(fast.end, ref.end)
     assert np.array_equal(fast.hops, ref.hops)
+
+
+def test_warm_up_compiles_the_timing_engine():
+    import nnisa
+    from nnisa.targets.pimsab.sim.engine_nb import run_engine
+    assert nnisa.target("pimsab").warm_up() == ["timing engine (vadd replay at 1 % scale)"]
+    assert len(run_engine.signatures) >= 1

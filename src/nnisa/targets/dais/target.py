@@ -74,7 +74,7 @@ class DaisTarget(Target):
         Options: ``da4ml_compat`` (bool), ``engine`` (``auto``/``compiled``/``exact``), ``n_threads``,
         ``check``.
         """
-        from .sim.interp import Interpreter
+        from .sim.interp import interpreter_for
         if isinstance(program, (str, Path)):
             program = self.read(program)
         if not inputs:
@@ -82,16 +82,19 @@ class DaisTarget(Target):
         x = inputs["x"] if "x" in inputs else next(iter(inputs.values()))
         semantics = "da4ml-compat" if options.get("da4ml_compat") else options.get("semantics", "default")
         t0 = time.perf_counter()
-        interp = Interpreter(program, semantics=semantics, engine=options.get("engine", "auto"))
+        interp = interpreter_for(program, semantics, options.get("engine", "auto"))  # lowered once per program
         y = interp.run(x, n_threads=options.get("n_threads", 1), check=options.get("check", False))
         wall = time.perf_counter() - t0
-        st = program.stats()
-        extra = {k: st[k] for k in ("n_ops", "n_adders", "adder_bits", "depth", "adder_depth")}
+        extra = {k: program.stat(k) for k in ("n_ops", "n_adders", "adder_bits", "depth", "adder_depth")}
         extra["samples"] = int(y.shape[0])
         extra["executed_ops"] = int(program.n_ops * y.shape[0])
         extra["semantics"] = semantics
         # ``instructions`` is the program length, as for every target (executed_ops counts the batch)
         return SimResult(outputs={"y": y}, stats=Stats(instructions=int(program.n_ops), wall_s=wall, extra=extra))
+
+    def warm_up(self) -> list[str]:
+        from .warmup import warm_up
+        return warm_up()
 
     def run_compiled(self, compiled: CompileResult, inputs: dict[str, np.ndarray], progress=None):
         """Batched run of a compiled network: quantize all samples, one interpreter call, compare the

@@ -93,6 +93,10 @@ class PimTarget(Target):
     def stats(self, program: PimProgram, **options: Any) -> dict[str, Any]:
         return program_stats(program)
 
+    def warm_up(self) -> list[str]:
+        from .warmup import warm_up
+        return warm_up()
+
     def simulate(self, program, *, config=None, inputs=None, **options: Any):
         """Values and/or timing+energy (``nnisa.targets.pim.sim.simulate.simulate_pim``)."""
         from .sim.simulate import simulate_pim

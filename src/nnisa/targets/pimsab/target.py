@@ -106,3 +106,10 @@ class PimsabTarget(Target):
         if workload not in self.workloads():
             self._unknown_workload(workload)
         return run_workload(workload, load_config(config), scale=scale, bits=bits, check=check, engine=engine)
+
+    def warm_up(self) -> list[str]:
+        """Compile the numba timing engine (:mod:`.sim.engine_nb`) with a small vadd replay, the
+        argument types every timing run uses."""
+        from .workloads.registry import run_workload
+        run_workload("vadd", load_config("base"), scale=0.01)
+        return ["timing engine (vadd replay at 1 % scale)"]
