@@ -190,7 +190,7 @@ def test_mac_with_bit_lifetime_and_multi_tile_broadcast():
     s = T.schedule(c)
     mo, mi = s.split(m, 256)
     s.bitlines(mi)
-    prog = T.build(s, SMALL)
+    prog = T.build(s, SMALL, tiles={n: 4, mo: 2}, arrays={mo: 16})  # 4 x 2 = the mesh: rows/columns share
     vals = _vals(np.random.default_rng(4), {"a": ((K, M), T.i4), "b": ((N, K, M), T.i4)})
     out, res = prog.run(vals, mode="both")
     assert np.array_equal(out["c"], prog.reference(vals)["c"])

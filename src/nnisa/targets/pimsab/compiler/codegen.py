@@ -219,6 +219,8 @@ class Generator:
             for o in nest.operands:
                 bf = bufs[o.name]
                 slot, key = self._slot(bf, o.leaves, sv)
+                if o.kind == "rf":  # the RF holds one set of values: reload whenever they change
+                    slot, key = 0, tuple(sv[lp] for lp in S if lp in o.leaves)
                 if resident.get((bf.name, slot)) != key:
                     resident[(bf.name, slot)] = key
                     self._load(o, bf, slot, sv)
