@@ -61,3 +61,37 @@ def test_mlp_compile_result_reference():
     assert checks["bit_exact"] is True
     assert outs[next(iter(outs))].shape == (3, 10)
     assert stats.cycles == sum(r["cycles"] for r in stats.extra["layers"])
+
+
+def test_cli_compile_and_run(tmp_path, capsys):
+    from nnisa.cli import main
+
+    def cli(args):
+        with pytest.raises(SystemExit) as ei:
+            main(args)
+        out = capsys.readouterr()
+        assert ei.value.code == 0, out.err
+        return out.out
+    path = str(bundled_model_path("digits_mlp"))
+    cli(["compile", "-t", "pimsab", path, "-o", str(tmp_path / "mlp"), "--config", "pimsab_s"])
+    assert (tmp_path / "mlp" / "manifest.json").exists()
+    rep = json.loads(cli(["run", "-t", "pimsab", path, "--samples", "2", "--config", "pimsab_s", "--json"]))
+    assert rep["bit_exact"] is True and rep["top1_agreement"] == 1.0 and rep["cycles"] > 0
+
+
+@pytest.mark.slow
+def test_resnet18_compiles_with_per_layer_cycles(tmp_path):
+    """A generated ResNet-18 (seed 0) compiles (search + code generation of every layer) and reports
+    per-layer cycles; the 17 conv layers of the paper's subset are on the device."""
+    import onnx
+
+    from nnisa.frontend.models import make_resnet18
+    path = tmp_path / "resnet18.onnx"
+    onnx.save(make_resnet18(seed=0), path)
+    c = compile_model(path, config="base")
+    assert c.report["lowering_s"] < 30
+    convs = [L for L in c.layers if L.node.op == "Conv" and tuple(L.node.attrs["kernel"]) != (1, 1)]
+    assert len(convs) == 17 and all(L.on_device for L in convs)
+    r = run_network(c.qgraph, c.layers, {}, mode="timing")
+    assert r.cycles == sum(row["cycles"] for row in r.layers) > 0
+    assert {h["op"] for h in c.report["host_layers"]} <= {"GlobalAveragePool", "Flatten"}
