@@ -94,4 +94,23 @@ def test_resnet18_compiles_with_per_layer_cycles(tmp_path):
     assert len(convs) == 17 and all(L.on_device for L in convs)
     r = run_network(c.qgraph, c.layers, {}, mode="timing")
     assert r.cycles == sum(row["cycles"] for row in r.layers) > 0
-    assert {h["op"] for h in c.report["host_layers"]} <= {"GlobalAveragePool", "Flatten"}
+    assert {h["op"] for h in c.report["host_layers"]} <= {"Flatten"}
+
+
+@pytest.mark.parametrize("channels, size", [(16, 7), (512, 7), (8, 4)])
+def test_global_average_pool_on_device(tmp_path, channels, size):
+    """Σ over pixels, then division rounding half away from zero by a reciprocal multiply and shift."""
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, size, size])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels, 1, 1])
+    g = helper.make_graph([helper.make_node("GlobalAveragePool", ["x"], ["y"])], "g", [x], [y])
+    path = tmp_path / "gap.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    qg = quantized_graph(path)
+    layers, _ = lower_model(qg, load_config("pimsab_s"))
+    assert layers[0].on_device and [p.role for p in layers[0].programs] == ["sum", "divide"]
+    rng = np.random.default_rng(channels)
+    for _ in range(2):
+        q = {"x": qg.quantize_input("x", rng.standard_normal((1, channels, size, size)) * 3)}
+        assert np.array_equal(run_network(qg, layers, q).outputs["y"], evaluate_quantized(qg, q)["y"])

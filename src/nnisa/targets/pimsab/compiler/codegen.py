@@ -202,9 +202,10 @@ class Generator:
             raise CompileError(f"compute {nest.sched.op.name}: {self.rf_base + len(self.const_regs)} RF registers "
                                f"needed > {cfg.rf_regs}")
         self.emit_all([self.ISA.row("write_rf", rd=r, imm=v & 0xFFFFFFFF) for v, r in self.const_regs.items()])
-        self.const_rows = {}
+        done: set[int] = set()
         for e in _walk(nest.body):
-            if isinstance(e, Const) and id(e) in self.temp_row:
+            if isinstance(e, Const) and id(e) in self.temp_row and id(e) not in done:
+                done.add(id(e))
                 r0, w = self.temp_row[id(e)], width(e)
                 self.emit_all([self.ISA.row("reset", rd=r0, pd=_p(w), size=self.size),
                                self.ISA.row("add_const", rd=r0, pd=_p(w), ra=r0, pa=_p(w), rb=self.const_regs[e.value],
@@ -225,7 +226,9 @@ class Generator:
                     resident[(bf.name, slot)] = key
                     self._load(o, bf, slot, sv)
             oslot, _ = self._slot(out_buf, nest.out_leaves, sv)
-            self.cur = {id(o.access): self._view(o, bufs[o.name], sv) for o in nest.operands}
+            views = [self._view(o, bufs[o.name], sv) for o in nest.operands]
+            self.cur = {k: views[i] for k, i in nest.alias.items()}
+            self._memo: dict = {}
             t = count.get(oslot, 0)
             acc_row = self.buf_row[out_buf.name] + oslot * out_buf.bits
             rows = self._step(acc_row, t)
@@ -330,7 +333,16 @@ class Generator:
         return self.ISA.row(mn, **kw)
 
     def _eval(self, e: Expr, rows: list, dest: tuple[int, Width] | None = None) -> View:
-        """Emit the instructions computing ``e``; returns where the value is."""
+        """Emit the instructions computing ``e``; returns where the value is (shared subexpressions are
+        computed once per step)."""
+        if dest is None and id(e) in self._memo:
+            return self._memo[id(e)]
+        v = self._eval_node(e, rows, dest)
+        if dest is None:
+            self._memo[id(e)] = v
+        return v
+
+    def _eval_node(self, e: Expr, rows: list, dest: tuple[int, Width] | None = None) -> View:
         w = width(e, self.adaptive)
         if isinstance(e, Access):
             return self._place(self.cur[id(e)], rows, dest)

@@ -103,6 +103,7 @@ class Nest:
     product: Width | None  # width of a product feeding the accumulation (temporary)
     product_declared: Width | None
     rf_factor: Operand | None  # the scalar multiplier/addend kept in the RF
+    alias: dict = field(default_factory=dict)  # id(access) → index of its operand
 
 
 def leaves_of(s: Schedule, acc: Access) -> frozenset:
@@ -148,7 +149,12 @@ def temp_nodes(nest: "Nest", adaptive: bool, bit_lifetime: bool, real: bool = Fa
             return parent.op in ("mul", "add") or (parent.op == "sub" and c is strip(parent.b))
         return c is rf and parent.op in ("mul", "add")
 
+    seen: set[int] = set()
+
     def walk(e: Expr, parent: Expr | None) -> None:
+        if id(e) in seen:  # a shared subexpression is computed once per step
+            return
+        seen.add(id(e))
         if e is root:
             if nest.reduce is not None and (_computed(e) or isinstance(e, Const)):
                 bits = width(e, adaptive).bits
@@ -191,7 +197,16 @@ def analyse(s: Schedule, cfg: PimsabConfig) -> Nest:
             if isinstance(xs, Access) and b not in leaves_of(s, xs) and isinstance(strip(y), Access):
                 cand = xs
                 break
+    seen: dict = {}
+    alias: dict[int, int] = {}  # id(access) → operand index (equal accesses share one buffer)
     for acc in accesses(body):
+        key = (id(acc.tensor), tuple((tuple(sorted((lp.uid, c) for lp, c in a.terms.items())), a.const)
+                                     for a in acc.index))
+        if key in seen and not (acc is cand) and not (ops[seen[key]].access is cand):
+            alias[id(acc)] = seen[key]
+            continue
+        if id(acc) in alias:
+            continue
         lv = leaves_of(s, acc)
         w = Width(acc.tensor.dtype.bits, acc.tensor.dtype.signed)
         if acc.tensor.dtype.is_float:
@@ -203,6 +218,8 @@ def analyse(s: Schedule, cfg: PimsabConfig) -> Nest:
         o = Operand(acc, lv, kind, w.bits, dbits, nm)
         if kind == "rf":
             rf_factor = o
+        seen.setdefault(key, len(ops))
+        alias[id(acc)] = len(ops)
         ops.append(o)
     adaptive = width(op.expr), width(op.expr, False)
     product = product_d = None
@@ -212,7 +229,7 @@ def analyse(s: Schedule, cfg: PimsabConfig) -> Nest:
         raise CompileError(f"compute {op.name}: the expression body must be an operation on tensor accesses")
     return Nest(s, list(s.leaves), b, [lp for lp in s.leaves if not lp.reduce and lp is not b],
                 [lp for lp in s.leaves if lp.reduce], out_leaves, red, body, ops, adaptive[0], adaptive[1],
-                product, product_d, rf_factor)
+                product, product_d, rf_factor, alias)
 
 
 def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict[Loop, int], *,

@@ -11,9 +11,11 @@ idle machine (as the artifact sums per-layer runs):
   rounding, a free right shift, ``min``/``max`` against constant rows).
 - Gemm: y[n] = Σ_k x[k]·W[k, n] with the outputs on the bitlines, then the same requantization.
 - MaxPool: a ``max`` reduction over the window loops (host padding with the smallest integer).
+- GlobalAveragePool: a sum over the pixels, then the division rounding half away from zero by a
+  reciprocal multiply (``mul_const``), a free right shift and the sign by predication (``select``).
 - Relu / Clip (standalone), Add / Sub (residuals with the frontend's input rescaling): elementwise.
 - Host (0 device cycles): layout ops (Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Pad, Concat,
-  Identity) and the documented fallbacks (AveragePool, GlobalAveragePool, Softmax, lookup-table
+  Identity) and the documented fallbacks (AveragePool, Softmax, lookup-table
   activations, Mul, MatMul of two activations, grouped or per-channel requantized layers), all
   evaluated with the frontend's integer semantics (:func:`nnisa.frontend.qeval.run_qnode`).
 """
@@ -213,6 +215,50 @@ class Lowering:
         x_name = n.inputs[0]
         layer.programs.append(Program(prog, lambda env: {xt.name: _pad(env[x_name][0], pads, lo)}, "maxpool"))
         layer.finish = lambda env: env[n.name + "_y"].transpose(2, 0, 1)[None]
+
+    def _globalaveragepool(self, n: QNode, layer: Layer) -> None:
+        """Σ over the pixels (channels on the bitlines), then the frontend's division rounding half away
+        from zero: sign(S)·floor((|S| + n//2)·m / 2^k) with m = ceil(2^k / n), k large enough for the
+        sum's range (exact), the sign by predication on the sum's sign row."""
+        _, C, H, W = self.shape(n.inputs[0])
+        cols = self.cfg.cram_cols
+        if C > cols and C % cols:
+            layer.host_reason = f"GlobalAveragePool over {C} channels (not a multiple of {cols}): host fallback"
+            return
+        cnt, bits = H * W, n.in_bits[0]
+        ws = (cnt << (bits - 1)).bit_length() + 1
+        xt = T.tensor((C, cnt), _t(bits), n.name + "_x")
+        c, p = T.loop(C, "c"), T.red_loop(cnt, "p")
+        sch = T.schedule(T.compute(n.name + "_sum", (c,), T.sum(T.i(ws)(xt[c, p]), p), dtype=_t(ws)))
+        if C > cols:
+            co, ci = sch.split(c, cols)
+            sch.bitlines(ci)
+        else:
+            sch.bitlines(c)
+        total = T.build(sch, self.cfg)
+        h = cnt // 2
+        a_max = (cnt << (bits - 1)) + h
+        k = (a_max * cnt).bit_length() + 1
+        m = -(-(1 << k) // cnt)
+        if (a_max * m).bit_length() >= 63:
+            layer.host_reason = "GlobalAveragePool: reciprocal too wide: host fallback"
+            return
+        st = T.tensor((C,), _t(ws), n.name + "_s")
+        c2 = T.loop(C, "c")
+        S = st[c2]
+        sign = S >> (ws - 1)
+        q = (T.i((a_max * m).bit_length() + 1)(T.select(sign, 0 - S, S) + h) * m) >> k
+        sch2 = T.schedule(T.compute(n.name + "_y", (c2,), T.select(sign, 0 - q, q), dtype=_t(bits)))
+        if C > cols:
+            co, ci = sch2.split(c2, cols)
+            sch2.bitlines(ci)
+        else:
+            sch2.bitlines(c2)
+        div = T.build(sch2, self.cfg)
+        x_name = n.inputs[0]
+        layer.programs.append(Program(total, lambda env: {xt.name: env[x_name][0].reshape(C, cnt)}, "sum"))
+        layer.programs.append(Program(div, lambda env: {st.name: env[n.name + "_sum"]}, "divide"))
+        layer.finish = lambda env: env[n.name + "_y"].reshape(1, C, 1, 1)
 
     def _elementwise(self, n: QNode, layer: Layer, build_expr, names: list[str]) -> None:
         shape = self.shape(n.outputs[0])
