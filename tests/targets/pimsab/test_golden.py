@@ -36,6 +36,21 @@ def test_golden_cycles_exact(name):
     assert run_workload(name, BASE)["cycles"] in (GOLDEN[name][0] - 1, GOLDEN[name][0])
 
 
+def test_golden_gap_figures_of_the_docs():
+    """The decomposition docs/pimsab.md gives for the golden replays (benchmarks/pimsab_golden_gap.py)."""
+    from nnisa.targets.pimsab.sim.ops import K_LOAD, lower
+    from nnisa.targets.pimsab.sim.timing import run_timing
+    ops = lower(vector.vadd(BASE).program, BASE)
+    tr = run_timing(ops, BASE)
+    assert tr.dram_busy.tolist() == [30726] * 12 and tr.cycles + 1 - 30726 == 259
+    ops = lower(vector.gemv(BASE).program, BASE)
+    tr = run_timing(ops, BASE)
+    tile0 = range(int(ops.start[0]), int(ops.start[1]))
+    loads = [i for i in tile0 if ops.kind[i] == K_LOAD]
+    assert len(loads) == 19 and int(tr.end[loads[-1]]) + 1 - 92800 == 1432
+    assert [int(tr.end[i] - tr.start[i]) for i in tile0 if ops.flits[i] == 1920] == [1933, 1938] + [1926] * 5
+
+
 def test_vadd_values_small():
     w = vector.vadd(BASE, n=3 * 65536 + 1000, seed=1)
     res = simulate_pimsab(w.program, config=BASE, mode="both")
