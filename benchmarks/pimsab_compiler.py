@@ -29,13 +29,16 @@ from nnisa.targets.pimsab.workloads.registry import run_workload  # noqa: E402
 
 
 def table5(lines: list[str]) -> None:
-    lines += ["| benchmark | replay cycles | compiled cycles | compiled / replay | compile (s) | distribution |",
-              "| --- | ---: | ---: | ---: | ---: | --- |"]
+    lines += ["| benchmark | replay cycles | compiled cycles | compiled / replay | compile (s) | distribution "
+              "| compiled without adaptive precision | gain |",
+              "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
     for b in COMPILED:
         rep = run_workload(b, preset("base"))["cycles"]
         c = run_compiled_benchmark(b)
+        nap = run_compiled_benchmark(b, adaptive_precision=False)
         lines.append(f"| {b} | {rep:,} | {c['cycles']:,} | {c['cycles'] / rep:.2f} | {c['compile_s']:.2f} | "
-                     f"{c['distribution']} |")
+                     f"{c['distribution']} | {nap['cycles']:,} ({nap['distribution']}) | "
+                     f"{100 * (nap['cycles'] / c['cycles'] - 1):+.1f} % |")
         print(lines[-1], flush=True)
 
 

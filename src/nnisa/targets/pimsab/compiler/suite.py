@@ -99,16 +99,17 @@ SUITE = {
 COMPILED = ("vadd", "fir", "gemv", "gemm", "conv2d")
 
 
-def run_compiled_benchmark(name: str, config="base") -> dict:
+def run_compiled_benchmark(name: str, config="base", **options) -> dict:
     """Compile the Table 5 DSL program of a benchmark (report name: ``vadd`` = vecadd) and time it
-    (timing only, base configuration unless given): cycles, compile time, distribution."""
+    (timing only, base configuration unless given): cycles, compile time, distribution.  ``options``
+    go to :func:`~nnisa.targets.pimsab.compiler.dsl.build` (e.g. ``adaptive_precision=False``)."""
     import time
 
     from ..config import load_config
     from ..sim.simulate import simulate_pimsab
     from .dsl import build
     t0 = time.perf_counter()
-    prog = build(SUITE["vecadd" if name == "vadd" else name][0](), config)
+    prog = build(SUITE["vecadd" if name == "vadd" else name][0](), config, **options)
     t1 = time.perf_counter()
     cfg = load_config(config).replace(functional=False)
     res = simulate_pimsab(prog.program, config=cfg, mode="timing")
