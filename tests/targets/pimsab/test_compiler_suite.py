@@ -120,3 +120,17 @@ def test_random_distributions_match_numpy(problem):
         if done == 6:
             break
     assert done >= 4
+
+
+@pytest.mark.parametrize("bench", ["gemv", "gemm"])
+def test_explicit_reduction_codegen(bench):
+    """reduction_codegen="explicit": cram_tx_rx + add halving instead of reduce_tile, same values."""
+    s = SUITE[bench][1]()
+    prog = T.build(s, "pimsab_s", reduction_codegen="explicit")
+    mn = prog.program.mnemonics()
+    assert "reduce_tile" not in mn and mn.count("cram_tx_rx") > 0
+    vals = _random_inputs(prog, np.random.default_rng(9))
+    out, _ = prog.run(vals)
+    assert np.array_equal(out[s.op.name], prog.reference(vals)[s.op.name])
+    with pytest.raises(T.CompileError, match="reduction_codegen"):
+        T.build(s, "pimsab_s", reduction_codegen="tree")

@@ -46,9 +46,9 @@ class Generator:
     """Emits the program of one candidate; see the module docstring."""
 
     def __init__(self, nest: Nest, cand: Candidate, cfg: PimsabConfig, layout: Layout, *, adaptive: bool,
-                 bit_lifetime: bool, mode: str) -> None:
+                 bit_lifetime: bool, mode: str, explicit: bool = False) -> None:
         self.nest, self.cand, self.cfg, self.layout = nest, cand, cfg, layout
-        self.adaptive, self.bit_lifetime, self.mode = adaptive, bit_lifetime, mode
+        self.adaptive, self.bit_lifetime, self.mode, self.explicit = adaptive, bit_lifetime, mode, explicit
         self.b = Builder(cfg)
         lv = nest.leaves
         self.serial_loops = [lp for lp in lv if cand.serial.get(lp, 1) > 1]
@@ -327,6 +327,21 @@ class Generator:
         self.b(tile, "load", row=row, addr=addr, size=cols, cram=last, p=prec, tr=tr)
         return True
 
+    def _halving(self, acc_row: int, w: Width, final: Width, levels: int) -> None:
+        """``reduction_codegen="explicit"``: at level i every CRAM c = 0 (mod 2^i) receives the partial
+        sum of CRAM c + 2^(i−1) (``cram_tx_rx`` into the partner rows), then one SIMD ``add`` (the
+        shape of the official compiled code); the reduction loops are innermost in the CRAM order."""
+        part = self.buf_row["partner"]
+        for i in range(1, levels + 1):
+            w_next = Width(min(w.bits + 1, final.bits), w.signed)
+            step = 1 << i
+            for tile, _ in self.tiles:
+                for c in range(0, self.n_arr, step):
+                    self.b(tile, "cram_tx_rx", src_tile=tile, dst_tile=tile, src_cram=c + step // 2, dst_cram=c,
+                           src_row=acc_row, dst_row=part, p=_p(w))
+            self.emit_all([self._row("add", rd=acc_row, pd=_p(w_next), ra=acc_row, pa=_p(w), rb=part, pb=_p(w))])
+            w = w_next
+
     # ------------------------------------------------------------------ compute
     def _row(self, mn: str, **kw) -> tuple:
         kw.setdefault("size", self.size)
@@ -455,8 +470,11 @@ class Generator:
         red_arr = math.prod(self.cand.arrays.get(lp, 1) for lp in nest.red)
         if red_arr > 1:
             final = nest.out_width if self.adaptive else nest.out_declared
-            self.emit_all([self._row("reduce_tile", rd=acc_row, pd=_p(final), ra=acc_row, pa=_p(w),
-                                     levels=log2_exact(red_arr))])
+            if self.explicit:
+                self._halving(acc_row, w, final, log2_exact(red_arr))
+            else:
+                self.emit_all([self._row("reduce_tile", rd=acc_row, pd=_p(final), ra=acc_row, pa=_p(w),
+                                         levels=log2_exact(red_arr))])
             w = final
         out_t = nest.sched.op.dtype
         st = Width(out_t.bits, out_t.signed) if out_t.bits < w.bits else w

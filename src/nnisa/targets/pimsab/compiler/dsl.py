@@ -113,13 +113,14 @@ def build(s: Schedule, config: Any = "base", *, adaptive_precision: bool = True,
     instead of searching; ``adaptive_precision=False`` keeps the declared widths (Table 6)."""
     t0 = time.perf_counter()
     cfg = load_config(config)
-    if reduction_codegen != "reduce_tile":
-        raise CompileError("reduction_codegen: only 'reduce_tile' is implemented")
+    if reduction_codegen not in ("reduce_tile", "explicit"):
+        raise CompileError(f"reduction_codegen must be 'reduce_tile' or 'explicit', got {reduction_codegen!r}")
+    explicit = reduction_codegen == "explicit"
     nest = analyse(s, cfg)
     if tiles is not None or arrays is not None:
         cand = evaluate(nest, cfg, {k: v for k, v in (tiles or {}).items() if v > 1},
                         {k: v for k, v in (arrays or {}).items() if v > 1}, adaptive=adaptive_precision,
-                        bit_lifetime=bit_lifetime)
+                        bit_lifetime=bit_lifetime, explicit=explicit)
         for lp in nest.leaves:
             if lp is not nest.bitline and lp.extent % ((tiles or {}).get(lp, 1) * (arrays or {}).get(lp, 1)):
                 raise CompileError(f"loop {lp.name}: factors do not divide its extent {lp.extent}")
@@ -129,14 +130,14 @@ def build(s: Schedule, config: Any = "base", *, adaptive_precision: bool = True,
         stats = {"candidates_evaluated": 1}
     else:
         cand, stats = search(nest, cfg, adaptive=adaptive_precision, bit_lifetime=bit_lifetime,
-                             search_limit=search_limit)
+                             search_limit=search_limit, explicit=explicit)
     t1 = time.perf_counter()
     layout = Layout()
     for acc in {id(o.access.tensor): o.access.tensor for o in nest.operands}.values():
         layout.inputs[acc.name] = (acc.shape, acc.dtype.token)
     layout.outputs[s.op.name] = (s.op.shape, s.op.dtype.token)
     gen = Generator(cand.nest, cand, cfg, layout, adaptive=adaptive_precision, bit_lifetime=bit_lifetime,
-                    mode=s.broadcast_mode)
+                    mode=s.broadcast_mode, explicit=explicit)
     prog = gen.generate()
     report = {"distribution": describe(cand), "occupancy": cand.occupancy, "wordlines": cand.rows,
               "wordlines_codegen": gen.rows_used, "buffers": {b.name: b.rows for b in cand.buffers},

@@ -233,8 +233,8 @@ def analyse(s: Schedule, cfg: PimsabConfig) -> Nest:
 
 
 def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict[Loop, int], *,
-             adaptive: bool = True, bit_lifetime: bool = True, residency: dict[str, int] | None = None
-             ) -> Candidate:
+             adaptive: bool = True, bit_lifetime: bool = True, residency: dict[str, int] | None = None,
+             explicit: bool = False) -> Candidate:
     """Buffers, wordlines and objective figures of one distribution.
 
     An RF multiplier that would vary along a reduction mapped to CRAMs, or need more registers
@@ -269,6 +269,9 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     real = temp_nodes(nest, adaptive, bit_lifetime, real=True)
     for k, (node, bits) in enumerate(tmp):
         bufs.append(Buffer("temporary" if k == 0 and nest.reduce is not None else f"t{k}", "temp", bits))
+    red_arr = math.prod(arrays.get(lp, 1) for lp in nest.red)
+    if explicit and red_arr > 1:  # partner rows of the cram_tx_rx + add halving sequence
+        bufs.append(Buffer("partner", "partner", out_w.bits))
     cand.buffers = bufs
     cand.rows = sum(bf.rows for bf in bufs)
     cand.real_rows = cand.rows - sum(b for _, b in tmp) + sum(b for _, b in real)
@@ -291,7 +294,6 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
         per_tile_cycles += loads * (flits + 22 + (flits * 2 if share > 1 else 0))
     out_stores = math.prod(serial[lp] for lp in S if lp in nest.out_leaves)
     res_bits = declared_bits(nest)
-    red_arr = math.prod(arrays.get(lp, 1) for lp in nest.red)
     if red_arr > 1:  # one store per result CRAM
         n_st = n_arr // red_arr
         traffic += n_t * out_stores * n_st * cfg.cram_cols * res_bits
@@ -307,7 +309,11 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     else:
         per_tile_cycles += steps * (out_w.bits + 2)
     if red_arr > 1:
-        per_tile_cycles += out_stores * sum(out_w.bits + i + 1 for i in range(1, (log2_exact(red_arr) or 0) + 1))
+        levels = range(1, (log2_exact(red_arr) or 0) + 1)
+        if explicit:
+            per_tile_cycles += out_stores * sum((n_arr >> i) * (out_w.bits + 1) + out_w.bits + 2 for i in levels)
+        else:
+            per_tile_cycles += out_stores * sum(out_w.bits + i + 1 for i in levels)
     cand.traffic_bits = traffic
     cols = max(1, min(cfg.mesh_width, n_t))
     cand.cycles = max(per_tile_cycles, traffic / cols / cfg.link_bits)

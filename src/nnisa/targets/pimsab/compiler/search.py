@@ -39,7 +39,7 @@ def _vectors(loops: list[Loop], extents: dict[Loop, int], bound: int, allowed) -
 
 
 def search(nest: Nest, cfg: PimsabConfig, *, adaptive: bool = True, bit_lifetime: bool = True,
-           search_limit: int = 20000) -> tuple[Candidate, dict]:
+           search_limit: int = 20000, explicit: bool = False) -> tuple[Candidate, dict]:
     """The best feasible candidate and search statistics; :class:`CompileError` when none fits."""
     s = nest.sched
     pin_t, pin_a = set(s.pin_tiles), set(s.pin_arrays)
@@ -91,7 +91,7 @@ def search(nest: Nest, cfg: PimsabConfig, *, adaptive: bool = True, bit_lifetime
                 break
             evals += 1
             c = evaluate(nest, cfg, {k: v for k, v in tv.items() if v > 1}, {k: v for k, v in av.items() if v > 1},
-                         adaptive=adaptive, bit_lifetime=bit_lifetime)
+                         adaptive=adaptive, bit_lifetime=bit_lifetime, explicit=explicit)
             if max(c.rows, c.real_rows) > cfg.cram_rows:
                 if closest is None or (c.occupancy, -c.rows) > (closest.occupancy, -closest.rows):
                     closest = c
