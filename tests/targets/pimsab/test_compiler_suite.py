@@ -134,3 +134,69 @@ def test_explicit_reduction_codegen(bench):
     assert np.array_equal(out[s.op.name], prog.reference(vals)[s.op.name])
     with pytest.raises(T.CompileError, match="reduction_codegen"):
         T.build(s, "pimsab_s", reduction_codegen="tree")
+
+
+F32 = {"a": ((8, 256), "f32"), "b": ((8, 256), "f32")}
+
+
+def _float_case(expr_name):
+    a = T.tensor((8, 256), T.f32, name="a")
+    b = T.tensor((8, 256), T.f32, name="b")
+    x, y = T.loop(8, "x"), T.loop(256, "y")
+    A, B = a[x, y], b[x, y]
+    return (x, y), {"add": A + B, "sub": A - B, "mul": A * B, "fma": A * B + A, "const": A * 2.5 - 1.25,
+                    "int_const": A * 3 + B}[expr_name]
+
+
+@pytest.mark.parametrize("expr_name", ["add", "sub", "mul", "fma", "const", "int_const"])
+def test_float_elementwise_bit_exact(expr_name):
+    """fp32 operations are IEEE round-to-nearest-even per op, as NumPy's float32 in the same order."""
+    (x, y), e = _float_case(expr_name)
+    s = T.schedule(T.compute("c", (x, y), e))
+    s.bitlines(y)
+    prog = T.build(s, "pimsab_s")
+    rng = np.random.default_rng(12)
+    vals = {k: rng.standard_normal(v[0]).astype(np.float32) for k, v in F32.items()}
+    out, _ = prog.run(vals)
+    assert out["c"].dtype == np.float32
+    assert np.array_equal(out["c"], prog.reference(vals)["c"])
+
+
+def test_float_sum_within_rounding_bound():
+    """A float sum (tree order over CRAMs, serial order in the controller) is within one rounding
+    per addition of the exact sum."""
+    a = T.tensor((64, 256), T.f32, name="a")
+    y, k = T.loop(256, "y"), T.red_loop(64, "k")
+    s = T.schedule(T.compute("c", (y,), T.sum(a[k, y], k)))
+    s.bitlines(y)
+    prog = T.build(s, "pimsab_s")
+    vals = {"a": np.random.default_rng(13).standard_normal((64, 256)).astype(np.float32)}
+    out, _ = prog.run(vals)
+    exact = vals["a"].astype(np.float64).sum(axis=0)
+    bound = 64 * np.finfo(np.float32).eps * np.abs(vals["a"]).astype(np.float64).sum(axis=0)
+    assert np.all(np.abs(out["c"] - exact) <= bound)
+
+
+@pytest.mark.parametrize("kernel", ["dwt2d", "backprop", "gausselim"])
+def test_duality_cache_kernels(kernel):
+    from nnisa.targets.pimsab.compiler.suite import DC_SUITE
+    s = DC_SUITE[kernel][1]()
+    prog = T.build(s, "pimsab_s")
+    rng = np.random.default_rng(14)
+    vals = {n: rng.standard_normal(shape).astype(np.float32) for n, (shape, _) in prog.layout.inputs.items()}
+    out, _ = prog.run(vals)
+    assert np.array_equal(out[s.op.name], prog.reference(vals)[s.op.name])
+
+
+def test_float_errors():
+    a = T.tensor((8, 256), T.f32, name="a")
+    x, y = T.loop(8, "x"), T.loop(256, "y")
+    for e, msg in ((T.maximum(a[x, y], a[x, y]), "float max"), (a[x, y] >> 1, "integer operands"),
+                   (T.i32(a[x, y]) + 1, "conversion")):
+        s = T.schedule(T.compute("c", (x, y), e))
+        s.bitlines(y)
+        with pytest.raises(T.CompileError, match=msg):
+            T.build(s, "pimsab_s")
+    from nnisa.targets.pimsab.compiler.suite import hotspot
+    with pytest.raises(T.CompileError, match="wordlines > 256"):
+        T.build(hotspot(32), "pimsab_s")

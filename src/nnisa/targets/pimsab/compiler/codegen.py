@@ -23,7 +23,7 @@ from ..config import PimsabConfig
 from ..workloads.builder import Builder
 from .lang import Access, Bin, Cast, CompileError, Const, Expr, Loop, Select, Shift
 from .layout import Layout
-from .model import Candidate, Nest, log2_exact, mesh_aligned, strip, temp_nodes
+from .model import Candidate, Nest, dtype_prec, is_mac, log2_exact, mesh_aligned, strip, temp_layout
 from .widths import Width, width
 
 
@@ -32,14 +32,15 @@ class View:
     row: int
     bits: int
     signed: bool
+    fmt: str = ""  # "f32" for floats
 
     @property
     def prec(self) -> int:
-        return P.make("i" if self.signed else "u", self.bits)
+        return dtype_prec(self)
 
 
 def _p(w: Width) -> int:
-    return P.make("i" if w.signed else "u", w.bits)
+    return dtype_prec(w)
 
 
 class Generator:
@@ -181,35 +182,39 @@ class Generator:
         for bf in cand.buffers:
             self.buf_row[bf.name] = row
             row += bf.rows if bf.role != "temp" else 0
-        self.temp_row = {}
-        for node, w in temp_nodes(nest, self.adaptive, self.bit_lifetime, real=True):
-            self.temp_row[id(node)] = row
-            row += w
+        offsets, peak = temp_layout(nest, self.adaptive, self.bit_lifetime, real=True)
+        self.temp_row = {k: row + v for k, v in offsets.items()}
+        row += peak
         self.rows_used = row
         if row > cfg.cram_rows:
             raise CompileError(f"compute {nest.sched.op.name}: code generation needs {row} wordlines > "
                                f"{cfg.cram_rows}; use a more conservative loop organisation")
         self.const_regs: dict[int, int] = {}
         self.rf_base = self.groups if nest.rf_factor else 0
+        self.is_float = bool(width(nest.body, self.adaptive).fmt) if not isinstance(strip(nest.body), Access) \
+            else nest.sched.op.dtype.is_float
         for e in _walk(nest.body):
             vals = [e.value] if isinstance(e, Const) else []
             if isinstance(e, Bin) and e.op == "sub" and isinstance(strip(e.b), Const):
                 vals = [-strip(e.b).value]
             for v in vals:
-                if v not in self.const_regs:
-                    self.const_regs[v] = self.rf_base + len(self.const_regs)
+                if self._ckey(v) not in self.const_regs:
+                    self.const_regs[self._ckey(v)] = self.rf_base + len(self.const_regs)
         if self.rf_base + len(self.const_regs) > cfg.rf_regs:
             raise CompileError(f"compute {nest.sched.op.name}: {self.rf_base + len(self.const_regs)} RF registers "
                                f"needed > {cfg.rf_regs}")
-        self.emit_all([self.ISA.row("write_rf", rd=r, imm=v & 0xFFFFFFFF) for v, r in self.const_regs.items()])
+        self.emit_all([self.ISA.row("write_rf", rd=r, imm=self._imm(k)) for k, r in self.const_regs.items()])
         done: set[int] = set()
         for e in _walk(nest.body):
             if isinstance(e, Const) and id(e) in self.temp_row and id(e) not in done:
                 done.add(id(e))
                 r0, w = self.temp_row[id(e)], width(e)
+                if self.is_float:
+                    w = Width(32, True, "f32")
                 self.emit_all([self.ISA.row("reset", rd=r0, pd=_p(w), size=self.size),
-                               self.ISA.row("add_const", rd=r0, pd=_p(w), ra=r0, pa=_p(w), rb=self.const_regs[e.value],
-                                            pb=P.make("i", 32), size=self.size)])
+                               self.ISA.row("add_const", rd=r0, pd=_p(w), ra=r0, pa=_p(w),
+                                            rb=self.const_regs[self._ckey(e.value)], pb=self._const_prec(),
+                                            size=self.size)])
         resident: dict = {}
         count: dict[int, int] = {}
         red_serial = math.prod(cand.serial.get(lp, 1) for lp in nest.red)
@@ -253,7 +258,7 @@ class Generator:
             return None
         slot, _ = self._slot(bf, o.leaves, sv)
         t = o.access.tensor.dtype
-        return View(self.buf_row[bf.name] + slot * bf.bits, t.bits, t.signed)
+        return View(self.buf_row[bf.name] + slot * bf.bits, t.bits, t.signed, t.token if t.is_float else "")
 
     # ------------------------------------------------------------------ loads
     def _groups(self, leaves) -> list[list[int]]:
@@ -268,7 +273,7 @@ class Generator:
     def _load(self, o, bf, slot, sv) -> None:
         cfg, acc = self.cfg, o.access
         t = acc.tensor
-        prec = P.make("i" if t.dtype.signed else "u", t.dtype.bits)
+        prec = dtype_prec(t.dtype)
         tr = 0 if t.const else 1
         in_arr = any(lp in self.arr_val for lp in o.leaves)
         row = self.buf_row[bf.name] + slot * bf.bits
@@ -343,6 +348,16 @@ class Generator:
             w = w_next
 
     # ------------------------------------------------------------------ compute
+    def _ckey(self, v) -> tuple:
+        return ("f", float(v)) if self.is_float else ("i", int(v))
+
+    def _imm(self, key: tuple) -> int:
+        kind, v = key
+        return int(np.float32(v).view(np.uint32)) if kind == "f" else int(v) & 0xFFFFFFFF
+
+    def _const_prec(self) -> int:
+        return P.make("f32") if self.is_float else P.make("i", 32)
+
     def _row(self, mn: str, **kw) -> tuple:
         kw.setdefault("size", self.size)
         return self.ISA.row(mn, **kw)
@@ -362,7 +377,7 @@ class Generator:
         if isinstance(e, Access):
             return self._place(self.cur[id(e)], rows, dest)
         if isinstance(e, Const):
-            return self._place(View(self.temp_row[id(e)], w.bits, w.signed), rows, dest)
+            return self._place(View(self.temp_row[id(e)], w.bits, w.signed, w.fmt), rows, dest)
         if isinstance(e, Cast):
             if dest is not None:
                 return self._eval(e.expr, rows, dest)
@@ -385,13 +400,13 @@ class Generator:
             if c < d_w.bits:
                 rows.append(self._row("copy", rd=d_row + c, pd=_p(Width(d_w.bits - c, d_w.signed)), ra=v.row,
                                       pa=v.prec))
-            return View(d_row, d_w.bits, d_w.signed)
+            return View(d_row, d_w.bits, d_w.signed, d_w.fmt)
         if isinstance(e, Select):
             m, a, b_ = self._eval(e.mask, rows), self._eval(e.a, rows), self._eval(e.b, rows)
             rows.append(self._row("set_mask", ra=m.row))
             rows.append(self._row("copy", rd=d_row, pd=pd, ra=b_.row, pa=b_.prec))
             rows.append(self._row("copy", pred=1, rd=d_row, pd=pd, ra=a.row, pa=a.prec))
-            return View(d_row, d_w.bits, d_w.signed)
+            return View(d_row, d_w.bits, d_w.signed, d_w.fmt)
         assert isinstance(e, Bin)
         xs, ys = strip(e.a), strip(e.b)
         rf = self.nest.rf_factor
@@ -406,13 +421,10 @@ class Generator:
             if scal is None:
                 c, other = (ys, e.a) if isinstance(ys, Const) else (xs, e.b)
                 val = -c.value if e.op == "sub" else c.value
-                if val not in self.const_regs:
-                    raise CompileError("internal: constant register missing")
-                regs, pb = [self.const_regs[val]], P.make("i", 32)
+                regs, pb = [self.const_regs[self._ckey(val)]], self._const_prec()
             else:
                 regs = list(range(self.groups))
-                t = scal.tensor.dtype
-                pb = P.make("i" if t.signed else "u", t.bits)
+                pb = dtype_prec(scal.tensor.dtype)
             v = self._eval(other, rows)
             mn = "mul_const" if e.op == "mul" else "add_const"
             gw = self.used // len(regs)
@@ -420,22 +432,22 @@ class Generator:
                 size = (g + 1) * gw
                 rows.append(self._row(mn, rd=d_row, pd=pd, ra=v.row, pa=v.prec, rb=regs[g], pb=pb,
                                       size=0 if size == self.cfg.tile_bitlines else size))
-            return View(d_row, d_w.bits, d_w.signed)
+            return View(d_row, d_w.bits, d_w.signed, d_w.fmt)
         a, b_ = self._eval(e.a, rows), self._eval(e.b, rows)
         mn = {"mul": "mult"}.get(e.op, e.op)
         rows.append(self._row(mn, rd=d_row, pd=pd, ra=a.row, pa=a.prec, rb=b_.row, pb=b_.prec))
-        return View(d_row, d_w.bits, d_w.signed)
+        return View(d_row, d_w.bits, d_w.signed, d_w.fmt)
 
     def _place(self, v: View, rows: list, dest) -> View:
         if dest is None:
             return v
         rows.append(self._row("copy", rd=dest[0], pd=_p(dest[1]), ra=v.row, pa=v.prec))
-        return View(dest[0], dest[1].bits, dest[1].signed)
+        return View(dest[0], dest[1].bits, dest[1].signed, dest[1].fmt)
 
     def _acc_width(self, t: int) -> Width:
         """Width of an accumulator holding t terms (growing accumulator, §4.6)."""
         A = self.nest.out_width if self.adaptive else self.nest.out_declared
-        if self.nest.reduce is None or self.nest.reduce.kind != "sum":
+        if self.nest.reduce is None or self.nest.reduce.kind != "sum" or A.fmt:
             return A
         Pw = width(self.nest.body, self.adaptive)
         bits = min(Pw.bits + (math.ceil(math.log2(t)) if t > 1 else 0), A.bits)
@@ -453,8 +465,7 @@ class Generator:
             return rows
         a_t, a_n = self._acc_width(t), self._acc_width(t + 1)
         core = strip(nest.body)
-        if red.kind == "sum" and self.bit_lifetime and self.adaptive and isinstance(core, Bin) and core.op == "mul" \
-                and nest.rf_factor is None and all(isinstance(strip(x), Access) for x in (core.a, core.b)):
+        if self.bit_lifetime and self.adaptive and is_mac(nest) and nest.rf_factor is None:
             x, y = self._eval(core.a, rows), self._eval(core.b, rows)
             rows.append(self._row("mac", rd=acc_row, pd=_p(a_n), ra=x.row, pa=x.prec, rb=y.row, pb=y.prec,
                                   pin=_p(a_t), scratch=self.temp_row[id(nest.body)]))
@@ -477,7 +488,7 @@ class Generator:
                                          levels=log2_exact(red_arr))])
             w = final
         out_t = nest.sched.op.dtype
-        st = Width(out_t.bits, out_t.signed) if out_t.bits < w.bits else w
+        st = Width(out_t.bits, out_t.signed) if out_t.bits < w.bits and not w.fmt else w
         prec = _p(st)
         op = nest.sched.op
         axes_idx = self.out_index
@@ -486,13 +497,13 @@ class Generator:
         for tile, tv in self.tiles:
             off, pid = self.flat(op.name, axes_idx, op.shape, tv, sv, crams=True, bitlines=True, n_crams=-2)
             if red_arr <= 1:
-                addr = self.layout.store_region(op.name, pid, off, P.decode(prec).dram_bits, st.signed)
+                addr = self.layout.store_region(op.name, pid, off, P.decode(prec).dram_bits, st.signed, st.fmt)
                 self.b(tile, "store", row=acc_row, addr=addr, size=self.size, p=prec, tr=1)
                 continue
             full = self.layout.patterns[pid]
             for c in rcrams:
                 piece = self.layout.pattern(full[c * cfg.cram_cols:(c + 1) * cfg.cram_cols])
-                addr = self.layout.store_region(op.name, piece, off, P.decode(prec).dram_bits, st.signed)
+                addr = self.layout.store_region(op.name, piece, off, P.decode(prec).dram_bits, st.signed, st.fmt)
                 self.b(tile, "store", row=acc_row, addr=addr, size=cfg.cram_cols, cram=int(c), p=prec, tr=1)
 
 

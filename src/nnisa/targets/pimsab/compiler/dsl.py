@@ -78,7 +78,7 @@ def reference(op: Compute, values: dict[str, np.ndarray]) -> np.ndarray:
     red = reds[0] if reds else None
 
     def value(acc):
-        arr = np.asarray(values[acc.tensor.name]).astype(np.int64)
+        arr = np.asarray(values[acc.tensor.name]).astype(np.float32 if acc.tensor.dtype.is_float else np.int64)
         idx = []
         for a in acc.index:
             v = np.int64(a.const)

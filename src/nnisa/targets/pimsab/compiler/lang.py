@@ -282,8 +282,10 @@ class Reduce(Expr):
 def as_expr(x: Any) -> Expr:
     if isinstance(x, Expr):
         return x
+    if isinstance(x, float):
+        return Const(x)
     if isinstance(x, bool) or not isinstance(x, int):
-        raise CompileError(f"expected an expression or integer constant, got {type(x).__name__}")
+        raise CompileError(f"expected an expression or a number, got {type(x).__name__}")
     return Const(int(x))
 
 
@@ -348,8 +350,10 @@ def compute(name: str, axes: Iterable[Loop], expr: Any, dtype: DType | None = No
     return Compute(name, axes, expr, dtype or declared_type(expr))
 
 
-def const_type(v: int) -> DType:
-    """Smallest type holding the integer constant ``v``."""
+def const_type(v: int | float) -> DType:
+    """Smallest type holding the integer constant ``v`` (f32 for a float constant)."""
+    if isinstance(v, float):
+        return f32
     if v >= 0:
         return DType("u", builtins.max(1, int(v).bit_length()))
     return DType("i", (-int(v) - 1).bit_length() + 1)
@@ -377,10 +381,14 @@ def declared_type(e: Expr) -> DType:
         return e.dtype
     if isinstance(e, (Shift, Reduce)):
         return declared_type(e.expr)
-    if isinstance(e, Bin):
-        return wider(declared_type(e.a), declared_type(e.b))
-    if isinstance(e, Select):
-        return wider(declared_type(e.a), declared_type(e.b))
+    if isinstance(e, (Bin, Select)):
+        a, b = declared_type(e.a), declared_type(e.b)
+        if a.is_float != b.is_float:  # a number next to a float is that float
+            if isinstance(e.b, Const):
+                return a
+            if isinstance(e.a, Const):
+                return b
+        return wider(a, b)
     raise CompileError(f"unknown expression {e!r}")
 
 

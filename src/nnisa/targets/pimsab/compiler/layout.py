@@ -28,6 +28,7 @@ class Region:
     tr: int
     pattern: int
     offset: int
+    fmt: str = ""  # "f32": the elements are float bit patterns
 
     @property
     def nbytes(self) -> int:
@@ -72,8 +73,8 @@ class Layout:
         self._seen[key] = r.addr
         return r.addr
 
-    def store_region(self, tensor: str, pattern: int, offset: int, bits: int, signed: bool) -> int:
-        r = Region(tensor, 0, len(self.patterns[pattern]), bits, bits, signed, 1, pattern, offset)
+    def store_region(self, tensor: str, pattern: int, offset: int, bits: int, signed: bool, fmt: str = "") -> int:
+        r = Region(tensor, 0, len(self.patterns[pattern]), bits, bits, signed, 1, pattern, offset, fmt)
         r.addr = self._alloc(r.nbytes)
         self.store_regions.append(r)
         return r.addr
@@ -88,6 +89,8 @@ class Layout:
             a = np.asarray(values[name])
             if a.shape != shape:
                 raise CompileError(f"input {name!r}: shape {a.shape}, expected {shape}")
+            if self.inputs[name][1].startswith("f"):  # float tensors travel as their bit patterns
+                a = np.asarray(a, np.float32).view(np.uint32)
             flat[name] = np.concatenate([a.reshape(-1).astype(np.int64), [0]])  # index −1 → 0
         end = max((r.addr + r.nbytes for r in self.regions), default=0)
         img = np.zeros(end, np.uint8)
@@ -103,11 +106,14 @@ class Layout:
 
     def unpack(self, read) -> dict[str, np.ndarray]:
         """Outputs from DRAM (``read(addr, nbytes)`` → uint8 array) → arrays by tensor name."""
-        out = {name: np.zeros(int(np.prod(shape)), np.int64) for name, (shape, _) in self.outputs.items()}
+        out = {name: np.zeros(int(np.prod(shape)), np.float32 if tok.startswith("f") else np.int64)
+               for name, (shape, tok) in self.outputs.items()}
         for r in self.store_regions:
             raw = np.asarray(read(r.addr, r.nbytes), np.uint8)
             v = unpack_elements(raw, r.n, r.bits).view(np.int64)
-            if r.signed and r.bits < 64:
+            if r.fmt:
+                v = (v & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+            elif r.signed and r.bits < 64:
                 v = np.where(v >= (1 << (r.bits - 1)), v - (1 << r.bits), v)
             pat = self.patterns[r.pattern]
             ok = pat >= 0

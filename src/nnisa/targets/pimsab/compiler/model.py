@@ -72,6 +72,12 @@ class Candidate:
                 tuple(self.tiles.get(lp, 1) for lp in leaves), tuple(self.arrays.get(lp, 1) for lp in leaves))
 
 
+def dtype_prec(t) -> int:
+    """Precision byte of a DSL type (or of a :class:`Width`)."""
+    fmt = t.token if getattr(t, "is_float", False) else getattr(t, "fmt", "")
+    return make(fmt) if fmt else make("i" if t.signed else "u", t.bits)
+
+
 def mesh_aligned(tiles: dict[Loop, int], cfg: PimsabConfig) -> bool:
     """Whether tiles share operands through broadcasts along mesh rows/columns (spec §4.3/§4.8,
     Decision): one tile loop, or two whose factors are the mesh width and height.  (An operand that
@@ -125,7 +131,7 @@ def is_mac(nest: "Nest") -> bool:
     """A product of two CRAM operands accumulated by a sum (bit-level lifetime applies, §4.6)."""
     core = strip(nest.body)
     return (nest.reduce is not None and nest.reduce.kind == "sum" and isinstance(core, Bin) and core.op == "mul"
-            and all(isinstance(strip(x), Access) for x in (core.a, core.b)))
+            and all(isinstance(strip(x), Access) for x in (core.a, core.b)) and not nest.out_width.fmt)
 
 
 def temp_nodes(nest: "Nest", adaptive: bool, bit_lifetime: bool, real: bool = False) -> list[tuple[Expr, int]]:
@@ -208,11 +214,11 @@ def analyse(s: Schedule, cfg: PimsabConfig) -> Nest:
         if id(acc) in alias:
             continue
         lv = leaves_of(s, acc)
-        w = Width(acc.tensor.dtype.bits, acc.tensor.dtype.signed)
-        if acc.tensor.dtype.is_float:
-            raise CompileError("floating-point computations are not supported by the PIMSAB compiler yet")
-        kind = "vector" if b in lv else ("rf" if acc is cand else "bcast")
-        dbits = pdecode(make("i" if w.signed else "u", w.bits)).dram_bits
+        t = acc.tensor.dtype
+        w = Width(t.bits, t.signed, t.token if t.is_float else "")
+        # the RF takes integers only (load_rf has integer precisions): float scalars are broadcast
+        kind = "vector" if b in lv else ("rf" if acc is cand and not t.is_float else "bcast")
+        dbits = pdecode(dtype_prec(t)).dram_bits
         names = [o.name for o in ops]
         nm = acc.tensor.name if acc.tensor.name not in names else f"{acc.tensor.name}#{len(ops)}"
         o = Operand(acc, lv, kind, w.bits, dbits, nm)
@@ -230,6 +236,73 @@ def analyse(s: Schedule, cfg: PimsabConfig) -> Nest:
     return Nest(s, list(s.leaves), b, [lp for lp in s.leaves if not lp.reduce and lp is not b],
                 [lp for lp in s.leaves if lp.reduce], out_leaves, red, body, ops, adaptive[0], adaptive[1],
                 product, product_d, rf_factor, alias)
+
+
+def temp_layout(nest: "Nest", adaptive: bool, bit_lifetime: bool, real: bool = False
+                ) -> tuple[dict[int, int], int]:
+    """Row offsets of the temporaries (by node id) and the peak wordlines they need.
+
+    Rows are reused: nodes are evaluated in post-order (as code generation does) and a value's rows
+    are freed once its only consumer is computed (first fit in a free list).  Constant rows and
+    values used more than once stay allocated for the whole step."""
+    need = dict((id(e), b) for e, b in temp_nodes(nest, adaptive, bit_lifetime, real))
+    uses: dict[int, int] = {}
+
+    def count(e: Expr) -> None:
+        for c in children(e):
+            uses[id(c)] = uses.get(id(c), 0) + 1
+            if uses[id(c)] == 1:
+                count(c)
+    count(nest.body)
+    free: list[tuple[int, int]] = []  # (start, length)
+    off: dict[int, int] = {}
+    top = 0
+
+    def alloc(n: int) -> int:
+        nonlocal top
+        for k, (st, ln) in enumerate(free):
+            if ln >= n:
+                free[k] = (st + n, ln - n)
+                return st
+        top += n
+        return top - n
+
+    def release(st: int, n: int) -> None:
+        free.append((st, n))
+        free.sort()
+        merged: list[tuple[int, int]] = []
+        for a, ln in free:
+            if merged and merged[-1][0] + merged[-1][1] == a:
+                merged[-1] = (merged[-1][0], merged[-1][1] + ln)
+            elif ln:
+                merged.append((a, ln))
+        free[:] = merged
+
+    def holder(e: Expr) -> Expr | None:
+        while isinstance(e, Cast) or (isinstance(e, Shift) and e.amount < 0):
+            e = e.expr
+        return e if id(e) in need else None
+
+    for e, _ in temp_nodes(nest, adaptive, bit_lifetime, real):  # constant rows: whole program
+        if isinstance(e, Const):
+            off[id(e)] = alloc(need[id(e)])
+    seen: set[int] = set()
+
+    def visit(e: Expr) -> None:
+        if id(e) in seen:
+            return
+        seen.add(id(e))
+        for c in children(e):
+            visit(c)
+        if id(e) in need and id(e) not in off:
+            off[id(e)] = alloc(need[id(e)])
+        if id(e) in need or e is strip(nest.body):
+            for c in children(e):
+                h = holder(c)
+                if h is not None and not isinstance(h, Const) and uses.get(id(h), 0) <= 1 and h is not e:
+                    release(off[id(h)], need[id(h)])
+    visit(nest.body)
+    return off, top
 
 
 def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict[Loop, int], *,
@@ -265,16 +338,16 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
         bits = o.bits
         bufs.append(place(o.name, role, o.leaves, bits))
     stages: dict[str, int] = {}
-    tmp = temp_nodes(nest, adaptive, bit_lifetime)
-    real = temp_nodes(nest, adaptive, bit_lifetime, real=True)
-    for k, (node, bits) in enumerate(tmp):
-        bufs.append(Buffer("temporary" if k == 0 and nest.reduce is not None else f"t{k}", "temp", bits))
+    _, tmp = temp_layout(nest, adaptive, bit_lifetime)
+    _, real = temp_layout(nest, adaptive, bit_lifetime, real=True)
+    if tmp:
+        bufs.append(Buffer("temporary", "temp", tmp))
     red_arr = math.prod(arrays.get(lp, 1) for lp in nest.red)
     if explicit and red_arr > 1:  # partner rows of the cram_tx_rx + add halving sequence
         bufs.append(Buffer("partner", "partner", out_w.bits))
     cand.buffers = bufs
     cand.rows = sum(bf.rows for bf in bufs)
-    cand.real_rows = cand.rows - sum(b for _, b in tmp) + sum(b for _, b in real)
+    cand.real_rows = cand.rows - tmp + real
     # objective figures
     n_arr = math.prod(arrays.values()) if arrays else 1
     n_t = math.prod(tiles.values()) if tiles else 1
@@ -322,8 +395,7 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
 
 
 def declared_bits(nest: Nest) -> int:
-    t = nest.sched.op.dtype
-    return pdecode(make("i" if t.signed else "u", t.bits)).dram_bits
+    return pdecode(dtype_prec(nest.sched.op.dtype)).dram_bits
 
 
 def stage_breakdown(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict[Loop, int]) -> dict:

@@ -86,6 +86,79 @@ def conv2d(batch: int = 2, c: int = 256, h: int = 9, w: int = 9, m: int = 256, r
     return sch
 
 
+def hotspot(n: int = 1024, c_cap: float = 0.05, c_pow: float = 0.01) -> T.Schedule:
+    """Duality Cache hotspot (one step, fp32): the 5-point stencil on a host-padded (n+2)² grid."""
+    t = T.tensor((n + 2, n + 2), T.f32, "t")
+    pw = T.tensor((n, n), T.f32, "p")
+    i, j = T.loop(n, "i"), T.loop(n, "j")
+    c = t[i + 1, j + 1]
+    lap = t[i, j + 1] + t[i + 2, j + 1] + t[i + 1, j] + t[i + 1, j + 2] - c * 4.0
+    s = T.schedule(T.compute("out", (i, j), c + lap * c_cap + pw[i, j] * c_pow))
+    jo, ji = s.split(j, min(n, 256))
+    s.bitlines(ji)
+    return s
+
+
+def hotspot3d(n: int = 512, layers: int = 8, c_cap: float = 0.05) -> T.Schedule:
+    """Duality Cache hotspot3d (one step, fp32): the 7-point stencil on a host-padded grid."""
+    t = T.tensor((layers + 2, n + 2, n + 2), T.f32, "t")
+    z, i, j = T.loop(layers, "z"), T.loop(n, "i"), T.loop(n, "j")
+    c = t[z + 1, i + 1, j + 1]
+    nb = (t[z, i + 1, j + 1] + t[z + 2, i + 1, j + 1] + t[z + 1, i, j + 1] + t[z + 1, i + 2, j + 1]
+          + t[z + 1, i + 1, j] + t[z + 1, i + 1, j + 2])
+    s = T.schedule(T.compute("out", (z, i, j), c + (nb - c * 6.0) * c_cap))
+    jo, ji = s.split(j, min(n, 256))
+    s.bitlines(ji)
+    return s
+
+
+def dwt2d(n: int = 1024, part: str = "lo") -> T.Schedule:
+    """Duality Cache dwt2d (fp32): one Haar level along the rows, the low or the high half."""
+    x = T.tensor((n, n), T.f32, "x")
+    i, j = T.loop(n, "i"), T.loop(n // 2, "j")
+    a, b = x[i, j * 2], x[i, j * 2 + 1]
+    s = T.schedule(T.compute(part, (i, j), ((a + b) if part == "lo" else (a - b)) * 0.5))
+    jo, ji = s.split(j, min(n // 2, 256))
+    s.bitlines(ji)
+    return s
+
+
+def backprop(n: int = 65536, hidden: int = 16, eta: float = 0.3, momentum: float = 0.3) -> T.Schedule:
+    """Duality Cache backprop (fp32): the weight update w + eta·delta[h]·x[i] + momentum·dw of the
+    65536 x 16 input layer (the bulk of its work)."""
+    w = T.tensor((hidden, n), T.f32, "w")
+    dw = T.tensor((hidden, n), T.f32, "dw")
+    x = T.tensor((n,), T.f32, "x")
+    d = T.tensor((hidden,), T.f32, "delta")
+    h, i = T.loop(hidden, "h"), T.loop(n, "i")
+    s = T.schedule(T.compute("w_new", (h, i), w[h, i] + d[h] * x[i] * eta + dw[h, i] * momentum))
+    io, ii = s.split(i, min(n, 256))
+    s.bitlines(ii)
+    return s
+
+
+def gausselim_step(n: int = 256) -> T.Schedule:
+    """Duality Cache gausselim (fp32): one elimination step A[i, j] − m[i]·A[k, j] with the pivot
+    row k and the multipliers m (one division per row, on the host) given."""
+    a = T.tensor((n, n), T.f32, "A")
+    r = T.tensor((n,), T.f32, "pivot_row")
+    m = T.tensor((n,), T.f32, "m")
+    i, j = T.loop(n, "i"), T.loop(n, "j")
+    s = T.schedule(T.compute("A_new", (i, j), a[i, j] - m[i] * r[j]))
+    jo, ji = s.split(j, min(n, 256))
+    s.bitlines(ji)
+    return s
+
+
+#: Duality Cache fp32 kernels (spec §5.5) that fit: name → (paper-size builder, test-size builder).
+#: hotspot/hotspot3d need more than 256 wordlines at fp32 (6-8 operand buffers of 32 rows plus
+#: temporaries): they raise the infeasibility error (see docs/pimsab_compiler.md).
+DC_SUITE = {
+    "dwt2d": (dwt2d, lambda: dwt2d(64)),
+    "backprop": (backprop, lambda: backprop(512, 4)),
+    "gausselim": (gausselim_step, lambda: gausselim_step(64)),
+}
+
 #: name → (builder of the Table 5 size, builder of a small functional-test size)
 SUITE = {
     "vecadd": (vecadd, lambda: vecadd(256 * 64)),

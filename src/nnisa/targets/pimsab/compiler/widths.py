@@ -20,10 +20,11 @@ from .lang import Access, Bin, Cast, CompileError, Const, DType, Expr, Reduce, S
 
 @dataclass(frozen=True)
 class Width:
-    """An integer value range as (bits, signed)."""
+    """An integer value range as (bits, signed); ``fmt`` = ``"f32"`` for a float value."""
 
     bits: int
     signed: bool
+    fmt: str = ""
 
     def as_signed(self) -> "Width":
         return self if self.signed else Width(self.bits + 1, True)
@@ -31,9 +32,8 @@ class Width:
     def cap(self, t: DType) -> "Width":
         """Cap by a declared type: a value wider than ``t`` wraps to ``t``."""
         if t.is_float:
-            return Width(t.bits, True)
-        need = self if t.signed else self
-        if need.bits >= t.bits or (not t.signed and self.signed):
+            return Width(t.bits, True, t.token)
+        if self.bits >= t.bits or (not t.signed and self.signed):
             return Width(t.bits, t.signed)
         return self
 
@@ -48,7 +48,9 @@ def width(e: Expr, adaptive: bool = True) -> Width:
     """Effective width of ``e`` (its declared type when ``adaptive`` is off)."""
     t = declared_type(e)
     if t.is_float:
-        raise CompileError("floating-point computations are not supported by the PIMSAB compiler yet")
+        return _float_width(e, t)
+    if isinstance(e, Cast) and declared_type(e.expr).is_float:
+        raise CompileError("no int/float conversion instruction: cast between float types only")
     if not adaptive:
         return Width(t.bits, t.signed)
     if isinstance(e, Access):
@@ -82,8 +84,29 @@ def width(e: Expr, adaptive: bool = True) -> Width:
     return w.cap(t)
 
 
+FLOAT_OPS = ("add", "sub", "mul")
+
+
+def _float_width(e: Expr, t: DType) -> Width:
+    """Floats keep their format (fp32 only): no adaptive precision, no bit operations."""
+    if t.token != "f32":
+        raise CompileError(f"the compiler computes in f32 only, not {t.token}")
+    if isinstance(e, Cast) and not declared_type(e.expr).is_float:
+        raise CompileError("no int/float conversion instruction: cast between float types only")
+    if isinstance(e, Bin) and e.op not in FLOAT_OPS:
+        raise CompileError(f"float {e.op} is not supported (the simulator-compatible cycle mode has no float "
+                           "compare; bit operations act on integers)")
+    if isinstance(e, (Shift, Select)):
+        raise CompileError("shifts and select take integer operands")
+    if isinstance(e, Reduce) and e.kind != "sum":
+        raise CompileError(f"float {e.kind} reductions are not supported (no float compare in simulator mode)")
+    return Width(32, True, "f32")
+
+
 def wrap(v: np.ndarray, t: DType | Width) -> np.ndarray:
-    """Two's-complement wrap of int64 values to a type."""
+    """Two's-complement wrap of int64 values to a type (floats are returned unchanged)."""
+    if (isinstance(t, DType) and t.is_float) or getattr(t, "fmt", ""):
+        return v
     bits, signed = t.bits, t.signed
     if bits >= 64:
         return v
@@ -98,6 +121,8 @@ def reference(e: Expr, value) -> np.ndarray:
     """Exact value of ``e`` (int64) with declared wrap-around; ``value(access)`` gives the values of
     an access (broadcast-compatible int64 arrays); reductions take ``reduce(kind, body)``."""
     t = declared_type(e)
+    if t.is_float:
+        return _float_reference(e, value)
     if isinstance(e, Access):
         return value(e)
     if isinstance(e, Const):
@@ -116,3 +141,17 @@ def reference(e: Expr, value) -> np.ndarray:
     if isinstance(e, Select):
         return wrap(np.where(reference(e.mask, value) & 1, reference(e.a, value), reference(e.b, value)), t)
     raise CompileError(f"reference: unsupported node {e!r}")
+
+
+def _float_reference(e: Expr, value) -> np.ndarray:
+    """f32 evaluation, one IEEE round-to-nearest-even operation per node (what the CRAMs compute)."""
+    if isinstance(e, Access):
+        return np.asarray(value(e), np.float32)
+    if isinstance(e, Const):
+        return np.float32(e.value)
+    if isinstance(e, Cast):
+        return _float_reference(e.expr, value)
+    if isinstance(e, Bin):
+        a, b = _float_reference(e.a, value), _float_reference(e.b, value)
+        return {"add": np.add, "sub": np.subtract, "mul": np.multiply}[e.op](a, b, dtype=np.float32)
+    raise CompileError(f"reference: unsupported float node {e!r}")
