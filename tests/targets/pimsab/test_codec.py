@@ -12,7 +12,7 @@ from nnisa.targets.pimsab.formats.text import assemble_text, disassemble
 from nnisa.targets.pimsab.isa import OPCODES, build_isa
 from nnisa.targets.pimsab.program import ISA, check_program
 
-from pimsab_strategies import CFG, instruction, program
+from .pimsab_strategies import CFG, instruction, program
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

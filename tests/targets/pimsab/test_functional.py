@@ -13,7 +13,7 @@ from nnisa.targets.pimsab import precision as P
 from nnisa.targets.pimsab.formats.text import assemble_text
 from nnisa.targets.pimsab.sim.machine import run_functional
 
-from sim_helpers import SMALL, machine, rand_patterns, run, value_of
+from .sim_helpers import SMALL, machine, rand_patterns, run, value_of
 
 W = SMALL.tile_bitlines
 INTS = [P.make(k, w) for k in ("i", "u") for w in (1, 3, 8, 13, 32, 63, 64)]

@@ -13,7 +13,7 @@ from nnisa.targets.pimsab.sim.costs import compute_cycles, mul_const_bitexact
 from nnisa.targets.pimsab.sim.machine import Machine
 from nnisa.targets.pimsab.sim.microops import run_microops
 
-from sim_helpers import SMALL, rand_patterns
+from .sim_helpers import SMALL, rand_patterns
 
 ISA = build_isa()
 W = SMALL.tile_bitlines
