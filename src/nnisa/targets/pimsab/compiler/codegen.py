@@ -172,6 +172,19 @@ class Generator:
                 self.b.rows.append(list(r))
                 self.b.tiles.append(tile)
 
+    def _emit_step(self, rows: list, sv: dict) -> None:
+        """Append a step's rows to every tile's stream; ``("LOAD", operand, row)`` entries are the
+        just-in-time loads of lazy operands (per tile or group, at that point of every stream)."""
+        bufs = {bf.name: bf for bf in self.cand.buffers}
+        for r in rows:
+            if r and r[0] == "LOAD":
+                _, o, row = r
+                self._load(o, bufs[o.name], 0, sv, row=row)
+            else:
+                for tile, _ in self.tiles:
+                    self.b.rows.append(list(r))
+                    self.b.tiles.append(tile)
+
     def generate(self):
         from ..isa import build_isa
         self.ISA = build_isa()
@@ -223,6 +236,8 @@ class Generator:
         for combo in itertools.product(*[range(cand.serial[lp]) for lp in S]):
             sv = dict(zip(S, combo))
             for o in nest.operands:
+                if o.name in nest.lazy:
+                    continue
                 bf = bufs[o.name]
                 slot, key = self._slot(bf, o.leaves, sv)
                 if o.kind == "rf":  # the RF holds one set of values: reload whenever they change
@@ -231,13 +246,13 @@ class Generator:
                     resident[(bf.name, slot)] = key
                     self._load(o, bf, slot, sv)
             oslot, _ = self._slot(out_buf, nest.out_leaves, sv)
-            views = [self._view(o, bufs[o.name], sv) for o in nest.operands]
+            views = [None if o.name in nest.lazy else self._view(o, bufs[o.name], sv) for o in nest.operands]
             self.cur = {k: views[i] for k, i in nest.alias.items()}
             self._memo: dict = {}
             t = count.get(oslot, 0)
             acc_row = self.buf_row[out_buf.name] + oslot * out_buf.bits
             rows = self._step(acc_row, t)
-            self.emit_all(rows)
+            self._emit_step(rows, sv)
             count[oslot] = t + 1
             if t + 1 == red_serial:
                 count[oslot] = 0
@@ -270,13 +285,14 @@ class Generator:
             g.setdefault(tuple(tv[lp] for lp in self.tile_loops if lp in leaves), []).append(tile)
         return list(g.values())
 
-    def _load(self, o, bf, slot, sv) -> None:
+    def _load(self, o, bf, slot, sv, row: int | None = None) -> None:
         cfg, acc = self.cfg, o.access
         t = acc.tensor
         prec = dtype_prec(t.dtype)
         tr = 0 if t.const else 1
         in_arr = any(lp in self.arr_val for lp in o.leaves)
-        row = self.buf_row[bf.name] + slot * bf.bits
+        lazy = row is not None
+        row = self.buf_row[bf.name] + slot * bf.bits if row is None else row
         tv_of = dict(self.tiles)
         for group in self._groups(o.leaves):
             sender = min(group)
@@ -289,7 +305,7 @@ class Generator:
                 continue
             if o.kind == "vector" and in_arr:
                 off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=True)
-                if len(group) == 1 and self._slide(o, bf, slot, sender, row, prec, off, pid, tr):
+                if len(group) == 1 and not lazy and self._slide(o, bf, slot, sender, row, prec, off, pid, tr):
                     continue
                 kw, fl = dict(size=self.size), {}
                 mn = "load"
@@ -375,6 +391,12 @@ class Generator:
     def _eval_node(self, e: Expr, rows: list, dest: tuple[int, Width] | None = None) -> View:
         w = width(e, self.adaptive)
         if isinstance(e, Access):
+            o = self.nest.operands[self.nest.alias[id(e)]]
+            if o.name in self.nest.lazy:
+                t = e.tensor.dtype
+                v = View(self.temp_row[id(e)], t.bits, t.signed, t.token if t.is_float else "")
+                rows.append(("LOAD", o, v.row))
+                return self._place(v, rows, dest)
             return self._place(self.cur[id(e)], rows, dest)
         if isinstance(e, Const):
             return self._place(View(self.temp_row[id(e)], w.bits, w.signed, w.fmt), rows, dest)

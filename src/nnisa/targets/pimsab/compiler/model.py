@@ -110,6 +110,7 @@ class Nest:
     product_declared: Width | None
     rf_factor: Operand | None  # the scalar multiplier/addend kept in the RF
     alias: dict = field(default_factory=dict)  # id(access) → index of its operand
+    lazy: frozenset = frozenset()  # streamed operands loaded into temporary rows right before use
 
 
 def leaves_of(s: Schedule, acc: Access) -> frozenset:
@@ -238,6 +239,12 @@ def analyse(s: Schedule, cfg: PimsabConfig) -> Nest:
                 product, product_d, rf_factor, alias)
 
 
+def _all_nodes(e: Expr):
+    yield e
+    for c in children(e):
+        yield from _all_nodes(c)
+
+
 def temp_layout(nest: "Nest", adaptive: bool, bit_lifetime: bool, real: bool = False
                 ) -> tuple[dict[int, int], int]:
     """Row offsets of the temporaries (by node id) and the peak wordlines they need.
@@ -246,6 +253,10 @@ def temp_layout(nest: "Nest", adaptive: bool, bit_lifetime: bool, real: bool = F
     are freed once its only consumer is computed (first fit in a free list).  Constant rows and
     values used more than once stay allocated for the whole step."""
     need = dict((id(e), b) for e, b in temp_nodes(nest, adaptive, bit_lifetime, real))
+    if nest.lazy:
+        for e in _all_nodes(nest.body):
+            if isinstance(e, Access) and nest.operands[nest.alias[id(e)]].name in nest.lazy:
+                need[id(e)] = nest.operands[nest.alias[id(e)]].bits
     uses: dict[int, int] = {}
 
     def count(e: Expr) -> None:
@@ -335,8 +346,10 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     bufs = [place(nest.sched.op.name, "output", nest.out_leaves, out_w.bits)]
     for o in nest.operands:
         role = "rf" if o.kind == "rf" else "input"
-        bits = o.bits
-        bufs.append(place(o.name, role, o.leaves, bits))
+        bf = place(o.name, role, o.leaves, o.bits)
+        if o.name in nest.lazy:
+            bf.role, bf.slots = "lazy", 0  # its rows are in the temporary region
+        bufs.append(bf)
     stages: dict[str, int] = {}
     _, tmp = temp_layout(nest, adaptive, bit_lifetime)
     _, real = temp_layout(nest, adaptive, bit_lifetime, real=True)
@@ -348,6 +361,15 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     cand.buffers = bufs
     cand.rows = sum(bf.rows for bf in bufs)
     cand.real_rows = cand.rows - tmp + real
+    if max(cand.rows, cand.real_rows) > cfg.cram_rows and not nest.lazy:
+        # does not fit: load the streamed operands (reloaded every step) just in time into the
+        # temporary region, where their rows are reused once consumed
+        lazy = frozenset(o.name for o, bf in zip(nest.operands, bufs[1:]) if bf.level == q + 1 and o.kind != "rf")
+        if lazy:
+            alt = evaluate(dataclasses.replace(nest, lazy=lazy), cfg, tiles, arrays, adaptive=adaptive,
+                           bit_lifetime=bit_lifetime, residency=residency, explicit=explicit)
+            if max(alt.rows, alt.real_rows) < max(cand.rows, cand.real_rows):
+                return alt
     # objective figures
     n_arr = math.prod(arrays.values()) if arrays else 1
     n_t = math.prod(tiles.values()) if tiles else 1

@@ -150,10 +150,10 @@ def gausselim_step(n: int = 256) -> T.Schedule:
     return s
 
 
-#: Duality Cache fp32 kernels (spec §5.5) that fit: name → (paper-size builder, test-size builder).
-#: hotspot/hotspot3d need more than 256 wordlines at fp32 (6-8 operand buffers of 32 rows plus
-#: temporaries): they raise the infeasibility error (see docs/pimsab_compiler.md).
+#: Duality Cache fp32 kernels (spec §5.5): name → (paper-size builder, test-size builder)
 DC_SUITE = {
+    "hotspot": (hotspot, lambda: hotspot(32)),
+    "hotspot3d": (hotspot3d, lambda: hotspot3d(16, 2)),
     "dwt2d": (dwt2d, lambda: dwt2d(64)),
     "backprop": (backprop, lambda: backprop(512, 4)),
     "gausselim": (gausselim_step, lambda: gausselim_step(64)),
