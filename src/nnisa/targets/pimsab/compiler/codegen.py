@@ -202,17 +202,22 @@ class Generator:
         if row > cfg.cram_rows:
             raise CompileError(f"compute {nest.sched.op.name}: code generation needs {row} wordlines > "
                                f"{cfg.cram_rows}; use a more conservative loop organisation")
-        self.const_regs: dict[int, int] = {}
-        self.rf_base = self.groups if nest.rf_factor else 0
+        self.const_regs: dict = {}
         self.is_float = bool(width(nest.body, self.adaptive).fmt) if not isinstance(strip(nest.body), Access) \
             else nest.sched.op.dtype.is_float
+        keys: list = []
         for e in _walk(nest.body):
             vals = [e.value] if isinstance(e, Const) else []
             if isinstance(e, Bin) and e.op == "sub" and isinstance(strip(e.b), Const):
                 vals = [-strip(e.b).value]
-            for v in vals:
-                if self._ckey(v) not in self.const_regs:
-                    self.const_regs[self._ckey(v)] = self.rf_base + len(self.const_regs)
+            keys += [self._ckey(v) for v in vals if self._ckey(v) not in keys]
+        # RF operand: the values of consecutive steps are loaded together (one load_rf per batch)
+        self.rf_seq, self.rf_step = self._rf_sequence(S)
+        free = cfg.rf_regs - len(keys)
+        self.rf_per = max(1, min(len(self.rf_seq), free // self.groups)) if nest.rf_factor else 0
+        self.rf_base = self.groups * self.rf_per if nest.rf_factor else 0
+        for k in keys:
+            self.const_regs[k] = self.rf_base + len(self.const_regs)
         if self.rf_base + len(self.const_regs) > cfg.rf_regs:
             raise CompileError(f"compute {nest.sched.op.name}: {self.rf_base + len(self.const_regs)} RF registers "
                                f"needed > {cfg.rf_regs}")
@@ -233,15 +238,21 @@ class Generator:
         red_serial = math.prod(cand.serial.get(lp, 1) for lp in nest.red)
         bufs = {bf.name: bf for bf in cand.buffers}
         out_buf = cand.buffers[0]
-        for combo in itertools.product(*[range(cand.serial[lp]) for lp in S]):
+        rf_batch = None
+        for step, combo in enumerate(itertools.product(*[range(cand.serial[lp]) for lp in S])):
             sv = dict(zip(S, combo))
             for o in nest.operands:
                 if o.name in nest.lazy:
                     continue
                 bf = bufs[o.name]
+                if o.kind == "rf":  # a batch of the RF values of consecutive steps
+                    idx = self.rf_step[step]
+                    self.rf_slot = idx % self.rf_per
+                    if idx // self.rf_per != rf_batch:
+                        rf_batch = idx // self.rf_per
+                        self._load_rf(o, self.rf_seq[rf_batch * self.rf_per:(rf_batch + 1) * self.rf_per])
+                    continue
                 slot, key = self._slot(bf, o.leaves, sv)
-                if o.kind == "rf":  # the RF holds one set of values: reload whenever they change
-                    slot, key = 0, tuple(sv[lp] for lp in S if lp in o.leaves)
                 if resident.get((bf.name, slot)) != key:
                     resident[(bf.name, slot)] = key
                     self._load(o, bf, slot, sv)
@@ -297,12 +308,6 @@ class Generator:
         for group in self._groups(o.leaves):
             sender = min(group)
             tv = tv_of[sender]
-            if o.kind == "rf":
-                off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=False, n_crams=-3)
-                addr = self.layout.load_region(t.name, pid, off, o.dram_bits, t.dtype.bits, t.dtype.signed, 1)
-                for tile in group:  # every tile loads its own RF (the RF image is small)
-                    self.b(tile, "load_rf", row=0, addr=addr, size=self.groups, p=prec)
-                continue
             if o.kind == "vector" and in_arr:
                 off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=True)
                 if len(group) == 1 and not lazy and self._slide(o, bf, slot, sender, row, prec, off, pid, tr):
@@ -326,6 +331,39 @@ class Generator:
             if others:
                 size = kw["size"] if mn == "load" else 0
                 self.b.bcast(sender, row, size, prec, others, mode=self.mode, **fl)
+
+    def _rf_sequence(self, S) -> tuple[list[dict], list[int]]:
+        """Serial values at each change of the RF operand's values, and per step its index there."""
+        o = self.nest.rf_factor
+        if o is None:
+            return [], []
+        seq, at, prev = [], [], None
+        for combo in itertools.product(*[range(self.cand.serial[lp]) for lp in S]):
+            sv = dict(zip(S, combo))
+            key = tuple(sv[lp] for lp in S if lp in o.leaves)
+            if key != prev:
+                seq.append(sv)
+                prev = key
+            at.append(len(seq) - 1)
+        return seq, at
+
+    def _load_rf(self, o, batch: list[dict]) -> None:
+        """One ``load_rf`` per tile of the RF values of several steps: step j's value for CRAM group g
+        goes to register j·groups + g (every tile loads its own RF; the image is small)."""
+        t, acc = o.access.tensor, o.access
+        tv_of = dict(self.tiles)
+        for group in self._groups(o.leaves):
+            tv = tv_of[min(group)]
+            parts, off0 = [], None
+            for sv in batch:
+                off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=False, n_crams=-3)
+                off0 = off if off0 is None else off0
+                pat = self.layout.patterns[pid]
+                parts.append(np.where(pat >= 0, pat + (off - off0), -1))
+            pid = self.layout.pattern(np.concatenate(parts))
+            addr = self.layout.load_region(t.name, pid, off0, o.dram_bits, t.dtype.bits, t.dtype.signed, 1)
+            for tile in group:
+                self.b(tile, "load_rf", row=0, addr=addr, size=self.groups * len(batch), p=dtype_prec(t.dtype))
 
     def _slide(self, o, bf, slot, tile, row, prec, off, pid, tr) -> bool:
         """Sliding window (fir): when the new vector is the resident one moved by d < cram_cols
@@ -445,7 +483,7 @@ class Generator:
                 val = -c.value if e.op == "sub" else c.value
                 regs, pb = [self.const_regs[self._ckey(val)]], self._const_prec()
             else:
-                regs = list(range(self.groups))
+                regs = [self.rf_slot * self.groups + g for g in range(self.groups)]
                 pb = dtype_prec(scal.tensor.dtype)
             v = self._eval(other, rows)
             mn = "mul_const" if e.op == "mul" else "add_const"
