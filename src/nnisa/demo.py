@@ -93,7 +93,7 @@ def targets_step(samples: int = DEMO_SAMPLES) -> list[dict[str, Any]]:
     for model_name in DEMO_MODELS:
         found = _bundled(model_name)
         if found is not None:
-            rows.extend(compare_model(found[0], samples=samples))
+            rows.extend(compare_model(found[0], samples=samples, variants=True))
     return rows
 
 

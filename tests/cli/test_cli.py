@@ -114,4 +114,7 @@ def test_demo_json_story(tmp_path, monkeypatch, capsys):
     assert all(r["top1_agreement"] >= 0.75 for r in runs)
     assert all(r["error"] for r in doc["targets"] if r["status"] != "ok")  # a target that cannot says why
     assert (tmp_path / "targets_latency_energy_breakdown.png").read_bytes()[:4] == b"\x89PNG"  # nnisa compare's
+    # PIM's throughput variant: a stream, so a period beside the latency
+    tp = [r for r in runs if r["target"].startswith("pim (throughput")]
+    assert tp and all(r["bit_exact"] and 0 < r["period_ns"] < r["latency_ns"] for r in tp)
     assert (tmp_path / "targets_latency_energy.png").read_bytes()[:4] == b"\x89PNG"

@@ -23,7 +23,9 @@ def _check_rows(rows, executor):
     assert not bad
     for r in rows:
         assert r["executor"] == executor and r["nnisa_version"] and r["wall_s"] > 0
-        assert r["bit_exact"] is True and r["top1_agreement"] == 1.0 and r["area_proxy"] > 0
+        assert r["bit_exact"] is True and r["area_proxy"] > 0
+        # 3-bit DAIS weights may flip one of the 2 images' top-1 (bit-exact to its own integer reference still)
+        assert r["top1_agreement"] == 1.0 or (r["target"] == "dais" and r["opt.bits"] == 3)
     pim = [r for r in rows if r["target"] == "pim"]
     assert all(r["latency_ns"] > 0 and r["energy_pj"] > 0 and r["cycles"] > 0 for r in pim)
     assert {r["cfg.chip_config.core_cnt"] for r in pim} == {16, 64}

@@ -150,9 +150,13 @@ def print_sim(stats: dict[str, Any], outputs: dict[str, np.ndarray], title: str)
 def print_run(report: dict[str, Any]) -> None:
     """Print the summary of ``nnisa run``: accuracy against onnxruntime plus cost figures."""
     keys = ["target", "model", "samples", "bit_exact", "top1_agreement", "max_abs_error", "max_rel_error",
-            "cycles", "latency_ns", "energy_pj", "instructions", "compile_s", "sim_s", "wall_s"]
-    Console().print(kv_table(f"nnisa run: {report.get('model')} on {report.get('target')}",
-                             {k: report.get(k) for k in keys}))
+            "cycles", "latency_ns", "period_ns", "images", "energy_pj", "energy_per_image_pj", "instructions",
+            "compile_s", "sim_s",
+            "wall_s"]
+    t = kv_table(f"nnisa run: {report.get('model')} on {report.get('target')}", {k: report.get(k) for k in keys})
+    t.caption = ("latency_ns: one input, in -> out; period_ns: steady-state time per input of a stream"
+                 + ("" if report.get("period_ns") is not None else " (one input simulated: no period)"))
+    Console().print(t)
 
 
 def compare_table(rows: list[dict[str, Any]], title: str = "targets side by side") -> Table:
@@ -191,13 +195,13 @@ def side_by_side_table(rows: list[dict[str, Any]], title: str) -> Table:
     exactness, top-1 agreement and error vs onnxruntime, latency, energy, instructions, area proxy and
     wall times; a row whose ``status`` is not ``ok`` shows it, with its ``error`` in the caption."""
     t = Table(title=title, title_justify="left", caption_justify="left")
-    for col in ("target", "model", "exact", "top-1", "max err", "cycles", "latency", "energy", "instr.", "area",
-                "compile", "sim"):
+    for col in ("target", "model", "exact", "top-1", "max err", "cycles", "latency", "period", "energy", "instr.",
+                "area", "compile", "sim"):
         t.add_column(col, justify="left" if col in ("target", "model") else "right")
     notes, units = [], {}
     for r in rows:
         if r.get("status", "ok") != "ok":
-            t.add_row(r["target"], r.get("model", ""), r.get("status", "?"), *["–"] * 9)
+            t.add_row(r["target"], r.get("model", ""), r.get("status", "?"), *["–"] * 10)
             notes.append(f"{r['target']}/{r.get('model', '')}: {r.get('error', '')}")
             continue
         exact = {True: "yes", False: "NO", None: "n/a"}[r.get("bit_exact")]
@@ -205,12 +209,14 @@ def side_by_side_table(rows: list[dict[str, Any]], title: str) -> Table:
         if r.get("area_unit"):
             units[r["target"]] = r["area_unit"]
         t.add_row(r["target"], r.get("model", ""), exact, f"{r['top1_agreement']:.2f}", f"{r['max_abs_error']:.3f}",
-                  f"{r['cycles']:,}" if r.get("cycles") else "–", _time(r.get("latency_ns")), energy,
+                  f"{r['cycles']:,}" if r.get("cycles") else "–", _time(r.get("latency_ns")), _time(r.get("period_ns")),
+                  energy,
                   f"{r['instructions']:,}" if r.get("instructions") else "–",
                   f"{r['area_proxy']:.3g}" if r.get("area_proxy") else "–",
                   f"{r.get('compile_s') or 0:.1f} s", f"{r.get('sim_s') or 0:.1f} s")
     caption = ["exact: simulated integers = the frontend's int8 reference (n/a: a float or fixed-point machine with "
-               "its own arithmetic); latency: one input in → out, each target's own timing model"]
+               "its own arithmetic); latency: one input in → out; period: steady-state time per input of a stream (runs "
+               "that simulate one); each target's own timing model"]
     if units:
         caption.append("area proxy: " + ", ".join(f"{k} {v}" for k, v in units.items()))
     t.caption = "\n".join(caption + notes)

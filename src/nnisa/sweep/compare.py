@@ -32,11 +32,12 @@ def model_label(model: str | Path) -> str:
 
 
 def compare_model(model: str | Path, targets: list[str] | None = None, *, samples: int = 8,
-                  progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                  progress: Callable[[str], None] | None = None, variants: bool = False) -> list[dict[str, Any]]:
     """Compile and run ``model`` on each target (default: all) with its default configuration.
 
     Returns one row per target (:func:`nnisa.sweep.measure.measure`): ``status`` ``ok`` with the
-    figures, or ``error``/``unsupported``/``exception`` with the reason in ``error``.
+    figures, or ``error``/``unsupported``/``exception`` with the reason in ``error``.  With
+    ``variants``, also one row per :attr:`Target.demo_variants` entry (target ``"pim (LABEL)"``).
     """
     from ..api import model_inputs
     model_inputs(model)  # a missing or broken model file is the user's error, not a row per target
@@ -54,6 +55,9 @@ def compare_model(model: str | Path, targets: list[str] | None = None, *, sample
                          "error": f"target {name} cannot compile ONNX models yet"})
             continue
         rows.append(measure(name, model_label(model), str(model), samples=samples))
+        for label, opts in get_target(name).demo_variants if variants else ():
+            row = measure(name, model_label(model), str(model), samples=samples, **opts)
+            rows.append({**row, "target": f"{name} ({label})"})
     return rows
 
 
