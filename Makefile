@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[test,oracles]'
+	$(BIN)/python -m pip install -q -e '.[test,oracles,hdl]'
 	touch $(STAMP)
 
 install: $(STAMP)
