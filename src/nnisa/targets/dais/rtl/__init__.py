@@ -5,11 +5,23 @@ Entry point: :func:`emit` (program → HDL text and the :class:`~.netlist.Netlis
 
 from __future__ import annotations
 
+import re
+
 from ....core.errors import OptionError
 from ..program import Program
 from .netlist import Netlist, build_netlist, depth_stats
 
 HDLS = ("verilog", "vhdl")
+_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,199}")
+#: Verilog and VHDL reserved words a module name must avoid (lower case; VHDL is case-insensitive)
+RESERVED = frozenset("""abs access after alias all always and architecture array assert assign attribute begin
+block body buffer bus case component configuration constant default defparam disconnect downto else elsif end
+endcase endfunction endmodule endgenerate entity exit file for force function generate generic genvar group guarded
+if impure in inertial initial inout input integer is label library linkage literal localparam loop map mod module
+nand negedge new next nor not null of on open or others out output package parameter port posedge postponed
+procedure process pure range real record reg register reject rem report return rol ror select severity shared
+signal signed sla sll sra srl subtype task then time to transport type unaffected units until unsigned use
+variable wait when while wire with xnor xor""".split())
 SUFFIX = {"verilog": ".v", "vhdl": ".vhd"}
 
 
@@ -37,7 +49,7 @@ def emit(program: Program, hdl: str = "verilog", *, latency_cutoff: float | None
     """
     if hdl not in HDLS:
         raise OptionError(f"hdl must be one of {HDLS}, not {hdl!r}")
-    if not name.isidentifier() or not name.isascii() or name.startswith("_"):
+    if not valid_name(name):
         raise OptionError(f"RTL module name {name!r} is not a Verilog/VHDL identifier")
     if net is None:
         net = build_netlist(program, latency_cutoff=latency_cutoff)
@@ -49,6 +61,19 @@ def emit(program: Program, hdl: str = "verilog", *, latency_cutoff: float | None
     return emit_vhdl(net, stats, name), net
 
 
+def valid_name(name: str) -> bool:
+    """Whether ``name`` is a legal Verilog and VHDL identifier that nnisa's library does not use."""
+    return bool(_IDENT.fullmatch(name)) and "__" not in name and not name.endswith("_") and \
+        name.lower() not in RESERVED and not name.lower().startswith("nnisa_")
+
+
+def module_name(path) -> str:
+    """Top module name for an output file: its stem if that is a valid name, else ``dais_top``."""
+    from pathlib import Path
+    stem = Path(str(path)).name.split(".")[0]
+    return stem if valid_name(stem) else "dais_top"
+
+
 def rtl_report(net: Netlist) -> dict:
     """Pipeline depth, latency, register bits and port widths of an emitted design."""
     d = depth_stats(net)
@@ -57,4 +82,4 @@ def rtl_report(net: Netlist) -> dict:
     return d
 
 
-__all__ = ["emit", "rtl_report", "build_netlist", "Netlist", "HDLS", "SUFFIX"]
+__all__ = ["emit", "rtl_report", "module_name", "build_netlist", "Netlist", "HDLS", "SUFFIX"]

@@ -178,7 +178,8 @@ class RtlEngine:
             (d / f"{TOP}.v").write_text(self.verilog)
             (d / "tb.cpp").write_text(self.tb)
             run(cmd + ["--cc", "--exe", "--top-module", TOP, "-Wno-fatal", "-Wno-lint", "-Wno-style",
-                       "--x-assign", "fast", "--x-initial", "fast", "-O3", "-Mdir", "obj", f"{TOP}.v", "tb.cpp"],
+                       "--x-assign", "fast", "--x-initial", "fast", "-O3", "--output-split-cfuncs", "200",
+                       "-Mdir", "obj", f"{TOP}.v", "tb.cpp"],
                 cwd=d, env=env, what="Verilator")
             units = sorted((d / "obj").glob("*.cpp")) + [d / "tb.cpp"]
             (d / "unity.cpp").write_text("".join(f'#include "{u}"\n' for u in units))
@@ -216,3 +217,112 @@ class RtlEngine:
             return np.zeros((0, p.n_out))
         X = np.where(np.isfinite(X), X, 0.0)  # live inputs are checked above; dead ones are ignored
         return decode_ports(self.net, self.run_ports(encode_ports(p, self.net, X)))[1]
+
+
+def vhdl_testbench(net: Netlist, n: int, name: str = TOP) -> str:
+    """VHDL-2008 driver for GHDL: reads ``in.txt`` (one sample a line, ports as bit strings),
+    writes ``out.txt`` the same way; a pipelined design is clocked and read ``latency`` later."""
+    d = net.latency_cycles
+    sig = [f"  signal {q.name} : std_logic_vector({q.w - 1} downto 0);" for q in net.inputs + net.outputs]
+    var = [f"    variable x{j} : std_logic_vector({q.w - 1} downto 0);" for j, q in enumerate(net.inputs)]
+    conn = (["clk => clk"] if d else []) + [f"{q.name} => {q.name}" for q in net.inputs + net.outputs]
+    rd = "\n".join(f"        read(li, x{j}); {q.name} <= x{j};" for j, q in enumerate(net.inputs))
+    wr = "\n".join(f"        write(lo, {q.name}); write(lo, ' ');" for q in net.outputs)
+    return f"""library ieee;
+use ieee.std_logic_1164.all;
+use std.textio.all;
+entity tb is
+end entity;
+architecture sim of tb is
+  signal clk : std_logic := '0';
+{chr(10).join(sig)}
+begin
+  dut : entity work.{name} port map ({", ".join(conn)});
+  process
+    file fi : text open read_mode is "in.txt";
+    file fo : text open write_mode is "out.txt";
+    variable li, lo : line;
+{chr(10).join(var)}
+  begin
+    for t in 0 to {n + d - 1} loop
+      if t < {n} then
+        readline(fi, li);
+{rd}
+      end if;
+      clk <= '0';
+      wait for 1 ns;
+      if t >= {d} then
+{wr}
+        writeline(fo, lo);
+      end if;
+      clk <= '1';
+      wait for 1 ns;
+    end loop;
+    wait;
+  end process;
+end architecture;
+"""
+
+
+def run_vhdl(program: Program, x, *, latency_cutoff: float | None = None) -> np.ndarray:
+    """Co-simulate the VHDL of ``program`` with GHDL (float outputs as the interpreter forms them).
+
+    GHDL is not on PyPI (Debian: ``apt-get install ghdl``); a missing GHDL is
+    :class:`~..rtl.tools.HdlToolMissing`.
+    """
+    import tempfile
+
+    from ..rtl.tools import ghdl
+    exe = ghdl()
+    X = prepare_inputs(program, x)
+    check_finite(program, X)
+    X = np.where(np.isfinite(X), X, 0.0)
+    src, net = emit(program, "vhdl", latency_cutoff=latency_cutoff, name=TOP)
+    P = encode_ports(program, net, X)
+    n = len(X)
+    with tempfile.TemporaryDirectory(prefix="nnisa-ghdl-") as td:
+        d = Path(td)
+        (d / "design.vhd").write_text(src)
+        (d / "tb.vhd").write_text(vhdl_testbench(net, n))
+        (d / "in.txt").write_text("".join(
+            " ".join(format(int(v), f"0{q.w}b") for v, q in zip(row, net.inputs)) + "\n" for row in P))
+        run(exe + ["-a", "--std=08", "design.vhd", "tb.vhd"], cwd=d, what="GHDL analysis")
+        run(exe + ["--elab-run", "--std=08", "tb", "--ieee-asserts=disable"], cwd=d, what="GHDL simulation")
+        rows = (d / "out.txt").read_text().split("\n")[:n]
+    Y = np.array([[int(b, 2) for b in r.split()] for r in rows], dtype=object).reshape(n, len(net.outputs))
+    return decode_ports(net, Y.astype(np.uint64))[1]
+
+
+def simulate_rtl(program: Program, x, *, latency_cutoff: float | None = None,
+                 da4ml_compat: bool = False) -> tuple[np.ndarray, dict]:
+    """``engine=rtl``: outputs of the Verilated design and a report next to the interpreter's.
+
+    The report has ``samples_per_s`` of the RTL model (the batch run, build excluded),
+    ``interp_samples_per_s`` of the compiled interpreter on the same batch, ``bit_exact`` (the
+    two agree byte for byte), the pipeline depth, the build time and whether the build was cached.
+    """
+    from .interp import Interpreter
+    if da4ml_compat:
+        raise UnsupportedError("the RTL engine implements nnisa's default semantics, not da4ml_compat")
+    t0 = time.perf_counter()
+    eng = RtlEngine(program, latency_cutoff=latency_cutoff)
+    eng.build()
+    t1 = time.perf_counter()
+    y = eng.run(x)
+    t_rtl = time.perf_counter() - t1
+    interp = Interpreter(program)
+    t2 = time.perf_counter()
+    ref = interp.run(x)
+    t_int = time.perf_counter() - t2
+    n = int(y.shape[0])
+    st = program.stats()
+    extra = {k: st[k] for k in ("n_ops", "n_adders", "adder_bits", "depth", "adder_depth")}
+    extra.update({"engine": "rtl", "timing_model": "RTL (Verilator, cycle-accurate registers)", "samples": n,
+                  "pipeline_depth": eng.net.n_stages, "latency_cycles": eng.net.latency_cycles,
+                  "latency_cutoff": latency_cutoff, "register_bits": eng.net.n_registers(),
+                  "emit_s": round(eng.emit_s, 4), "build_s": round(eng.build_s, 3), "build_cached": eng.cached,
+                  "samples_per_s": round(n / t_rtl, 1) if t_rtl > 0 else None,
+                  "interp_samples_per_s": round(n / t_int, 1) if t_int > 0 else None,
+                  "bit_exact": bool(y.tobytes() == ref.tobytes()),
+                  "wall_s": time.perf_counter() - t0})
+    return y, extra
