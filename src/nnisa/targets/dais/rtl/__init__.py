@@ -53,12 +53,25 @@ def emit(program: Program, hdl: str = "verilog", *, latency_cutoff: float | None
         raise OptionError(f"RTL module name {name!r} is not a Verilog/VHDL identifier")
     if net is None:
         net = build_netlist(program, latency_cutoff=latency_cutoff)
-    stats = program.stats()
+    stats = header_stats(program, net)
     if hdl == "verilog":
         from .verilog import emit_verilog
         return emit_verilog(net, stats, name), net
     from .vhdl import emit_vhdl
     return emit_vhdl(net, stats, name), net
+
+
+def header_stats(program: Program, net: Netlist) -> dict:
+    """The program statistics printed in the RTL header (vectorised: emission stays fast)."""
+    import numpy as np
+    opc = program.opcode
+    add = (opc == 0) | (opc == 1)
+    return {"n_in": program.n_in, "n_out": program.n_out, "n_ops": program.n_ops, "n_adders": int(add.sum()),
+            "adder_bits": int(program.width()[add].sum()), "n_tables": len(program.tables),
+            "format": "legacy" if program.spec_version is None else f"v{program.spec_version}",
+            "critical_delay": float(max(net.arrival, default=0.0)),
+            "wire_bits": int(sum(nd.w for nd in net.nodes)), "n_const": sum(nd.kind == "const" for nd in net.nodes),
+            "opcodes": {int(o): int(c) for o, c in zip(*np.unique(opc, return_counts=True))}}
 
 
 def valid_name(name: str) -> bool:

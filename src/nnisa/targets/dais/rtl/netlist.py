@@ -43,16 +43,16 @@ MAX_LUT_CASES = 1 << 20
 
 def sbits(lo: int, hi: int) -> int:
     """Width of the smallest two's complement vector holding ``[lo, hi]``."""
-    a = (~lo).bit_length() if lo < 0 else lo.bit_length()
-    b = (~hi).bit_length() if hi < 0 else hi.bit_length()
-    return max(a, b) + 1
+    a = (~lo if lo < 0 else lo).bit_length()
+    b = (~hi if hi < 0 else hi).bit_length()
+    return (a if a > b else b) + 1
 
 
 def wire_bits(lo: int, hi: int) -> tuple[int, bool]:
     """``(width, signed)`` of a wire holding ``[lo, hi]`` (unsigned when ``lo >= 0``; width ≥ 1)."""
     if lo < 0:
         return sbits(lo, hi), True
-    return max(1, hi.bit_length()), False
+    return (hi.bit_length() or 1), False
 
 
 def cap64(lo: int, hi: int) -> tuple[int, int, int]:
@@ -81,7 +81,7 @@ def shift_iv(lo: int, hi: int, s: int) -> tuple[int, int]:
     return lo >> s, hi >> s
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """One op as a hardware block.
 
@@ -401,10 +401,14 @@ def _schedule(net: Netlist, cutoff: float | None) -> None:
     nodes = net.nodes
     arr = [0.0] * len(nodes)
     for i, nd in enumerate(nodes):
-        if nd.kind in ("const", "input"):
+        k = nd.kind
+        if k == "const" or k == "input":
             continue
-        base = max((arr[j] for j in nd.ins if nodes[j].kind != "const"), default=0.0)
-        d = op_delay(nd, nodes)
+        base = 0.0
+        for j in nd.ins:  # constants arrive at 0
+            if arr[j] > base:
+                base = arr[j]
+        d = 1.0 if k == "shift_add" else op_delay(nd, nodes)
         t = base + d
         if cutoff and d and math.ceil(t / cutoff - 1e-9) > math.ceil(base / cutoff - 1e-9):
             t = math.ceil(base / cutoff - 1e-9) * cutoff + d
