@@ -444,6 +444,17 @@ def _install_signal_handlers() -> None:
                 pass
 
 
+def _interrupted() -> None:
+    """Exit 130 after Ctrl-C/SIGTERM.  Temporary files were removed while the stack unwound; exit
+    at once so that a second signal arriving during interpreter shutdown cannot turn the status into
+    a death by signal."""
+    import os
+    click.echo("nnisa: interrupted", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
 def _fail(message: str, code: int, as_json: bool, error_type: str) -> None:
     if as_json:
         emit_json({"error": message, "error_type": error_type, "exit_code": code})
@@ -466,8 +477,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             cli.main(args=args, prog_name="nnisa", standalone_mode=False)
         except click.exceptions.Abort:  # click's form of Ctrl-C (and of SIGTERM/SIGHUP, see _on_signal)
-            click.echo("nnisa: interrupted", err=True)
-            sys.exit(130)
+            _interrupted()
         except click.ClickException as exc:
             _fail(NnisaError(exc.format_message()).__str__(), exc.exit_code, as_json, "UsageError")
         except NnisaError as exc:
@@ -480,8 +490,7 @@ def main(argv: list[str] | None = None) -> None:
                 raise
             _fail(OUT_OF_MEMORY, 2, as_json, "MemoryError")
         except KeyboardInterrupt:
-            click.echo("nnisa: interrupted", err=True)
-            sys.exit(130)
+            _interrupted()
         except BrokenPipeError:
             sys.exit(0)
     seen = set()

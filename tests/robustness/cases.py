@@ -249,6 +249,30 @@ def build_cases(d: Path) -> list[Case]:
                                                      cfg_with("c6.json", ["chip_config", "network_config",
                                                                           "net_config_file_path"], "/dev/zero")),
              says="not a regular file"),
+        # Cherry files and configurations
+        Case("cherry-loop-count", "cherry", "cherry files", ("disasm", "-t", "cherry", s(_w(d / "c1.casm",
+             ".sz 4\n.loop 0 iterations=999999999\nstart_independent_loop 0\n    relu\nend_loop 0\n"))),
+             says="iterations"),
+        Case("cherry-formula-range", "cherry", "cherry files", ("disasm", "-t", "cherry", s(_w(d / "c2.casm",
+             ".sz 4\n.apu 0 = 2*i + 999999999\n"))), says="18 bits"),
+        Case("cherry-short-image", "cherry", "cherry files", ("disasm", "-t", "cherry", s(_b(d / "c3.cisa",
+             bytes(100)))), says="186-byte header"),
+        Case("cherry-unknown-arch", "cherry", "cherry files", ("disasm", "-t", "cherry", s(d / "c2.casm"), "--arch",
+                                                               "nosuch"), says="nosuch"),
+        Case("cherry-element-format", "cherry", "options", ("run", "-t", "cherry", s(MLP), "-O",
+                                                            "element_format=fp16"), says="not one of"),
+        # Tensil files and architectures
+        Case("tensil-no-arch", "tensil", "tensil files", ("disasm", "-t", "tensil", s(_b(d / "t1.tprog", bytes(4)))),
+             says="architecture is needed"),
+        Case("tensil-reserved-opcode", "tensil", "tensil files", ("sim", "-t", "tensil", "--arch", "tiny2x2",
+                                                                  s(_b(d / "t2.tprog", bytes.fromhex("00000070")))),
+             says="reserved opcode 0x7"),
+        Case("tensil-past-depth", "tensil", "tensil files", ("asm", "-t", "tensil", "--arch", "tiny2x2", s(_w(
+            d / "t3.s", "datamove local[300] <- dram0[0], 1\n")), "-o", s(d / "t3.tprog")), says="local_depth 256"),
+        Case("tensil-bad-tarch", "tensil", "tensil files", ("disasm", "-t", "tensil", "--arch", s(_w(
+            d / "t4.tarch", '{"data_type": "FP16BP8", "array_size": 1e999}')), s(d / "t1.tprog")), says="missing key"),
+        Case("tensil-bad-strategy", "tensil", "options", ("compile", "-t", "tensil", s(MLP), "-o", s(d / "t5"), "-O",
+                                                          "strategy=remote"), says="not one of"),
         # arrays
         Case("arrays-corrupt-npz", D, "arrays", ("sim", "-t", D, s(dais["txt"]), "--inputs", s(d / "corrupt.npz")),
              says=".npz"),
@@ -285,6 +309,11 @@ def build_cases(d: Path) -> list[Case]:
 
 _TWO_CORES = (".core 0\nsetbw 8, 8\nsldi $r0, 0\nsend $r0, 1, 32\n"
               ".core 1\nsetbw 8, 8\nsldi $r0, 0\nrecv $r0, 0, 32\n")
+
+
+def _b(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
 
 
 def _w(path: Path, text: str) -> Path:

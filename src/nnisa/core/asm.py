@@ -30,10 +30,11 @@ class Line:
 
 def strip_comment(text: str) -> str:
     """Remove a ``#`` or ``;`` comment."""
-    for i, ch in enumerate(text):
-        if ch == "#" or ch == ";":
-            return text[:i]
-    return text
+    i = text.find("#")
+    j = text.find(";")
+    if j != -1 and (i == -1 or j < i):
+        i = j
+    return text if i == -1 else text[:i]
 
 
 def split_operands(tail: str, base_col: int) -> list[tuple[int, str]]:

@@ -104,6 +104,29 @@ class Field:
         v = values.astype(np.int64) & np.int64((1 << self.width) - 1)
         return v.astype(np.uint64) << np.uint64(self.lo)
 
+    # Wide words (wider than 64 bits, e.g. Tensil's 72-bit instructions) are handled in bulk as
+    # (n, nbytes) little-endian uint8 matrices; a field spans at most 8 bytes there.
+    def _byte_span(self) -> tuple[int, int]:
+        b0, b1 = self.lo // 8, self.hi // 8 + 1
+        if b1 - b0 > 8 or self.width > 57:
+            raise ValueError(f"field {self.name} too wide for the byte-matrix path")
+        return b0, b1
+
+    def unpack_bytes(self, words: np.ndarray) -> np.ndarray:
+        """Vectorised :meth:`unpack` on a ``(n, nbytes)`` little-endian uint8 matrix; int64."""
+        b0, b1 = self._byte_span()
+        acc = np.zeros(len(words), dtype=np.uint64)
+        for j in range(b0, b1):
+            acc |= words[:, j].astype(np.uint64) << np.uint64(8 * (j - b0))
+        return Field(self.name, self.hi - 8 * b0, self.lo - 8 * b0, self.signed).unpack_array(acc)
+
+    def pack_bytes(self, values: np.ndarray, out: np.ndarray) -> None:
+        """OR ``values`` (assumed to fit) into a ``(n, nbytes)`` uint8 matrix in place."""
+        b0, b1 = self._byte_span()
+        v = Field(self.name, self.hi - 8 * b0, self.lo - 8 * b0).pack_array(np.asarray(values))
+        for j in range(b0, b1):
+            out[:, j] |= ((v >> np.uint64(8 * (j - b0))) & np.uint64(0xFF)).astype(np.uint8)
+
     def describe(self) -> str:
         sign = "s" if self.signed else "u"
         rng = f"[{self.hi}:{self.lo}]" if self.hi != self.lo else f"[{self.lo}]"

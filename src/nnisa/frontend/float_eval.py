@@ -88,6 +88,14 @@ def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
         return np.expand_dims(x, axis=a["axes"])
     if op == "Concat":
         return np.concatenate(args, axis=a["axis"])
+    if op == "Resize":  # nearest by integer factors, or linear with the importer's taps
+        if a["mode"] == "nearest":
+            return np.repeat(np.repeat(x, a["scales"][0], axis=2), a["scales"][1], axis=3)
+        (th, tw) = a["taps"]
+        i0, i1, r = (np.array(v) for v in zip(*th))
+        y = x[:, :, i0] * (1 - r)[:, None].astype(np.float32) + x[:, :, i1] * r[:, None].astype(np.float32)
+        i0, i1, r = (np.array(v) for v in zip(*tw))
+        return (y[..., i0] * (1 - r).astype(np.float32) + y[..., i1] * r.astype(np.float32)).astype(x.dtype)
     if op == "Pad":
         return pad_array(x, a["pads"], a["value"])
     if op == "Softmax":

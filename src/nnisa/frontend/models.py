@@ -213,3 +213,54 @@ def make_resnet18(seed: int = 0, num_classes: int = 1000, size: int = 224, bn: b
     h = b.gemm(h, 512, num_classes)
     _rename_output(b, h, "logits")
     return b.model("resnet18", "input", (1, 3, size, size), "logits", (1, num_classes))
+
+
+def make_resnet20v2(seed: int = 0, num_classes: int = 10, softmax: bool = True) -> onnx.ModelProto:
+    """ResNet-20 v2 for CIFAR-10 (random weights), ``(1,3,32,32)`` → ``(1,num_classes)``.
+
+    The Keras ``resnet_v2(depth=20)`` shapes that Tensil's ResNet-20 builds were compiled from:
+    conv3×3(16)-BN-ReLU, then three stages of two pre-activation bottleneck blocks
+    (BN-ReLU-conv1×1, BN-ReLU-conv3×3, BN-ReLU-conv1×1; 16→64, 64→128, 128→256 channels, stride 2
+    entering stages 2 and 3, a 1×1 projection on each stage's first block), BN-ReLU,
+    AveragePool 8×8, Flatten, Dense (and Softmax).
+    """
+    b = _Builder(seed)
+
+    def layer(x, cin, cout, k, stride=1, act=True, bn=True, conv_first=False):
+        if conv_first:
+            h = b.conv(x, cin, cout, k, stride, k // 2)
+            h = b.bn(h, cout) if bn else h
+            return b.node("Relu", [h]) if act else h
+        h = b.bn(x, cin) if bn else x
+        h = b.node("Relu", [h]) if act else h
+        return b.conv(h, cin, cout, k, stride, k // 2)
+
+    x = layer("input", 3, 16, 3, conv_first=True)
+    cin = 16
+    for stage in range(3):
+        for blk in range(2):
+            act = bn = True
+            stride = 1
+            if stage == 0:
+                cout = cin * 4
+                if blk == 0:
+                    act = bn = False
+            else:
+                cout = cin * 2
+                if blk == 0:
+                    stride = 2
+            y = layer(x, cin if blk == 0 else cout, cin, 1, stride, act, bn)
+            y = layer(y, cin, cin, 3)
+            y = layer(y, cin, cout, 1)
+            if blk == 0:
+                x = layer(x, cin if stage == 0 else cin, cout, 1, stride, act=False, bn=False, conv_first=True)
+            x = b.node("Add", [x, y])
+        cin = cout
+    x = b.node("Relu", [b.bn(x, cin)])
+    x = b.node("AveragePool", [x], kernel_shape=[8, 8], strides=[8, 8])
+    x = b.node("Flatten", [x], axis=1)
+    x = b.gemm(x, cin, num_classes)
+    if softmax:
+        x = b.node("Softmax", [x], axis=1)
+    _rename_output(b, x, "logits")
+    return b.model("resnet20v2", "input", (1, 3, 32, 32), "logits", (1, num_classes))

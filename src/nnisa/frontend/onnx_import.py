@@ -5,6 +5,7 @@ Public entry point: :func:`load_model`.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -418,6 +419,57 @@ def _concat(ctx: _Ctx, node, at):
     ctx.emit("Concat", node.name, ins, [node.output[0]], axis=_norm_axis(int(at["axis"]), rank))
 
 
+def _resize_axis(n_in: int, n_out: int, scale: float, ctm: str) -> tuple[tuple[int, int, float], ...]:
+    """Linear interpolation taps of one axis: (first index, second index, weight of the second)."""
+    taps = []
+    for x in range(n_out):
+        if ctm == "align_corners":
+            xo = x * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        elif ctm == "asymmetric":
+            xo = x / scale
+        elif ctm == "pytorch_half_pixel":
+            xo = (x + 0.5) / scale - 0.5 if n_out > 1 else 0.0
+        else:  # half_pixel
+            xo = (x + 0.5) / scale - 0.5
+        i0 = math.floor(xo)
+        r = xo - i0
+        taps.append((min(max(i0, 0), n_in - 1), min(max(i0 + 1, 0), n_in - 1), float(r)))
+    return tuple(taps)
+
+
+def _resize(ctx: _Ctx, node, at):
+    """Resize of the spatial axes of NCHW tensors: nearest by integer factors (a repetition of
+    pixels, also ``Upsample``) or linear (taps precomputed per axis)."""
+    xs = ctx.shape(node, node.input[0])
+    out = ctx.shape(node, node.output[0])
+    mode = at.get("mode", "nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    ctm = at.get("coordinate_transformation_mode", "half_pixel")
+    ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+    nm = at.get("nearest_mode", "round_prefer_floor")
+    nm = nm.decode() if isinstance(nm, bytes) else nm
+    if len(xs) != 4 or len(out) != 4 or tuple(out[:2]) != tuple(xs[:2]) or mode not in ("nearest", "linear"):
+        raise ctx.err(node, "only nearest or linear Resize of the spatial axes of NCHW tensors is supported")
+    if mode == "linear":
+        if ctm not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+            raise ctx.err(node, f"linear Resize with coordinate_transformation_mode={ctm} is not supported")
+        sc = ctx.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        scales = [float(v) for v in sc.reshape(-1)[2:]] if sc is not None and sc.size == 4 else \
+            [o / i for o, i in zip(out[2:], xs[2:])]
+        taps = tuple(_resize_axis(i, o, s, ctm) for i, o, s in zip(xs[2:], out[2:], scales))
+        ctx.emit("Resize", node.name, [node.input[0]], [node.output[0]], mode="linear", taps=taps)
+        return
+    if any(o % i for o, i in zip(out[2:], xs[2:])):
+        raise ctx.err(node, f"Resize {xs} → {out}: only integer upsampling factors are supported")
+    scales = tuple(o // i for o, i in zip(out[2:], xs[2:]))
+    exact = ctm in ("half_pixel", "pytorch_half_pixel") and nm in ("round_prefer_floor", "round_prefer_ceil") \
+        or ctm == "asymmetric" and nm == "floor" or scales == (1, 1)
+    if not exact:
+        raise ctx.err(node, f"Resize coordinate_transformation_mode={ctm} with nearest_mode={nm} is not a plain "
+                            "repetition of pixels; only that is supported")
+    ctx.emit("Resize", node.name, [node.input[0]], [node.output[0]], mode="nearest", scales=scales)
+
+
 def _pad(ctx: _Ctx, node, at):
     mode = at.get("mode", "constant")
     if mode != "constant":
@@ -463,7 +515,7 @@ _HANDLERS: dict[str, Callable] = {
     "MaxPool": _pool, "AveragePool": _pool, "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
     "BatchNormalization": _batchnorm, "Flatten": _flatten, "Reshape": _reshape, "Transpose": _transpose,
     "Squeeze": _squeeze, "Unsqueeze": _squeeze, "Concat": _concat, "Pad": _pad, "Softmax": _softmax,
-    "LRN": _lrn, "Identity": _identity, "Dropout": _identity, "Cast": _identity,
+    "LRN": _lrn, "Resize": _resize, "Upsample": _resize, "Identity": _identity, "Dropout": _identity, "Cast": _identity,
 }
 
 

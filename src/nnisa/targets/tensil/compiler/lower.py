@@ -1,0 +1,497 @@
+"""Lowering the frontend graph to Tensil layer operations (spec §9.2, §9.4).
+
+A *layer* is ``Conv | Gemm`` (a weight-stationary array job, :class:`ArrayOp`) optionally fused
+with the activation that follows it (``Relu | LeakyRelu | Clip``).  Element-wise ops, pools and
+standalone activations become :class:`SimdOp` jobs on the accumulators.  Flatten/Reshape of an
+NCHW tensor into ``(n, C·H·W)`` is a free *view* when only Gemms read it: their weight rows are
+re-ordered to the NHWC vectors instead.  Softmax at an output follows the ``softmax`` policy.
+
+Every failure names the node, its op and a remedy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ....core.errors import UnsupportedError
+from ....frontend.ir import Graph, Node
+from .. import layout as L
+
+ACTIVATIONS = ("Relu", "LeakyRelu", "Clip")
+#: smooth activations lowered through lookup tables: function and key range
+LUT_FUNCTIONS = {"Sigmoid": (lambda v: 1.0 / (1.0 + np.exp(-v)), 8.0), "Tanh": (np.tanh, 4.0)}
+
+
+def lut_tables(op: str, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keys (uniform over ±range), values f(key) and slopes to the next key (0 past the last), for a
+    piecewise-linear ``f(x) ≈ v_i + s_i·(x − k_i)`` with ``k_i ≤ x < k_{i+1}``."""
+    f, r = LUT_FUNCTIONS[op]
+    keys = np.linspace(-r, r, depth)
+    values = f(keys)
+    slopes = np.zeros(depth)
+    slopes[:-1] = np.diff(values) / np.diff(keys)
+    return keys.astype(np.float32), values.astype(np.float32), slopes.astype(np.float32)
+SOFTMAX_POLICIES = ("host", "passthrough", "error")
+
+
+@dataclass
+class Var:
+    """An activation tensor in Tensil's layout (NHWC or rows of features)."""
+
+    name: str
+    shape: tuple[int, ...]
+    size: int
+    home: str = "dram0"
+    addr: int = -1
+    view_of: "Var | None" = None  # a flattened NCHW tensor (same vectors)
+    first: int = -1  # op index producing it (-1: graph input)
+    last: int = -1  # last op index reading it
+    is_input: bool = False
+    is_output: bool = False
+
+    @property
+    def root(self) -> "Var":
+        return self.view_of.root if self.view_of is not None else self
+
+    @property
+    def pixels(self) -> tuple[int, int, int]:
+        """(H, W, channel blocks-as-C) of the vector layout: 2-D tensors are n × 1 pixels."""
+        s = self.shape
+        return (s[0] * s[2], s[3], s[1]) if len(s) == 4 else (s[0], 1, s[1])
+
+
+@dataclass
+class Const:
+    """A constant block (float32 vectors) in first-use order; ``addr`` is its DRAM1/local address."""
+
+    name: str
+    vectors: np.ndarray
+    addr: int = -1
+
+    @property
+    def size(self) -> int:
+        return len(self.vectors)
+
+
+@dataclass
+class Act:
+    """A fused activation: ``relu``, ``leaky`` (alpha const) or ``clip`` (min, max consts)."""
+
+    kind: str
+    consts: tuple[Const, ...] = ()
+    alpha: float = 0.0
+
+
+@dataclass
+class ArrayOp:
+    """Conv/Gemm on the array: ``y = act(conv(x, W) + b)``; consts = [bias block, weight rows]."""
+
+    node: Node
+    x: Var
+    y: Var
+    const: Const
+    geom: dict[str, int]
+    act: Act | None = None
+    has_bias: bool = True
+    macs: int = 0
+    residual: Var | None = None  # a fused Add: y = act(conv(x) + residual)
+
+
+@dataclass
+class SimdOp:
+    """Accumulator/SIMD job: ``add|sub|mul`` (inputs Var or Const), ``max_pool|avg_pool``, ``act``."""
+
+    node: Node
+    kind: str
+    inputs: list[Any]
+    y: Var
+    act: Act | None = None
+    geom: dict[str, Any] = field(default_factory=dict)
+    consts: list[Const] = field(default_factory=list)
+
+
+def select_outputs(graph: Graph, names: list[str]) -> None:
+    """Make ``names`` the graph outputs (spec §9.1 ``--outputs``) and drop the nodes they do not need.
+
+    An unknown name is an error that lists the graph outputs and the closest tensor names (e.g.
+    ``Identity`` vs ``Identity:0``)."""
+    import difflib
+    from ....frontend.ir import TensorInfo
+    known = set(graph.tensors) | {t.name for t in graph.outputs}
+    for name in names:
+        if name not in known:
+            near = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.5)
+            raise UnsupportedError(f"unknown output {name!r}; graph outputs: {', '.join(t.name for t in graph.outputs)}"
+                                   + (f"; did you mean {', '.join(near)}?" if near else ""))
+    graph.outputs = [next((t for t in graph.outputs if t.name == n), None) or TensorInfo(n, tuple(graph.shape(n)))
+                     for n in names]
+    need, keep = set(names), []
+    for node in reversed(graph.nodes):
+        if any(o in need for o in node.outputs):
+            keep.append(node)
+            need.update(node.inputs)
+    graph.nodes = keep[::-1]
+
+
+def _err(node: Node, msg: str, hint: str | None = None) -> UnsupportedError:
+    return UnsupportedError(msg, where=f"node {node.name} ({node.op})", hint=hint)
+
+
+class Lowering:
+    """Builds vars, consts (first-use order) and ops from a :class:`Graph`."""
+
+    def __init__(self, graph: Graph, N: int, softmax: str = "host", lut: tuple[int, int] | None = None) -> None:
+        if softmax not in SOFTMAX_POLICIES:
+            raise UnsupportedError(f"unknown softmax policy {softmax!r} (choose {', '.join(SOFTMAX_POLICIES)})")
+        self.g, self.N, self.softmax, self.lut = graph, N, softmax, lut
+        self.vars: dict[str, Var] = {}
+        self.consts: list[Const] = []
+        self.ops: list[Any] = []
+        self.postprocess: list[dict[str, Any]] = []
+        self.output_names: dict[str, str] = {}  # graph output → compiled tensor name
+
+    # ------------------------------------------------------------------ helpers
+    def var(self, name: str) -> Var:
+        return self.vars[name]
+
+    def new_var(self, name: str, node: Node | None = None) -> Var:
+        shape = tuple(self.g.shape(name))
+        if len(shape) not in (2, 4):
+            if node is not None:
+                raise _err(node, f"tensor {name} of rank {len(shape)} has no Tensil layout (2-D or NCHW only)")
+        v = Var(name, shape, L.vector_count(shape, self.N))
+        self.vars[name] = v
+        return v
+
+    def const(self, name: str, vectors: np.ndarray) -> Const:
+        c = Const(name, np.asarray(vectors, np.float32).reshape(-1, self.N))
+        self.consts.append(c)
+        return c
+
+    def channel_const(self, node: Node, arr: np.ndarray, x: Var, name: str) -> Const:
+        """A per-channel (C,), scalar, or full-shape constant broadcast against ``x``."""
+        a = np.asarray(arr, np.float32)
+        C = x.shape[1]
+        if a.size == 1:
+            return self.const(name, L.replicate(float(a.reshape(-1)[0]), self.N))
+        flat = a.reshape(-1)
+        if a.size == C and (a.ndim == 1 or a.shape[:2] in ((1, C), (C,)) or a.shape == (C, 1, 1)
+                            or a.shape == (1, C, 1, 1)):
+            return self.const(name, L.activation_to_vectors(flat[None, :], self.N))
+        raise _err(node, f"constant of shape {a.shape} cannot be broadcast per channel against {x.shape}",
+                   "only scalars and per-channel constants are supported")
+
+    # ------------------------------------------------------------------ main
+    def run(self) -> "Lowering":
+        g = self.g
+        for t in g.inputs:
+            v = self.new_var(t.name)
+            v.is_input = True
+        consumers: dict[str, int] = {}
+        for n in g.nodes:
+            for i in n.inputs:
+                consumers[i] = consumers.get(i, 0) + 1
+        skip: set[str] = set()
+        for idx, n in enumerate(g.nodes):
+            if n.name in skip:
+                continue
+            last, residual = n, None
+            add = self._fusable_add(n, consumers)
+            if add is not None:  # conv → Add(shortcut): accumulate the shortcut into the accumulators
+                skip.add(add.name)
+                residual = next(i for i in add.inputs if i != n.outputs[0])
+                last = add
+            fused = self._fusable_activation(last, consumers)
+            if fused is not None:
+                skip.add(fused.name)
+            self._lower(n, fused, residual, last)
+        for t in g.outputs:
+            name = self.output_names.get(t.name, t.name)
+            if name not in self.vars:
+                raise UnsupportedError(f"graph output {t.name} is not computed on the device")
+            if not self._same_layout(self.vars[name]):
+                raise UnsupportedError(f"graph output {t.name} is a flattened NCHW tensor: its vectors are in NHWC "
+                                       "order, not ONNX order", hint="end the model with a Gemm or return the 4-D tensor")
+            self.vars[name].root.is_output = True
+        return self
+
+    def _fusable_add(self, n: Node, consumers: dict[str, int]) -> Node | None:
+        """The Add that alone consumes a Conv/Gemm output, when its other operand is already computed
+        with the same shape and layout."""
+        if n.op not in ("Conv", "Gemm"):
+            return None
+        out = n.outputs[0]
+        if consumers.get(out, 0) != 1 or self.g.is_output(out):
+            return None
+        nxt = self.g.consumers(out)[0]
+        if nxt.op != "Add" or len(nxt.inputs) != 2 or nxt.inputs[0] == nxt.inputs[1]:
+            return None
+        other = nxt.inputs[1] if nxt.inputs[0] == out else nxt.inputs[0]
+        v = self.vars.get(other)
+        if v is None or other in self.g.initializers or tuple(self.g.shape(other)) != tuple(self.g.shape(out)) \
+                or not self._same_layout(v):
+            return None
+        return nxt
+
+    def _fusable_activation(self, n: Node, consumers: dict[str, int]) -> Node | None:
+        if n.op not in ("Conv", "Gemm", "Add", "Sub", "Mul"):
+            return None
+        out = n.outputs[0]
+        if consumers.get(out, 0) != 1 or self.g.is_output(out):
+            return None
+        nxt = self.g.consumers(out)[0]
+        return nxt if nxt.op in ACTIVATIONS else None
+
+    def _act(self, node: Node | None) -> Act | None:
+        if node is None:
+            return None
+        a = node.attrs
+        if node.op == "Relu":
+            return Act("relu")
+        if node.op == "LeakyRelu":
+            alpha = float(a["alpha"])
+            return Act("leaky", (self.const(f"{node.name}.alpha", L.replicate(alpha, self.N)),), alpha)
+        lo, hi = float(a["min"]), float(a["max"])
+        big = 1e9
+        lo, hi = max(lo, -big), min(hi, big)
+        return Act("clip", (self.const(f"{node.name}.min", L.replicate(lo, self.N)),
+                            self.const(f"{node.name}.max", L.replicate(hi, self.N))))
+
+    def _out(self, n: Node, fused: Node | None) -> Var:
+        name = fused.outputs[0] if fused is not None else n.outputs[0]
+        v = self.new_var(name, n)
+        v.first = len(self.ops)
+        return v
+
+    def _use(self, v: Var) -> Var:
+        v.root.last = max(v.root.last, len(self.ops))
+        return v
+
+    def _lower(self, n: Node, fused: Node | None, residual: str | None = None, last: Node | None = None) -> None:
+        g, N = self.g, self.N
+        op = n.op
+        if op in ("Conv", "Gemm"):
+            x = self._use(self.var(n.inputs[0]))
+            w = g.initializers.get(n.inputs[1])
+            b = g.initializers.get(n.inputs[2]) if len(n.inputs) > 2 else None
+            if w is None:
+                raise _err(n, "weights must be constant", "Tensil keeps weights in the consts (.tdata)")
+            start = len(self.ops)
+            if op == "Conv":
+                self._conv(n, fused, x, w, b, last)
+            else:
+                self._gemm(n, fused, x, w, b, last)
+            if residual is not None:
+                r = self.var(residual).root
+                r.last = max(r.last, start)
+                self.ops[start].residual = r
+        elif op in ("Add", "Sub", "Mul"):
+            self._eltwise(n, fused)
+        elif op in ACTIVATIONS:
+            x = self._use(self.var(n.inputs[0]))
+            if not self._same_layout(x):
+                raise _err(n, "activation of a flattened NCHW tensor (apply it before the Flatten)")
+            x = x.root
+            self.ops.append(SimdOp(n, "act", [x], self._out(n, None), self._act(n)))
+        elif op in ("MaxPool", "AveragePool", "GlobalAveragePool"):
+            self._pool(n)
+        elif op in ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity"):
+            self._view(n)
+        elif op == "Softmax":
+            self._softmax(n)
+        elif op in LUT_FUNCTIONS:
+            self._lut(n)
+        elif op == "Concat":
+            self._concat(n)
+        elif op == "Resize":
+            self._resize(n)
+        else:
+            raise _err(n, f"unsupported operator {op} on Tensil")
+
+    def _conv(self, n, fused, x, w, b, last=None) -> None:
+        a = n.attrs
+        if len(x.shape) != 4:
+            raise _err(n, "Conv needs an NCHW input")
+        cout, cg, kh, kw = w.shape
+        group = int(a.get("group", 1))
+        cin = cg * group
+        y = self._out(last or n, fused)
+        _, _, OH, OW = y.shape
+        bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
+        cb = L.blocks(cout, N := self.N)
+        bias_v = L.activation_to_vectors(bias[None, :], N)
+        wv = L.conv_weight_vectors(np.asarray(w, np.float32), group, N)
+        c = self.const(f"{n.name}.consts", np.concatenate([bias_v, wv]))
+        pt, pl, pb, pr = a["pads"]
+        geom = dict(H=x.shape[2], W=x.shape[3], OH=OH, OW=OW, KH=kh, KW=kw, SH=a["strides"][0], SW=a["strides"][1],
+                    PT=pt, PL=pl, DH=a["dilations"][0], DW=a["dilations"][1], CINB=L.blocks(cin, N), COUTB=cb,
+                    BATCH=x.shape[0], CIN=cin, COUT=cout, PB=pb, PR=pr)
+        self.ops.append(ArrayOp(n, x, y, c, geom, self._act(fused), bool(np.any(bias)),
+                                x.shape[0] * OH * OW * cout * cg * kh * kw))
+
+    def _gemm(self, n, fused, x, w, b, last=None) -> None:
+        N = self.N
+        w = np.asarray(w, np.float32)
+        root = x.root
+        if x.view_of is not None and len(root.shape) == 4 and root.shape[2] * root.shape[3] > 1:
+            _, C, H, W = root.shape
+            if w.shape[0] != C * H * W:
+                raise _err(n, f"Gemm reads {w.shape[0]} features of a flattened {root.shape} tensor")
+            rows = L.flattened_dense_rows(w, C, H, W, N)  # already a multiple of N rows per pixel
+            geomx = dict(H=1, W=1, CINB=H * W * L.blocks(C, N))
+            x = root
+        else:
+            rows = np.zeros((L.blocks(w.shape[0], N) * N, w.shape[1]), np.float32)
+            rows[:w.shape[0]] = w
+            geomx = dict(H=1, W=1, CINB=L.blocks(w.shape[0], N))
+            x = x.root if x.view_of is not None else x
+        y = self._out(last or n, fused)
+        if len(y.shape) != 2:
+            raise _err(n, "Gemm output must be 2-D")
+        batch, cout = y.shape
+        bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
+        wv = L.dense_weight_vectors(rows, N)
+        c = self.const(f"{n.name}.consts", np.concatenate([L.activation_to_vectors(bias[None, :], N), wv]))
+        geom = dict(geomx, OH=1, OW=1, KH=1, KW=1, SH=1, SW=1, PT=0, PL=0, DH=1, DW=1, COUTB=L.blocks(cout, N),
+                    BATCH=batch, CIN=w.shape[0], COUT=cout, PB=0, PR=0)
+        self.ops.append(ArrayOp(n, x, y, c, geom, self._act(fused), bool(np.any(bias)), batch * w.shape[0] * cout))
+
+    def _eltwise(self, n, fused) -> None:
+        g = self.g
+        ins: list[Any] = []
+        acts = [i for i in n.inputs if i not in g.initializers]
+        if not acts:
+            raise _err(n, "both operands are constant (should have been folded)")
+        ref = self.var(acts[0])
+        for i in n.inputs:
+            if i in g.initializers:
+                ins.append(self.channel_const(n, g.initializers[i], ref, f"{n.name}.{i}"))
+            else:
+                v = self._use(self.var(i))
+                if v.shape != ref.shape:
+                    raise _err(n, f"tensor operands of shapes {v.shape} and {ref.shape} (no broadcasting of "
+                                  f"activations on Tensil)")
+                if not self._same_layout(v):
+                    raise _err(n, f"operand {i} is a flattened NCHW tensor; element-wise ops need its own layout")
+                ins.append(v.root)
+        self.ops.append(SimdOp(n, n.op.lower(), ins, self._out(n, fused), self._act(fused)))
+
+    def _pool(self, n) -> None:
+        x = self._use(self.var(n.inputs[0]))
+        a = n.attrs
+        if n.op == "GlobalAveragePool":
+            a = dict(kernel=(x.shape[2], x.shape[3]), strides=(1, 1), pads=(0, 0, 0, 0), count_include_pad=False)
+        y = self._out(n, None)
+        geom = dict(kernel=tuple(a["kernel"]), strides=tuple(a["strides"]), pads=tuple(a["pads"]),
+                    dilations=tuple(a.get("dilations", (1, 1))), include_pad=bool(a.get("count_include_pad", False)))
+        kind = "max_pool" if n.op == "MaxPool" else "avg_pool"
+        op = SimdOp(n, kind, [x], y, geom=geom)
+        if kind == "avg_pool":
+            from ....frontend.kernels import pool_counts
+            counts = pool_counts(dict(a, ceil_mode=a.get("ceil_mode", False)), x.shape[2], x.shape[3])
+            geom["counts"] = counts
+            for k in sorted({int(c) for c in np.unique(counts)}):
+                op.consts.append(self.const(f"{n.name}.recip{k}", L.replicate(1.0 / k, self.N)))
+            geom["recip_index"] = {int(k): i for i, k in enumerate(sorted({int(c) for c in np.unique(counts)}))}
+        self.ops.append(op)
+
+    def _view(self, n) -> None:
+        x = self.var(n.inputs[0])
+        out = n.outputs[0]
+        shape = tuple(self.g.shape(out))
+        root = x.root
+        if len(shape) not in (2, 4):
+            raise _err(n, f"reshape to rank {len(shape)} has no Tensil layout")
+        if root.is_input and x is root and all(c.op in ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity")
+                                               for c in self.g.consumers(x.name)):
+            # the host lays the input out: declare it in the reshaped layout directly
+            root.shape, root.size = shape, L.vector_count(shape, self.N)
+            self.vars[out] = Var(out, shape, root.size, view_of=root)
+            self._use(x)
+            return
+        flatten = len(root.shape) == 4 and len(shape) == 2
+        if not flatten and (L.vector_count(shape, self.N) != root.size or
+                            (len(shape) == 4 and len(root.shape) == 4 and shape != root.shape)):
+            raise _err(n, f"reshape {x.shape} → {shape} changes Tensil's vector layout",
+                       "only flattening NCHW tensors for a following Gemm is free on Tensil")
+        self._use(x)
+        self.vars[out] = Var(out, shape, root.size, view_of=root)
+
+    def _same_layout(self, v: Var) -> bool:
+        """A view whose vectors are exactly its own layout (so any op may read it)."""
+        r = v.root
+        if v.view_of is None or v.shape == r.shape:
+            return True
+        if len(r.shape) == 4 and len(v.shape) == 2:
+            return r.shape[2] * r.shape[3] == 1
+        return L.vector_count(v.shape, self.N) == r.size and len(v.shape) == len(r.shape)
+
+    def _lut(self, n) -> None:
+        """Sigmoid/Tanh as a piecewise-linear table (LoadLUT/Lookup extension, spec §3.10/§7.6)."""
+        if self.lut is None:
+            raise _err(n, f"{n.op} needs lookup tables, which Tensil v1.0.15 lacks",
+                       "compile with -O lut=true (nnisa's LoadLUT/Lookup extension; not runnable on Tensil hardware)")
+        x = self._use(self.var(n.inputs[0]))
+        if not self._same_layout(x):
+            raise _err(n, "activation of a flattened NCHW tensor (apply it before the Flatten)")
+        keys, values, slopes = lut_tables(n.op, self.lut[1])
+        cs = [self.const(f"{n.name}.{t}", L.activation_to_vectors(v[None, :], self.N)[:L.blocks(len(v), self.N)])
+              for t, v in (("keys", keys), ("values", values), ("slopes", slopes))]
+        self.ops.append(SimdOp(n, "lut", [x.root], self._out(n, None), consts=cs))
+
+    def _resize(self, n) -> None:
+        x = self._use(self.var(n.inputs[0]))
+        if n.attrs["mode"] == "nearest":
+            self.ops.append(SimdOp(n, "resize", [x.root], self._out(n, None), geom={"scales": n.attrs["scales"]}))
+            return
+        # linear: each output vector is Σ weight·source over ≤ 4 source pixels; one const per weight
+        th, tw = n.attrs["taps"]
+        plan, weights = [], {}
+        for i0h, i1h, rh in th:
+            for i0w, i1w, rw in tw:
+                src: dict[tuple[int, int], float] = {}
+                for (h, wh) in ((i0h, 1 - rh), (i1h, rh)):
+                    for (w, ww) in ((i0w, 1 - rw), (i1w, rw)):
+                        src[(h, w)] = src.get((h, w), 0.0) + wh * ww
+                terms = []
+                for (h, w), wt in src.items():
+                    q = round(float(wt), 7)
+                    if q != 0.0:
+                        weights.setdefault(q, len(weights))
+                        terms.append((h, w, weights[q]))
+                plan.append(terms)
+        consts = [self.const(f"{n.name}.w{k}", L.replicate(wt, self.N)) for wt, k in
+                  sorted(weights.items(), key=lambda kv: kv[1])]
+        self.ops.append(SimdOp(n, "resize_linear", [x.root], self._out(n, None), geom={"plan": plan},
+                               consts=consts))
+
+    def _concat(self, n) -> None:
+        """Channel (or feature) concatenation: vector blocks copied through the accumulators."""
+        ins = [self.var(i) for i in n.inputs]
+        rank = len(ins[0].shape)
+        if int(n.attrs["axis"]) != 1 or rank not in (2, 4):
+            raise _err(n, "only channel concatenation of NCHW tensors (or features of 2-D ones) is supported")
+        for v in ins:
+            if not self._same_layout(v):
+                raise _err(n, "operand is a flattened NCHW tensor")
+        for v in ins[:-1]:
+            if v.shape[1] % self.N:
+                raise _err(n, f"operand {v.name} has {v.shape[1]} channels, not a multiple of the array size "
+                              f"{self.N}: its lanes would have to move", "pad the channels to a multiple of N")
+        for v in ins:
+            self._use(v)
+        self.ops.append(SimdOp(n, "concat", [v.root for v in ins], self._out(n, None)))
+
+    def _softmax(self, n) -> None:
+        x = self.var(n.inputs[0])
+        if not self.g.is_output(n.outputs[0]) or self.softmax == "error":
+            raise _err(n, "Softmax runs on the host: it must produce a graph output",
+                       "use -O softmax=host (default) with Softmax as the last op, or remove it")
+        self._use(x)
+        self.output_names[n.outputs[0]] = x.name if x.view_of is None else x.name
+        if self.softmax == "host":
+            self.postprocess.append({"op": "Softmax", "output": n.outputs[0], "input": x.name,
+                                     "axis": int(n.attrs.get("axis", len(x.shape) - 1))})

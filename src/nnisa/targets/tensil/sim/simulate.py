@@ -1,0 +1,97 @@
+"""``nnisa sim -t tensil``: values (the emulator) and cycles (one of three models) → SimResult.
+
+Modes: ``functional`` (values only), ``timing`` (cycles only) and ``both`` (default).  Cycle
+models (``-O timing=``): ``estimator`` (Tensil's, exact), ``detailed`` (our systolic model,
+calibrated per platform profile) and ``scalesim`` (SCALE-Sim's weight-stationary closed form of
+the layers the program computes, plus the array-only cross-check).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ....core.errors import OptionError, SimError
+from ....core.target import SimResult, Stats
+from ..config import load_arch
+from ..formats.model import read_csv_vectors
+from ..program import TensilProgram
+from .emulator import Emulator, emulate_model
+from .estimator import estimate
+
+MODES = ("both", "functional", "timing")
+TIMING_MODELS = ("estimator", "detailed", "scalesim")
+
+
+def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
+             mode: str = "both", timing: str = "estimator", runs: int | None = None,
+             local_consts: bool | None = None, path: str = "fast", compare: str | None = None,
+             conversion: str = "tensil", true_macs: int | None = None, profile: str = "zcu104-single",
+             raw_outputs: bool = False, csv: str | None = None, trace: str | None = None, gantt: str | None = None,
+             **options: Any) -> SimResult:
+    """Simulate a program (with its model when read from a ``.tmodel``)."""
+    if mode not in MODES:
+        raise OptionError(f"unknown mode {mode!r} (choose {', '.join(MODES)})")
+    if timing not in TIMING_MODELS:
+        raise OptionError(f"unknown timing model {timing!r} (choose {', '.join(TIMING_MODELS)})")
+    if config is not None:
+        arch = load_arch(config)
+        if arch != program.arch:
+            raise SimError("--arch differs from the architecture of the program")
+    t0 = time.perf_counter()
+    outputs: dict[str, np.ndarray] = {}
+    extra: dict[str, Any] = {}
+    model = program.model
+    if mode in ("both", "functional"):
+        if model is not None:
+            cmp = None
+            if compare:
+                cmp = read_csv_vectors(compare, model.arch.array_size)
+            res = emulate_model(model, program, inputs, runs=runs, local_consts=local_consts, path=path,
+                                compare=cmp, conversion=conversion)
+            src = res.raw if raw_outputs else res.floats
+            outputs = {k: v.reshape(-1, v.shape[-1]) for k, v in src.items()}
+            if csv:  # Tensil's output CSV: every output vector of every run, exact decimals, CRLF
+                from ....core.fileio import write_atomic
+                from ..formats.model import format_csv_vectors
+                vecs = [v.reshape(-1, v.shape[-1]) for v in res.floats.values()]
+                write_atomic(csv, format_csv_vectors(np.concatenate(vecs) if vecs else np.zeros((0, 1))))
+            extra.update(runs=res.runs, emulation_s=res.wall_s, saturation=res.saturation)
+            if res.compare is not None:
+                extra["compare"] = res.compare
+        else:
+            if inputs:
+                raise SimError("a bare program has no input tensors: simulate its .tmodel to feed inputs")
+            emu = Emulator(program.arch, path)
+            for _ in range(runs or 1):
+                emu.run(program)
+            extra.update(runs=runs or 1, emulation_s=emu.wall_s, saturation=emu.saturation())
+    stats = Stats(instructions=len(program), extra=extra)
+    macs = true_macs or (model.extensions.get("x_nnisa_true_macs") if model is not None else None)
+    est = estimate(program, macs)
+    extra["estimator"] = {k: est[k] for k in ("cycles", "energy", "classes", "dram_vectors", "dram_vectors_total")}
+    if "mac_efficiency" in est:
+        extra["mac_efficiency"] = est["mac_efficiency"]
+    if mode in ("both", "timing"):
+        if timing == "estimator":
+            stats.cycles = est["cycles"]
+            extra["timing_model"] = "tensil-estimator (reference-compatible)"
+        elif timing == "detailed":
+            from .detailed import run_detailed
+            det = run_detailed(program, profile=profile, true_macs=macs, trace=trace, gantt=gantt, **options)
+            stats.cycles = det["cycles"]
+            extra["timing_model"] = f"tensil-detailed ({profile}, nnisa's own)"
+            extra["detailed"] = det
+        else:
+            from .scalesim import program_scalesim
+            sc = program_scalesim(program, **options)
+            stats.cycles = sc["cycles"]
+            extra["timing_model"] = "scalesim-ws (closed form, SCALE-Sim compatible)"
+            extra["scalesim"] = sc
+        clock = extra.get("detailed", {}).get("clock_mhz", 100.0)
+        stats.latency_ns = stats.cycles * 1000.0 / clock
+        extra["clock_mhz"] = clock
+    stats.wall_s = time.perf_counter() - t0
+    return SimResult(outputs, stats, details=None)
