@@ -226,3 +226,18 @@ def test_synthesis_pipelined_and_lut6():
     assert 0 < piped["ffs"] <= build_netlist(p, latency_cutoff=1).n_registers()
     lut6 = synthesize({"t.v": emit(p, name="t")[0]}, "t", "lut6")
     assert lut6["luts"] > 0 and lut6["carry"] == 0 and lut6["ffs"] == 0
+
+
+def test_cosim_degenerate_programs():
+    from nnisa.targets.dais.sim.rtl_engine import RtlEngine
+    require("verilator")
+    # no inputs at all: constants and an unused output
+    p = prog([(5, -1, -1, 7, 0, 1, 4, 0), (5, -1, -1, 3, 0, 1, 2, 1)], 0, [0, 1, -1], out_negs=[1, 0, 0])
+    y = RtlEngine(p).run(np.zeros((0,)), n_samples=3)
+    assert y.tobytes() == run(p, np.zeros((0,)), n_samples=3).tobytes()
+    # an input wired straight to an output of a pipelined design, a dead input, a negated output
+    p = prog([(-1, 0, -1, 0, 0, 1, 7, 0), (-1, 1, -1, 0, 0, 0, 4, 0), (0, 0, 1, 0, 0, 1, 9, 0),
+              (0, 2, 2, 1, 0, 1, 11, 0)], 3, [0, 3, 1], out_negs=[1, 0, 1])
+    X = edge_inputs(p, 200, 1)
+    eng = cosim(p, X, cutoff=1)
+    assert eng.net.n_stages == 2 and eng.net.inputs[2].w == 1
