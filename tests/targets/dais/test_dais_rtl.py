@@ -241,3 +241,17 @@ def test_cosim_degenerate_programs():
     X = edge_inputs(p, 200, 1)
     eng = cosim(p, X, cutoff=1)
     assert eng.net.n_stages == 2 and eng.net.inputs[2].w == 1
+
+
+@pytest.mark.parametrize("w", [1, 8, 62, 63, 64])
+def test_output_ports_decode_every_width(w):
+    from nnisa.targets.dais.rtl.netlist import Netlist, Port
+    from nnisa.targets.dais.sim.rtl_engine import decode_ports
+    net = Netlist([], [], [Port("s", w, True, src=0), Port("u", w, False, src=0, scale_exp=-1)])
+    top = 1 << (w - 1)
+    ints = [0, 1, top - 1, -top, -1] if w > 1 else [0, -1]
+    Y = np.array([[v & ((1 << w) - 1)] * 2 for v in ints], dtype=object).astype(np.uint64)
+    got, floats = decode_ports(net, Y)
+    assert got[:, 0].tolist() == ints
+    assert got[:, 1].tolist() == [v & ((1 << w) - 1) if w < 64 else v for v in ints]
+    assert floats[:, 0].tolist() == [float(v) for v in ints]

@@ -31,7 +31,7 @@ def synthesize(sources: dict[str, str], top: str, script: str = "xilinx", *, tim
     Returns
     -------
     dict
-        ``luts`` (LUT1–LUT6), ``ffs`` (flip-flops), ``carry`` (carry-chain cells), ``muxf``
+        ``luts`` (LUT1–LUT6 and INV), ``ffs`` (flip-flops), ``carry`` (carry-chain cells), ``muxf``
         (MUXF7/8), ``dsp``, ``cells`` (all), the per-type histogram, the script and Yosys' version.
     """
     if script not in SCRIPTS:
@@ -63,7 +63,8 @@ def parse_stat(text: str, *, script: str = "", version: str = "") -> dict:
         for mod in (data.get("modules") or {}).values():
             for k, v in (mod.get("num_cells_by_type") or {}).items():
                 types[str(k)] = types.get(str(k), 0) + int(v)
-    luts = sum(v for k, v in types.items() if re.fullmatch(r"\$?_?LUT[1-6]?_?|\$lut", k))
+    # INV is a LUT1 on Xilinx parts
+    luts = sum(v for k, v in types.items() if re.fullmatch(r"\$?_?LUT[1-6]?_?|\$lut|INV", k))
     ffs = sum(v for k, v in types.items() if re.match(r"(FD[A-Z]*|\$_?S?DFF|\$_?DFF|\$dff|\$_?ALDFF)", k))
     return {"luts": luts, "ffs": ffs, "carry": sum(v for k, v in types.items() if k.startswith("CARRY")),
             "muxf": sum(v for k, v in types.items() if k.startswith("MUXF")),

@@ -114,8 +114,9 @@ def decode_ports(net: Netlist, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for j, port in enumerate(net.outputs):
         v = Y[:, j].astype(np.uint64) & np.uint64((1 << port.w) - 1 if port.w < 64 else (1 << 64) - 1)
         v = v.view(np.int64) if port.w == 64 else v.astype(np.int64)
-        if port.signed and port.w < 64:
-            v = np.where(v >= (1 << (port.w - 1)), v - (1 << port.w), v)
+        if port.signed and port.w < 64:  # sign-extend: shift the top bit to bit 63 and back
+            sh = np.int64(64 - port.w)
+            v = (v << sh) >> sh
         ints[:, j] = v
         if port.src >= 0:
             out[:, j] = v.astype(np.float64) * pow2(port.scale_exp)
