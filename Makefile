@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= 2
 
-.PHONY: demo test test-all bench install clean
+.PHONY: demo test test-all bench install warmup clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -13,9 +13,16 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,oracles,hdl]'
+	$(BIN)/python -m compileall -q src
+	$(BIN)/python -m nnisa.warmup
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# byte-compile the sources and compile the numba kernels into their on-disk cache again (after editing)
+warmup: $(STAMP)
+	$(BIN)/python -m compileall -q src
+	$(BIN)/python -m nnisa.warmup
 
 demo: $(STAMP)
 	$(BIN)/nnisa demo

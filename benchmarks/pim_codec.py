@@ -65,8 +65,9 @@ def _phases(rows):
         out = np.zeros(n // 24 + 1024, dtype=js.ROW_DTYPE)
         segs = np.zeros((64, 6), dtype=np.int64)
         info = np.full(10, -1, dtype=np.int64)
+        spans = np.zeros((64, js.SPAN_COLS), dtype=np.int64)
         state = np.zeros(js.NSTATE, dtype=np.int64)
-        assert js.scan(buf, n, True, state, out.view(np.uint8), segs, info, *js.tables()) == js.ST_OK
+        assert js.scan(buf, n, True, state, out.view(np.uint8), segs, spans, info, *js.tables()) == js.ST_OK
     dt, _ = _best(scan)
     rows.append((f"&nbsp;&nbsp;phase: tokenize into IR rows (alone, {n / dt / 1e6:.0f} MB/s)", dt, _rss_gb()))
     del feed, buf

@@ -396,11 +396,14 @@ def bench_cmd(target_name, workload, config, options, as_json):
 @cli.command("demo")
 @click.option("--shared", type=click.Path(file_okay=False), default=None,
               help="Path of the shared/ directory with conformance data (default: ../shared).")
+@click.option("--out-dir", type=click.Path(file_okay=False), default="demo_out", show_default=True,
+              help="Where the pictures go.")
+@click.option("--verbose", "-v", is_flag=True, help="Also print every figure of every run (long tables).")
 @json_option
-def demo_cmd(shared, as_json):
-    """Run the main job on the bundled model for every implemented target."""
+def demo_cmd(shared, out_dir, verbose, as_json):
+    """Run the main job on the bundled models for every target, side by side."""
     from .demo import run_demo
-    run_demo(shared_dir=shared, as_json=as_json)
+    run_demo(shared_dir=shared, as_json=as_json, verbose=verbose, out_dir=out_dir)
 
 
 def _read_text(path: str) -> str:

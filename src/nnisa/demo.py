@@ -1,45 +1,57 @@
-"""``nnisa demo``: the main job on the bundled model, for every target that can run it.
+"""``nnisa demo``: the main job on the bundled models, for every target, as a short story.
 
-1. The frontend: import the bundled digits CNN, evaluate it in float and quantized integer
-   arithmetic, and compare both with onnxruntime on the shipped test set.
-2. Every target that compiles and simulates: compile the bundled models, simulate them, compare
-   with onnxruntime, and print the targets side by side.
-3. The PIM conformance program (PIMCOMP-NN's ResNet-18, from ``../shared``): read it and print its
-   instruction mix per core and field ranges.
+1. The frontend: the bundled digits CNN in float and exact int8 against onnxruntime.
+2. Every target that compiles and simulates: the bundled models compiled, simulated on their test
+   images and compared with onnxruntime, side by side (one row per target and model).
+3. Each target's reference job (its quick built-in workloads: real programs of the reference tools
+   from ``../shared`` where there are some), one line each, against the reference figure.
+4. Pictures in ``demo_out/`` (latency against energy of step 2, a per-core Gantt chart of PIMCOMP-NN's
+   ResNet-18).
+
+The long per-core tables are behind ``--verbose``; ``--json`` prints everything as one object.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.table import Table
 
+from .core.fileio import shared_dir
 from .core.jsonsafe import dumps
 from .core.target import get_target, target_names
-from .report.tables import compare_table, kv_table
 
-#: how many test samples the demo simulates per target (simulation is per sample for some)
+#: how many test samples the demo simulates per target and model
 DEMO_SAMPLES = int(os.environ.get("NNISA_DEMO_SAMPLES", "32"))
+#: bundled trained models the demo runs on every target (those that exist in this installation)
+DEMO_MODELS = ("digits_cnn", "digits_mlp")
 
 
 def default_shared_dir() -> Path:
-    """``../shared`` next to the checkout (or NNISA_SHARED)."""
-    if os.environ.get("NNISA_SHARED"):
-        return Path(os.environ["NNISA_SHARED"])
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        cand = parent.parent / "shared"
-        if (parent / "pyproject.toml").exists() and cand.is_dir():
-            return cand
-    return Path.cwd().parent / "shared"
+    """``../shared`` next to the checkout (or ``NNISA_SHARED``)."""
+    return shared_dir()
 
 
-def frontend_step(con: Console | None) -> dict[str, Any]:
-    """Float and quantized reference evaluation of the bundled model vs onnxruntime."""
+def _machine() -> str:
+    cpu = platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def frontend_step() -> dict[str, Any]:
+    """Float and exact-integer evaluation of the bundled CNN against onnxruntime."""
     from .api import onnx_reference
     from .frontend import evaluate_float, evaluate_quantized, load_model, quantize
     from .frontend.models import bundled_model_path, bundled_testset
@@ -51,44 +63,42 @@ def frontend_step(con: Console | None) -> dict[str, Any]:
     name = graph.inputs[0].name
     ref = next(iter(onnx_reference(path, {name: x}).values()))
     flt = next(iter(evaluate_float(graph, {name: x}).values()))
-    q = quantize(graph, {name: x[: min(len(x), 64)]})
-    qout = evaluate_quantized(q, {name: x}, dequantize=True)
-    qv = next(iter(qout.values()))
-    res = {
-        "model": str(path.name),
-        "test_samples": int(len(x)),
-        "float_max_abs_error_vs_onnxruntime": float(np.abs(flt - ref).max()),
-        "onnxruntime_accuracy": float((ref.argmax(1) == labels).mean()),
-        "float_accuracy": float((flt.argmax(1) == labels).mean()),
-        "int8_accuracy": float((qv.argmax(1) == labels).mean()),
-        "int8_top1_agreement_with_onnxruntime": float((qv.argmax(1) == ref.argmax(1)).mean()),
-        "wall_s": time.perf_counter() - t0,
-    }
-    if con:
-        con.print(kv_table("1. frontend: bundled digits CNN, float and int8 reference vs onnxruntime", res))
-    return res
-
-
-#: bundled trained models the demo runs on every target (those that exist in this installation)
-DEMO_MODELS = ("digits_cnn", "digits_mlp")
+    q = quantize(graph, {name: x[-64:]})
+    qv = next(iter(evaluate_quantized(q, {name: x}, dequantize=True).values()))
+    return {"model": path.name, "test_images": int(len(x)),
+            "onnxruntime_accuracy": float((ref.argmax(1) == labels).mean()),
+            "float_accuracy": float((flt.argmax(1) == labels).mean()),
+            "float_max_abs_error": float(np.abs(flt - ref).max()),
+            "int8_accuracy": float((qv.argmax(1) == labels).mean()),
+            "int8_top1_agreement": float((qv.argmax(1) == ref.argmax(1)).mean()),
+            "wall_s": time.perf_counter() - t0}
 
 
 def _bundled(name: str):
     from .frontend.models import bundled_model_path, bundled_testset
     try:
-        path = bundled_model_path(name)
-        x, labels = bundled_testset(name)
-    except Exception:  # a model this installation does not ship
+        return bundled_model_path(name), *bundled_testset(name)
+    except Exception:  # noqa: BLE001 - a model this installation does not ship
         return None
-    return path, x, labels
 
 
-def targets_step(con: Console | None) -> list[dict[str, Any]]:
-    """Compile + simulate each bundled model on every target that compiles and simulates.
+def _runnable_targets() -> list[str]:
+    from .core.errors import NnisaError
+    out = []
+    for name in target_names():
+        try:
+            caps = get_target(name).capabilities()
+        except NnisaError:
+            continue
+        if "compile" in caps and "simulate" in caps:
+            out.append(name)
+    return out
 
-    A model a target cannot compile (an operator it does not support) gets a row saying so,
-    so the table shows the machines side by side.
-    """
+
+def targets_step(samples: int = DEMO_SAMPLES) -> list[dict[str, Any]]:
+    """Compile + simulate each bundled model on every target; one row per (target, model).
+
+    A model a target cannot take gets a row with the reason, so the machines stay side by side."""
     import onnx
 
     from .api import run_model
@@ -96,63 +106,121 @@ def targets_step(con: Console | None) -> list[dict[str, Any]]:
 
     rows = []
     models = [(m, b) for m in DEMO_MODELS if (b := _bundled(m)) is not None]
-    for name in target_names():
-        try:
-            tgt = get_target(name)
-        except NnisaError:
-            continue
-        caps = tgt.capabilities()
-        if "compile" not in caps or "simulate" not in caps:
-            continue
-        for model_name, (path, x, labels) in models:
+    for name in _runnable_targets():
+        for model_name, (path, x, _labels) in models:
             in_name = onnx.load(str(path)).graph.input[0].name
             row: dict[str, Any] = {"target": name, "model": model_name}
             try:
-                rep = run_model(name, path, inputs={in_name: x[:DEMO_SAMPLES]})
+                rep = run_model(name, path, inputs={in_name: x[:samples]})
             except NnisaError as exc:
                 row["note"] = f"not compiled: {exc.message}"
                 rows.append(row)
                 continue
-            cr = rep.get("compile_report", {})
-            row.update({"samples": rep["samples"], "bit_exact": rep.get("bit_exact"),
-                        "top1_agree": rep["top1_agreement"], "max_abs_err": rep["max_abs_error"],
-                        "cycles": rep.get("cycles"), "latency_ns": rep.get("latency_ns"),
-                        "energy_pj": rep.get("energy_pj"), "instructions": rep.get("instructions"),
-                        "adders": cr.get("adders"), "wall_s": rep["wall_s"]})
-            rows.append({k: v for k, v in row.items() if v is not None})
-    if con:
-        if rows:
-            con.print(compare_table(rows, "2. bundled models compiled, simulated and compared with onnxruntime"))
-        else:
-            con.print("2. no target compiles ONNX models yet")
+            row.update({k: rep.get(k) for k in ("samples", "bit_exact", "top1_agreement", "max_abs_error", "cycles",
+                                                 "latency_ns", "period_ns", "energy_pj", "instructions",
+                                                 "compile_s", "sim_s")})
+            row["timing_model"] = rep.get("timing_model")
+            rows.append(row)
     return rows
 
 
-def pim_conformance_step(con: Console | None, shared: Path) -> dict[str, Any] | None:
-    """Statistics of PIMCOMP-NN's ResNet-18 program (instruction mix per core, field ranges)."""
-    prog_path = shared / "conformance" / "pim" / "resnet18_batch_8x8.json.gz"
-    if not prog_path.exists():
-        if con:
-            con.print(f"3. skipped: {prog_path} not found (the shared/ directory is not next to the checkout)")
-        return None
-    t = get_target("pim")
-    t0 = time.perf_counter()
-    prog = t.read(prog_path)
-    load_s = time.perf_counter() - t0
-    st = t.stats(prog)
-    st["load_s"] = load_s
-    if con:
-        from .report.tables import print_stats
-        print_stats(st, f"3. PIM conformance program {prog_path.name} (read in {load_s:.2f} s)", con)
-    return st
+def reference_step(pictures: Path | None) -> list[dict[str, Any]]:
+    """Each target's quick built-in workloads (``Target.demo_workloads``), one result each."""
+    from .core.errors import NnisaError
+    out = []
+    for name in target_names():
+        try:
+            t = get_target(name)
+        except NnisaError:
+            continue
+        for workload, config in t.demo_workloads:
+            opts: dict[str, Any] = {}
+            if name == "pim" and pictures is not None:
+                opts["gantt"] = str(pictures / "pim_resnet18_gantt.png")
+            row: dict[str, Any] = {"target": name, "workload": workload}
+            try:
+                row.update(t.bench(workload, config=config, **opts))
+            except NnisaError as exc:
+                row["summary"] = f"skipped: {exc.message}"
+            out.append(row)
+    return out
 
 
-def run_demo(shared_dir: str | Path | None = None, as_json: bool = False) -> dict[str, Any]:
-    """Run all demo steps; print rich tables (or one JSON object with ``as_json``)."""
+def _fmt_time(ns: float | None) -> str:
+    if not ns:
+        return "–"
+    return f"{ns / 1e6:.2f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} µs"
+
+
+def _side_by_side(rows: list[dict[str, Any]]) -> Table:
+    t = Table(title="2. bundled models on every target (images from the test set; vs onnxruntime)",
+              title_justify="left")
+    for col in ("target", "model", "exact", "top-1", "max err", "latency", "energy", "instr.", "compile",
+                "sim"):
+        t.add_column(col, justify="left" if col in ("target", "model") else "right")
+    for r in rows:
+        if "note" in r:
+            t.add_row(r["target"], r["model"], "–", "–", "–", "–", "–", "–", "–", r["note"][:60])
+            continue
+        exact = {True: "yes", False: "NO", None: "n/a"}[r.get("bit_exact")]
+        energy = f"{r['energy_pj'] / 1e6:.2f} µJ" if r.get("energy_pj") else "–"
+        t.add_row(r["target"], r["model"], exact, f"{r['top1_agreement']:.2f}", f"{r['max_abs_error']:.3f}",
+                  _fmt_time(r.get("latency_ns")), energy, f"{r['instructions']:,}" if r.get("instructions") else "–",
+                  f"{r['compile_s']:.1f} s", f"{r['sim_s']:.1f} s")
+    t.caption = ("exact: simulated integers = the frontend's int8 reference (n/a: a float or fixed-point machine "
+                 "with its own arithmetic); latency: one image in → out, each target's own timing model")
+    return t
+
+
+def run_demo(shared_dir: str | Path | None = None, as_json: bool = False, verbose: bool = False,
+             out_dir: str | Path = "demo_out") -> dict[str, Any]:
+    """Run all demo steps and print the story (or one JSON object with ``as_json``)."""
+    if shared_dir is not None:
+        os.environ["NNISA_SHARED"] = str(shared_dir)
     con = None if as_json else Console()
-    shared = Path(shared_dir) if shared_dir else default_shared_dir()
-    out: dict[str, Any] = {"frontend": frontend_step(con), "targets": targets_step(con)}
-    out["pim_conformance"] = pim_conformance_step(con, shared)
-    if as_json:
+    pictures = Path(out_dir)
+    pictures.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"machine": _machine(), "date": time.strftime("%Y-%m-%d")}
+    if con:
+        con.print(f"[bold]nnisa demo[/bold] — {out['date']}, {out['machine']}")
+    fe = out["frontend"] = frontend_step()
+    if con:
+        con.print(f"1. frontend: {fe['model']} on {fe['test_images']} test images — onnxruntime "
+                  f"{fe['onnxruntime_accuracy']:.1%}, our float {fe['float_accuracy']:.1%} (max |err| "
+                  f"{fe['float_max_abs_error']:.1e}), exact int8 {fe['int8_accuracy']:.1%}, int8 top-1 agreement "
+                  f"{fe['int8_top1_agreement']:.1%}")
+    rows = out["targets"] = targets_step()
+    if con:
+        con.print(_side_by_side(rows))
+    refs = out["reference_jobs"] = reference_step(pictures)
+    if con:
+        con.print("3. reference jobs (real programs of the reference tools where ../shared has them):")
+        for r in refs:
+            wall = f" [{r['wall_s']:.1f} s]" if "wall_s" in r else ""
+            con.print(f"   {r['target']:>7}: {r.get('summary') or r['workload']}{wall}")
+    from .report.plots import plot_latency_energy
+    files = []
+    if plot_latency_energy(rows, pictures / "targets_latency_energy.png",
+                           title="bundled models: latency against energy per image"):
+        files.append(str(pictures / "targets_latency_energy.png"))
+    if (pictures / "pim_resnet18_gantt.png").exists():
+        files.append(str(pictures / "pim_resnet18_gantt.png"))
+    out["pictures"] = files
+    out["wall_s"] = time.perf_counter() - t0
+    if con:
+        con.print(f"4. pictures: {', '.join(files) or 'none'}")
+        con.print(f"done in {out['wall_s']:.0f} s; details: nnisa demo --verbose, or --json")
+        if verbose:
+            _verbose(con, rows, refs)
+    else:
         print(dumps(out))
     return out
+
+
+def _verbose(con: Console, rows: list[dict[str, Any]], refs: list[dict[str, Any]]) -> None:
+    """The long tables: every figure of every run and reference job."""
+    from .report.tables import compare_table, print_stats
+    con.print(compare_table(rows, "every figure of step 2"))
+    for r in refs:
+        print_stats({k: v for k, v in r.items() if k not in ("summary",)}, f"{r['target']}: {r['workload']}", con)

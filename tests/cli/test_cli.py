@@ -72,3 +72,44 @@ def test_python_m_entry_point():
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("nnisa: error:")
     assert "Traceback" not in proc.stderr
+
+
+def test_bench_lists_and_runs_workloads(capsys):
+    code, out, err = run_cli(["bench", "-t", "dais", "--json"], capsys)
+    assert code == 0
+    names = json.loads(out)["workloads"]
+    assert {"cmvm-64", "cmvm-256", "digits-mlp"} <= set(names)
+    code, out, err = run_cli(["bench", "-t", "dais", "digits-mlp", "--json"], capsys)
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["bit_exact"] is True and res["samples"] == 360 and res["accuracy"] > 0.9
+    code, out, err = run_cli(["bench", "-t", "pim", "nosuch"], capsys)
+    assert code == 2 and "no workload 'nosuch'" in err
+
+
+def test_every_target_declares_valid_demo_workloads():
+    from nnisa.core.errors import NnisaError
+    from nnisa.core.target import get_target, target_names
+    for name in target_names():
+        try:
+            t = get_target(name)
+        except NnisaError:
+            continue
+        for workload, _config in t.demo_workloads:
+            assert workload in t.workloads(), (name, workload)
+
+
+def test_demo_json_story(tmp_path, monkeypatch, capsys):
+    """The demo runs every target that compiles and simulates, side by side, and draws its pictures."""
+    monkeypatch.setenv("NNISA_DEMO_SAMPLES", "4")
+    import nnisa.demo as demo
+    monkeypatch.setattr(demo, "DEMO_SAMPLES", 4)
+    monkeypatch.setattr(demo, "reference_step", lambda pictures: [])  # the reference jobs have their own tests
+    code, out, err = run_cli(["demo", "--json", "--out-dir", str(tmp_path)], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["frontend"]["int8_top1_agreement"] > 0.95
+    runs = [r for r in doc["targets"] if "note" not in r]
+    assert {r["target"] for r in runs} >= {"pim", "dais"}
+    assert all(r["top1_agreement"] >= 0.75 for r in runs)
+    assert (tmp_path / "targets_latency_energy.png").read_bytes()[:4] == b"\x89PNG"

@@ -228,6 +228,13 @@ def build_cases(d: Path) -> list[Case]:
             {"config": {"core_cnt": 2, "array_group_map": {}}, "core99999999999999999999": [{"op": "setbw"}]})))),
              says="out of range"),
         Case("pim-json-bomb", P, "pim files", ("stats", "-t", P, s(d / "bomb.json.gz")), says="decompression bomb"),
+        Case("pim-json-huge-number", P, "pim files", ("stats", "-t", P, s(_w(d / "huge.json", '{"config": {"core_cnt": 1, '
+             '"array_group_map": {}}, "core0": [{"op": "lldi", "imm": 0.020408162847161293}, {"op": "lldi", "imm": 1e400}]}'))),
+             says="infinity"),
+        Case("pim-config-extra-json", P, "pim files", ("disasm", "-t", P, s(_w(d / "cfg.s", '.config_extra {"a": "x#y"}\n'))),
+             says="u0023"),
+        Case("pim-nocode-instruction", P, "pim files", ("disasm", "-t", P, s(_w(d / "nocode.s", ".core 1\n.nocode\nsldi $r0, 1\n"))),
+             says="declared .nocode"),
         Case("pim-cfg-period-tiny", P, "pim config", ("sim", "-t", P, s(d / "p.s"), "--mode", "timing", "--config",
                                                       cfg_with("c1.json", ["chip_config", "core_config", "period"], 1e-300)),
              says="period"),

@@ -279,3 +279,16 @@ def load_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
         if a.dtype.kind not in "biuf":
             raise FormatError(f"array {k[:60]!r} holds {a.dtype} values; expected numbers", file=str(path))
     return arrays
+
+
+def shared_dir() -> Path:
+    """The reference-artifact folder: ``$NNISA_SHARED``, else ``../shared`` next to the checkout
+    (found from this installed source tree), else ``../shared`` of the working directory."""
+    if os.environ.get("NNISA_SHARED"):
+        return Path(os.environ["NNISA_SHARED"])
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        cand = parent.parent / "shared"
+        if (parent / "pyproject.toml").exists() and cand.is_dir():
+            return cand
+    return Path.cwd().parent / "shared"

@@ -106,6 +106,9 @@ class Target:
     options: tuple[OptionSpec, ...] = ()
     #: bundled model (``nnisa.frontend.models``) the demo runs on this target, if any
     demo_model: str | None = None
+    #: quick built-in workloads ``nnisa demo`` runs: ``(workload, config or None)``; a result's
+    #: ``summary`` is its one line in the demo
+    demo_workloads: tuple[tuple[str, str | None], ...] = ()
 
     def option_table(self) -> OptionTable:
         """The declared options (:attr:`options`) as a validator."""
@@ -221,6 +224,14 @@ class Target:
         """Run a built-in workload; returns a JSON-safe dict with at least ``wall_s`` and the
         figures the target models (``cycles``, ``latency_ns``/``time_ns``, ``energy_pj``, ...)."""
         self._unsupported("built-in workloads")
+
+    # --- JIT kernels ------------------------------------------------------------------------
+    def warm_up(self) -> list[str]:
+        """Compile this target's JIT (numba) kernels into their on-disk cache by running small
+        real jobs with the argument types real runs use, so that the first real run loads them
+        instead of compiling (``make install`` runs :func:`nnisa.warmup.main`).  Returns a line
+        per job run; the base class has none."""
+        return []
 
     def _unknown_workload(self, workload: str):
         names = ", ".join(self.workloads()) or "none"

@@ -136,3 +136,4 @@ def test_c4_full_text_roundtrip(prog):
     assert back.equals(p)
     w1, w2 = nnpi.encode_words(back), nnpi.encode_words(p)
     assert all(np.array_equal(w1[c], w2[c]) for c in w2)
+    assert nnpi.encode_nnpi(back) == nnpi.encode_nnpi(p)  # the container too (config_extra, issue 9)

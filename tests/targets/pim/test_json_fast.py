@@ -80,10 +80,11 @@ def _scan_all(data: bytes, cuts, rows_cap=None, segs_cap=64):
     info = np.full(10, -1, dtype=np.int64)
     rows = np.zeros(rows_cap if rows_cap is not None else len(data) // 12 + 2, dtype=js.ROW_DTYPE)
     segs = np.zeros((segs_cap, 6), dtype=np.int64)
+    spans = np.zeros((js.NSLOTS + 1, js.SPAN_COLS), dtype=np.int64)
     for n in list(cuts) + [len(data)]:
         final = n == len(data)
         while True:
-            status = js.scan(buf, n, final, state, rows.view(np.uint8), segs, info, *js.tables())
+            status = js.scan(buf, n, final, state, rows.view(np.uint8), segs, spans, info, *js.tables())
             if status != js.ST_FULL:
                 break
             if state[2] == len(rows):
@@ -92,6 +93,8 @@ def _scan_all(data: bytes, cuts, rows_cap=None, segs_cap=64):
                 rows = grown
             if state[3] == len(segs):
                 segs = np.concatenate([segs, np.zeros((len(segs) + 1, 6), dtype=np.int64)])
+            if state[9] + js.NSLOTS + 1 > len(spans):
+                spans = np.concatenate([spans, np.zeros((1, js.SPAN_COLS), dtype=np.int64)])
         if status != js.ST_MORE:
             assert final or status not in (js.ST_OK, js.ST_UNSUPPORTED)
             return status, rows[:int(info[1])], segs[:int(info[2])], info
@@ -250,6 +253,9 @@ def test_conformance_style_agrees():
 def test_mutations_agree(data):
     """Byte-level mutations of a valid file: both paths accept it identically or both reject it."""
     base = bytearray(_doc({"config": CFG, "core0": INSTS[:6], "core1": INSTS[6:]}, data.draw(st.booleans())))
+    if data.draw(st.booleans()):  # numbers left to Python, an unknown top-level key, escapes
+        base = bytearray(bytes(base).replace(b"0.0", LONG).replace(b"-2500.0", b"-2.50000000000000000001e3")
+                         .replace(b"{", b'{"m\\u00e9ta": ["\\u00e9\\n", 1e-30],', 1))
     for _ in range(data.draw(st.integers(1, 3))):
         pos = data.draw(st.integers(0, len(base) - 1))
         what = data.draw(st.sampled_from(["set", "del", "ins"]))
@@ -261,3 +267,134 @@ def test_mutations_agree(data):
         else:
             base.insert(pos, byte)
     _agree(bytes(base))
+
+
+# --------------------------------------------------------------------------- no fallback (issue 9)
+def _fast_only(monkeypatch, data, **kw):
+    """read_json on the fast path alone (the orjson fallback raises), plain and gzip; equal to
+    the orjson path's program."""
+    ref = read_json(data, fast=False, **kw)
+
+    def no_fallback(*a, **k):
+        raise AssertionError("fell back to the orjson path")
+    with monkeypatch.context() as m:
+        m.setattr(jsonio, "_read_orjson", no_fallback)
+        for blob in (data, gzip.compress(data)):
+            _same(read_json(blob, **kw), ref)
+    return ref
+
+
+LONG = b"0.020408162847161293"  # 17 significant digits: beyond the cheap exact conversion
+
+
+def _with_long(where: str) -> bytes:
+    insts = INSTS * 3
+    data = _doc({"config": CFG, "core0": insts, "core1": insts[:4], "core3": insts}, pretty=True)
+    lldi = b'"imm" : \n0.0'
+    hits = [i for i in range(len(data)) if data.startswith(lldi, i)]
+    pick = {"first": hits[:1], "middle": hits[len(hits) // 2:len(hits) // 2 + 1], "last": hits[-1:],
+            "all": hits}[where]
+    out, last = bytearray(), 0
+    for i in pick:
+        out += data[last:i] + b'"imm" : \n' + LONG
+        last = i + len(lldi)
+    return bytes(out + data[last:])
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "last", "all"])
+def test_long_numbers_stay_on_fast_path(monkeypatch, where):
+    data = _with_long(where)
+    assert LONG in data
+    prog = _fast_only(monkeypatch, data)
+    assert "non-integral numbers truncated" in prog.warnings[0]
+
+
+@pytest.mark.parametrize("text", [
+    b"0.020408162847161293", b"-0.020408162847161293", b"1.00000000000000000001", b"2.99999999999999999999",
+    b"254.999999999999999999", b"255.0000000000000000000001", b"-127.99999999999999999", b"1e-400",
+    b"12.5e-30", b"3e22", b"3.0e+22", b"0.3e-22", b"9007199254740993.0", b"123456789.123456789",
+    b"4294967294.999999999999", b"2147483647.99999999999999",
+])
+@pytest.mark.parametrize("key", ["imm", "rd", "rs1", "size", "len", "offset_value", "zz"])
+@pytest.mark.parametrize("op", ["lldi", "sldi", "send", "ld"])
+def test_long_number_slots_fast_and_exact(monkeypatch, op, key, text):
+    body = (b'{"config": {"core_cnt": 1, "array_group_map": {}, "q": ' + text + b'}, "core0": [{"op": "sldi"}, '
+            b'{"op": "' + op.encode() + b'", "' + key.encode() + b'": ' + text + b', "offset": {"offset_value": '
+            + text + b'}}, {"op": "' + op.encode() + b'", "rs1": 1.5, "' + key.encode() + b'": ' + text + b"}]}")
+    kind, _ = _outcome(body, fast=False)
+    if kind == "ok":
+        _fast_only(monkeypatch, body)
+    else:
+        _agree(body)  # out of range: the orjson path reports it (same message)
+
+
+@pytest.mark.parametrize("text", [b"123456789012345678901", b"-99999999999999999999", b"1e400", b"-1e309",
+                                  b"1" + b"0" * 400, b"0.1e309", b"1.5e308"])
+def test_huge_numbers_agree(text):
+    for key in (b"imm", b"zz"):
+        _agree(b'{"config": {"core_cnt": 1, "array_group_map": {}}, "core0": [{"op": "lldi", "' + key + b'": '
+               + text + b"}]}")
+        _agree(b'{"config": {"core_cnt": 1, "array_group_map": {}, "x": [' + text + b']}, "core0": []}')
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10 ** 25), st.integers(0, 30), st.integers(-40, 40), st.booleans(), st.booleans(),
+       st.sampled_from(["imm", "rd", "len", "rs1", "wait_value"]))
+def test_long_decimals_agree_with_orjson(mant, frac, exp, neg, use_exp, key):
+    digits = str(mant).rjust(frac + 1, "0")
+    text = ("-" if neg else "") + digits[:len(digits) - frac] + ("." + digits[len(digits) - frac:] if frac else "")
+    if use_exp:
+        text += f"e{exp}"
+    for op in ("lldi", "sldi", "send", "wait"):
+        _agree(b'{"config": {"core_cnt": 1, "array_group_map": {}}, "core0": [{"op": "' + op.encode()
+               + b'", "' + key.encode() + b'": ' + text.encode() + b"}]}")
+
+
+def test_error_after_a_long_number_is_the_orjson_one(monkeypatch):
+    """A deferred number may be the first error (out of range): the orjson path decides."""
+    data = _doc({"config": CFG, "core0": [{"op": "ld"}] * 3, "core1": [{"op": "vfoo"}]})
+    bad_first = data.replace(b'[{"op":"ld"}', b'[{"op":"sldi","rd":4294967296.000000000001}', 1)
+    with pytest.raises(FormatError, match="core 0, instruction 0: field rd out of range"):
+        read_json(bad_first)
+    _agree(bad_first)
+    same_row = data.replace(b'[{"op":"ld"}', b'[{"op":"lldi","imm":0.50000000000000001,"len":1e12}', 1)
+    _agree(same_row)
+
+
+def test_unknown_top_level_keys_stay_on_fast_path(monkeypatch):
+    meta = {"generator": "caf\u00e9 \"q\" \\ \t", "weights": [[1.5, 0.020408162847161293] * 50, {"a": None}],
+            "n": 12345678901234567890}
+    obj = {"meta": meta, "config": CFG, "core0": INSTS, "notes": "x", "core1": INSTS[:2], "meta2": {}}
+    raw = orjson.dumps(obj).replace(b"12345678901234567890", b"123456789012345678901234")
+    prog = _fast_only(monkeypatch, raw)
+    assert any("ignored top-level key(s): 'meta', 'notes', 'meta2'" in w for w in prog.warnings)
+    twice = raw[:-1] + b', "notes": 1}'
+    _fast_only(monkeypatch, twice)
+    many = b"{" + b"".join(b'"k%d": %d, ' % (i, i) for i in range(100)) + raw[1:]
+    assert any("and 93 more" in w for w in _fast_only(monkeypatch, many).warnings)
+
+
+@pytest.mark.parametrize("s", [b'"\\u00e9\\n\\"\\\\\\/\\b\\f\\r\\t"', '"\u00e9\u4e2d\U0001f600"'.encode(),
+                               b'"\\ud83d\\ude00"', b'"\\ud83d"', b'"\\udc00x"', b'"\\u12"', b'"\\u12g4"', b'"\\x"',
+                               b'"\xc0\x80"', b'"\xed\xa0\x80"', b'"\xf4\x90\x80\x80"', b'"\xe2\x82"', b'"\x80"',
+                               b'"\xf0\x9f\x98"', b'"a\x01"', b'"\x7f"', b'"\xef\xbf\xbf"', b'"\xf4\x8f\xbf\xbf"'])
+def test_skipped_strings_validated_like_orjson(s):
+    for wrap in (b'{"config": {"core_cnt": 1, "array_group_map": {}, "s": %s}, "core0": [{"op": "ld", "c": %s}]}',
+                 b'{"m": [%s, {"k": %s}], "config": {"core_cnt": 1, "array_group_map": {}}, "core0": []}'):
+        _agree(wrap % (s, s))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(min_size=0, max_size=6))
+def test_random_string_bytes_agree(raw):
+    _agree(b'{"config": {"core_cnt": 1, "array_group_map": {}}, "core0": [{"op": "ld", "c": "' + raw + b'"}]}')
+
+
+@pytest.mark.parametrize("key", ["caf\u00e9", "\u00e9", "r\u00e9d", "\u4e2d" * 10, "op\u00e9", "x\\u00e9\u00e9",
+                                 "core0\u00e9", "config\u00e9"])
+def test_non_ascii_keys_stay_on_fast_path(monkeypatch, key):
+    k = key.encode().replace(b"\\\\", b"\\")
+    raw = (b'{"config": {"core_cnt": 1, "array_group_map": {}}, "' + k + b'": [1], "core0": [{"op": "ld", "'
+           + k + b'": {"rd": 7}, "rd": 2, "offset": {"' + k + b'": 1, "offset_value": 3}}]}')
+    prog = _fast_only(monkeypatch, raw)
+    assert any(w.startswith("ignored top-level key(s): ") for w in prog.warnings)

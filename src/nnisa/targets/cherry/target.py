@@ -29,6 +29,7 @@ class CherryTarget(Target):
     description = "Cherry cisa: SZxSZ tile registers, looped address formulas, superscalar queues (float)"
     demo_model = "digits_cnn"
     formats = dict(files.FORMATS)
+    demo_workloads = (("fast_relu", None), ("matmul1024", "sz32"))
     options = (
         O("encoding", str, None, ("canonical", "cherrycore"), "instruction encoding written (default: config)",
           ("asm", "convert")),

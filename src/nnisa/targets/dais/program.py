@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -37,6 +39,10 @@ def minimal_kif(qmin, qmax, step) -> tuple[int, int, int]:
 
     Exact for Python ints, floats and Fractions; ``step`` must be a power of two.
     """
+    if type(qmin) is int and type(qmax) is int and step == 1 and type(step) is int:  # integers: no Fractions
+        if qmin == 0 and qmax == 0:
+            return (0, 0, 0)
+        return (1 if qmin < 0 else 0, (max(-qmin, qmax + 1) - 1).bit_length(), 0)
     qmin, qmax, step = Fraction(qmin), Fraction(qmax), Fraction(step)
     if qmin == 0 and qmax == 0:
         return (0, 0, 0)
@@ -49,12 +55,19 @@ def minimal_kif(qmin, qmax, step) -> tuple[int, int, int]:
     return (k, (n - 1).bit_length() - f, f)
 
 
+@functools.lru_cache(maxsize=4096)
 def kif_to_qint(k: int, i: int, f: int) -> tuple[Fraction, Fraction, Fraction]:
-    """Full range ``(min, max, step)`` of a dtype (exact Fractions)."""
+    """Full range ``(min, max, step)`` of a dtype (exact Fractions; memoised: programs use few dtypes)."""
     if k + i + f <= 0:
         return (Fraction(0), Fraction(0), Fraction(1))
     step = Fraction(2) ** -f
     return (-k * Fraction(2) ** i, Fraction(2) ** i - step, step)
+
+
+@functools.lru_cache(maxsize=4096)
+def qint_floats(k: int, i: int, f: int) -> tuple[float, float, float]:
+    """:func:`kif_to_qint` as floats (memoised)."""
+    return tuple(float(v) for v in kif_to_qint(k, i, f))
 
 
 def int_bounds(k: int, w: int) -> tuple[int, int]:
@@ -73,6 +86,10 @@ def _s64(x: int) -> int:
 # ---------------------------------------------------------------------------------------------
 # Program
 # ---------------------------------------------------------------------------------------------
+
+#: per-program caches kept in the instance ``__dict__`` (not dataclass fields)
+_CACHES = ("_stats", "_interpreters")
+
 
 @dataclass(frozen=True, eq=False)
 class Program:
@@ -177,15 +194,27 @@ class Program:
         q = self.meta.get("qint")
         if q is not None and q[i] is not None:
             return tuple(q[i])
-        return tuple(float(v) for v in kif_to_qint(int(self.k[i]), int(self.I[i]), int(self.f[i])))
+        return qint_floats(int(self.k[i]), int(self.I[i]), int(self.f[i]))
 
     def levels(self) -> np.ndarray:
         """ASAP depth of each op counting only adders (0/1) and every other non-input op as 1."""
         return _levels(self)
 
     def stats(self) -> dict[str, Any]:
-        """Opcode histogram, adder count and bits, depth, widths (spec §2.5)."""
-        return program_stats(self)
+        """Opcode histogram, adder count and bits, depth, widths (spec §2.5); computed once per
+        program (it is immutable), a fresh copy returned each time."""
+        return copy.deepcopy(self._cached_stats())
+
+    def stat(self, key: str):
+        """One value of :meth:`stats` (ints: no copy of the whole dict; the simulator reads a few per call)."""
+        return self._cached_stats()[key]
+
+    def _cached_stats(self) -> dict[str, Any]:
+        st = self.__dict__.get("_stats")
+        if st is None:
+            st = program_stats(self)
+            object.__setattr__(self, "_stats", st)  # a cache, not a field (frozen dataclass)
+        return st
 
     def quirk_exposure(self) -> dict[str, list[int]]:
         return quirk_exposure(self)
@@ -197,6 +226,9 @@ class Program:
                  out_negs=self.out_negs, ops=self.ops_array(), tables=self.tables, meta=self.meta)
         d.update(changes)
         return Program.from_arrays(**d)
+
+    def __getstate__(self) -> dict:  # pickling and copies leave the caches (stats, interpreters) out
+        return {k: v for k, v in self.__dict__.items() if k not in _CACHES}
 
     def __eq__(self, other) -> bool:  # structural equality (metadata ignored)
         if not isinstance(other, Program):
@@ -266,6 +298,12 @@ class ProgramBuilder:
         self._ops.append((opcode, id0, id1, _s64(int(data)), int(k), int(i), int(f)))
         self._qint.append(None if qint is None else tuple(float(v) for v in qint))
         return len(self._ops) - 1
+
+    def extend_ops(self, rows: list[tuple]) -> None:
+        """Append ops given as ``(opcode, id0, id1, data, k, I, f)`` tuples of Python ints
+        (``data`` within int64; no qint): the bulk form of :meth:`add_op`."""
+        self._ops.extend(rows)
+        self._qint.extend([None] * len(rows))
 
     def add_table(self, entries) -> int:
         """Add a lookup table (deduplicated by content); returns its index."""
@@ -422,7 +460,7 @@ def _lint(p, fa, fc, lo, hi, u0, u1) -> None:
 def _levels(p: Program) -> np.ndarray:
     """Adder depth: inputs and constants 0; an op is 1 + max of its operands' depth."""
     n = p.n_ops
-    lv = np.zeros(n, np.int64)
+    lv = [0] * n  # a list: indexing numpy arrays element by element is several times slower
     opc, a, c, lo = p.opcode.tolist(), p.id0.tolist(), p.id1.tolist(), p.data_lo().tolist()
     u0, u1 = isa.USES_ID0, isa.USES_ID1
     for i in range(n):
@@ -435,7 +473,7 @@ def _levels(p: Program) -> np.ndarray:
         if o == 6 or o == -6:
             m = max(m, lv[lo[i]])
         lv[i] = m + 1
-    return lv
+    return np.array(lv, np.int64)
 
 
 def program_stats(p: Program) -> dict[str, Any]:
@@ -467,19 +505,20 @@ def program_stats(p: Program) -> dict[str, Any]:
 def _adder_depth(p: Program) -> np.ndarray:
     """Depth counting only adders/subtractors (the DA latency measure)."""
     n = p.n_ops
-    d = np.zeros(n, np.int64)
+    d = [0] * n
     opc, a, c, lo = p.opcode.tolist(), p.id0.tolist(), p.id1.tolist(), p.data_lo().tolist()
+    u0, u1 = isa.USES_ID0, isa.USES_ID1
     for i in range(n):
         o = opc[i]
         m = 0
-        if o in isa.USES_ID0:
+        if o in u0:
             m = d[a[i]]
-        if o in isa.USES_ID1:
+        if o in u1:
             m = max(m, d[c[i]])
         if o == 6 or o == -6:
             m = max(m, d[lo[i]])
-        d[i] = m + (1 if o in (0, 1) else 0)
-    return d
+        d[i] = m + (1 if o == 0 or o == 1 else 0)
+    return np.array(d, np.int64)
 
 
 def quirk_exposure(p: Program) -> dict[str, list[int]]:

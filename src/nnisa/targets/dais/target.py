@@ -26,6 +26,7 @@ class DaisTarget(Target):
     formats = {".bin": "DAIS binary (v1/v0/legacy, auto-detected)", ".dais": "DAIS binary",
                ".json": "da4ml CombLogic JSON (or nnisa DAIS JSON on read)", ".dais.txt": "nnisa DAIS assembly",
                ".v": "Verilog-2005 RTL (write only)", ".vhd": "VHDL-2008 RTL (write only)"}
+    demo_workloads = (("cmvm-256", None),)
     options = (
         O("format", str, "v1", ("v1", "v0", "legacy"), "binary format written", ("asm", "convert")),
         O("firmware_version", int, None, None, "firmware version stored in v1 binaries", ("asm", "convert"),
@@ -84,7 +85,7 @@ class DaisTarget(Target):
         Options: ``da4ml_compat`` (bool), ``engine`` (``auto``/``compiled``/``exact``), ``n_threads``,
         ``check``.
         """
-        from .sim.interp import Interpreter
+        from .sim.interp import interpreter_for
         if isinstance(program, (str, Path)):
             program = self.read(program)
         if not inputs:
@@ -98,16 +99,19 @@ class DaisTarget(Target):
                                                            extra=extra))
         semantics = "da4ml-compat" if options.get("da4ml_compat") else options.get("semantics", "default")
         t0 = time.perf_counter()
-        interp = Interpreter(program, semantics=semantics, engine=options.get("engine", "auto"))
+        interp = interpreter_for(program, semantics, options.get("engine", "auto"))  # lowered once per program
         y = interp.run(x, n_threads=options.get("n_threads", 1), check=options.get("check", False))
         wall = time.perf_counter() - t0
-        st = program.stats()
-        extra = {k: st[k] for k in ("n_ops", "n_adders", "adder_bits", "depth", "adder_depth")}
+        extra = {k: program.stat(k) for k in ("n_ops", "n_adders", "adder_bits", "depth", "adder_depth")}
         extra["samples"] = int(y.shape[0])
         extra["executed_ops"] = int(program.n_ops * y.shape[0])
         extra["semantics"] = semantics
         # ``instructions`` is the program length, as for every target (executed_ops counts the batch)
         return SimResult(outputs={"y": y}, stats=Stats(instructions=int(program.n_ops), wall_s=wall, extra=extra))
+
+    def warm_up(self) -> list[str]:
+        from .warmup import warm_up
+        return warm_up()
 
     def run_compiled(self, compiled: CompileResult, inputs: dict[str, np.ndarray], progress=None):
         """Batched run of a compiled network: quantize all samples, one interpreter call, compare the
@@ -143,3 +147,14 @@ class DaisTarget(Target):
                 files, rep = rtl_outputs(prog, hdl, stem=stem, **rtl_opts)
                 return files, {"rtl": rep}
         return compile_model(model, out_dir=out_dir, extra_outputs=extra, **options)
+
+    def workloads(self) -> dict[str, str]:
+        from .workloads import WORKLOADS
+        return dict(WORKLOADS)
+
+    def bench(self, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
+        """Run a built-in workload (:mod:`nnisa.targets.dais.workloads`)."""
+        from .workloads import WORKLOADS, run_workload
+        if workload not in WORKLOADS:
+            self._unknown_workload(workload)
+        return run_workload(workload, config)

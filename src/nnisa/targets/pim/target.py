@@ -27,6 +27,7 @@ class PimTarget(Target):
     formats = {".json": "pimsim-nn JSON program", ".json.gz": "gzipped pimsim-nn JSON program",
                ".nnpi": "NNPI binary container", ".bin": "NNPI binary container",
                ".s": "PIM assembly", ".asm": "PIM assembly", ".txt": "PIM assembly"}
+    demo_workloads = (("resnet18-pimcomp", None),)
     options = (
         O("word_bits", int, 64, (32, 64), "instruction word size of NNPI binaries", ("isa", "asm", "convert")),
         O("extended", bool, False, None, "extended encoding (wider fields; needed for > 16 array groups)",
@@ -56,6 +57,7 @@ class PimTarget(Target):
         O("weight_seed", int, 0, None, "seed of -O weights=random", ("sim",), minimum=0, maximum=2**32 - 1),
         O("path", str, "fast", ("fast", "reference"), "functional interpreter: numba fast path or reference",
           ("sim",)),
+        O("gantt", str, None, None, "resnet18-pimcomp: draw the per-core timeline to this PNG", ("bench",)),
     )
 
     def isa_markdown(self, word_bits: int = 64, extended: bool = False, **options: Any) -> str:
@@ -91,6 +93,10 @@ class PimTarget(Target):
     def stats(self, program: PimProgram, **options: Any) -> dict[str, Any]:
         return program_stats(program)
 
+    def warm_up(self) -> list[str]:
+        from .warmup import warm_up
+        return warm_up()
+
     def simulate(self, program, *, config=None, inputs=None, **options: Any):
         """Values and/or timing+energy (``nnisa.targets.pim.sim.simulate.simulate_pim``)."""
         from .sim.simulate import simulate_pim
@@ -100,3 +106,14 @@ class PimTarget(Target):
         """Compile an ONNX model (``nnisa.targets.pim.compiler``, ``docs/pim_compiler.md``)."""
         from .compiler.output import compile_result
         return compile_result(model, config=config, out_dir=out_dir, **options)
+
+    def workloads(self) -> dict[str, str]:
+        from .workloads import WORKLOADS
+        return dict(WORKLOADS)
+
+    def bench(self, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
+        """Run a built-in workload (:mod:`nnisa.targets.pim.workloads`)."""
+        from .workloads import WORKLOADS, run_workload
+        if workload not in WORKLOADS:
+            self._unknown_workload(workload)
+        return run_workload(workload, config, gantt=options.get("gantt"))

@@ -32,6 +32,7 @@ class TensilTarget(Target):
                ".tasm": "Tensil listing dialect", ".s": "canonical Tensil assembly", ".nasm": "canonical Tensil assembly",
                ".asm": "canonical Tensil assembly"}
     demo_model = "digits_mlp"
+    demo_workloads = (("resnet20-baseline", None),)
     options = (
         O("extended", bool, False, None, ".tasm: spell instructions Tensil's dialect cannot (lossy otherwise)",
           ("asm", "convert")),

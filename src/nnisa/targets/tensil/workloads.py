@@ -50,7 +50,13 @@ def crosscheck(layers: list[ConvLayer], arch: TensilArch) -> dict[str, Any]:
     return {"layers": per, "detailed_array_only": d, "scalesim_ws": s, "ratio": d / s}
 
 
+#: the ten CIFAR images of cifar_10x32.csv and their classes on every shipped build (spec §10.2)
+RESNET20_CLASSES = [0, 9, 5, 7, 9, 8, 5, 7, 8, 6]
+RESNET20_BASELINE_CYCLES = 293_590
+
 WORKLOADS = {
+    "resnet20-baseline": "Tensil's ResNet-20 build for zcu104 (../shared): 10 CIFAR images emulated bit-exactly, "
+                         f"estimator cycles (Tensil: {RESNET20_BASELINE_CYCLES:,})",
     "scalesim-resnet18": "SCALE-Sim closed form, ResNet-18 on 32x32 (WS/OS/IS; reference 2,519,815 / "
                          "1,718,353 / 2,838,997)",
     "scalesim-test": "SCALE-Sim closed form, Inc5b 3x3 on 32x32 (reference 77,111 / 21,479 / 25,811)",
@@ -58,9 +64,37 @@ WORKLOADS = {
 }
 
 
+def _resnet20() -> dict[str, Any]:
+    from ...core.fileio import shared_dir
+    from .formats.files import read_program
+    from .formats.model import read_csv_vectors
+    from .sim.simulate import simulate
+    d = shared_dir() / "conformance" / "tensil"
+    model = d / "baseline" / "resnet20v2_cifar_onnx_zcu104.tmodel"
+    if not model.exists():
+        raise UnsupportedError(f"workload needs the conformance data in {d} (the shared/ folder next to the "
+                               "checkout, or NNISA_SHARED)")
+    prog = read_program(model)
+    images = read_csv_vectors(d / "cifar_10x32.csv", prog.arch.array_size)
+    res = simulate(prog, inputs={"x": images}, runs=len(RESNET20_CLASSES))
+    logits = next(iter(res.outputs.values())).reshape(len(RESNET20_CLASSES), -1)
+    classes = [int(c) for c in logits[:, :10].argmax(1)]  # 10 CIFAR classes in a padded vector
+    emu_s = res.stats.extra["emulation_s"]
+    ok = classes == RESNET20_CLASSES
+    return {"cycles": res.stats.cycles, "latency_ns": res.stats.latency_ns, "instructions": res.stats.instructions,
+            "classes": classes, "classes_match": ok, "reference_cycles": RESNET20_BASELINE_CYCLES,
+            "emulation_s_per_image": emu_s / len(classes), "timing_model": res.stats.extra["timing_model"],
+            "summary": f"Tensil's ResNet-20 (zcu104): 10 CIFAR images classified "
+                       f"{'as Tensil does' if ok else 'DIFFERENTLY from Tensil'}, {emu_s / len(classes) * 1e3:.0f} "
+                       f"ms/image; estimator {res.stats.cycles:,} cycles (Tensil {RESNET20_BASELINE_CYCLES:,}"
+                       f"{', exact' if res.stats.cycles == RESNET20_BASELINE_CYCLES else ''})"}
+
+
 def run_workload(name: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    if name in ("scalesim-resnet18", "scalesim-test"):
+    if name == "resnet20-baseline":
+        out = _resnet20()
+    elif name in ("scalesim-resnet18", "scalesim-test"):
         layers = RESNET18 if name == "scalesim-resnet18" else INC5B
         res = {df: network_cycles(layers, 32, 32, df)["cycles"] for df in ("ws", "os", "is")}
         out: dict[str, Any] = {"cycles": res["ws"], **{f"cycles_{k}": v for k, v in res.items()},

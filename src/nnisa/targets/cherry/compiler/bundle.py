@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ....core.bundle import BundleWriter, Manifest, TensorSpec, member, npz_bytes, read_manifest
+from ....core.bundle import BundleWriter, Manifest, TensorSpec, member, read_manifest
 from ....core.errors import FormatError
 from ....core.fileio import read_bytes
 from ..config import CherryConfig, load_config

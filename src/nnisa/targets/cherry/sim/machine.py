@@ -75,7 +75,7 @@ class Machine:
             if op in _START:
                 a = row[13]
                 indep = op == OP["start_independent_loop"]
-                err = (f"more than 8 nested loops" if len(stack) >= 8 else
+                err = ("more than 8 nested loops" if len(stack) >= 8 else
                        f"loop {a} has 0 iterations" if iters[a] == 0 else
                        f"loop {a} starts inside an independent loop" if stack and stack[-1][3] else
                        f"loop {a} is already active" if any(s[0] == a for s in stack) else None)

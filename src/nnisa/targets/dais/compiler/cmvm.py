@@ -130,6 +130,22 @@ def _add_term(terms: dict, s: int, b: int, d: int) -> None:
         b += 1  # 2·d·2^b
 
 
+def _alias_step(alias: list, p: int, q: int, d: int, rho: int):
+    """Replay template adder ``sig[p] + rho·sig[q]·2^d`` on the aliases of an instance (entries
+    ``(signal, shift, sign)`` or ``None`` for zero).  With a zero operand the adder is an alias of
+    the other one: appended, returns ``None``.  Otherwise returns its operands ``(a, c)`` ordered by
+    shift; the caller emits ``sig[a] + a·c·sig[c]·2^(c_shift - a_shift)`` and appends its alias."""
+    a, c = alias[p], alias[q]
+    if c is None:
+        alias.append(a)
+        return None
+    c = (c[0], c[1] + d, c[2] * rho)
+    if a is None:
+        alias.append(c)
+        return None
+    return (c, a) if a[1] > c[1] else (a, c)
+
+
 class _Signal:
     __slots__ = ("slot", "coef", "f", "lo", "hi", "depth", "width")
 
@@ -291,27 +307,85 @@ class CMVMCompiler:
         """
         if template.n != self.n:
             raise ValueError(f"template has {template.n} inputs, this compiler {self.n}")
+        if self.engine != "python" and len(self.sig) == self.n:
+            out = self._instantiate_ranges(template)
+            if out is not None:
+                return out
         alias: list = [(j, 0, 1) if self.sig[j].width > 0 else None for j in range(self.n)]
         for p, q, d, rho in template.log:
-            a, c = alias[p], alias[q]
-            if c is None:
-                alias.append(a)
-                continue
-            c = (c[0], c[1] + d, c[2] * rho)
-            if a is None:
-                alias.append(c)
-                continue
-            if a[1] > c[1]:
-                a, c = c, a
-            s = self._new(a[0], c[0], c[1] - a[1], a[2] * c[2])
-            alias.append((s, a[1], a[2]))
+            ops = _alias_step(alias, p, q, d, rho)
+            if ops is not None:
+                a, c = ops
+                s = self._new(a[0], c[0], c[1] - a[1], a[2] * c[2])
+                alias.append((s, a[1], a[2]))
+        return self._out_terms(template, alias)
+
+    def _out_terms(self, template: "CMVMCompiler", alias: list) -> list[tuple[int, int, int] | None]:
+        """Per column ``(slot, shift, negate)`` of a replayed template (``None``: all-zero)."""
         out = []
         for t in template.out_terms:
             al = None if t is None else alias[t[0]]
-            if al is None:
+            out.append(None if al is None else (self.sig[al[0]].slot, al[1] + t[1], (al[2] < 0) != bool(t[2])))
+        return out
+
+    def _coef_matrix(self) -> np.ndarray | None:
+        """Dense int64 ``[signal, input]`` coefficients (cached), or None if one reaches 2^62."""
+        C = getattr(self, "_coefs", None)
+        if C is None or len(C) != len(self.sig):
+            rows, cols, vals = [], [], []
+            for t, sg in enumerate(self.sig):
+                rows += [t] * len(sg.coef)
+                cols += sg.coef.keys()
+                vals += sg.coef.values()
+            if vals and max(map(abs, vals)).bit_length() > 61:
+                return None
+            C = np.zeros((len(self.sig), self.n), np.int64)
+            C[rows, cols] = vals
+            self._coefs = C
+        return C
+
+    def _log_array(self) -> np.ndarray:
+        """``log`` as an int64 ``[n, 4]`` array (cached: a template is replayed many times)."""
+        arr = getattr(self, "_log_arr", None)
+        if arr is None or len(arr) != len(self.log):
+            arr = self._log_arr = np.array(self.log, np.int64).reshape(-1, 4)
+        return arr
+
+    def _instantiate_ranges(self, template: "CMVMCompiler") -> list[tuple[int, int, int] | None] | None:
+        """:meth:`instantiate` without per-adder coefficient dicts (same ops, same dtypes).
+
+        Replaying template adder ``t`` gives ``new = a2·template_t / 2^a1`` on the live inputs
+        (``(·, a1, a2)`` the alias of its first operand), so its exact range comes from the template's
+        coefficient row and this instance's input bounds, all rows in one matrix product; the replay
+        itself (aliases, dtypes) is :func:`.cmvm_nb.replay_kernel`.  Returns None (the caller takes
+        the reference path) when int64 could overflow.  The replayed adders are not recorded in
+        ``sig``/``log``: an instantiated compiler builds nothing further.
+        """
+        C = template._coef_matrix()
+        live = [sg.width > 0 for sg in self.sig]
+        Lv = [v if ok else 0 for v, ok in zip(self.L, live)]
+        Hv = [v if ok else 0 for v, ok in zip(self.H, live)]
+        bound = max([abs(v) for v in Lv + Hv] + [1])
+        if C is None or (int(np.abs(C).max(initial=1)) * bound * max(self.n, 1)).bit_length() > 62:
+            return None
+        Lv, Hv = np.array(Lv, np.int64), np.array(Hv, np.int64)
+        Cp, Cn = np.maximum(C, 0), np.minimum(C, 0)
+        from .cmvm_nb import replay_kernel
+        sig = self.sig
+        rows, al_s, al_sh, al_sg = replay_kernel(
+            template._log_array(), Cp @ Lv + Cn @ Hv, Cp @ Hv + Cn @ Lv, np.array(live, np.bool_),
+            np.array([sg.f for sg in sig], np.int64), np.array([sg.slot for sg in sig], np.int64),
+            int(self.fin), len(self.b))
+        base, n = len(self.b), self.n
+        self.b.extend_ops(list(map(tuple, rows.tolist())))
+        out = []  # as _out_terms, on the kernel's arrays (instance signal n + r has slot base + r)
+        for t in template.out_terms:
+            g = 0 if t is None else int(al_sg[t[0]])
+            if g == 0:
                 out.append(None)
-            else:
-                out.append((self.sig[al[0]].slot, al[1] + t[1], (al[2] < 0) != bool(t[2])))
+                continue
+            s_, h = int(al_s[t[0]]), int(al_sh[t[0]])
+            out.append((sig[s_].slot if s_ < n else base + s_ - n, h + t[1], (g < 0) != bool(t[2])))
         return out
 
     def _cse(self, cols: list[dict]) -> bool:

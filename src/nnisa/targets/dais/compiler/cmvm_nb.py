@@ -2,13 +2,13 @@
 
 The kernel reproduces the pure-Python reference step for step (same pattern keys, scores, heap
 order, occurrence order and depth test), so both give the same adders; it only replaces Python
-dicts/sets by numba typed dicts and flat arrays:
+dicts/sets by flat arrays:
 
 * terms of column ``c`` live in fixed slots (a replaced pair frees one slot for the new term);
   a hash table ``(c, signal, shift) → slot`` finds a term;
-* an open-addressing table holds pattern frequencies, updated incrementally; a lazy heap holds
-  ``(-score, secondary key, pattern)`` entries (stale ones are skipped on pop, ones whose count
-  dropped are requeued);
+* an open-addressing table holds pattern frequencies, updated incrementally; a lazy binary heap
+  (rows of an int64 array) holds ``(-score, secondary key, pattern)`` entries (stale ones are
+  skipped on pop, ones whose count dropped are requeued);
 * each signal's exact integer range is computed from its sparse coefficient vector (inputs and
   coefficients in flat growable arrays), so adder widths match the Python compiler's exactly.
 
@@ -47,10 +47,20 @@ def _tkey(c, s, b):
 
 
 @nb.njit(cache=True)
+def _mix(k):
+    """Hash of a key for the open-addressing tables: a multiplicative hash whose high half is folded
+    into the low bits the tables index with, so every key bit counts (keys put the column or the
+    signal in their high bits; a plain product's low bits ignore those, and whole columns then
+    landed on one probe chain)."""
+    h = np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64((h ^ (h >> np.uint64(29))) >> np.uint64(1))
+
+
+@nb.njit(cache=True)
 def _hslot(keys, k):
     """Open-addressing (linear probing) slot of key ``k ≥ 0`` in ``keys`` (-1 = empty)."""
     mask = len(keys) - 1
-    i = np.int64((np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & mask
+    i = _mix(k) & mask
     while keys[i] != k and keys[i] != -1:
         i = (i + 1) & mask
     return i
@@ -60,18 +70,6 @@ def _hslot(keys, k):
 def _hget(keys, vals, k):
     i = _hslot(keys, k)
     return vals[i] if keys[i] == k else 0
-
-
-@nb.njit(cache=True)
-def _hgrow(keys, vals):
-    nk = -np.ones(2 * len(keys), np.int64)
-    nv = np.zeros(2 * len(keys), np.int64)
-    for i in range(len(keys)):
-        if keys[i] >= 0:
-            j = _hslot(nk, keys[i])
-            nk[j] = keys[i]
-            nv[j] = vals[i]
-    return nk, nv
 
 
 @nb.njit(cache=True)
@@ -104,60 +102,197 @@ def _sec(key, tiebreak):
     return -((max(p, q) << 32) | min(p, q))
 
 
+# Pattern counts live in two open-addressing tables of interleaved ``[key, count]`` pairs (one cache
+# line per probe): the global table ``gt`` and, for the patterns of the signal created in the current
+# step, a small local table ``lt``.  A pattern's count can only grow in the step that creates its
+# newer signal (new occurrences exist only of the new signal), so at the end of the step the local
+# patterns with count < 2 are dropped for good and the others move to ``gt``; later decrements of
+# absent patterns are skipped.  The counts ≥ 2, the only ones the greedy reads, are unchanged, and
+# ``gt`` stays a few times smaller (most new patterns occur once), which is what the kernel's time
+# is about: its probes miss the caches.
 @nb.njit(cache=True)
-def _change(c, s0, b0, g0, cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn, heap, width, depth, method,
-            tiebreak, delta):
+def _pslot(t, k):
+    """Slot of pattern ``k`` in the interleaved table ``t`` (empty key: -1)."""
+    mask = (len(t) >> 1) - 1
+    i = _mix(k) & mask
+    while t[2 * i] != k and t[2 * i] != -1:
+        i = (i + 1) & mask
+    return i
+
+
+@nb.njit(cache=True)
+def _ptable(slots):
+    t = np.empty(2 * slots, np.int64)
+    for i in range(slots):
+        t[2 * i] = -1
+        t[2 * i + 1] = 0
+    return t
+
+
+@nb.njit(cache=True)
+def _pgrow(t):
+    """The table with twice the slots (keys rehashed)."""
+    nt = _ptable(len(t))
+    for i in range(len(t) >> 1):
+        if t[2 * i] >= 0:
+            j = _pslot(nt, t[2 * i])
+            nt[2 * j] = t[2 * i]
+            nt[2 * j + 1] = t[2 * i + 1]
+    return nt
+
+
+@nb.njit(cache=True)
+def _change(c, s0, b0, g0, cstart, clen, tsig, tsh, tsg, talive, gt, lt, lused, ln, newsig, heap, heap_n,
+            width, depth, method, tiebreak, delta):
     """Add ``delta`` to the count of every pattern of term ``(s0, b0, g0)`` with column ``c``'s live
-    terms; the table must have room for ``clen[c]`` new keys."""
+    terms (patterns of signal ``newsig`` in ``lt``, whose used slots are listed in ``lused[:ln[0]]``;
+    ``lt`` must have room for ``clen[c]`` new keys).  Returns the heap (grown if needed)."""
     for t in range(cstart[c], cstart[c] + clen[c]):
         if talive[t]:
             k = _pkey(s0, b0, g0, tsig[t], tsh[t], tsg[t])
-            i = _hslot(hk, k)
-            if hk[i] != k:
-                hk[i] = k
-                hv[i] = 0
-                hn[0] += 1
-            v = hv[i] + delta
-            hv[i] = v
+            if (k >> 32) == newsig or ((k >> 8) & 0xFFFFFF) == newsig:
+                i = _pslot(lt, k)
+                if lt[2 * i] != k:
+                    lt[2 * i] = k
+                    lt[2 * i + 1] = 0
+                    lused[ln[0]] = i
+                    ln[0] += 1
+                v = lt[2 * i + 1] + delta
+                lt[2 * i + 1] = v
+            else:  # an older pattern: only decremented, absent ones stay absent
+                i = _pslot(gt, k)
+                if gt[2 * i] != k:
+                    continue
+                v = gt[2 * i + 1] + delta
+                gt[2 * i + 1] = v
             if delta > 0 and v >= 2:
-                heapq_push(heap, (_score(k, v, width, depth, method, tiebreak), _sec(k, tiebreak), k))
+                heap = heap_push(heap, heap_n, _score(k, v, width, depth, method, tiebreak), _sec(k, tiebreak), k)
+    return heap
 
 
 @nb.njit(cache=True)
-def heapq_push(heap, item):
-    # binary heap on a typed list of (score, secondary key, pattern) tuples (smallest first)
-    heap.append(item)
-    i = len(heap) - 1
-    while i > 0:
-        par = (i - 1) >> 1
-        if heap[i] < heap[par]:
-            heap[i], heap[par] = heap[par], heap[i]
-            i = par
-        else:
+def _merge_local(gt, hn, lt, lused, ln):
+    """End of a step: local patterns with count ≥ 2 move to the global table, ``lt`` is emptied."""
+    while 2 * (hn[0] + ln[0]) > (len(gt) >> 1):
+        gt = _pgrow(gt)
+    for j in range(ln[0]):
+        i = lused[j]
+        if lt[2 * i + 1] >= 2:
+            g = _pslot(gt, lt[2 * i])
+            gt[2 * g] = lt[2 * i]
+            gt[2 * g + 1] = lt[2 * i + 1]
+            hn[0] += 1
+        lt[2 * i] = -1
+        lt[2 * i + 1] = 0
+    ln[0] = 0
+    return gt
+
+
+# Slice assignments (``a[:n] = b[:n]``) and ``np.sort`` are avoided in these kernels: numba compiles
+# their shape-error and quicksort machinery for seconds on a cold cache, for no speed gain here.
+@nb.njit(cache=True)
+def _grown(a, n, m):
+    """A copy of ``a`` with room for ``m`` entries (the first ``n`` copied); a is 1-D int64."""
+    g = np.empty(m, np.int64)
+    for i in range(n):
+        g[i] = a[i]
+    return g
+
+
+@nb.njit(cache=True)
+def _sort_prefix(a, n):
+    """Sort ``a[:n]`` in place, ascending (heapsort)."""
+    for start in range(n // 2 - 1, -1, -1):
+        _sift(a, start, n)
+    for end in range(n - 1, 0, -1):
+        a[0], a[end] = a[end], a[0]
+        _sift(a, 0, end)
+
+
+@nb.njit(cache=True)
+def _sift(a, i, n):
+    v = a[i]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
             break
+        if c + 1 < n and a[c + 1] > a[c]:
+            c += 1
+        if a[c] <= v:
+            break
+        a[i] = a[c]
+        i = c
+    a[i] = v
+
+
+# A 4-ary min-heap of (score, secondary key, pattern) triples in the rows of an int64 array
+# ``heap[:heap_n[0]]``, ordered like Python tuples: the same pops as ``heapq`` (equal triples are
+# interchangeable).  Plain arrays instead of a typed list of tuples compile in a fraction of the
+# time; four children per node halve the levels a pop walks (the heap, often a million mostly stale
+# entries, is walked out of cache).
+@nb.njit(cache=True)
+def _row_less(heap, i, a, b, k):
+    """``heap[i] < (a, b, k)`` lexicographically."""
+    if heap[i, 0] != a:
+        return heap[i, 0] < a
+    if heap[i, 1] != b:
+        return heap[i, 1] < b
+    return heap[i, 2] < k
 
 
 @nb.njit(cache=True)
-def heapq_pop(heap):
-    top = heap[0]
-    last = heap.pop()
-    n = len(heap)
-    if n:
-        heap[0] = last
-        i = 0
-        while True:
-            l = 2 * i + 1
-            if l >= n:
-                break
-            m = l
-            if l + 1 < n and heap[l + 1] < heap[l]:
-                m = l + 1
-            if heap[m] < heap[i]:
-                heap[i], heap[m] = heap[m], heap[i]
-                i = m
-            else:
-                break
-    return top
+def heap_push(heap, heap_n, a, b, k):
+    """Push ``(a, b, k)``; returns the heap array (a larger copy when it was full)."""
+    i = heap_n[0]
+    if i == heap.shape[0]:
+        grown = np.empty((2 * i + 16, 3), np.int64)
+        for j in range(i):
+            grown[j, 0], grown[j, 1], grown[j, 2] = heap[j, 0], heap[j, 1], heap[j, 2]
+        heap = grown
+    heap_n[0] = i + 1
+    while i > 0:
+        par = (i - 1) >> 2
+        if _row_less(heap, par, a, b, k) or (heap[par, 0] == a and heap[par, 1] == b and heap[par, 2] == k):
+            break
+        heap[i, 0], heap[i, 1], heap[i, 2] = heap[par, 0], heap[par, 1], heap[par, 2]
+        i = par
+    heap[i, 0], heap[i, 1], heap[i, 2] = a, b, k
+    return heap
+
+
+@nb.njit(cache=True)
+def heap_pop(heap, heap_n):
+    """Remove and return the smallest triple (the heap must not be empty)."""
+    a, b, k = heap[0, 0], heap[0, 1], heap[0, 2]
+    n = heap_n[0] - 1
+    heap_n[0] = n
+    if n > 0:
+        _sift_down(heap, 0, n, heap[n, 0], heap[n, 1], heap[n, 2])
+    return a, b, k
+
+
+@nb.njit(cache=True)
+def _sift_down(heap, i, n, la, lb, lk):
+    """Place ``(la, lb, lk)`` at the hole ``i`` of ``heap[:n]``, moving smaller children up."""
+    while True:
+        l = 4 * i + 1
+        if l >= n:
+            break
+        m = l
+        for j in range(l + 1, min(l + 4, n)):
+            if _row_less(heap, j, heap[m, 0], heap[m, 1], heap[m, 2]):
+                m = j
+        if not _row_less(heap, m, la, lb, lk):
+            break
+        heap[i, 0], heap[i, 1], heap[i, 2] = heap[m, 0], heap[m, 1], heap[m, 2]
+        i = m
+    heap[i, 0], heap[i, 1], heap[i, 2] = la, lb, lk
+
+
+@nb.njit(cache=True)
+def _heapify(heap, n):
+    for i in range((n - 2) // 4, -1, -1):
+        _sift_down(heap, i, n, heap[i, 0], heap[i, 1], heap[i, 2])
 
 
 @nb.njit(cache=True)
@@ -170,8 +305,9 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
     width = np.zeros(cap, np.int64)
     depth = np.zeros(cap, np.int64)
     sf = np.zeros(cap, np.int64)
-    width[:n_in] = width0
-    sf[:n_in] = f0
+    for j in range(n_in):
+        width[j] = width0[j]
+        sf[j] = f0[j]
     # sparse coefficient vectors: signal s has entries cf_idx/cf_val[cf_start[s] : cf_start[s] + cf_len[s]]
     cf_start = np.zeros(cap, np.int64)
     cf_len = np.zeros(cap, np.int64)
@@ -191,9 +327,11 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
     pv = np.zeros(tcap, np.int64)
     ck_ = -np.ones(tcap, np.int64)  # (c, signal) -> number of its terms in column c
     cv_ = np.zeros(tcap, np.int64)
-    hk = -np.ones(1 << 16, np.int64)  # pattern -> count (open addressing)
-    hv = np.zeros(1 << 16, np.int64)
-    hn = np.zeros(1, np.int64)
+    gt = _ptable(1 << 16)  # pattern -> count (see _change)
+    hn = np.zeros(1, np.int64)  # keys in gt
+    lt = _ptable(1 << 10)
+    lused = np.empty(1 << 10, np.int64)
+    ln = np.zeros(1, np.int64)
     # per-signal linked list of columns (may hold stale/duplicate entries; colcnt decides)
     head = -np.ones(cap, np.int64)
     lnext = np.empty(max(16, n_t * 2), np.int64)
@@ -217,26 +355,32 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                 head[tsig[x]] = n_link
                 n_link += 1
             cv_[i] = v + 1
-            if 2 * (hn[0] + nt) > len(hk):
-                hk, hv = _hgrow(hk, hv)
+            if 2 * (hn[0] + nt) > (len(gt) >> 1):
+                gt = _pgrow(gt)
             for y in range(x + 1, cstart[c] + nt):
                 k = _pkey(tsig[x], tsh[x], tsg[x], tsig[y], tsh[y], tsg[y])
-                i = _hslot(hk, k)
-                if hk[i] != k:
-                    hk[i] = k
+                i = _pslot(gt, k)
+                if gt[2 * i] != k:
+                    gt[2 * i] = k
                     hn[0] += 1
-                hv[i] += 1
-    heap = [(np.int64(0), np.int64(0), np.int64(0))]
-    heap.pop()
-    for i in range(len(hk)):
-        if hk[i] >= 0 and hv[i] >= 2:
-            heapq_push(heap, (_score(hk[i], hv[i], width, depth, method, tiebreak), _sec(hk[i], tiebreak), hk[i]))
+                gt[2 * i + 1] += 1
+    heap = np.empty((max(16, hn[0]), 3), np.int64)
+    heap_n = np.zeros(1, np.int64)
+    m = 0
+    for i in range(len(gt) >> 1):
+        if gt[2 * i] >= 0 and gt[2 * i + 1] >= 2:
+            heap[m, 0] = _score(gt[2 * i], gt[2 * i + 1], width, depth, method, tiebreak)
+            heap[m, 1] = _sec(gt[2 * i], tiebreak)
+            heap[m, 2] = gt[2 * i]
+            m += 1
+    heap_n[0] = m
+    _heapify(heap, m)
     mark = -np.ones(n_cols, np.int64)
     it = 0
     complete = True
     colbuf = np.empty(n_cols, np.int64)
     shbuf = np.empty(max(1, n_t), np.int64)
-    while len(heap):
+    while heap_n[0] > 0:
         it += 1
         if deadline > 0 and (it & 255) == 0:
             with nb.objmode(now="float64"):
@@ -244,13 +388,14 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
             if now > deadline:
                 complete = False
                 break
-        negscore, sec, key = heapq_pop(heap)
-        v = _hget(hk, hv, key)
+        negscore, sec, key = heap_pop(heap, heap_n)
+        i = _pslot(gt, key)
+        v = gt[2 * i + 1] if gt[2 * i] == key else 0
         if v < 2:
             continue
         sc = _score(key, v, width, depth, method, tiebreak)
         if negscore != sc:  # count dropped since the push: requeue at the current score
-            heapq_push(heap, (sc, sec, key))
+            heap = heap_push(heap, heap_n, sc, sec, key)
             continue
         p = key >> 32
         q = (key >> 8) & 0xFFFFFF
@@ -266,17 +411,19 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                 colbuf[nc] = c
                 nc += 1
             li = lnext[li]
-        cols = np.sort(colbuf[:nc])
+        _sort_prefix(colbuf, nc)
         new = -1
         used = 0
-        for c in cols:
+        for ci in range(nc):
+            c = colbuf[ci]
             ns = 0
             for t in range(cstart[c], cstart[c] + clen[c]):
                 if talive[t] and tsig[t] == p:
                     shbuf[ns] = tsh[t]
                     ns += 1
-            shs = np.sort(shbuf[:ns])
-            for b in shs:
+            _sort_prefix(shbuf, ns)
+            for si in range(ns):
+                b = shbuf[si]
                 i1 = _hslot(pk, _tkey(c, p, b))
                 i2 = _hslot(pk, _tkey(c, q, b + d))
                 tp = pv[i1] if pk[i1] >= 0 else -1
@@ -310,12 +457,8 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                     need = cf_n + cf_len[p] + cf_len[q]
                     if need > len(cf_idx):
                         m2 = max(need, 2 * len(cf_idx))
-                        a1 = np.empty(m2, np.int64)
-                        a1[:cf_n] = cf_idx[:cf_n]
-                        cf_idx = a1
-                        a2 = np.empty(m2, np.int64)
-                        a2[:cf_n] = cf_val[:cf_n]
-                        cf_val = a2
+                        cf_idx = _grown(cf_idx, cf_n, m2)
+                        cf_val = _grown(cf_val, cf_n, m2)
                     i1, e1 = cf_start[p], cf_start[p] + cf_len[p]
                     i2, e2 = cf_start[q], cf_start[q] + cf_len[q]
                     cf_start[new] = cf_n
@@ -354,16 +497,23 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                             a, bb = lo >> (fin - fn), hi >> (fin - fn)
                         nn = max(abs(a), bb + 1)
                         width[new] = (1 if lo < 0 else 0) + _bitlen(nn - 1)
-                while 2 * (hn[0] + 3 * clen[c]) > len(hk):
-                    hk, hv = _hgrow(hk, hv)
+                if 2 * (ln[0] + 3 * clen[c]) > (len(lt) >> 1):
+                    while 2 * (ln[0] + 3 * clen[c]) > (len(lt) >> 1):
+                        lt = _pgrow(lt)
+                    lused = np.empty(len(lt) >> 1, np.int64)  # rehashed: list the used slots again
+                    ln[0] = 0
+                    for j in range(len(lt) >> 1):
+                        if lt[2 * j] >= 0:
+                            lused[ln[0]] = j
+                            ln[0] += 1
                 for tt in (tp, tq):
                     talive[tt] = False
                     pv[_hslot(pk, _tkey(c, tsig[tt], tsh[tt]))] = -1
                     cv_[_hslot(ck_, (c << 32) | tsig[tt])] -= 1
-                    _change(c, tsig[tt], tsh[tt], tsg[tt], cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn,
-                            heap, width, depth, method, tiebreak, -1)
-                _change(c, new, b, sg, cstart, clen, tsig, tsh, tsg, talive, hk, hv, hn, heap, width, depth,
-                        method, tiebreak, 1)
+                    heap = _change(c, tsig[tt], tsh[tt], tsg[tt], cstart, clen, tsig, tsh, tsg, talive, gt, lt,
+                                   lused, ln, new, heap, heap_n, width, depth, method, tiebreak, -1)
+                heap = _change(c, new, b, sg, cstart, clen, tsig, tsh, tsg, talive, gt, lt, lused, ln, new, heap,
+                               heap_n, width, depth, method, tiebreak, 1)
                 tsig[tp] = new
                 tsh[tp] = b
                 tsg[tp] = sg
@@ -377,13 +527,8 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                 v2 = cv_[i2]
                 if v2 == 0:
                     if n_link >= len(lcol):
-                        m2 = 2 * len(lcol)
-                        a1 = np.empty(m2, np.int64)
-                        a1[:n_link] = lcol[:n_link]
-                        lcol = a1
-                        a2 = np.empty(m2, np.int64)
-                        a2[:n_link] = lnext[:n_link]
-                        lnext = a2
+                        lcol = _grown(lcol, n_link, 2 * len(lcol))
+                        lnext = _grown(lnext, n_link, 2 * len(lnext))
                     lcol[n_link] = c
                     lnext[n_link] = head[new]
                     head[new] = n_link
@@ -394,9 +539,82 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                 break
         if not complete:
             break
+        if new >= 0:
+            gt = _merge_local(gt, hn, lt, lused, ln)
         if used == 0:
-            hv[_hslot(hk, key)] = 0
+            gt[2 * _pslot(gt, key) + 1] = 0
     return log[:n_new], talive, complete
+
+
+@nb.njit(cache=True)
+def replay_kernel(log, LO, HI, live, f0, slot0, fin, base):
+    """Replay a solved template on an instance (``CMVMCompiler.instantiate``'s fast path).
+
+    ``log``: the template's adders ``(p, q, d, rho)`` (template signal ``n + t`` is adder ``t``);
+    ``LO``/``HI``: exact bounds of every template signal restricted to this instance's live inputs
+    (units of ``2^-fin``); ``live``, ``f0``, ``slot0``: per input.  An adder with a zero operand
+    becomes an alias of the other one; the others are emitted with builder slot ``base + row``
+    (instance signal ``n + row``).  Returns the op rows ``(opcode, id0, id1, data, k, I, f)`` and the
+    alias of every template signal as ``(instance signal, shift, sign)`` arrays (sign 0: zero).
+    """
+    n = live.shape[0]
+    m = log.shape[0]
+    al_s = np.zeros(n + m, np.int64)
+    al_sh = np.zeros(n + m, np.int64)
+    al_sg = np.zeros(n + m, np.int64)
+    sf = np.empty(n + m, np.int64)
+    sslot = np.empty(n + m, np.int64)
+    for j in range(n):
+        if live[j]:
+            al_s[j] = j
+            al_sg[j] = 1
+        sf[j] = f0[j]
+        sslot[j] = slot0[j]
+    rows = np.empty((m, 7), np.int64)
+    nsig = n
+    nrow = 0
+    for t in range(m):
+        p, q, d, rho = log[t, 0], log[t, 1], log[t, 2], log[t, 3]
+        ti = n + t
+        if al_sg[q] == 0:
+            al_s[ti], al_sh[ti], al_sg[ti] = al_s[p], al_sh[p], al_sg[p]
+            continue
+        cs, csh, csg = al_s[q], al_sh[q] + d, al_sg[q] * rho
+        if al_sg[p] == 0:
+            al_s[ti], al_sh[ti], al_sg[ti] = cs, csh, csg
+            continue
+        a0, a1, a2 = al_s[p], al_sh[p], al_sg[p]
+        if a1 > csh:
+            a0, a1, a2, cs, csh, csg = cs, csh, csg, a0, a1, a2
+        dd = csh - a1
+        rr = a2 * csg
+        if a1 >= 63:  # |LO|, |HI| < 2^62 are multiples of 2^a1: both 0
+            lo, hi = np.int64(0), np.int64(0)
+        elif a2 > 0:
+            lo, hi = LO[ti] >> a1, HI[ti] >> a1
+        else:
+            lo, hi = -(HI[ti] >> a1), -(LO[ti] >> a1)
+        f = max(sf[a0], sf[cs] - dd)
+        if lo == 0 and hi == 0:
+            k, i = 0, 1 - f
+        else:
+            if f >= fin:
+                x, y = lo << (f - fin), hi << (f - fin)
+            else:
+                x, y = lo >> (fin - f), hi >> (fin - f)
+            k, i = (1 if lo < 0 else 0), _bitlen(max(-x, y + 1) - 1) - f
+        rows[nrow, 0] = 0 if rr > 0 else 1
+        rows[nrow, 1] = sslot[a0]
+        rows[nrow, 2] = sslot[cs]
+        rows[nrow, 3] = dd
+        rows[nrow, 4] = k
+        rows[nrow, 5] = i
+        rows[nrow, 6] = f
+        sf[nsig], sslot[nsig] = f, base + nrow
+        al_s[ti], al_sh[ti], al_sg[ti] = nsig, a1, a2
+        nsig += 1
+        nrow += 1
+    return rows[:nrow], al_s, al_sh, al_sg
 
 
 def cse_numba(cols: list[dict], sig, L, H, fin: int, method: str, tiebreak: int, max_depth, budget_s):
@@ -428,7 +646,8 @@ def cse_numba(cols: list[dict], sig, L, H, fin: int, method: str, tiebreak: int,
                                        1 if method == "mc" else 0, int(tiebreak),
                                        -1 if max_depth is None else int(max_depth), float(deadline), max_new)
     out = []
+    ts, tb, tg, ta = tsig.tolist(), tsh.tolist(), tsg.tolist(), alive.tolist()  # Python ints, not numpy scalars
     for c in range(len(cols)):
-        sl = slice(cstart[c], cstart[c] + clen[c])
-        out.append({(int(s), int(b)): int(g) for s, b, g, a in zip(tsig[sl], tsh[sl], tsg[sl], alive[sl]) if a})
+        lo, hi = int(cstart[c]), int(cstart[c] + clen[c])
+        out.append({(s, b): g for s, b, g, a in zip(ts[lo:hi], tb[lo:hi], tg[lo:hi], ta[lo:hi]) if a})
     return log, out, complete

@@ -64,7 +64,7 @@ def _parse(w: np.ndarray, fmt: str, *, validate=True, file=None, legacy_data_ord
         pos = 3
         version, fw, tables = None, 0, ()
     else:
-        version, fw = int(w[0]), int(w[1])
+        version, fw = int(w[0]), int(w[1]) & 0xFFFFFFFF  # the firmware word is unsigned
         n_in, n_out, n_ops, n_tab = (int(v) for v in w[2:6])
         pos = 6
     inp = w[pos:pos + n_in]

@@ -13,7 +13,7 @@ import numpy as np
 
 from ....core.jsonsafe import as_int, int_array, loads
 from ..errors import DaisFormatError
-from ..program import Program, int_bounds, minimal_kif
+from ..program import Program, int_bounds, minimal_kif, qint_floats
 
 
 # --- nnisa JSON ----------------------------------------------------------------------------------
@@ -109,7 +109,9 @@ def to_da4ml_json(p: Program) -> str:
     """Render as da4ml ``CombLogic`` JSON (``CombLogic.load`` reads it back to the same binary)."""
     lat = p.meta.get("latency") or [0.0] * p.n_ops
     cost = p.meta.get("cost") or [0.0] * p.n_ops
-    qints = [p.qint(i) for i in range(p.n_ops)]
+    stored = p.meta.get("qint")
+    qints = [tuple(stored[i]) if stored is not None and stored[i] is not None else qint_floats(k, i_, f)
+             for i, (k, i_, f) in enumerate(zip(p.k.tolist(), p.I.tolist(), p.f.tolist()))]
     lo, hi = p.data_lo(), p.data_hi()
     for i in np.flatnonzero(p.opcode == 8).tolist():  # narrow LUT keys' qint first (they precede i)
         a = int(p.id0[i])
@@ -121,10 +123,16 @@ def to_da4ml_json(p: Program) -> str:
             qints[a] = (float(qmin), float(qmax), float(Fraction(2) ** -fa))
             if minimal_kif(*qints[a]) != (ka, ia, fa):
                 raise DaisFormatError(f"op {i}: LUT key not representable as da4ml JSON")
-    ops = []
-    for i, op in enumerate(p.ops):
-        data = int(lo[i]) if op.opcode == 8 else op.data
-        ops.append([op.id0, op.id1, op.opcode, data, list(qints[i]), float(lat[i]), float(cost[i])])
+    # the op rows are most of the document: rendered directly (json.dumps' exact text for these
+    # values; the float texts are memoised, a program has few distinct ones)
+    fnum: dict = {}
+    num = lambda v: fnum.get(v) or fnum.setdefault(v, json.dumps(float(v)))  # noqa: E731
+    qtext: dict = {}
+    ops = _Raw(",".join(
+        f"[{a},{c},{o},{lo_i if o == 8 else d},"
+        f"{qtext.get(q) or qtext.setdefault(q, '[' + ','.join(num(v) for v in q) + ']')},{num(la)},{num(co)}]"
+        for a, c, o, d, lo_i, q, la, co in zip(p.id0.tolist(), p.id1.tolist(), p.opcode.tolist(), p.data.tolist(),
+                                               lo.tolist(), qints, lat, cost)))
     luts = None
     if p.tables:
         luts = []
@@ -144,7 +152,15 @@ def to_da4ml_json(p: Program) -> str:
     doc = [[p.n_in, p.n_out], p.inp_shifts.tolist(), p.out_idxs.tolist(), p.out_shifts.tolist(),
            [bool(v) for v in p.out_negs.tolist()], ops, p.meta.get("carry_size", -1),
            p.meta.get("adder_size", 1), luts]
-    return json.dumps(doc, separators=(",", ":"))
+    return "[" + ",".join(f"[{x.text}]" if isinstance(x, _Raw) else json.dumps(x, separators=(",", ":"))
+                          for x in doc) + "]"
+
+
+class _Raw:
+    """Pre-rendered JSON array content (see :func:`to_da4ml_json`)."""
+
+    def __init__(self, text: str):
+        self.text = text
 
 
 def is_da4ml_json(text: str) -> bool:

@@ -7,6 +7,7 @@ the text round-trips).  Fields the structured form cannot express use ``raw``.
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -24,14 +25,15 @@ def _fmt_num(v: Fraction) -> str:
     return str(int(v)) if v.denominator == 1 else repr(float(v))
 
 
+@functools.lru_cache(maxsize=4096)
 def _interval(k, i, f) -> str:
     lo, hi, st = kif_to_qint(k, i, f)
     return f"[{_fmt_num(lo)}, {_fmt_num(hi)}] step {_fmt_num(st)}"
 
 
-def _structured(p: Program, i: int, lo: int, hi: int) -> str | None:
-    """Structured operand text of op ``i`` or None if only ``raw`` is lossless."""
-    o, a, c, d = int(p.opcode[i]), int(p.id0[i]), int(p.id1[i]), int(p.data[i])
+def _structured(o: int, a: int, c: int, d: int, lo: int, hi: int) -> str | None:
+    """Structured operand text of an op (opcode, id0, id1, data, data lo/hi words) or None if only
+    ``raw`` is lossless."""
     spec = isa.BY_OPCODE.get(o)
     if spec is None:
         return None
@@ -82,11 +84,16 @@ def disassemble(p: Program, *, intervals: bool = True) -> str:
         out.append(f".table {t} [" + " ".join(map(str, tab.tolist())) + "]")
     los, his = p.data_lo().tolist(), p.data_hi().tolist()
     qint = p.meta.get("qint")
-    for i in range(p.n_ops):
-        body = _structured(p, i, los[i], his[i])
-        if body is None:
-            body = f"raw {int(p.opcode[i])} {int(p.id0[i])} {int(p.id1[i])} {los[i]} {his[i]}"
-        k, I, f = int(p.k[i]), int(p.I[i]), int(p.f[i])
+    cols = (p.opcode.tolist(), p.id0.tolist(), p.id1.tolist(), p.data.tolist(), p.k.tolist(), p.I.tolist(),
+            p.f.tolist(), los, his)
+    addsub = {0: isa.BY_OPCODE[0].mnemonic, 1: isa.BY_OPCODE[1].mnemonic}
+    for i, (o, a, c, d, k, I, f, lo, hi) in enumerate(zip(*cols)):
+        if (o == 0 or o == 1) and hi == (-1 if lo < 0 else 0):  # most ops: _structured's adder form, inline
+            body = f"{addsub[o]} %{a}, %{c}, {lo}"
+        else:
+            body = _structured(o, a, c, d, lo, hi)
+            if body is None:
+                body = f"raw {o} {a} {c} {lo} {hi}"
         line = f"%{i} = {body} : ({k},{I},{f})"
         if qint is not None and qint[i] is not None:
             line += " qint(" + ",".join(repr(float(v)) for v in qint[i]) + ")"

@@ -62,6 +62,8 @@ def prepare_inputs(p: Program, x, n_samples: int | None = None) -> np.ndarray:
 
 def check_finite(p: Program, X: np.ndarray) -> None:
     """Default semantics: NaN/±inf in a live input is a ValueError naming input and sample (D8)."""
+    if X.size == 0 or np.isfinite(X).all():  # the common case, without copying the live columns
+        return
     live = np.unique(p.id0[p.opcode == -1])
     if len(live) == 0 or X.size == 0:
         return
@@ -275,6 +277,18 @@ class Interpreter:
         if n_threads is None or n_threads <= 0:
             n_threads = int(os.environ.get("NNISA_THREADS", os.cpu_count() or 1))
         return self._lowered.run(X, n_threads)
+
+
+def interpreter_for(program: Program, semantics: str = "default", engine: str = "auto") -> Interpreter:
+    """The :class:`Interpreter` of ``program`` for one semantics and engine, lowered once per program
+    (programs are immutable; the cache lives as long as the program does).  ``Target.simulate``
+    uses it, so repeated calls on the same program skip the lowering."""
+    per_prog = program.__dict__.setdefault("_interpreters", {})  # a cache, not a field (frozen dataclass)
+    key = (_check_semantics(semantics), engine)
+    it = per_prog.get(key)
+    if it is None:
+        it = per_prog[key] = Interpreter(program, semantics, engine)
+    return it
 
 
 def run(program: Program, x, *, n_threads: int = 1, semantics: str = "default", engine: str = "auto",

@@ -201,7 +201,9 @@ class _GzipFeed:
                 self._cond.wait()
             if self._error is not None:
                 raise self._error
-            return self._buf, self._n, self._done
+            view = self._buf.view()  # read-only, like a plain file's buffer: one numba signature of the
+            view.flags.writeable = False  # scanner (each costs a long cold compile), not two
+            return view, self._n, self._done
 
     def finish(self) -> None:
         """Wait for the end of inflating; raise its error if any."""
@@ -215,19 +217,20 @@ class _GzipFeed:
 
 
 def _scan(feed):
-    """Run the tokenizer over a feed, growing its outputs as needed: (status, rows, segs, info, buf)."""
+    """Run the tokenizer over a feed, growing its outputs as needed: (status, rows, segs, spans, info, buf)."""
     state = np.zeros(js.NSTATE, dtype=np.int64)
     info = np.full(10, -1, dtype=np.int64)
     # rows: zero-filled pages are mapped lazily, so only the rows written cost memory
     rows = np.zeros(feed.size_hint() // 24 + 1024, dtype=js.ROW_DTYPE)
     segs = np.zeros((64, 6), dtype=np.int64)
+    spans = np.zeros((64, js.SPAN_COLS), dtype=np.int64)
     tabs = js.tables()
     seen = 0
     while True:
         buf, n, done = feed.wait(seen)
         seen = n
         while True:
-            st = js.scan(buf, n, done, state, rows.view(np.uint8), segs, info, *tabs)
+            st = js.scan(buf, n, done, state, rows.view(np.uint8), segs, spans, info, *tabs)
             if st != js.ST_FULL:
                 break
             used = int(state[2])
@@ -238,14 +241,18 @@ def _scan(feed):
             nseg = int(state[3])
             if nseg == len(segs):
                 segs = np.concatenate([segs, np.zeros_like(segs)])
+            if int(state[9]) + js.NSLOTS + 1 > len(spans):
+                spans = np.concatenate([spans, np.zeros_like(spans)])
         if st != js.ST_MORE:
-            return st, rows, segs, info, buf
+            return st, rows, segs, spans[:int(state[9])], info, buf
 
 
 def _read_fast(feed, name: str, legacy_groups: str | None) -> PimProgram | None:
-    st, rows, segs, info, buf = _scan(feed)
+    st, rows, segs, spans, info, buf = _scan(feed)
     if st == js.ST_UNSUPPORTED:
         return None
+    if st != js.ST_OK and (spans[:, 0] >= 0).any():
+        return None  # an earlier number left to Python may be the first error: orjson decides
     if st != js.ST_OK:
         feed.finish()  # a broken gzip stream is reported first, as without streaming
         pos = int(info[0])
@@ -259,6 +266,10 @@ def _read_fast(feed, name: str, legacy_groups: str | None) -> PimProgram | None:
             config = orjson.loads(memoryview(buf)[int(info[3]):int(info[4])])
         except orjson.JSONDecodeError:
             return None
+    segs = segs[:int(info[2])]
+    ignored = js.apply_spans(rows, segs, spans, buf)
+    if ignored is None:
+        return None
     del buf
     nrows = int(info[1])
     try:  # give back the unused tail of the row allocation (a realloc, no copy)
@@ -266,13 +277,13 @@ def _read_fast(feed, name: str, legacy_groups: str | None) -> PimProgram | None:
     except ValueError:
         rows = rows[:nrows]
     chosen = {}
-    for c, s, e, ntr, ftr, nsend in segs[:int(info[2])].tolist():
+    for c, s, e, ntr, ftr, nsend in segs.tolist():
         chosen[c] = (s, e, ntr, ftr, nsend)  # a repeated key: the last wins
     cores = {c: rows[chosen[c][0]:chosen[c][1]] for c in sorted(chosen)}
     first_trunc = next(((c, chosen[c][3]) for c in sorted(chosen) if chosen[c][2]), None)
     n_trunc = sum(v[2] for v in chosen.values())
     n_send = sum(v[4] for v in chosen.values())
-    return _build(cores, n_trunc, first_trunc, n_send, config, name, legacy_groups, ignored_keys=[])
+    return _build(cores, n_trunc, first_trunc, n_send, config, name, legacy_groups, ignored_keys=ignored)
 
 
 def _read_orjson(data: bytes, name: str, legacy_groups: str | None) -> PimProgram:

@@ -51,12 +51,14 @@ from .jsonslots import (  # noqa: F401  (re-exported: jsonio and tests use them 
     _POW10,
     _SELECT_OPS,
     _build_map,
+    _foreign_key_end,
     _number,
     _skip_value,
     _string_end,
     _ws,
     apply_rows,
     apply_slots,
+    apply_spans,
 )
 
 
@@ -138,23 +140,31 @@ def tables() -> tuple:
 
 # scanner phases (state[0])
 P_START, P_KEY_FIRST, P_KEY, P_ARR_FIRST, P_ELEM, P_NEXT, P_END = 0, 1, 2, 3, 4, 5, 6
-#: state vector: phase, position, rows, segments, core id, first row, and the open segment's
-#: truncation count, first truncated index, send-rs1 count
-NSTATE = 9
+#: state vector: phase, position, rows, segments, core id, first row, the open segment's
+#: truncation count, first truncated index, send-rs1 count, and the rows of the span table
+NSTATE = 10
+#: span table (``spans``) columns: row (-1: an ignored top-level key), slot, start, end, and
+#: whether the row already counts as truncated by its other numbers
+SPAN_COLS = 5
 
 
 @njit(cache=True, nogil=True)
-def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, op_ht, op_lo, op_hi, op_ln,
+def scan(buf, n, final, state, out, segs, spans, info, key_ht, key_lo, key_hi, key_ln, op_ht, op_lo, op_hi, op_ln,
          hashp, offmap, pow10):
     """Tokenise a pimsim-nn program (``buf[:n]``) into packed IR rows, resumably.
 
     ``out`` is the flat byte view of a zero-filled structured array of :data:`ROW_DTYPE`;
     ``segs`` receives one row per core array: (core id, first row, end row, truncated count,
-    first truncated index or -1, send-with-rs1 count).  ``state`` (:data:`NSTATE` int64, zero
-    for a new scan) carries the position between calls: with ``final`` false, running out of
-    bytes returns :data:`ST_MORE` and the next call (with the same or a grown buffer holding
-    the same bytes) continues.  :data:`ST_FULL` asks for larger ``out``/``segs`` (copy the
-    filled part) before calling again.  ``info`` receives [error position, rows, segments,
+    first truncated index or -1, send-with-rs1 count).  ``spans`` (:data:`SPAN_COLS` columns)
+    receives the byte spans the caller converts itself: numbers of mapped fields whose exact
+    double is not cheap to compute (row, slot, start, end, row already truncated; the row's
+    field is left 0 and its checks to :func:`.jsonslots.apply_spans`), including a send's
+    ``rs1`` (only its non-zero-ness matters), and ignored top-level keys (row -1).
+    ``state`` (:data:`NSTATE` int64, zero for a new scan) carries the position between calls:
+    with ``final`` false, running out of bytes returns :data:`ST_MORE` and the next call (with
+    the same or a grown buffer holding the same bytes) continues.  :data:`ST_FULL` asks for
+    larger ``out``/``segs``/``spans`` (copy the filled part; ``spans`` needs
+    ``NSLOTS + 1`` free rows) before calling again.  ``info`` receives [error position, rows, segments,
     config start, config end, error core, error index, error slot, error span start, error
     span end]; callers set it to -1 before the first call.
 
@@ -172,15 +182,19 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
     ntr = state[6]
     ftr = state[7]
     nsend = state[8]
+    nspan = state[9]
     cap = out.shape[0] // ROW_SIZE
+    scap = spans.shape[0]
     kmult, kshift, omult, oshift = hashp[0], hashp[1], hashp[2], hashp[3]
     ival = np.zeros(17, dtype=np.int64)
-    kind = np.zeros(17, dtype=np.int64)
+    kind = np.zeros(17, dtype=np.int64)  # 0 exact, 1 truncated, 2 out of range, 3 convert later
+    sp0 = np.zeros(17, dtype=np.int64)  # byte span of a kind-3 number
+    sp1 = np.zeros(17, dtype=np.int64)
     status = ST_OK
     bad = -1  # a failure position: incomplete at the end of the data or not understood
     while True:
         if phase == P_ELEM:  # ---- one instruction object and its separator
-            if row == cap:
+            if row == cap or nspan + NSLOTS + 1 > scap:
                 status = ST_FULL
                 break
             q = p
@@ -217,12 +231,16 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
                     r = ks
                     lo = np.uint64(0)
                     hi = np.uint64(0)
+                    foreign = False  # a non-ASCII key: none of ours
                     while r < n:
                         c = buf[r]
                         if c == 34:
                             break
                         if c == 92 or c < 32 or c >= 128:
-                            r = n
+                            r = _foreign_key_end(buf, q, n)
+                            foreign = True
+                            if r < 0:
+                                r = n
                             break
                         k = r - ks
                         if k < 8:
@@ -235,7 +253,7 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
                         break
                     ln = r - ks
                     key = -1
-                    if ln <= 16:
+                    if ln <= 16 and not foreign:
                         x = lo ^ (hi * np.uint64(31)) ^ np.uint64(ln)
                         key = key_ht[(x * kmult) >> kshift]
                         if key >= 0 and (key_lo[key] != lo or key_hi[key] != hi or key_ln[key] != ln):
@@ -334,6 +352,7 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
                             break
                         m = np.int64(c) - 48
                         e += 1
+                        long = False
                         if c == 48:
                             if e < n and buf[e] >= 48 and buf[e] <= 57:
                                 code = 1  # leading zero
@@ -344,20 +363,20 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
                                 if c < 48 or c > 57:
                                     break
                                 if m > 100000000000000000:
-                                    m = -1
+                                    long = True
                                     break
                                 m = m * 10 + (np.int64(c) - 48)
                                 e += 1
-                            if m < 0:
-                                code = 1
-                                break
                         kd = 0
-                        if e < n and (buf[e] == 46 or buf[e] == 101 or buf[e] == 69):
-                            v, e = _number(buf, q, n, pow10)
+                        if long or (e < n and (buf[e] == 46 or buf[e] == 101 or buf[e] == 69)):
+                            v, e, exact = _number(buf, q, n, pow10)
                             if e < 0:
                                 code = 1
                                 break
-                            if not (v >= -2147483648.0 and v <= 4294967295.0):
+                            if not exact:  # the caller converts the token (apply_spans)
+                                kd = 3
+                                t = np.int64(0)
+                            elif not (v >= -2147483648.0 and v <= 4294967295.0):
                                 kd = 2
                                 t = np.int64(0)
                             else:
@@ -374,6 +393,8 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
                         if slot >= 0:
                             ival[slot] = t
                             kind[slot] = kd
+                            sp0[slot] = q
+                            sp1[slot] = e
                             present |= 1 << slot
                             if slot == S_RS1:
                                 nz1 = nz
@@ -431,11 +452,25 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
             es = -1
             s = 0
             pm = present
+            ns = nspan
+            if op == OP_SEND and (present >> S_RS1) & 1 and kind[S_RS1] == 3:
+                spans[ns, 0] = row  # only whether it is 0 matters (a warning)
+                spans[ns, 1] = S_RS1
+                spans[ns, 2] = sp0[S_RS1]
+                spans[ns, 3] = sp1[S_RS1]
+                ns += 1
             while pm != 0:
                 if pm & 1:
                     off = offmap[op, s]
                     if off >= 0 and not (s == S_SIZE and (op == OP_LLDI or op == OP_LMV) and (present >> S_LEN) & 1):
                         kd = kind[s]
+                        if kd == 3:
+                            spans[ns, 0] = row
+                            spans[ns, 1] = s
+                            spans[ns, 2] = sp0[s]
+                            spans[ns, 3] = sp1[s]
+                            ns += 1
+                            kd = -1  # nothing written now
                         if kd == 2:
                             st = ST_LLDI_IMM if op == OP_LLDI and off == OFF_IMM else ST_RANGE
                             es = s
@@ -444,7 +479,9 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
                             fl |= 1
                         t = ival[s]
                         b = base + off
-                        if off == OFF_IMM:
+                        if kd < 0:
+                            pass
+                        elif off == OFF_IMM:
                             if op == OP_LLDI:
                                 if t < -128 or t > 255:
                                     st = ST_LLDI_IMM
@@ -465,6 +502,7 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
                 pm >>= 1
                 s += 1
             if st != ST_OK:
+                nspan = ns  # the caller sees this row's deferred numbers too
                 info[0] = obj
                 info[5] = core_id
                 info[6] = row - first
@@ -494,6 +532,9 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
                 ntr += 1
             if fl & 2:
                 nsend += 1
+            for j in range(nspan, ns):
+                spans[j, 4] = fl & 1
+            nspan = ns
             row += 1
             p = q + 1
             if c == 93:
@@ -526,6 +567,8 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
                 bad = q
                 break
             e = _string_end(buf, q, n)
+            if e < 0:
+                e = _foreign_key_end(buf, q, n)  # an unknown key (or -1: left to orjson)
             if e < 0:
                 bad = q
                 break
@@ -570,9 +613,22 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
                 nsend = 0
                 p = q + 1
                 phase = P_ARR_FIRST
-            else:
-                bad = ks  # an unknown top-level key: the orjson path lists it
-                break
+            else:  # an unknown top-level key: skipped, listed in a warning
+                if nspan == scap:
+                    status = ST_FULL
+                    break
+                e = _skip_value(buf, q, n, pow10)
+                if e < 0 or (e >= n and not final):
+                    bad = q
+                    break
+                spans[nspan, 0] = -1
+                spans[nspan, 1] = -1
+                spans[nspan, 2] = ks
+                spans[nspan, 3] = ke
+                spans[nspan, 4] = 0
+                nspan += 1
+                p = e
+                phase = P_NEXT
         elif phase == P_ARR_FIRST:  # ---- just after a core's '['
             q = _ws(buf, p, n)
             if q < n and buf[q] == 93:
@@ -621,6 +677,7 @@ def scan(buf, n, final, state, out, segs, info, key_ht, key_lo, key_hi, key_ln, 
     state[6] = ntr
     state[7] = ftr
     state[8] = nsend
+    state[9] = nspan
     info[1] = row
     info[2] = nseg
     return status

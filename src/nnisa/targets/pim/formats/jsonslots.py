@@ -8,6 +8,8 @@ building blocks of the byte scanner in :mod:`.jsonscan`.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from numba import njit
 
@@ -165,43 +167,154 @@ def _string_end(buf, p, n):
     return -1
 
 
+@njit(cache=True, nogil=True)
+def _hexval(c):
+    if 48 <= c <= 57:
+        return c - 48
+    if 97 <= c <= 102:
+        return c - 87
+    if 65 <= c <= 70:
+        return c - 55
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _string_skip(buf, p, n):
+    """``p`` at the opening quote of a string whose content is not needed; returns the index of
+    its closing quote, or -1 if it is invalid JSON or incomplete.
+
+    Unlike :func:`_string_end` it accepts escapes and UTF-8, validated like orjson: escapes
+    ``\\ \" / b f n r t uXXXX``, strict UTF-8 (no overlong forms, no encoded surrogates,
+    nothing above U+10FFFF).  A ``\\u`` escape of a surrogate returns -1: orjson's pairing rules
+    decide on its path.
+    """
+    q = p + 1
+    while q < n:
+        c = buf[q]
+        if c == 34:
+            return q
+        if c < 32:
+            return -1
+        if c == 92:
+            if q + 1 >= n:
+                return -1
+            d = buf[q + 1]
+            if d == 117:
+                if q + 5 >= n:
+                    return -1
+                h = 0
+                for j in range(q + 2, q + 6):
+                    x = _hexval(buf[j])
+                    if x < 0:
+                        return -1
+                    h = h * 16 + x
+                if 0xD800 <= h <= 0xDFFF:
+                    return -1
+                q += 6
+            elif d == 34 or d == 92 or d == 47 or d == 98 or d == 102 or d == 110 or d == 114 or d == 116:
+                q += 2
+            else:
+                return -1
+        elif c < 128:
+            q += 1
+        else:
+            # strict UTF-8: lead byte → length and the allowed range of the second byte
+            if 0xC2 <= c <= 0xDF:
+                ln, lo2, hi2 = 2, 0x80, 0xBF
+            elif c == 0xE0:
+                ln, lo2, hi2 = 3, 0xA0, 0xBF
+            elif c == 0xED:
+                ln, lo2, hi2 = 3, 0x80, 0x9F
+            elif 0xE1 <= c <= 0xEF:
+                ln, lo2, hi2 = 3, 0x80, 0xBF
+            elif c == 0xF0:
+                ln, lo2, hi2 = 4, 0x90, 0xBF
+            elif c == 0xF4:
+                ln, lo2, hi2 = 4, 0x80, 0x8F
+            elif 0xF1 <= c <= 0xF3:
+                ln, lo2, hi2 = 4, 0x80, 0xBF
+            else:
+                return -1
+            if q + ln > n:
+                return -1
+            if buf[q + 1] < lo2 or buf[q + 1] > hi2:
+                return -1
+            for j in range(q + 2, q + ln):
+                if buf[j] < 0x80 or buf[j] > 0xBF:
+                    return -1
+            q += ln
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _foreign_key_end(buf, p, n):
+    """``p`` at the opening quote of an object key that :func:`_string_end` refused: the index
+    of its closing quote if it is a valid string holding a raw non-ASCII byte (it then differs
+    from every key the scanner knows, which are ASCII), else -1 (invalid, incomplete, or an
+    ASCII key written with escapes, which may spell a known key: left to orjson)."""
+    e = _string_skip(buf, p, n)
+    if e < 0:
+        return -1
+    for j in range(p + 1, e):
+        if buf[j] >= 128:
+            return e
+    return -1
+
+
 _POW10 = np.array([10.0 ** k for k in range(23)])
+
+#: a number whose magnitude may reach 10**_MAX_DEC10 could overflow a double: orjson rejects
+#: those ("number is infinity"), so the scanner leaves them to the orjson path
+_MAX_DEC10 = 308
 
 
 @njit(cache=True, nogil=True)
 def _number(buf, p, n, pow10):
-    """Parse a JSON number at p; returns (value, end) or (0, -1) when malformed or when the
-    exact double cannot be computed cheaply (then the orjson path decides)."""
+    """Parse the JSON number at ``p``: ``(value, end, exact)``.
+
+    ``end`` is -1 when the bytes are not a JSON number, or when the magnitude could exceed a
+    double (more than 308 decimal digits: orjson rejects such numbers; its path reports them).
+    ``exact`` is False when the correctly rounded double cannot be computed cheaply (more than
+    2**53 in the mantissa or a decimal exponent beyond ±22; ``value`` is then 0.0): the token
+    is valid and its bytes ``[p, end)`` are converted with Python's ``float`` by the caller.
+    """
     q = p
     neg = False
     if q < n and buf[q] == 45:
         neg = True
         q += 1
     if q >= n or buf[q] < 48 or buf[q] > 57:
-        return 0.0, -1
+        return 0.0, -1, False
     if buf[q] == 48 and q + 1 < n and 48 <= buf[q + 1] <= 57:
-        return 0.0, -1  # leading zero
+        return 0.0, -1, False  # leading zero
+    int_nonzero = buf[q] != 48
     m = np.int64(0)
-    k = 0
+    k = 0  # value = m * 10**k (when exact)
+    int_digits = 0
+    exact = True
     while q < n and 48 <= buf[q] <= 57:
         if m > 100000000000000000:
-            return 0.0, -1
-        m = m * 10 + (buf[q] - 48)
+            exact = False  # digits beyond 10**17 are dropped (scale kept in k)
+            k += 1
+        else:
+            m = m * 10 + (buf[q] - 48)
+        int_digits += 1
         q += 1
     is_float = False
     if q < n and buf[q] == 46:
         is_float = True
         q += 1
         if q >= n or buf[q] < 48 or buf[q] > 57:
-            return 0.0, -1
+            return 0.0, -1, False
         while q < n and 48 <= buf[q] <= 57:
             if m > 100000000000000000:
                 if buf[q] != 48:
-                    return 0.0, -1
+                    exact = False
             else:
                 m = m * 10 + (buf[q] - 48)
                 k -= 1
             q += 1
+    ex = 0
     if q < n and (buf[q] == 101 or buf[q] == 69):
         is_float = True
         q += 1
@@ -210,13 +323,19 @@ def _number(buf, p, n, pow10):
             eneg = buf[q] == 45
             q += 1
         if q >= n or buf[q] < 48 or buf[q] > 57:
-            return 0.0, -1
-        e = 0
+            return 0.0, -1, False
         while q < n and 48 <= buf[q] <= 57:
-            if e < 100000:
-                e = e * 10 + (buf[q] - 48)
+            if ex < 100000:
+                ex = ex * 10 + (buf[q] - 48)
             q += 1
-        k += -e if eneg else e
+        if eneg:
+            ex = -ex
+        k += ex
+    # |value| < 10 ** ((integer digits if the integer part is not 0) + exponent)
+    if (int_digits if int_nonzero else 0) + ex > _MAX_DEC10:
+        return 0.0, -1, False
+    if not exact:
+        return 0.0, q, False
     if not is_float:
         v = float(m)
     elif m == 0:
@@ -224,8 +343,8 @@ def _number(buf, p, n, pow10):
     elif m < 9007199254740992 and -22 <= k <= 22:
         v = float(m) * pow10[k] if k >= 0 else float(m) / pow10[-k]
     else:
-        return 0.0, -1
-    return (-v if neg else v), q
+        return 0.0, q, False
+    return (-v if neg else v), q, True
 
 
 @njit(cache=True, nogil=True)
@@ -242,7 +361,7 @@ def _skip_value(buf, p, n, pow10):
         if expect_key:
             if c != 34:
                 return -1
-            e = _string_end(buf, p, n)
+            e = _string_skip(buf, p, n)
             if e < 0:
                 return -1
             p = _ws(buf, e + 1, n)
@@ -267,7 +386,7 @@ def _skip_value(buf, p, n, pow10):
                 expect_key = c == 123
                 continue
         elif c == 34:
-            e = _string_end(buf, p, n)
+            e = _string_skip(buf, p, n)
             if e < 0:
                 return -1
             p = e + 1
@@ -283,7 +402,7 @@ def _skip_value(buf, p, n, pow10):
                 return -1
             p += lit_len
         else:
-            v, e = _number(buf, p, n, pow10)
+            v, e, exact = _number(buf, p, n, pow10)
             if e < 0:
                 return -1
             p = e
@@ -308,3 +427,50 @@ def _skip_value(buf, p, n, pow10):
 
 
 # --------------------------------------------------------------------------- the scanner
+
+
+# --------------------------------------------------------------------------- deferred numbers
+def apply_spans(rows: np.ndarray, segs: np.ndarray, spans: np.ndarray, buf) -> list[str] | None:
+    """Finish the scanner's rows with the tokens it left to Python (see ``jsonscan.scan``).
+
+    Numbers whose exact double is not cheap to compute (a mantissa beyond 2**53, e.g. a
+    17-digit ``lldi`` immediate, or a large decimal exponent) are converted with ``float``
+    (correctly rounded, like orjson) and go through :func:`apply_slots`'s rules: range
+    checks, truncation toward zero, the ``lldi`` byte.  ``segs`` (the scanner's segment
+    table) is updated in place with the truncated and send-``rs1`` counts they add.
+
+    Returns the ignored top-level keys (in file order), or ``None`` if a converted number is
+    out of range: the orjson path then reports the error.
+    """
+    is_key = spans[:, 0] < 0
+    ignored = list(dict.fromkeys(json.loads(bytes(buf[a - 1:b + 1])) for a, b in spans[is_key, 2:4].tolist()))
+    num = spans[~is_key]
+    if not len(num):
+        return ignored
+    r, slot = num[:, 0], num[:, 1]
+    vals = np.array([float(bytes(buf[a:b])) for a, b in num[:, 2:4].tolist()], dtype=np.float64)
+    ops = rows["op"][r].astype(np.int64)
+    target = SLOT_MAP[ops, slot]
+    mapped = target >= 0  # the others: a send's rs1 (only tested against 0)
+    v, tgt, rm, op_m = vals[mapped], target[mapped], r[mapped], ops[mapped]
+    if not ((v >= -2147483648.0) & (v <= 4294967295.0)).all():
+        return None
+    t = np.trunc(v).astype(np.int64)
+    lldi_imm = (tgt == C_IMM) & (op_m == OP_LLDI)
+    if (lldi_imm & ((t < -128) | (t > 255))).any() or ((tgt != C_IMM) & (t > 2147483647)).any():
+        return None
+    newly_trunc = np.unique(rm[(t != v) & (num[mapped, 4] == 0)])
+    t = np.where(lldi_imm, t & 255, t)
+    for col in np.unique(tgt).tolist():
+        sel = tgt == col
+        rows["imm" if col == C_IMM else ICOLS[col]][rm[sel]] = t[sel]
+    send_rs1 = np.unique(r[~mapped & (vals != 0.0)])
+    ends = segs[:, 2]
+    for row in newly_trunc.tolist():
+        i = int(np.searchsorted(ends, row, side="right"))
+        k = row - int(segs[i, 1])
+        segs[i, 3] += 1
+        segs[i, 4] = k if segs[i, 4] < 0 else min(int(segs[i, 4]), k)
+    for row in send_rs1.tolist():
+        segs[int(np.searchsorted(ends, row, side="right")), 5] += 1
+    return ignored

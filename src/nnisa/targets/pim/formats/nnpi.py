@@ -55,7 +55,10 @@ def encode_words(program: PimProgram) -> dict[int, np.ndarray]:
 
 def _meta(program: PimProgram) -> dict:
     meta = {
-        "array_group_map": {f"core{c}": [int(x) for x in g] for c, g in sorted(program.array_group_map.items())},
+        # an empty group list is no groups (as in PimProgram.equals): not written, so text, which has
+        # no way to say "no groups", round-trips the container byte for byte
+        "array_group_map": {f"core{c}": [int(x) for x in g] for c, g in sorted(program.array_group_map.items())
+                            if len(g)},
         "chip_core_count": int(program.core_count),
         "producer": f"nnisa {_VERSION}",
         "encoding": "extended" if program.extended else "strict",

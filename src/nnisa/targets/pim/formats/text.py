@@ -11,6 +11,8 @@ file:line:column.  The disassembler renders all rows with per-opcode templates
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from ....core.asm import iter_lines, parse_instruction, split_operands, strip_comment
@@ -83,6 +85,8 @@ class _Assembler:
         self.raw_lines: list[str] = []
         self.isa = None
         self.odd_pairs = False
+        self.config_extra: dict = {}
+        self.nocode: set[int] = set()
 
     def err(self, msg: str, lineno: int, col: int | None = None) -> AsmError:
         return AsmError(msg, file=self.file, line=lineno, column=col)
@@ -141,6 +145,18 @@ class _Assembler:
             if not 0 <= n < 2 ** 31:
                 raise self.err(f".chip_cores {n} out of range", lineno, col)
             self.chip_cores = n
+        elif d == ".config_extra":
+            try:
+                extra = parse_config_extra(args)
+            except ValueError as exc:
+                raise self.err(f".config_extra: {exc}", lineno, col) from None
+            self.config_extra.update(extra)
+        elif d == ".nocode":
+            if args.strip() or self.core is None or self.seg_core[-1] != self.core or \
+                    self.seg_start[-1] != len(self.ops) or any(c == self.core for c in self.seg_core[:-1]):
+                raise self.err(".nocode takes no argument and must follow the only .core line of its core",
+                               lineno, col)
+            self.nocode.add(self.core)
         elif d == ".act_frac":
             a, b = self._ints(args, 2, lineno, col, ".act_frac")
             if self.core is None:
@@ -193,6 +209,8 @@ class _Assembler:
             if self.core is None:
                 raise self.err("instruction before the first .core directive", lineno,
                                body.index(head) + 1)
+            if self.core in self.nocode:
+                raise self.err(f"instruction in core {self.core}, declared .nocode", lineno, body.index(head) + 1)
             vals = _fast_operands(plan[1], plan[3], tail) if plan else None
             if vals is None:
                 row = self.generic(body, lineno)  # raises on bad input
@@ -246,10 +264,11 @@ class _Assembler:
         bounds = self.seg_start + [n]
         for k, c in enumerate(self.seg_core):
             cores[c].append(rows[bounds[k]:bounds[k + 1]])
-        out = {c: (np.concatenate(parts) if len(parts) > 1 else parts[0].copy()) for c, parts in cores.items()}
+        out = {c: (np.concatenate(parts) if len(parts) > 1 else parts[0].copy()) for c, parts in cores.items()
+               if c not in self.nocode}
         return PimProgram(cores=out, array_group_map=self.groups, chip_cores=self.chip_cores,
                           word_bits=self.word_bits, extended=self.extended, act_frac=self.act_frac,
-                          odd_pairs=self.odd_pairs)
+                          odd_pairs=self.odd_pairs, config_extra=self.config_extra)
 
     def _raise_for_line(self, lineno: int) -> None:
         self.generic(strip_comment(self.text.splitlines()[lineno - 1]), lineno)  # raises on a bad range
@@ -276,8 +295,17 @@ def _scan_text(text: str) -> PimProgram | None:
         return None
     groups: dict[int, list[int]] = {}
     act_frac: dict[int, tuple[int, int]] = {}
+    extra: dict = {}
+    nocode: set[int] = set()
     for kind, core, a, b in dirs[:info[ts.I_DIRS]].tolist():
-        if kind == ts.DIR_GROUP:
+        if kind == ts.DIR_NOCODE:
+            nocode.add(core)
+        elif kind == ts.DIR_CFG:
+            try:
+                extra.update(parse_config_extra(data[a:b].decode("ascii")))
+            except ValueError:
+                return None
+        elif kind == ts.DIR_GROUP:
             g = groups.setdefault(core, [])
             if a != len(g) or b < 0:
                 return None
@@ -292,11 +320,35 @@ def _scan_text(text: str) -> PimProgram | None:
     seg = segs[:info[ts.I_SEGS]].tolist()
     for k, (c, start) in enumerate(seg):
         parts.setdefault(c, []).append(rows[start:seg[k + 1][1] if k + 1 < len(seg) else n])
+    for c in nocode:  # the simple form only (one .core line, no instruction); else the assembler decides
+        if len(parts[c]) != 1 or len(parts[c][0]):
+            return None
+        del parts[c]
     cores = {c: (np.concatenate(p) if len(p) > 1 else p[0]) for c, p in parts.items()}
     return PimProgram(cores=cores, array_group_map=groups,
                       chip_cores=int(info[ts.I_CHIP]) if info[ts.I_CHIP_SET] else None,
                       word_bits=int(info[ts.I_WORD]), extended=bool(info[ts.I_EXT]), act_frac=act_frac,
-                      odd_pairs=bool(info[ts.I_ODD]))
+                      odd_pairs=bool(info[ts.I_ODD]), config_extra=extra)
+
+
+def format_config_extra(extra: dict) -> str:
+    """``config_extra`` as the argument of ``.config_extra``: one line of JSON with sorted keys, ASCII
+    only, and ``#``/``;`` (comment characters of the text) escaped inside strings."""
+    text = json.dumps(extra, sort_keys=True, ensure_ascii=True, separators=(", ", ": "), allow_nan=False)
+    return text.replace("#", "\\u0023").replace(";", "\\u003b")
+
+
+def parse_config_extra(arg: str) -> dict:
+    """The JSON object of a ``.config_extra`` line (ValueError with the reason)."""
+    from ....core.jsonsafe import loads
+    try:
+        value = loads(arg.strip())
+    except Exception as exc:  # noqa: BLE001 - any JSON error becomes one line
+        raise ValueError(f"bad JSON ({str(exc).splitlines()[0][:120]}); write '#' and ';' inside strings as "
+                         "\\u0023 and \\u003b") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def assemble_text(text: str, file: str | None = None, fast: bool = True) -> PimProgram:
@@ -357,9 +409,13 @@ def disassemble(program: PimProgram) -> str:
         out.append(".odd_pairs\n")
     if program.chip_cores is not None:
         out.append(f".chip_cores {program.chip_cores}\n")
+    if program.config_extra:
+        out.append(f".config_extra {format_config_extra(program.config_extra)}\n")
     ids = sorted(set(program.cores) | set(program.array_group_map) | set(program.act_frac))
     for c in ids:
         out.append(f".core {c}\n")
+        if c not in program.cores:  # groups / fractions only: no instruction section
+            out.append(".nocode\n")
         out.extend(f".group {g}, {x}\n" for g, x in enumerate(program.array_group_map.get(c, [])))
         if c in program.act_frac:
             a, b = program.act_frac[c]

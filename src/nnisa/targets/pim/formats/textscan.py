@@ -4,7 +4,7 @@
 the rows of one structured array of the IR dtype (little-endian byte stores, like
 :mod:`.jsonscan`).  It understands the text the disassembler writes and the usual hand-written
 variations of it: the directives ``.mode .encoding .odd_pairs .chip_cores .core .group
-.act_frac``, ``#``/``;`` comments, blank lines, LF/CRLF/CR line ends, spaces and tabs anywhere
+.act_frac .config_extra .nocode``, ``#``/``;`` comments, blank lines, LF/CRLF/CR line ends, spaces and tabs anywhere
 between tokens, mnemonics and directives in any case, registers ``$rN``/``$RN``/``$N``, decimal
 and ``0x`` integers with an optional sign, and ``ofs(rd|rs1|rs2 or 0-7, value)``.
 
@@ -15,8 +15,9 @@ malformed operand — makes it return :data:`ST_BAIL` and the caller runs the Py
 the whole text, which is the authority for results and for error messages (file:line:column).
 ``info[I_BAIL_LINE]`` then holds the 1-based line that stopped the scanner.
 
-``.group`` and ``.act_frac`` are only recorded (core, a, b) in ``dirs``; the caller replays them
-(group ids in order, ...) and falls back on any inconsistency.
+``.group`` and ``.act_frac`` are only recorded (core, a, b) in ``dirs``, ``.config_extra`` as the
+byte span of its JSON argument; the caller replays them (group ids in order, JSON parsing, ...)
+and falls back on any inconsistency.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ K_REG, K_INT, K_BYTE, K_OFS = 0, 1, 2, 3
 MAXOPS, MAXSLOTS = 5, 6
 
 #: directive names, in the order of the kernel's ``d`` codes
-DIRECTIVES = (".mode", ".encoding", ".odd_pairs", ".chip_cores", ".core", ".group", ".act_frac")
-D_MODE, D_ENC, D_ODD, D_CHIP, D_CORE, D_GROUP, D_ACT = range(7)
-DIR_GROUP, DIR_ACT = 0, 1  # record kinds in ``dirs``
+DIRECTIVES = (".mode", ".encoding", ".odd_pairs", ".chip_cores", ".core", ".group", ".act_frac", ".config_extra",
+              ".nocode")
+D_MODE, D_ENC, D_ODD, D_CHIP, D_CORE, D_GROUP, D_ACT, D_CFG, D_NOCODE = range(9)
+DIR_GROUP, DIR_ACT, DIR_CFG, DIR_NOCODE = 0, 1, 2, 3  # record kinds in ``dirs``
 
 assert DTYPE.fields["op"][0] == np.int16 and DTYPE.fields["imm"][0] == np.int64
 ROW_SIZE = DTYPE.itemsize
@@ -109,7 +111,7 @@ def _build_tables() -> tuple:
                 if f is not None:  # no field: the value must be 0 (lo = hi = 0)
                     lo[m, code, j], hi[m, code, j] = f.value_range
                     mul[m, code, j] = f.multiple_of
-    dn = np.zeros((len(DIRECTIVES), 12), dtype=np.uint8)
+    dn = np.zeros((len(DIRECTIVES), 16), dtype=np.uint8)
     dl = np.zeros(len(DIRECTIVES), dtype=np.int64)
     for i, d in enumerate(DIRECTIVES):
         dn[i, :len(d)] = np.frombuffer(d.encode(), dtype=np.uint8)
@@ -364,6 +366,28 @@ def scan(buf, out, segs, dirs, info, ht, mn_key, nk, req, kind, slot0, nslot, so
                 dirs[ndirs, 1] = core
                 dirs[ndirs, 2] = iv[0]
                 dirs[ndirs, 3] = iv[1]
+                ndirs += 1
+            elif d == D_NOCODE:  # recorded; the caller checks the core got no instruction
+                if p != be or core < 0:
+                    st = ST_BAIL
+                    break
+                if ndirs >= dirs.shape[0]:
+                    st = ST_FULL
+                    break
+                dirs[ndirs, 0] = DIR_NOCODE
+                dirs[ndirs, 1] = core
+                ndirs += 1
+            elif d == D_CFG:  # the JSON argument's span; the caller parses it
+                if ndirs >= dirs.shape[0]:
+                    st = ST_FULL
+                    break
+                e = be
+                while e > p and (buf[e - 1] == 32 or buf[e - 1] == 9):
+                    e -= 1
+                dirs[ndirs, 0] = DIR_CFG
+                dirs[ndirs, 1] = core
+                dirs[ndirs, 2] = p
+                dirs[ndirs, 3] = e
                 ndirs += 1
             else:
                 st = ST_BAIL
