@@ -208,12 +208,61 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None):
     print("Goal: median ≤ 1.0 and worst ≤ 1.05; depth ≤ da4ml's.\n")
 
 
+def emitter_table(n_cases, budget_s=None):
+    """The same program through both emitters: da4ml's own CMVM solution (its default solver),
+    emitted by da4ml and by nnisa (read from da4ml's binary), same Yosys script."""
+    from da4ml.trace import FixedVariableArray, comb_trace
+
+    from nnisa.targets.dais.formats.binary import read_binary
+    from nnisa.targets.dais.rtl import emit
+    from nnisa.targets.dais.rtl.synth import synthesize
+    print(f"### Emitters only: da4ml's CMVM programs through both emitters (`synth_xilinx -flatten -nodsp`; "
+          f"pipelined at latency_cutoff={CUTOFF}; {load()} at the start)\n")
+    print("| problem | adders | nnisa LUTs | da4ml LUTs | ratio | nnisa LUTs (pipe) | da4ml LUTs (pipe) | ratio | "
+          "nnisa FFs | da4ml FFs | nnisa stages | da4ml stages | synth time |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    ratios, skipped = [], []
+    t_start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as td:
+        work = Path(td)
+        for n_in, n_out, bits, sp in CASES[:n_cases]:
+            name = f"CMVM {n_in}×{n_out} w{bits} s{sp:.0%}"
+            if budget_s is not None and time.perf_counter() - t_start > budget_s:
+                skipped.append(name)
+                continue
+            t0 = time.perf_counter()
+            rng = np.random.default_rng(n_in * 1000 + bits * 10 + int(sp * 10))
+            W = rng.integers(-2 ** (bits - 1), 2 ** (bits - 1), (n_in, n_out)).astype(np.float64)
+            W[rng.random(W.shape) < sp] = 0
+            x = FixedVariableArray.from_kif(np.ones(n_in, int), np.full(n_in, 7), np.zeros(n_in, int))
+            comb = comb_trace(x, x @ W.astype(np.float32))
+            p = read_binary(comb.to_binary())
+            ours = synthesize({"nn.v": emit(p, name="nn")[0]}, "nn")
+            text_p, net_p = emit(p, name="nnp", latency_cutoff=CUTOFF)
+            ours_p = synthesize({"nnp.v": text_p}, "nnp")
+            srcs, _ = da4ml_rtl(comb, "da", None, work)
+            theirs = synthesize(srcs, "da")
+            srcs_p, da_stages = da4ml_rtl(comb, "dap", CUTOFF, work)
+            theirs_p = synthesize(srcs_p, "dap")
+            r, rp = ours["luts"] / theirs["luts"], ours_p["luts"] / theirs_p["luts"]
+            ratios.append((r, rp))
+            print(f"| {name} | {p.stats()['n_adders']} | {ours['luts']} | {theirs['luts']} | {r:.3f} | "
+                  f"{ours_p['luts']} | {theirs_p['luts']} | {rp:.3f} | {ours_p['ffs']} | {theirs_p['ffs']} | "
+                  f"{net_p.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s |", flush=True)
+    if skipped:
+        print(f"\nNot synthesized (time budget): {', '.join(skipped)}.")
+    if ratios:
+        r = np.array(ratios)
+        print(f"\nLUT ratio nnisa/da4ml on the same programs, combinational: median {np.median(r[:, 0]):.3f}, "
+              f"worst {r[:, 0].max():.3f}; pipelined: median {np.median(r[:, 1]):.3f}, worst {r[:, 1].max():.3f}.\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--cases", type=int, default=None, help="number of CMVM problems (default: all, quick: 4)")
     ap.add_argument("--no-mlp-synth", action="store_true", help="skip synthesizing the digits MLP")
-    ap.add_argument("--only", choices=("emit", "cosim", "luts"), default=None)
+    ap.add_argument("--only", choices=("emit", "cosim", "luts", "emitters"), default=None)
     ap.add_argument("--budget-min", type=float, default=None,
                     help="stop starting LUT rows after this many minutes of synthesis (rows run smallest first)")
     args = ap.parse_args()
@@ -222,6 +271,12 @@ def main():
     if args.only in (None, "emit"):
         emission(args.quick)
     res = cosim(args.quick) if args.only in (None, "cosim") else None
+    if args.only == "emitters":  # its own section (synthesis is slow: run it separately)
+        with captured() as out:
+            emitter_table(args.cases or 4, None if args.budget_min is None else args.budget_min * 60)
+        update_section("DAIS RTL emitters", f"Machine: {machine()}; date {today()}; "
+                       f"`python benchmarks/dais_rtl.py --only emitters`.\n\n" + out.text)
+        return
     if args.only in (None, "luts"):
         n = args.cases or (4 if args.quick else len(CASES))
         lut_table(args.quick, n, res, not args.no_mlp_synth,
