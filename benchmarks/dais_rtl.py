@@ -122,6 +122,17 @@ def cosim(quick):
     return res
 
 
+def cmvm_problem(case):
+    """Name, matrix and da4ml's traced design of one ``benchmarks/dais_cmvm.py`` problem (same seeds)."""
+    from da4ml.trace import FixedVariableArray, comb_trace
+    n_in, n_out, bits, sp = case
+    rng = np.random.default_rng(n_in * 1000 + bits * 10 + int(sp * 10))
+    W = rng.integers(-2 ** (bits - 1), 2 ** (bits - 1), (n_in, n_out)).astype(np.float64)
+    W[rng.random(W.shape) < sp] = 0
+    x = FixedVariableArray.from_kif(np.ones(n_in, int), np.full(n_in, 7), np.zeros(n_in, int))
+    return f"CMVM {n_in}×{n_out} w{bits} s{sp:.0%}", W, comb_trace(x, x @ W.astype(np.float32))
+
+
 def da4ml_rtl(comb, name, cutoff, work: Path):
     from da4ml.codegen import RTLModel
     import contextlib
@@ -139,15 +150,27 @@ def da4ml_rtl(comb, name, cutoff, work: Path):
     return srcs, stages
 
 
+def synth_both(p, comb, work: Path):
+    """Yosys counts of nnisa's design of ``p`` and da4ml's of ``comb``, combinational and pipelined
+    at ``CUTOFF``: ``(ours, ours_pipe, our_netlist_pipe, theirs, theirs_pipe, da4ml_stages)``."""
+    from nnisa.targets.dais.rtl import emit
+    from nnisa.targets.dais.rtl.synth import synthesize
+    ours = synthesize({"nn.v": emit(p, name="nn")[0]}, "nn")
+    text_p, net_p = emit(p, name="nnp", latency_cutoff=CUTOFF)
+    ours_p = synthesize({"nnp.v": text_p}, "nnp")
+    srcs, _ = da4ml_rtl(comb, "da", None, work)
+    theirs = synthesize(srcs, "da")
+    srcs_p, da_stages = da4ml_rtl(comb, "dap", CUTOFF, work)
+    theirs_p = synthesize(srcs_p, "dap")
+    return ours, ours_p, net_p, theirs, theirs_p, da_stages
+
+
 def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None):
-    from da4ml.trace import FixedVariableArray, comb_trace
     from da4ml.types import CombLogic
 
     from nnisa.targets.dais.compiler.cmvm import compile_matrix
     from nnisa.targets.dais.formats.jsonio import to_da4ml_json
-    from nnisa.targets.dais.rtl import emit
     from nnisa.targets.dais.rtl.netlist import build_netlist
-    from nnisa.targets.dais.rtl.synth import synthesize
     print(f"### LUTs and flip-flops: nnisa's Verilog vs da4ml 0.6.0's Verilog (Yosys `synth_xilinx -flatten "
           f"-nodsp`, same script both sides; pipelined at latency_cutoff={CUTOFF}; {load()} at the start)\n")
     print("Rows run from the smallest program to the largest"
@@ -160,15 +183,11 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None):
     with tempfile.TemporaryDirectory() as td:
         work = Path(td)
         rows = []
-        for n_in, n_out, bits, sp in cases:
-            rng = np.random.default_rng(n_in * 1000 + bits * 10 + int(sp * 10))
-            W = rng.integers(-2 ** (bits - 1), 2 ** (bits - 1), (n_in, n_out)).astype(np.float64)
-            W[rng.random(W.shape) < sp] = 0
+        for case in cases:
+            name, W, comb = cmvm_problem(case)
             p = compile_matrix(W, (1, 7, 0), search=True)
-            x = FixedVariableArray.from_kif(np.ones(n_in, int), np.full(n_in, 7), np.zeros(n_in, int))
-            comb = comb_trace(x, x @ W.astype(np.float32))
             da_add = int(sum(op.opcode in (0, 1) for op in comb.ops))
-            rows.append((f"CMVM {n_in}×{n_out} w{bits} s{sp:.0%}", p, comb, da_add))
+            rows.append((name, p, comb, da_add))
         if mlp_res is not None and mlp_synth:
             # da4ml pipelines by the ops' stored latencies: give it the arrival times of nnisa's own
             # schedule (the same 1-per-adder model), so both emitters pipeline the same program alike
@@ -185,13 +204,7 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None):
                 skipped.append(f"{name} ({p.n_ops} ops)")
                 continue
             t0 = time.perf_counter()
-            ours = synthesize({"nn.v": emit(p, name="nn")[0]}, "nn")
-            ours_p_text, ours_net = emit(p, name="nnp", latency_cutoff=CUTOFF)
-            ours_p = synthesize({"nnp.v": ours_p_text}, "nnp")
-            srcs, _ = da4ml_rtl(comb, "da", None, work)
-            theirs = synthesize(srcs, "da")
-            srcs_p, da_stages = da4ml_rtl(comb, "dap", CUTOFF, work)
-            theirs_p = synthesize(srcs_p, "dap")
+            ours, ours_p, ours_net, theirs, theirs_p, da_stages = synth_both(p, comb, work)
             r = ours["luts"] / theirs["luts"]
             ratios.append((r, ours_p["luts"] / theirs_p["luts"]))
             depth_ok &= ours_net.n_stages <= da_stages
@@ -211,11 +224,7 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None):
 def emitter_table(n_cases, budget_s=None):
     """The same program through both emitters: da4ml's own CMVM solution (its default solver),
     emitted by da4ml and by nnisa (read from da4ml's binary), same Yosys script."""
-    from da4ml.trace import FixedVariableArray, comb_trace
-
     from nnisa.targets.dais.formats.binary import read_binary
-    from nnisa.targets.dais.rtl import emit
-    from nnisa.targets.dais.rtl.synth import synthesize
     print(f"### Emitters only: da4ml's CMVM programs through both emitters (`synth_xilinx -flatten -nodsp`; "
           f"pipelined at latency_cutoff={CUTOFF}; {load()} at the start)\n")
     print("| problem | adders | nnisa LUTs | da4ml LUTs | ratio | nnisa LUTs (pipe) | da4ml LUTs (pipe) | ratio | "
@@ -225,25 +234,14 @@ def emitter_table(n_cases, budget_s=None):
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory() as td:
         work = Path(td)
-        for n_in, n_out, bits, sp in CASES[:n_cases]:
-            name = f"CMVM {n_in}×{n_out} w{bits} s{sp:.0%}"
+        for case in CASES[:n_cases]:
+            name, _, comb = cmvm_problem(case)
             if budget_s is not None and time.perf_counter() - t_start > budget_s:
                 skipped.append(name)
                 continue
             t0 = time.perf_counter()
-            rng = np.random.default_rng(n_in * 1000 + bits * 10 + int(sp * 10))
-            W = rng.integers(-2 ** (bits - 1), 2 ** (bits - 1), (n_in, n_out)).astype(np.float64)
-            W[rng.random(W.shape) < sp] = 0
-            x = FixedVariableArray.from_kif(np.ones(n_in, int), np.full(n_in, 7), np.zeros(n_in, int))
-            comb = comb_trace(x, x @ W.astype(np.float32))
             p = read_binary(comb.to_binary())
-            ours = synthesize({"nn.v": emit(p, name="nn")[0]}, "nn")
-            text_p, net_p = emit(p, name="nnp", latency_cutoff=CUTOFF)
-            ours_p = synthesize({"nnp.v": text_p}, "nnp")
-            srcs, _ = da4ml_rtl(comb, "da", None, work)
-            theirs = synthesize(srcs, "da")
-            srcs_p, da_stages = da4ml_rtl(comb, "dap", CUTOFF, work)
-            theirs_p = synthesize(srcs_p, "dap")
+            ours, ours_p, net_p, theirs, theirs_p, da_stages = synth_both(p, comb, work)
             r, rp = ours["luts"] / theirs["luts"], ours_p["luts"] / theirs_p["luts"]
             ratios.append((r, rp))
             print(f"| {name} | {p.stats()['n_adders']} | {ours['luts']} | {theirs['luts']} | {r:.3f} | "

@@ -425,6 +425,33 @@ def _schedule(net: Netlist, cutoff: float | None) -> None:
     net.n_stages = max(st, default=0) + 1
 
 
+# building block of each node kind that instantiates one (the emitters print the same generics)
+BLOCKS = {"shift_add": "nnisa_shift_add", "quant": "nnisa_quant", "mux": "nnisa_mux", "mul": "nnisa_mul",
+          "bit1": "nnisa_bit1", "bit2": "nnisa_bit2"}
+
+
+def block_generics(nodes: list, nd: Node) -> list[int]:
+    """Parameter values of ``nd``'s building block, in the order the blocks declare them
+    (the operands' widths and signedness, then the op's own parameters, then the output width)."""
+    k, p = nd.kind, nd.p
+    opd = [x for j in nd.ins for x in (nodes[j].w, int(nodes[j].signed))]
+    if k == "shift_add":
+        if len(nd.ins) == 1:  # constant adder: the constant is the second operand
+            opd += [p["cw"], int(p["cs"])]
+        return opd + [p["n"], p["sha"], p["shc"], p["sub"], p["rs"], nd.w]
+    if k == "quant":
+        return opd + [p["n"], p["neg"], p["sh"], p["relu"], nd.w]
+    if k == "mux":
+        return [opd[0], opd[1], p["na"], p["sha"], opd[2], opd[3], p["nc"], p["shc"], p["neg"], nd.w]
+    if k == "mul":
+        return opd + [p["n"], nd.w]
+    if k == "bit1":
+        return opd + [p["n"], p["neg"], p["op"], p["mw"], nd.w]
+    if k == "bit2":
+        return opd + [p["n"], p["nega"], p["negc"], p["sha"], p["shc"], p["op"], nd.w]
+    raise AssertionError(k)
+
+
 def depth_stats(net: Netlist) -> dict:
     """Pipeline summary: stages, latency, registers, critical arrival."""
     return {"pipeline_depth": net.n_stages, "latency_cycles": net.latency_cycles,

@@ -10,7 +10,7 @@ computes modulo ``2^N``, so no Verilog signedness rule is involved outside the b
 
 from __future__ import annotations
 
-from .netlist import Netlist, stage_names
+from .netlist import BLOCKS, Netlist, block_generics, stage_names
 
 LIBRARY = r"""
 // ---------------------------------------------------------------------------------------------
@@ -163,39 +163,18 @@ def emit_verilog(net: Netlist, stats: dict, name: str = "dais_top") -> str:
             L.append(f"{head} assign v{i} = {lit(p['value'], w)};")
         elif k == "input":
             L.append(f"{head} assign v{i} = inp_{p['port']}[{p['off'] + w - 1}:{p['off']}];")
-        elif k == "shift_add":
-            a = nodes[nd.ins[0]]
-            if len(nd.ins) == 2:
-                c = nodes[nd.ins[1]]
-                cw, cs, cref = c.w, c.signed, ops[1]
-            else:
-                cw, cs, cref = p["cw"], p["cs"], lit(p["const"], p["cw"])
-            L.append(f"{head} nnisa_shift_add #({a.w}, {_b(a.signed)}, {cw}, {_b(cs)}, {p['n']}, {p['sha']}, "
-                     f"{p['shc']}, {p['sub']}, {p['rs']}, {w}) op{i} ({ops[0]}, {cref}, v{i});")
-        elif k == "quant":
-            a = nodes[nd.ins[0]]
-            L.append(f"{head} nnisa_quant #({a.w}, {_b(a.signed)}, {p['n']}, {p['neg']}, {p['sh']}, {p['relu']}, "
-                     f"{w}) op{i} ({ops[0]}, v{i});")
-        elif k == "mux":
-            a, c, q = (nodes[j] for j in nd.ins)
-            L.append(f"{head} nnisa_mux #({a.w}, {_b(a.signed)}, {p['na']}, {p['sha']}, {c.w}, {_b(c.signed)}, "
-                     f"{p['nc']}, {p['shc']}, {p['neg']}, {w}) op{i} ({ops[0]}, {ops[1]}, "
-                     f"{_cond(p['cond'], q, ops[2])}, v{i});")
-        elif k == "mul":
-            a, c = nodes[nd.ins[0]], nodes[nd.ins[1]]
-            L.append(f"{head} nnisa_mul #({a.w}, {_b(a.signed)}, {c.w}, {_b(c.signed)}, {p['n']}, {w}) "
-                     f"op{i} ({ops[0]}, {ops[1]}, v{i});")
         elif k == "lut":
             used_luts.add(p["lut"])
             L.append(f"{head} {name}_lut{p['lut']} op{i} ({ops[0]}, v{i});")
-        elif k == "bit1":
-            a = nodes[nd.ins[0]]
-            L.append(f"{head} nnisa_bit1 #({a.w}, {_b(a.signed)}, {p['n']}, {p['neg']}, {p['op']}, {p['mw']}, "
-                     f"{w}) op{i} ({ops[0]}, v{i});")
-        elif k == "bit2":
-            a, c = nodes[nd.ins[0]], nodes[nd.ins[1]]
-            L.append(f"{head} nnisa_bit2 #({a.w}, {_b(a.signed)}, {c.w}, {_b(c.signed)}, {p['n']}, {p['nega']}, "
-                     f"{p['negc']}, {p['sha']}, {p['shc']}, {p['op']}, {w}) op{i} ({ops[0]}, {ops[1]}, v{i});")
+        elif k in BLOCKS:
+            if k == "shift_add" and len(nd.ins) == 1:
+                refs = [ops[0], lit(p["const"], p["cw"])]
+            elif k == "mux":
+                refs = [ops[0], ops[1], _cond(p["cond"], nodes[nd.ins[2]], ops[2])]
+            else:
+                refs = ops[:len(nd.ins)]
+            gen = ", ".join(map(str, block_generics(nodes, nd)))
+            L.append(f"{head} {BLOCKS[k]} #({gen}) op{i} ({', '.join(refs)}, v{i});")
         else:  # pragma: no cover - build_netlist makes no other kind
             raise AssertionError(k)
     # outputs (negated ones through a negation block)

@@ -8,7 +8,7 @@ bits are bit-string literals, so no VHDL integer ever overflows.
 
 from __future__ import annotations
 
-from .netlist import Netlist, stage_names
+from .netlist import BLOCKS, Netlist, block_generics, stage_names
 from .verilog import _b, header_lines
 
 HEAD = "library ieee;\nuse ieee.std_logic_1164.all;\nuse ieee.numeric_std.all;\nuse work.nnisa_pkg.all;\n"
@@ -198,41 +198,18 @@ def emit_vhdl(net: Netlist, stats: dict, name: str = "dais_top") -> str:
             body.append(f"  v{i} <= {bits(p['value'], w)};")
         elif k == "input":
             body.append(f"  v{i} <= inp_{p['port']}({p['off'] + w - 1} downto {p['off']});")
-        elif k == "shift_add":
-            a = nodes[nd.ins[0]]
-            if len(nd.ins) == 2:
-                c = nodes[nd.ins[1]]
-                cw, cs, cref = c.w, c.signed, ops[1]
-            else:
-                cw, cs, cref = p["cw"], p["cs"], bits(p["const"], p["cw"])
-            body.append(f"  op{i} : entity work.nnisa_shift_add generic map ({a.w}, {_b(a.signed)}, {cw}, {_b(cs)}, "
-                        f"{p['n']}, {p['sha']}, {p['shc']}, {p['sub']}, {p['rs']}, {w}) port map ({ops[0]}, {cref}, v{i});")
-        elif k == "quant":
-            a = nodes[nd.ins[0]]
-            body.append(f"  op{i} : entity work.nnisa_quant generic map ({a.w}, {_b(a.signed)}, {p['n']}, {p['neg']}, "
-                        f"{p['sh']}, {p['relu']}, {w}) port map ({ops[0]}, v{i});")
-        elif k == "mux":
-            a, c, q = (nodes[j] for j in nd.ins)
-            sel = _sel(p["cond"], q, ops[2], i, decl, body)
-            body.append(f"  op{i} : entity work.nnisa_mux generic map ({a.w}, {_b(a.signed)}, {p['na']}, {p['sha']}, "
-                        f"{c.w}, {_b(c.signed)}, {p['nc']}, {p['shc']}, {p['neg']}, {w}) "
-                        f"port map ({ops[0]}, {ops[1]}, {sel}, v{i});")
-        elif k == "mul":
-            a, c = nodes[nd.ins[0]], nodes[nd.ins[1]]
-            body.append(f"  op{i} : entity work.nnisa_mul generic map ({a.w}, {_b(a.signed)}, {c.w}, {_b(c.signed)}, "
-                        f"{p['n']}, {w}) port map ({ops[0]}, {ops[1]}, v{i});")
         elif k == "lut":
             used_luts.add(p["lut"])
             body.append(f"  op{i} : entity work.{name}_lut{p['lut']} port map ({ops[0]}, v{i});")
-        elif k == "bit1":
-            a = nodes[nd.ins[0]]
-            body.append(f"  op{i} : entity work.nnisa_bit1 generic map ({a.w}, {_b(a.signed)}, {p['n']}, {p['neg']}, "
-                        f"{p['op']}, {p['mw']}, {w}) port map ({ops[0]}, v{i});")
-        elif k == "bit2":
-            a, c = nodes[nd.ins[0]], nodes[nd.ins[1]]
-            body.append(f"  op{i} : entity work.nnisa_bit2 generic map ({a.w}, {_b(a.signed)}, {c.w}, {_b(c.signed)}, "
-                        f"{p['n']}, {p['nega']}, {p['negc']}, {p['sha']}, {p['shc']}, {p['op']}, {w}) "
-                        f"port map ({ops[0]}, {ops[1]}, v{i});")
+        elif k in BLOCKS:
+            if k == "shift_add" and len(nd.ins) == 1:
+                refs = [ops[0], bits(p["const"], p["cw"])]
+            elif k == "mux":
+                refs = [ops[0], ops[1], _sel(p["cond"], nodes[nd.ins[2]], ops[2], i, decl, body)]
+            else:
+                refs = ops[:len(nd.ins)]
+            gen = ", ".join(map(str, block_generics(nodes, nd)))
+            body.append(f"  op{i} : entity work.{BLOCKS[k]} generic map ({gen}) port map ({', '.join(refs)}, v{i});")
         else:  # pragma: no cover
             raise AssertionError(k)
     drive = []
