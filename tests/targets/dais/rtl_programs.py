@@ -77,7 +77,7 @@ def random_program(seed: int, n_ops: int = 80, n_in: int = 4, big: bool = False)
             k, w = r(0, 1), r(1, 14)
             add(-6 if rng.random() < 0.4 else 6, a, c, q, hs, (k, w - k - f, f))
         elif kind == "mul":
-            add(7, a, c, dt=(1, 40, fa + fc))
+            add(7, a, c, dt=(1, min(40, 63 - fa - fc), fa + fc))  # at most 64 bits (§5.6)
         elif kind == "lut":
             kw = r(1, 6)
             kk = r(0, 1)
