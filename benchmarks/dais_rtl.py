@@ -31,6 +31,10 @@ from dais_cmvm import CASES  # noqa: E402
 CUTOFF = 2
 
 
+SYNTH_TIME_NOTE = ("\nsynth time: wall time of the row's Yosys runs in this run; a few seconds means the counts "
+                   "came from the synthesis cache (keyed by the Verilog sources, the script and Yosys' version).\n")
+
+
 def load() -> str:
     """The 1/5/15-minute load averages (the machine is shared: timings depend on them)."""
     return "load average " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
@@ -219,6 +223,7 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None):
           f"pipelined: median {np.median(r[:, 1]):.3f}, worst {r[:, 1].max():.3f}.  Pipeline depth no larger "
           f"than da4ml's at the same cutoff: {'yes' if depth_ok else 'NO'}.\n")
     print("Goal: median ≤ 1.0 and worst ≤ 1.05; depth ≤ da4ml's.\n")
+    print(SYNTH_TIME_NOTE)
 
 
 def emitter_table(n_cases, budget_s=None):
@@ -247,6 +252,7 @@ def emitter_table(n_cases, budget_s=None):
             print(f"| {name} | {p.stats()['n_adders']} | {ours['luts']} | {theirs['luts']} | {r:.3f} | "
                   f"{ours_p['luts']} | {theirs_p['luts']} | {rp:.3f} | {ours_p['ffs']} | {theirs_p['ffs']} | "
                   f"{net_p.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s |", flush=True)
+    print(SYNTH_TIME_NOTE)
     if skipped:
         print(f"\nNot synthesized (time budget): {', '.join(skipped)}.")
     if ratios:
