@@ -266,29 +266,35 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--cases", type=int, default=None, help="number of CMVM problems (default: all, quick: 4)")
     ap.add_argument("--no-mlp-synth", action="store_true", help="skip synthesizing the digits MLP")
-    ap.add_argument("--only", choices=("emit", "cosim", "luts", "emitters"), default=None)
+    ap.add_argument("--only", choices=("emit", "cosim", "luts", "emitters"), default=None,
+                    help="one part, recorded in its own RESULTS.md section 'DAIS RTL (<part>)'")
     ap.add_argument("--budget-min", type=float, default=None,
                     help="stop starting LUT rows after this many minutes of synthesis (rows run smallest first)")
+    ap.add_argument("--cold-cache", action="store_true",
+                    help="build in an empty tool cache (Verilator's runtime and every design compile from scratch)")
     args = ap.parse_args()
-    print(f"Machine: {machine()}; date {today()}; `python benchmarks/dais_rtl.py` (nnisa RTL emission, "
-          "Verilator co-simulation, Yosys synthesis vs da4ml 0.6.0 in the same run).\n")
+    with tempfile.TemporaryDirectory() as cold, captured() as out:
+        if args.cold_cache:
+            os.environ["NNISA_CACHE_DIR"] = cold
+        run_parts(args)
+    if not args.quick:
+        update_section("DAIS RTL" if args.only is None else f"DAIS RTL ({args.only})", out.text)
+
+
+def run_parts(args) -> None:
+    cmd = " ".join(["python benchmarks/dais_rtl.py", *sys.argv[1:]])
+    print(f"Machine: {machine()}; date {today()}; `{cmd}` (nnisa RTL emission, Verilator co-simulation, "
+          f"Yosys synthesis vs da4ml 0.6.0 in the same run{'; empty tool cache' if args.cold_cache else ''}).\n")
+    budget = None if args.budget_min is None else args.budget_min * 60
     if args.only in (None, "emit"):
         emission(args.quick)
     res = cosim(args.quick) if args.only in (None, "cosim") else None
-    if args.only == "emitters":  # its own section (synthesis is slow: run it separately)
-        with captured() as out:
-            emitter_table(args.cases or 4, None if args.budget_min is None else args.budget_min * 60)
-        update_section("DAIS RTL emitters", f"Machine: {machine()}; date {today()}; "
-                       f"`python benchmarks/dais_rtl.py --only emitters`.\n\n" + out.text)
-        return
+    if args.only == "emitters":
+        emitter_table(args.cases or 4, budget)
     if args.only in (None, "luts"):
         n = args.cases or (4 if args.quick else len(CASES))
-        lut_table(args.quick, n, res, not args.no_mlp_synth,
-                  None if args.budget_min is None else args.budget_min * 60)
+        lut_table(args.quick, n, res, not args.no_mlp_synth, budget)
 
 
 if __name__ == "__main__":
-    with captured() as out:
-        main()
-    if "--quick" not in sys.argv and "--only" not in sys.argv:
-        update_section("DAIS RTL", out.text)
+    main()
