@@ -280,6 +280,15 @@ def build_cases(d: Path) -> list[Case]:
             d / "t4.tarch", '{"data_type": "FP16BP8", "array_size": 1e999}')), s(d / "t1.tprog")), says="missing key"),
         Case("tensil-bad-strategy", "tensil", "options", ("compile", "-t", "tensil", s(MLP), "-o", s(d / "t5"), "-O",
                                                           "strategy=remote"), says="not one of"),
+        # PIMSAB files and configurations
+        Case("pimsab-bad-precision", "pimsab", "pimsab files", ("asm", "-t", "pimsab", s(_w(d / "p1.s",
+             ".tile 0\nadd r0, i65, r0, i8, r8, i8\n")), "-o", s(d / "p1.psab")), says="width must be 1..64"),
+        Case("pimsab-past-cram", "pimsab", "pimsab files", ("asm", "-t", "pimsab", s(_w(d / "p2.s",
+             ".tile 0\nload r250, 0, all, i8\n")), "-o", s(d / "p2.psab")), says="256 wordlines"),
+        Case("pimsab-short-image", "pimsab", "pimsab files", ("disasm", "-t", "pimsab", s(_b(d / "p3.psab",
+             b"PSAB" + bytes(20)))), says="truncated"),
+        Case("pimsab-unknown-config", "pimsab", "pimsab files", ("sim", "-t", "pimsab", s(_w(d / "p4.s",
+             ".tile 0\nnop\n")), "--config", "nosuch"), says="nosuch"),
         # arrays
         Case("arrays-corrupt-npz", D, "arrays", ("sim", "-t", D, s(dais["txt"]), "--inputs", s(d / "corrupt.npz")),
              says=".npz"),

@@ -37,6 +37,7 @@ SEEDS = {
     "pim": PIM_SMALL,
     "dais": ".dais 1\n.inputs 2 shifts 0 0\n.outputs 1\n%0 = input 0 : (1,7,0)\n%1 = input 1 : (1,7,0)\n"
             "%2 = add %0, %1, 0 : (1,8,0)\nout 0 = %2\n",
+    "pimsab": ".tile 0\nload r0, 0x100, 256, i8\nmult r16, i16, r0, i8, r0, i8\nstore 0x200, r16, 256, i16\n",
 }
 
 

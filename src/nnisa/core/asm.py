@@ -8,6 +8,7 @@ supply directive handlers and decide what to do with each parsed row.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -95,10 +96,43 @@ def parse_instruction(isa: ISA, line: Line, file: str | None = None) -> tuple:
     return parse_operands(isa, spec, tokens, line, file)
 
 
+_KEYWORD = re.compile(r"\s*([A-Za-z_]\w*)\s*=(.*)", re.S)
+
+
+def _split_keywords(spec: InstrSpec, tokens: list[tuple[int, str]], line: Line,
+                    file: str | None) -> tuple[list[tuple[int, str]], dict[str, tuple[int, str]]]:
+    """Separate ``key=value`` tokens (for specs with keyword operands) from positional ones."""
+    keys = {o.keyword for o in spec.operands if o.keyword}
+    if not keys:
+        return tokens, {}
+    positional: list[tuple[int, str]] = []
+    named: dict[str, tuple[int, str]] = {}
+    for col, tok in tokens:
+        m = _KEYWORD.fullmatch(tok)
+        if m is None:
+            if named:
+                raise AsmError(f"{spec.mnemonic}: positional operand {tok!r} after an option", file=file,
+                               line=line.lineno, column=col)
+            positional.append((col, tok))
+            continue
+        key = m.group(1).lower()
+        if key not in keys:
+            raise AsmError(f"{spec.mnemonic} has no option {key!r} (options: {', '.join(sorted(keys))})",
+                           file=file, line=line.lineno, column=col)
+        if key in named:
+            raise AsmError(f"{spec.mnemonic}: option {key!r} given twice", file=file, line=line.lineno, column=col)
+        named[key] = (col, m.group(2).strip())
+    return positional, named
+
+
 def parse_operands(isa: ISA, spec: InstrSpec, tokens: list[tuple[int, str]], line: Line,
                    file: str | None = None) -> tuple:
-    """Bind operand tokens to IR columns and check them against the field ranges."""
-    ops = spec.operands
+    """Bind operand tokens to IR columns and check them against the field ranges.
+
+    Positional operands bind in order; ``key=value`` tokens bind to keyword operands.
+    """
+    tokens, named = _split_keywords(spec, tokens, line, file)
+    ops = [o for o in spec.operands if not o.keyword]
     required = sum(1 for o in ops if not o.optional)
     if not required <= len(tokens) <= len(ops):
         want = str(required) if required == len(ops) else f"{required}-{len(ops)}"
@@ -108,13 +142,23 @@ def parse_operands(isa: ISA, spec: InstrSpec, tokens: list[tuple[int, str]], lin
     index = isa._col_index
     vals[0] = spec.opcode
     fields = {f.name: f for f in spec.format.fields}
-    for i, operand in enumerate(ops):
-        if i < len(tokens):
-            col, tok = tokens[i]
+    i = -1
+    for operand in spec.operands:
+        if operand.keyword:
+            given = named.get(operand.keyword)
+            if given is None and not operand.optional:
+                raise AsmError(f"{spec.mnemonic} needs option {operand.label} (syntax: {spec.syntax})",
+                               file=file, line=line.lineno, column=line.col)
+        else:
+            i += 1
+            given = tokens[i] if i < len(tokens) else None
+        if given is not None:
+            col, tok = given
             try:
                 values = operand.kind.parse(tok)
             except OperandError as exc:
-                raise AsmError(f"{spec.mnemonic} operand {i + 1} ({operand.label}): {exc}",
+                what = f"option {operand.keyword}" if operand.keyword else f"operand {i + 1}"
+                raise AsmError(f"{spec.mnemonic} {what} ({operand.label}): {exc}",
                                file=file, line=line.lineno, column=col) from None
         else:
             col, values = line.col, operand.kind.default()
@@ -140,7 +184,7 @@ def format_row(isa: ISA, row: tuple | list) -> str:
         tok = operand.kind.format(tuple(row[index[c]] for c in operand.columns))
         if tok is None:
             continue
-        parts.append(tok)
+        parts.append(f"{operand.keyword}={tok}" if operand.keyword else tok)
     return spec.mnemonic + (" " + ", ".join(parts) if parts else "")
 
 
@@ -149,15 +193,16 @@ def make_formatter(isa: ISA) -> Callable[[tuple], str]:
     index = isa._col_index
     plans = {}
     for spec in isa.instrs:
-        plans[spec.opcode] = (spec.mnemonic, [(o.kind.format, [index[c] for c in o.columns]) for o in spec.operands])
+        plans[spec.opcode] = (spec.mnemonic, [(o.kind.format, [index[c] for c in o.columns],
+                                               f"{o.keyword}=" if o.keyword else "") for o in spec.operands])
 
     def fmt(row):
         mnem, plan = plans[row[0]]
         parts = []
-        for f, cols in plan:
+        for f, cols, key in plan:
             tok = f(tuple(row[c] for c in cols))
             if tok is not None:
-                parts.append(tok)
+                parts.append(key + tok)
         return mnem + " " + ", ".join(parts) if parts else mnem
 
     return fmt

@@ -23,15 +23,22 @@ from .operands import OperandKind
 
 @dataclass(frozen=True)
 class Operand:
-    """One assembly operand: a syntax kind bound to one or more IR columns."""
+    """One assembly operand: a syntax kind bound to one or more IR columns.
+
+    A ``keyword`` operand is written ``keyword=value`` after the positional operands, in any
+    order; when absent it takes the kind's default, and the disassembler omits it when the kind
+    formats its value as ``None`` (the default).
+    """
 
     kind: OperandKind
     columns: tuple[str, ...]
     optional: bool = False
+    keyword: str | None = None
 
     @property
     def label(self) -> str:
-        return self.kind.label(self.columns)
+        text = self.kind.label(self.columns)
+        return f"{self.keyword}={text}" if self.keyword else text
 
 
 @dataclass(frozen=True)
@@ -208,10 +215,25 @@ class ISA:
         return tuple(vals.get(c, 0) for c in self.columns)
 
     # ------------------------------------------------------------------ bulk
+    @property
+    def wide(self) -> bool:
+        """Words wider than 64 bits: the bulk codec uses ``(n, nbytes)`` little-endian uint8 matrices."""
+        return self.word_bits > 64
+
+    def _const_words(self, s: InstrSpec, n: int) -> np.ndarray:
+        if not self.wide:
+            return np.full(n, s.format.const_value, dtype=np.uint64)
+        nbytes = (self.word_bits + 7) // 8
+        return np.tile(np.frombuffer(s.format.const_value.to_bytes(nbytes, "little"), np.uint8), (n, 1))
+
     def encode_array(self, rows: np.ndarray, *, where: Callable[[int], str] | None = None) -> np.ndarray:
-        """Encode a structured array of IR rows to words; report every offending row."""
+        """Encode a structured array of IR rows to words; report every offending row.
+
+        Words of up to 64 bits come back as a 1-D unsigned array; wider words (:attr:`wide`) as an
+        ``(n, nbytes)`` little-endian uint8 matrix (bit 0 in byte 0).
+        """
         n = len(rows)
-        words = np.zeros(n, dtype=np.uint64)
+        words = np.zeros((n, (self.word_bits + 7) // 8), np.uint8) if self.wide else np.zeros(n, dtype=np.uint64)
         ops = rows[self.op_column].astype(np.int64)
         offenders: list[tuple] = []
         label = where or (lambda i: f"instruction {i}")
@@ -222,7 +244,7 @@ class ISA:
             if s is None:
                 offenders += [(label(i), self.op_column, op) for i in idx[:1000].tolist()]
                 continue
-            w = np.full(len(idx), s.format.const_value, dtype=np.uint64)
+            w = self._const_words(s, len(idx))
             for f in s.format.fields:
                 v = rows[f.name][idx].astype(np.int64)
                 lo, hi = f.value_range
@@ -232,7 +254,10 @@ class ISA:
                 if bad.any():
                     for i in idx[bad].tolist():
                         offenders.append((f"{label(i)} ({s.mnemonic})", f.name, int(rows[f.name][i])))
-                w |= f.pack_array(v)
+                if self.wide:
+                    f.pack_bytes(v, w)
+                else:
+                    w |= f.pack_array(v)
             for c in self.columns[1:]:
                 if c in self._used[op]:
                     continue
@@ -244,14 +269,16 @@ class ISA:
             words[idx] = w
         if offenders:
             raise EncodeError(self._offender_message(offenders), offenders=offenders)
-        return words.astype(self.word_dtype) if self.word_bits <= 64 else words
+        return words if self.wide else words.astype(self.word_dtype)
 
     def decode_array(self, words: np.ndarray, *, lenient: bool = False,
                      where: Callable[[int], str] | None = None) -> np.ndarray:
-        """Decode an array of words to a structured array of IR rows."""
-        w = np.asarray(words).astype(np.uint64)
+        """Decode an array of words (or, for :attr:`wide` ISAs, an ``(n, nbytes)`` little-endian
+        uint8 matrix) to a structured array of IR rows."""
+        w = np.asarray(words).astype(np.uint8 if self.wide else np.uint64)
+        unpack = (lambda f, x: f.unpack_bytes(x)) if self.wide else (lambda f, x: f.unpack_array(x))
         out = self.empty(len(w))
-        ops = self.opcode_field.unpack_array(w)
+        ops = unpack(self.opcode_field, w)
         out[self.op_column] = ops
         label = where or (lambda i: f"word {i}")
         for op in np.unique(ops).tolist():
@@ -259,19 +286,28 @@ class ISA:
             s = self.by_opcode.get(op)
             if s is None:
                 i = int(idx[0])
-                raise DecodeError(f"{label(i)}: unknown opcode {op} (word 0x{int(w[i]):0{self.word_bits // 4}x})"
+                raise DecodeError(f"{label(i)}: unknown opcode {op} (word 0x{self._word_int(w[i]):0{self.word_bits // 4}x})"
                                   + (f", {len(idx) - 1} more words with this opcode" if len(idx) > 1 else ""))
             sub = w[idx]
-            reserved = sub & np.uint64(s.format.reserved_mask)
+            if self.wide:
+                res = np.frombuffer(s.format.reserved_mask.to_bytes(w.shape[1], "little"), np.uint8)
+                reserved = (sub & res).any(axis=1)
+            else:
+                reserved = sub & np.uint64(s.format.reserved_mask)
             if not lenient and reserved.any():
                 j = int(np.flatnonzero(reserved)[0])
                 i = int(idx[j])
+                word = self._word_int(w[i])
                 raise DecodeError(
-                    f"{label(i)} ({s.mnemonic}): reserved bits set (word 0x{int(w[i]):0{self.word_bits // 4}x}, "
-                    f"mask 0x{int(reserved[j]):x})")
+                    f"{label(i)} ({s.mnemonic}): reserved bits set (word 0x{word:0{self.word_bits // 4}x}, "
+                    f"mask 0x{word & s.format.reserved_mask:x})")
             for f in s.format.fields:
-                out[f.name][idx] = f.unpack_array(sub)
+                out[f.name][idx] = unpack(f, sub)
         return out
+
+    def _word_int(self, word: Any) -> int:
+        """One word of a bulk array as a Python integer."""
+        return int.from_bytes(np.asarray(word, np.uint8).tobytes(), "little") if self.wide else int(word)
 
     # ------------------------------------------------------------------ docs
     def markdown(self) -> str:

@@ -70,3 +70,40 @@ def plot_bars(rows: list[dict[str, Any]], key: str, path: str | os.PathLike, *, 
     fig.tight_layout()
     _save(fig, path)
     return len(pts)
+
+
+def plot_grouped_bars(categories: list[str], series: dict[str, list[float]], path: str | os.PathLike, *,
+                      stacked: bool = False, ylabel: str = "", title: str = "", log: bool = False,
+                      hline: float | None = None) -> None:
+    """Bars per category, one colour per series, side by side or stacked (e.g. a time breakdown);
+    ``hline`` draws a reference line (e.g. 1.0 for normalised figures)."""
+    import matplotlib
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    n = len(series)
+    x = np.arange(len(categories))
+    fig, ax = plt.subplots(figsize=(max(5.5, 0.9 * len(categories) * (1 if stacked else max(1, n / 2)) + 2), 4))
+    width = 0.8 if stacked else 0.8 / max(n, 1)
+    bottom = np.zeros(len(categories))
+    for k, (name, vals) in enumerate(series.items()):
+        v = np.asarray([float("nan") if val is None else val for val in vals], float)
+        colour = PALETTE[k % len(PALETTE)]
+        if stacked:
+            ax.bar(x, np.nan_to_num(v), width, bottom=bottom, label=name, color=colour)
+            bottom += np.nan_to_num(v)
+        else:
+            ax.bar(x - 0.4 + width * (k + 0.5), v, width, label=name, color=colour)
+    if hline is not None:
+        ax.axhline(hline, color="black", linewidth=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels(categories, fontsize=8)
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, axis="y", which="both", linestyle=":", linewidth=0.5)
+    ax.legend(fontsize=7, ncol=min(n, 4), frameon=False)
+    ax.set_title(title, loc="left", fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)

@@ -407,6 +407,8 @@ def _build(cores: dict[int, np.ndarray], n_trunc: int, first_trunc: tuple[int, i
     (``cores`` in ascending core id; ``n_trunc``/``first_trunc``/``n_send`` count the
     instructions with truncated numbers and with a send ``rs1``)."""
     big = [c for c in cores if not 0 <= c < MAX_CORE_ID]
+    # the fast scanner passes a core key whose id does not fit 64 bits over as an unknown key
+    big += [m.group(1) for k in ignored_keys if isinstance(k, str) and (m := _CORE_KEY.fullmatch(k))]
     if big:
         raise FormatError(f"core id {str(big[0])[:40]} out of range (core ids are below 2^31)", file=name)
     warnings: list[str] = []

@@ -1,0 +1,1 @@
+"""PIMSAB file formats: program images (``.psab``), assembly text, the ``tile_bcast`` expansion."""

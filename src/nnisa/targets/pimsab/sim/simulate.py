@@ -1,0 +1,236 @@
+"""The PIMSAB ``simulate()`` entry point: values, cycles, energy and the reports of spec §3.9.
+
+``mode`` = ``functional`` (values only), ``timing`` (cycles and energy only) or ``both``.  Values
+come from :mod:`.machine` (round-robin over tiles, or in the timing model's event order when both
+run and the cycle mode does not need values first); cycles from :mod:`.timing`; energy from
+:mod:`.energy`.  Outputs are the DRAM ranges the program stored to (``dram_0x<addr>`` uint8
+arrays) plus any ranges asked for with ``dump``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ....core.errors import ConfigError, OptionError, SimError
+from ....core.fileio import write_atomic
+from ....core.target import SimResult, Stats
+from ..config import PimsabConfig, load_config, preset_for_hash
+from ..isa import build_isa
+from ..program import PimsabProgram, ZERO_SHA, check_program
+from .energy import program_energy
+from .machine import Machine, run_functional
+from .ops import KIND_NAMES, MN_NAMES, TimingOps, classify, lower
+from .timing import STATES, TimingResult, run_timing
+
+ISA = build_isa()
+MODES = ("functional", "timing", "both")
+CLASSES = ("compute", "dram", "network")
+
+
+@dataclass
+class PimsabRun:
+    """Everything one simulation produced (``SimResult.details``)."""
+
+    config: PimsabConfig
+    machine: Machine | None = None
+    ops: TimingOps | None = None
+    timing: TimingResult | None = None
+    energy: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_dump(spec: str) -> list[tuple[int, int]]:
+    """``ADDR:LEN[,ADDR:LEN]`` (integers, hex allowed) → ranges."""
+    out = []
+    for part in str(spec).split(","):
+        a, sep, n = part.partition(":")
+        try:
+            addr, length = int(a.strip(), 0), int(n.strip(), 0)
+        except ValueError:
+            raise OptionError(f"option dump: expected ADDR:LEN[,ADDR:LEN], got {spec!r}") from None
+        if not sep or addr < 0 or not 0 < length <= 1 << 32:
+            raise OptionError(f"option dump: expected ADDR:LEN[,ADDR:LEN], got {spec!r}")
+        out.append((addr, length))
+    return out
+
+
+def _inputs_to_dram(m: Machine, inputs: dict[str, np.ndarray] | None) -> None:
+    """``dram_0x<addr>`` (or ``dram_<decimal>``) arrays are written at their address (raw bytes)."""
+    for name, arr in (inputs or {}).items():
+        if not name.startswith("dram_"):
+            raise OptionError(f"input {name!r}: PIMSAB inputs are DRAM images named dram_0x<address>")
+        try:
+            addr = int(name[5:], 0)
+        except ValueError:
+            raise OptionError(f"input {name!r}: bad address (expected dram_0x<hex address>)") from None
+        m.dram.write(addr, np.ascontiguousarray(arr), record=False)
+
+
+def _rf_recorder(prog: PimsabProgram) -> tuple[dict[int, tuple[int, ...]], Any]:
+    """A ``step`` wrapper that records the RF constants bitexact mul_const/dot_const read."""
+    values: dict[int, tuple[int, ...]] = {}
+    mul, dot = ISA.by_mnemonic["mul_const"].opcode, ISA.by_mnemonic["dot_const"].opcode
+    cols = ISA._col_index
+
+    def record(m: Machine, tile: int, i: int, row: tuple) -> None:
+        if row[0] == mul:
+            values[i] = (int(m.tile(tile).rf[row[cols["rb"]]]),)
+        elif row[0] == dot:
+            rf = m.tile(tile).rf
+            values[i] = (int(rf[row[cols["xrf"]]]), int(rf[row[cols["yrf"]]]))
+    return values, record
+
+
+def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
+                    mode: str | None = None, engine: str = "fast", trace: str | None = None,
+                    gantt: str | None = None, log: str | None = None, dump: str | None = None,
+                    max_cycles: int = 2_000_000_000, microops: bool = False, **_: Any) -> SimResult:
+    """Simulate a program; see the module docstring."""
+    t0 = time.perf_counter()
+    if config is None and prog.config_sha != ZERO_SHA and (name := preset_for_hash(prog.config_sha)):
+        config = name
+    cfg = load_config(config)
+    mode = mode or "both"
+    if mode not in MODES:
+        raise OptionError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    bad = check_program(prog, cfg)
+    if bad is not None:
+        i, msg = bad
+        raise ConfigError(f"instruction {i} (tile {int(prog.tiles[i])}, {prog.mnemonics()[i]}) does not fit the "
+                          f"configuration: {msg}")
+    warnings = []
+    if prog.config_sha not in (ZERO_SHA, cfg.sha256):
+        name = preset_for_hash(prog.config_sha)
+        warnings.append(f"program was built for {'preset ' + name if name else 'another configuration'}; "
+                        f"simulated with {preset_for_hash(cfg.sha256) or 'the given configuration'}")
+    run = PimsabRun(cfg)
+    functional = mode in ("functional", "both") and cfg.functional
+    timing = mode in ("timing", "both")
+    rf_values = None
+    if microops and not functional:
+        raise OptionError("micro-op mode needs values (--mode functional or both, config functional=true)")
+    if functional and (not timing or cfg.cycle_mode == "bitexact" or microops):
+        if microops:
+            from .microops import micro_machine
+            run.machine = micro_machine(cfg, prog.segments)
+        else:
+            run.machine = Machine(cfg, prog.segments)
+        _inputs_to_dram(run.machine, inputs)
+        rf_values, hook = _rf_recorder(prog) if cfg.cycle_mode == "bitexact" else (None, None)
+        run_functional(prog, cfg, run.machine, hook=hook)
+    stats = Stats(instructions=len(prog))
+    extra: dict[str, Any] = {"mode": mode, "config": preset_for_hash(cfg.sha256) or "custom",
+                             "cycle_mode": cfg.cycle_mode}
+    if timing:
+        run.ops = lower(prog, cfg, rf_values)
+        run.timing = run_timing(run.ops, cfg, engine=engine, max_cycles=max_cycles)
+        if functional and run.machine is None:  # values in the timing model's event order
+            run.machine = Machine(cfg, prog.segments)
+            _inputs_to_dram(run.machine, inputs)
+            run_functional(prog, cfg, run.machine, order=event_order(run.ops, run.timing))
+        tr = run.timing
+        run.energy = program_energy(prog, run.ops, cfg, int(tr.hops.sum()), tr.cycles)
+        stats.cycles = tr.cycles
+        stats.latency_ns = tr.cycles / cfg.clock_ghz
+        stats.energy_pj = run.energy["dynamic_j"] * 1e12
+        extra.update(timing_report(run.ops, tr, cfg))
+        extra.update({"timing_model": f"pimsab-{cfg.cycle_mode} (spec 3.2-3.5: official-simulator formulas, "
+                                      f"nnisa controller/NoC/DRAM model, {tr.engine} engine)",
+                      "time_ns": tr.cycles / cfg.clock_ghz, "energy_j": run.energy["dynamic_j"],
+                      "static_energy_j": run.energy["static_j"],
+                      "energy_by_component_j": run.energy["dynamic_by_component_j"],
+                      "static_by_component_j": run.energy["static_by_component_j"]})
+        if log:
+            write_atomic(log, instruction_log(prog, run.ops, tr))
+        if gantt or trace:
+            from .timeline import to_timeline
+            tl = to_timeline(prog, run.ops, tr, cfg)
+            from ....report.timeline import plot_gantt, write_chrome_trace
+            if gantt:
+                plot_gantt(tl, gantt)
+            if trace:
+                write_chrome_trace(tl, trace)
+    outputs: dict[str, np.ndarray] = {}
+    if run.machine is not None:
+        if microops:
+            extra["microops"] = run.machine.micro
+        outputs = run.machine.dram_outputs()
+        for addr, n in parse_dump(dump) if dump else []:
+            outputs[f"dram_0x{addr:x}"] = run.machine.dram.read(addr, n)
+        extra["dram_outputs"] = {k: int(v.size) for k, v in outputs.items()}
+    elif dump:
+        raise OptionError("option dump needs values (--mode functional or both, config functional=true)")
+    if warnings:
+        extra["warnings"] = warnings
+    stats.wall_s = time.perf_counter() - t0
+    stats.extra = extra
+    return SimResult(outputs, stats, run)
+
+
+def event_order(ops: TimingOps, tr: TimingResult) -> list[int]:
+    """Instruction indices in simulated-time order: sends/computes/loads at their start, receives
+    and waits at their end (ties: tile order)."""
+    from .ops import K_RX, K_WAIT
+    keep = ops.row >= 0
+    when = np.where(np.isin(ops.kind, (K_RX, K_WAIT)), tr.end, tr.start)
+    idx = np.flatnonzero(keep)
+    order = idx[np.lexsort((idx, when[idx]))]
+    # an instruction lowered to several ops (an ablation pair) appears once
+    rows = ops.row[order]
+    _, first = np.unique(rows, return_index=True)
+    return rows[np.sort(first)].tolist()
+
+
+def timing_report(ops: TimingOps, tr: TimingResult, cfg: PimsabConfig) -> dict[str, Any]:
+    """DRAM traffic, per-tile state cycles, the Fig. 18 breakdown, flit hops (spec §3.9)."""
+    cls = classify(ops.mnem)
+    dur = (tr.end - tr.start).astype(np.int64)
+    per_tile_state = {}
+    busy = np.zeros((cfg.n_tiles, 3), np.int64)
+    for k, t in enumerate(ops.tiles.tolist()):
+        lo, hi = int(ops.start[k]), int(ops.start[k + 1])
+        per_tile_state[t] = {s: int(v) for s, v in zip(STATES, tr.op_state[lo:hi].sum(axis=0))}
+        for c in range(3):
+            busy[t, c] = int(dur[lo:hi][cls[lo:hi] == c].sum())
+    T = cfg.tiles_used
+    avg = busy[:T].sum(axis=0) / T
+    idle = tr.cycles - avg.sum()
+    breakdown = {name: float(v) for name, v in zip(CLASSES, avg)}
+    breakdown["idle"] = float(idle)
+    total = max(tr.cycles, 1)
+    return {"dram_read_bits": int(ops.dram_rd.sum()), "dram_write_bits": int(ops.dram_wr.sum()),
+            "flit_hops": int(tr.hops.sum()), "dram_busy_cycles": [int(x) for x in tr.dram_busy],
+            "time_breakdown_cycles": breakdown,
+            "time_breakdown_fraction": {k: v / total for k, v in breakdown.items()},
+            "state_cycles_total": {s: int(v) for s, v in zip(STATES, tr.op_state.sum(axis=0))},
+            "state_cycles_per_tile": per_tile_state,
+            "ops": len(ops), "tiles_with_streams": int(len(ops.tiles)),
+            "busiest_router_hops": int(tr.hops.max()) if len(tr.hops) else 0}
+
+
+def instruction_log(prog: PimsabProgram, ops: TimingOps, tr: TimingResult) -> str:
+    """CSV: tile, stream index, instruction index, mnemonic, kind, start, end, cycles per state."""
+    lines = ["tile,stream_index,instruction,mnemonic,kind,start,end," + ",".join(STATES)]
+    for k, t in enumerate(ops.tiles.tolist()):
+        lo, hi = int(ops.start[k]), int(ops.start[k + 1])
+        for j in range(lo, hi):
+            st = ",".join(str(int(x)) for x in tr.op_state[j])
+            lines.append(f"{t},{j - lo},{int(ops.row[j])},{MN_NAMES[ops.mnem[j]]},{KIND_NAMES[ops.kind[j]]},"
+                         f"{int(tr.start[j])},{int(tr.end[j])},{st}")
+    return "\n".join(lines) + "\n"
+
+
+def check_values(run: PimsabRun, expected: dict[int, bytes]) -> list[str]:
+    """Mismatches between the final DRAM and expected bytes (empty when all equal)."""
+    if run.machine is None:
+        raise SimError("no values were computed (timing-only run)")
+    bad = []
+    for addr, want in expected.items():
+        got = run.machine.dram.read(addr, len(want)).tobytes()
+        if got != want:
+            first = next(i for i in range(len(want)) if got[i] != want[i])
+            bad.append(f"DRAM 0x{addr:x}: first difference at byte {first}")
+    return bad

@@ -1,0 +1,103 @@
+"""The PIMSAB target's face: the :class:`~nnisa.core.target.Target` interface over the parts.
+
+Parts: ``isa``/``precision`` (tables), ``config`` (architecture and presets), ``program``/``stats``,
+``formats/`` (images, assembly, broadcast expansion), ``sim/`` (values, bit-level micro-ops, timing,
+energy) and ``workloads/`` (the paper's replay generators and ``nnisa bench``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...core.options import OptionSpec as O
+from ...core.target import Target
+from .config import PRESETS, load_config
+from .formats.files import FORMATS, check, program_config, read_program, write_program
+from .formats.image import decode_image, encode_image
+from .formats.text import assemble_text, disassemble
+from .isa import build_isa
+from .program import PimsabProgram
+from .stats import program_stats
+
+
+class PimsabTarget(Target):
+    """PIMSAB (bit-serial compute-in-SRAM tiles on a mesh) with the paper's workloads."""
+
+    name = "pimsab"
+    description = "PIMSAB bit-serial processing-in-SRAM (128-bit ISA, cycle/energy simulator, paper workloads)"
+    formats = dict(FORMATS)
+    demo_workloads = (("vadd", None), ("gemv", None))
+    options = (
+        O("lenient", bool, False, None, "decode words with nonzero reserved bits", ("disasm", "stats", "convert")),
+        O("engine", str, "fast", ("fast", "reference"), "timing engine: numba (fast) or the Python reference",
+          ("sim", "bench")),
+        O("log", str, None, None, "write the per-instruction timing log (CSV) here", ("sim",)),
+        O("dump", str, None, None, "also output DRAM ranges ADDR:LEN[,ADDR:LEN]", ("sim",)),
+        O("max_cycles", int, 2_000_000_000, None, "simulated-time limit (exit 4 when reached)", ("sim",),
+          minimum=1),
+        O("microops", bool, False, None, "also run compute instructions bit-serially on a bit-plane model and "
+          "check them (small configurations)", ("sim",)),
+        O("scale", float, 1.0, None, "workload size factor (0.5 = half, 2 = double; Fig. 20a)", ("bench",),
+          minimum=0.01, maximum=16.0),
+        O("bits", int, None, None, "element precision of the workload (int4..int8 sweeps, Fig. 20b)", ("bench",),
+          minimum=1, maximum=32, nullable=True),
+        O("check", bool, False, None, "also compute values and check them (vadd, gemv, fir)", ("bench",)),
+    )
+
+    def config_presets(self) -> dict[str, str]:
+        return {k: v[0] for k, v in PRESETS.items()}
+
+    def load_config(self, config: Any):
+        return load_config(config)
+
+    def isa_markdown(self, **options: Any) -> str:
+        return build_isa().markdown()
+
+    def assemble(self, text: str, *, file: str | None = None, config: Any = None, **options: Any) -> PimsabProgram:
+        return assemble_text(text, file=file, config=config)
+
+    def disassemble(self, program: PimsabProgram, **options: Any) -> str:
+        return disassemble(program)
+
+    def encode(self, program: PimsabProgram, **options: Any) -> bytes:
+        return encode_image(program)
+
+    def decode(self, data: bytes, *, lenient: bool = False, file: str | None = None, config: Any = None,
+               **options: Any) -> PimsabProgram:
+        prog = decode_image(data, lenient=lenient, file=file)
+        return check(prog, program_config(prog, config), file)
+
+    def read(self, path: str | Path, *, config: Any = None, lenient: bool = False, **options: Any) -> PimsabProgram:
+        return read_program(path, config, lenient=lenient)
+
+    def write(self, program: PimsabProgram, path: str | Path, *, config: Any = None, **options: Any) -> None:
+        write_program(program, path, config)
+
+    def stats(self, program: PimsabProgram, *, config: Any = None, **options: Any) -> dict[str, Any]:
+        return program_stats(program, program_config(program, config))
+
+    def simulate(self, program: PimsabProgram, *, config: Any = None, inputs=None, **options: Any):
+        """Values and/or cycles + energy (``--mode functional|timing|both``); see
+        :func:`nnisa.targets.pimsab.sim.simulate.simulate_pimsab`."""
+        from .sim.simulate import simulate_pimsab
+        return simulate_pimsab(program, config=config, inputs=inputs, **options)
+
+    def workloads(self) -> dict[str, str]:
+        from .workloads.registry import WORKLOADS
+        return {k: v[0] for k, v in WORKLOADS.items()}
+
+    def bench(self, workload: str, *, config: Any = None, scale: float = 1.0, bits: int | None = None,
+              check: bool = False, engine: str = "fast", **options: Any) -> dict[str, Any]:
+        """Generate and simulate one of the paper's workloads (timing mode; values with check)."""
+        from .workloads.registry import run_workload
+        if workload not in self.workloads():
+            self._unknown_workload(workload)
+        return run_workload(workload, load_config(config), scale=scale, bits=bits, check=check, engine=engine)
+
+    def warm_up(self) -> list[str]:
+        """Compile the numba timing engine (:mod:`.sim.engine_nb`) with a small vadd replay, the
+        argument types every timing run uses."""
+        from .workloads.registry import run_workload
+        run_workload("vadd", load_config("base"), scale=0.01)
+        return ["timing engine (vadd replay at 1 % scale)"]

@@ -1,0 +1,1 @@
+"""The paper's workloads as instruction-stream generators (spec §5.2–§5.4) and ``nnisa bench``."""

@@ -1,0 +1,128 @@
+"""Golden replays of spec §3.10.3-4 and the functional replays of §5.2 (paper-scale runs are slow)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nnisa.targets.pimsab.config import make_config, preset
+from nnisa.targets.pimsab.sim.simulate import check_values, simulate_pimsab
+from nnisa.targets.pimsab.workloads import conv, matmul, vector
+from nnisa.targets.pimsab.workloads.paper import GOLDEN
+from nnisa.targets.pimsab.workloads.registry import run_workload
+
+BASE = preset("base")
+#: what nnisa's timing model gives for the golden replays (the official simulator's figures are
+#: in GOLDEN; docs/pimsab.md explains the difference)
+NNISA_CYCLES = {"vadd": 30984, "gemv": 109998}
+
+
+@pytest.mark.parametrize("name", ["vadd", "gemv"])
+def test_golden_traffic_energy_and_cycles(name):
+    res = run_workload(name, BASE)
+    cycles, rd, wr, energy = GOLDEN[name]
+    assert res["dram_read_bits"] == rd
+    assert res["dram_write_bits"] == wr
+    assert res["energy_j"] == pytest.approx(energy, rel=5e-6)
+    assert res["cycles"] == NNISA_CYCLES[name]
+    assert abs(res["cycles"] / cycles - 1) < (0.002 if name == "vadd" else 0.06)
+
+
+@pytest.mark.xfail(strict=True, reason="the spec's router/DRAM rules give vadd +40 (four more 10-cycle row-open "
+                                       "stalls) and gemv -6783 (the official figure is 8,493 cycles above the flit "
+                                       "bound, ~2/3 link rate on the tree); benchmarks/pimsab_golden_gap.py, "
+                                       "docs/pimsab.md 'Why the two golden cycle totals are not exact'")
+@pytest.mark.parametrize("name", ["vadd", "gemv"])
+def test_golden_cycles_exact(name):
+    assert run_workload(name, BASE)["cycles"] in (GOLDEN[name][0] - 1, GOLDEN[name][0])
+
+
+def test_golden_gap_figures_of_the_docs():
+    """The decomposition docs/pimsab.md gives for the golden replays (benchmarks/pimsab_golden_gap.py)."""
+    from nnisa.targets.pimsab.sim.ops import K_LOAD, lower
+    from nnisa.targets.pimsab.sim.timing import run_timing
+    ops = lower(vector.vadd(BASE).program, BASE)
+    tr = run_timing(ops, BASE)
+    assert tr.dram_busy.tolist() == [30726] * 12 and tr.cycles + 1 - 30726 == 259
+    ops = lower(vector.gemv(BASE).program, BASE)
+    tr = run_timing(ops, BASE)
+    tile0 = range(int(ops.start[0]), int(ops.start[1]))
+    loads = [i for i in tile0 if ops.kind[i] == K_LOAD]
+    assert len(loads) == 19 and int(tr.end[loads[-1]]) + 1 - 92800 == 1432
+    assert [int(tr.end[i] - tr.start[i]) for i in tile0 if ops.flits[i] == 1920] == [1933, 1938] + [1926] * 5
+
+
+def test_vadd_values_small():
+    w = vector.vadd(BASE, n=3 * 65536 + 1000, seed=1)
+    res = simulate_pimsab(w.program, config=BASE, mode="both")
+    assert check_values(res.details, w.expected) == []
+    assert res.stats.cycles > 0
+
+
+def test_gemv_values_small():
+    cfg = make_config(dict(mesh_width=4, mesh_height=2, crams_per_tile=16))
+    w = vector.gemv(cfg, m=4000, k=40, seed=2)
+    res = simulate_pimsab(w.program, config=cfg, mode="both")
+    assert check_values(res.details, w.expected) == []
+
+
+def test_fir_values_small():
+    cfg = make_config(dict(mesh_width=2, mesh_height=2, crams_per_tile=8))
+    w = vector.fir(cfg, taps=8, outputs=3 * (cfg.tile_bitlines - cfg.cram_cols) - 100, seed=3)
+    res = simulate_pimsab(w.program, config=cfg, mode="both")
+    assert check_values(res.details, w.expected) == []
+
+
+def test_nap_variants_are_slower_where_the_paper_says():
+    for name in ("gemv", "conv2d"):
+        assert run_workload(name + "_nap", BASE)["cycles"] >= run_workload(name, BASE)["cycles"]
+
+
+def test_gemm_tiled_shapes_of_the_spec():
+    want = {(384, 768, 768): (384, 768, 1, 1, 12, 3), (384, 64, 384): (384, 384, 1, 1, 8, 1),
+            (384, 384, 64): (384, 64, 1, 1, 4, 2), (384, 768, 3072): (384, 1536, 1, 2, 24, 3),
+            (384, 3072, 768): (240, 256, 2, 3, 2, 12)}
+    for (m, k, n), (lm, ln, ga, gn, it, ks) in want.items():
+        sh = matmul.gemm_tiled_shape(BASE, m, k, n)
+        assert (sh["local_m"], sh["local_n"], sh["ga"], sh["gn"], sh["iterations"], sh["ksteps"]) == \
+            (lm, ln, ga, gn, it, ks)
+
+
+def test_conv_templates_of_the_spec():
+    w = conv.conv2d(BASE)
+    assert w.meta["template"] == "inputDup"
+    assert (w.meta["m_p"], w.meta["t_inv"], w.meta["dup_in"], w.meta["dup_across"], w.meta["input_dup_factor"]) == \
+        (3, 86, 85, 1, 3)
+    assert [conv.template(BASE, layer) for _, layer, _ in conv.RESNET18] == ["weightDup"] * 5 + ["inputDup"] * 3
+    assert sum(k for _, _, k in conv.RESNET18) == 17
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["vadd", "gemv", "fir"])
+def test_paper_scale_functional_replays(name):
+    res = run_workload(name, BASE, check=True)
+    assert res["values_checked"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["fir", "gemm", "conv2d", "resnet18", "bert"])
+def test_paper_scale_timing_replays(name):
+    res = run_workload(name, BASE)
+    assert res["cycles"] > 0 and res["energy_j"] > 0
+    if name in ("resnet18", "bert"):
+        assert len(res["layers"]) == {"resnet18": 8, "bert": 6}[name]
+
+
+@pytest.mark.parametrize("cfg_name", ["pimsab_d", "pimsab_s", "artifact_simdram", "sens_cram128", "sens_cram512",
+                                      "sens_12x5", "sens_12x20", "sens_6x20", "sens_24x5", "abl_ring"])
+def test_small_workloads_run_on_every_preset(cfg_name):
+    for name, kw in (("vadd", dict(scale=0.02)), ("gemv", dict(scale=0.02)), ("conv2d", {})):
+        res = run_workload(name, preset(cfg_name), **kw)
+        assert res["cycles"] > 0 and res["dram_read_bits"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cfg_name", ["sens_cram128", "sens_cram512", "sens_12x5", "sens_12x20", "sens_6x20",
+                                      "sens_24x5", "abl_all_off"])
+def test_paper_workloads_run_on_sensitivity_and_ablation_presets(cfg_name):
+    for name in ("fir", "gemm", "resnet18", "bert"):
+        assert run_workload(name, preset(cfg_name))["cycles"] > 0
