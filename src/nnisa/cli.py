@@ -17,7 +17,7 @@ from typing import Any
 import click
 import numpy as np
 
-from .core.errors import NnisaError
+from .core.errors import NnisaError, OptionError
 from .core.fileio import load_arrays, save_arrays, write_atomic
 from .core.jsonsafe import to_jsonable
 from .core.options import parse_option_pairs
@@ -276,9 +276,24 @@ def stats_cmd(target_name, program, config, options, as_json):
     t = get_target(target_name)
     opts = parse_options(t, "stats", options)
     with status(f"reading {program}", not as_json):
-        st = t.stats(read_program(t, program, **_cfg(config), **opts), **_cfg(config))
+        st = t.stats(read_program(t, program, **_cfg(config), **opts), **_cfg(config), **opts)
     show(as_json, {"target": target_name, "program": program, **st} if as_json else st, "print_stats",
          f"{target_name}: {Path(program).name}")
+
+
+calibration_option = click.option(
+    "--calibration", type=click.Path(dir_okay=False), default=None,
+    help="Calibration inputs (.npy/.npz/.csv, batch first) for quantization; default: data disjoint from the "
+         "evaluated samples.")
+
+
+def _with_calibration(t, opts: dict, calibration: str | None) -> dict:
+    """Pass ``--calibration FILE`` to targets that quantize (they declare the ``calibration`` option)."""
+    if calibration is None:
+        return opts
+    if not any(o.name == "calibration" for o in t.options):
+        raise OptionError(f"target {t.name} does not take --calibration")
+    return {**opts, "calib": calibration}
 
 
 @cli.command("compile", cls=TargetCommand)
@@ -287,12 +302,13 @@ def stats_cmd(target_name, program, config, options, as_json):
 @config_option
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Output directory.")
+@calibration_option
 @option_option
 @json_option
-def compile_cmd(target_name, model, config, out_dir, options, as_json):
+def compile_cmd(target_name, model, config, out_dir, calibration, options, as_json):
     """Compile an ONNX model for a target."""
     t = get_target(target_name)
-    opts = parse_options(t, "compile", options)
+    opts = _with_calibration(t, parse_options(t, "compile", options), calibration)
     t0 = time.perf_counter()
     with status(f"compiling {model} for {target_name}", not as_json):
         res = t.compile(model, config=config, out_dir=out_dir, **opts)
@@ -354,14 +370,24 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
 @click.option("--samples", default=1, show_default=True, type=click.IntRange(min=1),
               help="Samples when no inputs are given.")
 @click.option("-o", "--out-dir", type=click.Path(file_okay=False), help="Keep the compiled files here.")
+@calibration_option
 @option_option
 @json_option
-def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, options, as_json):
+def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, calibration, options, as_json):
     """Compile, simulate and compare with onnxruntime."""
     from .api import run_model
     t = get_target(target_name)
-    opts = parse_options(t, "run", options)
+    opts = _with_calibration(t, parse_options(t, "run", options), calibration)
     data = load_arrays(inputs) if inputs else None
+    if data is not None:  # a mismatch names the inputs file
+        from .api import check_inputs
+        from .core.errors import FormatError
+        try:
+            data = check_inputs(model, data)
+        except FormatError as e:
+            if e.file is not None:
+                raise
+            raise FormatError(e.message, file=inputs) from None
     with progress_bar(f"{Path(model).name} on {target_name}", not as_json) as update:
         report = run_model(target_name, model, inputs=data, samples=samples, config=config,
                            out_dir=out_dir, save_outputs=outputs, progress=update, **opts)

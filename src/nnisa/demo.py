@@ -107,11 +107,12 @@ def targets_step(samples: int = DEMO_SAMPLES) -> list[dict[str, Any]]:
     rows = []
     models = [(m, b) for m in DEMO_MODELS if (b := _bundled(m)) is not None]
     for name in _runnable_targets():
-        for model_name, (path, x, _labels) in models:
+        variants = (("", {}),) + tuple(get_target(name).demo_variants)
+        for (model_name, (path, x, _labels)), (label, opts) in [(m, v) for m in models for v in variants]:
             in_name = onnx.load(str(path)).graph.input[0].name
-            row: dict[str, Any] = {"target": name, "model": model_name}
+            row: dict[str, Any] = {"target": f"{name} ({label})" if label else name, "model": model_name}
             try:
-                rep = run_model(name, path, inputs={in_name: x[:samples]})
+                rep = run_model(name, path, inputs={in_name: x[:samples]}, **opts)
             except NnisaError as exc:
                 row["note"] = f"not compiled: {exc.message}"
                 rows.append(row)
@@ -155,20 +156,22 @@ def _fmt_time(ns: float | None) -> str:
 def _side_by_side(rows: list[dict[str, Any]]) -> Table:
     t = Table(title="2. bundled models on every target (images from the test set; vs onnxruntime)",
               title_justify="left")
-    for col in ("target", "model", "exact", "top-1", "max err", "latency", "energy", "instr.", "compile",
-                "sim"):
+    for col in ("target", "model", "exact", "top-1", "max err", "latency", "period", "energy", "instr.",
+                "compile", "sim"):
         t.add_column(col, justify="left" if col in ("target", "model") else "right")
     for r in rows:
         if "note" in r:
-            t.add_row(r["target"], r["model"], "–", "–", "–", "–", "–", "–", "–", r["note"][:60])
+            t.add_row(r["target"], r["model"], "–", "–", "–", "–", "–", "–", "–", "–", r["note"][:60])
             continue
         exact = {True: "yes", False: "NO", None: "n/a"}[r.get("bit_exact")]
         energy = f"{r['energy_pj'] / 1e6:.2f} µJ" if r.get("energy_pj") else "–"
         t.add_row(r["target"], r["model"], exact, f"{r['top1_agreement']:.2f}", f"{r['max_abs_error']:.3f}",
-                  _fmt_time(r.get("latency_ns")), energy, f"{r['instructions']:,}" if r.get("instructions") else "–",
+                  _fmt_time(r.get("latency_ns")), _fmt_time(r.get("period_ns")), energy,
+                  f"{r['instructions']:,}" if r.get("instructions") else "–",
                   f"{r['compile_s']:.1f} s", f"{r['sim_s']:.1f} s")
     t.caption = ("exact: simulated integers = the frontend's int8 reference (n/a: a float or fixed-point machine "
-                 "with its own arithmetic); latency: one image in → out, each target's own timing model")
+                 "with its own arithmetic); latency: one image in → out; period: steady-state time per image of a "
+                 "stream (only runs that simulate a stream); each target's own timing model")
     return t
 
 

@@ -112,4 +112,7 @@ def test_demo_json_story(tmp_path, monkeypatch, capsys):
     runs = [r for r in doc["targets"] if "note" not in r]
     assert {r["target"] for r in runs} >= {"pim", "dais"}
     assert all(r["top1_agreement"] >= 0.75 for r in runs)
+    # PIM's throughput variant: a stream, so a period beside the latency
+    tp = [r for r in runs if r["target"].startswith("pim (throughput")]
+    assert tp and all(r["bit_exact"] and 0 < r["period_ns"] < r["latency_ns"] for r in tp)
     assert (tmp_path / "targets_latency_energy.png").read_bytes()[:4] == b"\x89PNG"

@@ -145,6 +145,7 @@ def build_cases(d: Path) -> list[Case]:
     _gemm(d / "infw.onnx", w)
     _gemm(d / "zero.onnx", rng.normal(size=(8, 0)))
     dais = _dais_files(d)
+    _issue13_files(d)
 
     def cfg_with(name: str, path: list[str], value) -> str:
         c = copy.deepcopy(PIM_CONFIG)
@@ -185,6 +186,12 @@ def build_cases(d: Path) -> list[Case]:
         Case("opt-no-equals", P, "options", ("disasm", "-t", P, s(d / "p.s"), "-O", "timing"),
              says="expected -O key=value"),
         Case("samples-zero", P, "options", ("run", "-t", P, s(MLP), "--samples", "0"), says="samples"),
+        Case("pim-images-range", P, "options", ("run", "-t", P, s(MLP), "-O", "images=300"),
+             says="above the maximum"),
+        Case("pim-schedule-choice", P, "options", ("compile", "-t", P, s(MLP), "-o", s(d / "o-sched"), "-O",
+                                                   "schedule=pipelined"), says="not one of"),
+        Case("pim-lint-wrong-command", P, "options", ("disasm", "-t", P, s(d / "p.s"), "-O", "lint=false"),
+             says="does not apply"),
         Case("max-memory-bad", P, "options", ("--max-memory", "lots", "targets"), says="--max-memory"),
         # output paths
         Case("out-dir-as-file", P, "outputs", ("convert", "-t", P, s(d / "p.s"), s(d / "adir") + "/"),
@@ -319,8 +326,40 @@ def build_cases(d: Path) -> list[Case]:
         Case("run-wrong-shape", D, "onnx", ("run", "-t", D, s(MLP), "--inputs", s(d / "flat2.npy")), says="shape"),
         Case("run-strings", D, "onnx", ("run", "-t", D, s(MLP), "--inputs", s(d / "strings.npy")),
              says="expected numbers"),
+        # issue 13: calibration files, every unsupported node at once, opsets newer than onnx
+        Case("calib-missing", P, "calibration", ("run", "-t", P, s(MLP), "--calibration", s(d / "none.npy")),
+             says="not found"),
+        Case("calib-nan", P, "calibration", ("run", "-t", P, s(MLP), "--calibration", s(d / "calib_nan.npy")),
+             says="finite numbers"),
+        Case("calib-shape", D, "calibration", ("compile", "-t", D, s(MLP), "-o", s(d / "o-cal"), "--calibration",
+                                               s(d / "calib_flat.npy")), says="expected (samples, 1, 8, 8)"),
+        Case("calib-wrong-names", P, "calibration", ("run", "-t", P, s(MLP), "--calibration", s(d / "calib_two.npz")),
+             says="missing model input"),
+        Case("calib-not-arrays", D, "calibration", ("run", "-t", D, s(MLP), "--calibration", s(d / "afile"))),
+        Case("calib-directory", P, "calibration", ("run", "-t", P, s(MLP), "--calibration", s(d / "adir")),
+             says="directory"),
+        Case("onnx-unsupported-listed", P, "onnx", ("run", "-t", P, s(d / "twobad.onnx")),
+             says="2 nodes cannot be compiled for pim"),
+        Case("onnx-opset-too-new", D, "onnx", ("run", "-t", D, s(d / "opset99.onnx")), says="opset 99"),
     ]
     return cases
+
+
+def _issue13_files(d: Path) -> None:
+    """Calibration files for the digits MLP (input ``(N, 1, 8, 8)``) and two models PIM/onnx refuse."""
+    np.save(d / "calib_nan.npy", np.full((4, 1, 8, 8), np.nan, np.float32))
+    np.save(d / "calib_flat.npy", np.zeros((4, 2), np.float32))
+    np.savez(d / "calib_two.npz", a=np.zeros((4, 1, 8, 8), np.float32), b=np.zeros((4, 1, 8, 8), np.float32))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3])
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1], name="tr"),
+             helper.make_node("MatMul", ["x", "xt"], ["a"], name="attn"),
+             helper.make_node("ReduceMax", ["a"], ["y"], name="rmax", axes=[2], keepdims=1)]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 1])
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]),
+              str(d / "twobad.onnx"))
+    y2 = helper.make_tensor_value_info("y2", TensorProto.FLOAT, [1, 4, 3])
+    relu = helper.make_graph([helper.make_node("Relu", ["x"], ["y2"])], "g", [x], [y2])
+    onnx.save(helper.make_model(relu, opset_imports=[helper.make_opsetid("", 99)]), str(d / "opset99.onnx"))
 
 
 _TWO_CORES = (".core 0\nsetbw 8, 8\nsldi $r0, 0\nsend $r0, 1, 32\n"

@@ -106,6 +106,8 @@ class Target:
     options: tuple[OptionSpec, ...] = ()
     #: bundled model (``nnisa.frontend.models``) the demo runs on this target, if any
     demo_model: str | None = None
+    #: further demo runs: (label, options) — e.g. another schedule, shown as extra columns
+    demo_variants: tuple[tuple[str, dict[str, Any]], ...] = ()
     #: quick built-in workloads ``nnisa demo`` runs: ``(workload, config or None)``; a result's
     #: ``summary`` is its one line in the demo
     demo_workloads: tuple[tuple[str, str | None], ...] = ()

@@ -42,11 +42,65 @@ def pad_array(x: np.ndarray, pads: tuple[int, ...], value) -> np.ndarray:
     return y[sl]
 
 
+def take_axes(x: np.ndarray, index: tuple) -> np.ndarray:
+    """``Slice``/``Resize`` selection: per axis, the source positions (``None`` = whole axis)."""
+    for ax, idx in enumerate(index):
+        if idx is not None:
+            x = np.take(x, np.asarray(idx, np.int64), axis=ax)
+    return x
+
+
+def resize_linear(x: np.ndarray, taps: tuple) -> np.ndarray:
+    """Linear ``Resize`` of the two spatial axes of an NCHW tensor with the importer's per-axis taps
+    ``(i0, i1, r)``: ``x[i0]·(1-r) + x[i1]·r`` along H, then along W, in float32 like onnxruntime."""
+    (th, tw) = taps
+    i0, i1, r = (np.array(v) for v in zip(*th))
+    y = x[:, :, i0] * (1 - r)[:, None].astype(np.float32) + x[:, :, i1] * r[:, None].astype(np.float32)
+    i0, i1, r = (np.array(v) for v in zip(*tw))
+    return (y[..., i0] * (1 - r).astype(np.float32) + y[..., i1] * r.astype(np.float32)).astype(x.dtype)
+
+
+def _f32(v: np.ndarray) -> np.ndarray:
+    """float32 for float results; integer tensors keep their type."""
+    v = np.asarray(v)
+    return v.astype(np.float32) if v.dtype.kind == "f" else v
+
+
+def trunc_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Integer division truncating toward zero (ONNX integer ``Div``), exact in int64."""
+    a, b = np.asarray(x, np.int64), np.asarray(y, np.int64)
+    q = np.floor_divide(a, b)
+    return q + ((np.remainder(a, b) != 0) & ((a < 0) ^ (b < 0)))
+
+
 def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     """Float semantics of one IR node (``args`` are the input values)."""
     a = n.attrs
     x = args[0]
     op = n.op
+    if op == "Resize" and a.get("mode") == "linear":
+        return resize_linear(x, a["taps"])
+    if op in ("Slice", "Resize"):
+        return take_axes(x, a["index"])
+    if op in ("ReduceMean", "ReduceMax", "ReduceSum"):
+        f = {"ReduceMean": np.mean, "ReduceMax": np.max, "ReduceSum": np.sum}[op]
+        kw = {"dtype": np.float64} if op != "ReduceMax" and x.dtype.kind == "f" else {}
+        return _f32(f(x, axis=a["axes"], keepdims=a["keepdims"], **kw)).astype(x.dtype)
+    if op == "HardSigmoid":
+        return np.clip(a["alpha"] * x.astype(np.float64) + a["beta"], 0, 1).astype(np.float32)
+    if op == "HardSwish":
+        v = x.astype(np.float64)
+        return (v * np.clip(v / 6 + 0.5, 0, 1)).astype(np.float32)
+    if op in ("Max", "Min"):
+        return _f32((np.maximum if op == "Max" else np.minimum)(x, args[1]))
+    if op == "Div":
+        if a.get("integer"):
+            return trunc_div(x, args[1]).astype(np.result_type(x, args[1]))
+        return (x.astype(np.float64) / args[1]).astype(np.float32)
+    if op == "Gather":  # embedding: x = indices, args[1] = the constant table
+        idx = np.asarray(x, np.int64)
+        table = args[1]
+        return np.take(table, np.where(idx < 0, idx + table.shape[a["axis"]], idx), axis=a["axis"])
     if op == "Conv":
         return K.conv2d(x, args[1], args[2], a).astype(np.float32)
     if op == "Gemm":
@@ -54,11 +108,11 @@ def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     if op == "MatMul":
         return np.matmul(x, args[1]).astype(np.float32)
     if op == "Add":
-        return (x + args[1]).astype(np.float32)
+        return _f32(x + args[1])
     if op == "Sub":
-        return (x - args[1]).astype(np.float32)
+        return _f32(x - args[1])
     if op == "Mul":
-        return (x * args[1]).astype(np.float32)
+        return _f32(x * args[1])
     if op == "Relu":
         return np.maximum(x, 0).astype(np.float32)
     if op == "Clip":
@@ -88,14 +142,6 @@ def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
         return np.expand_dims(x, axis=a["axes"])
     if op == "Concat":
         return np.concatenate(args, axis=a["axis"])
-    if op == "Resize":  # nearest by integer factors, or linear with the importer's taps
-        if a["mode"] == "nearest":
-            return np.repeat(np.repeat(x, a["scales"][0], axis=2), a["scales"][1], axis=3)
-        (th, tw) = a["taps"]
-        i0, i1, r = (np.array(v) for v in zip(*th))
-        y = x[:, :, i0] * (1 - r)[:, None].astype(np.float32) + x[:, :, i1] * r[:, None].astype(np.float32)
-        i0, i1, r = (np.array(v) for v in zip(*tw))
-        return (y[..., i0] * (1 - r).astype(np.float32) + y[..., i1] * r.astype(np.float32)).astype(x.dtype)
     if op == "Pad":
         return pad_array(x, a["pads"], a["value"])
     if op == "Softmax":
@@ -145,7 +191,7 @@ def evaluate_float(graph: Graph, inputs: Any, *, return_all: bool = False) -> di
         want = graph.tensors[k].shape
         if v.ndim != len(want) or tuple(v.shape[1:]) != tuple(want[1:]):
             raise FormatError(f"input {k!r} has shape {v.shape}, expected {want} (any batch size)")
-        env[k] = v.astype(np.float32)
+        env[k] = v if np.dtype(graph.tensors[k].dtype).kind in "iub" and v.dtype.kind in "iub" else v.astype(np.float32)
     for n in graph.nodes:
         args = [env[i] if i in env else graph.initializers[i] for i in n.inputs]
         env[n.outputs[0]] = run_node(n, args, graph)

@@ -72,6 +72,9 @@ class Graph:
         Shape and dtype of every activation tensor (inputs and node outputs).
     source : str or None
         Path of the model file, used in error messages.
+    origin : dict of str to str
+        Node name → ``"<op> <name>"`` of the ONNX node it was unrolled from (LSTM/GRU), so a
+        target that cannot run recurrent networks names them.
     """
 
     name: str
@@ -81,6 +84,7 @@ class Graph:
     initializers: dict[str, np.ndarray]
     tensors: dict[str, TensorInfo] = field(default_factory=dict)
     source: str | None = None
+    origin: dict[str, str] = field(default_factory=dict)
 
     def producer(self, name: str) -> Node | None:
         """Return the node that produces tensor ``name`` (``None`` for inputs/initializers)."""

@@ -170,15 +170,16 @@ def pool_counts(attrs: dict, h: int, w: int) -> np.ndarray:
         mask_w[pl : pl + w] = 1
     kh, kw = attrs["kernel"]
     sh, sw = attrs["strides"]
-    ch = sliding_window_view(mask_h, kh)[: (oh - 1) * sh + 1 : sh].sum(-1)
-    cw = sliding_window_view(mask_w, kw)[: (ow - 1) * sw + 1 : sw].sum(-1)
+    dh, dw = attrs.get("dilations", (1, 1))
+    ch = sliding_window_view(mask_h, (kh - 1) * dh + 1)[: (oh - 1) * sh + 1 : sh, ::dh].sum(-1)
+    cw = sliding_window_view(mask_w, (kw - 1) * dw + 1)[: (ow - 1) * sw + 1 : sw, ::dw].sum(-1)
     return np.outer(ch, cw)
 
 
 def window_sum(x: np.ndarray, attrs: dict) -> np.ndarray:
     """Sum over every pooling window (zero padding), ``(N, C, OH, OW)``."""
     oh, ow, pads = _pool_geometry(attrs, x.shape[2], x.shape[3])
-    win = _windows(_pad2d(x, pads, 0), attrs["kernel"], attrs["strides"], (1, 1), oh, ow)
+    win = _windows(_pad2d(x, pads, 0), attrs["kernel"], attrs["strides"], attrs.get("dilations", (1, 1)), oh, ow)
     return win.sum(axis=(-2, -1))
 
 

@@ -18,10 +18,18 @@ from ..core.errors import FormatError, NnisaError, UnsupportedError
 from ..core.fileio import check_regular_file
 
 from .constfold import Folded, fold_constants
+from .float_eval import run_node
+from .import_ops import HANDLERS as IMPORT_HANDLERS
+from .import_ops import norm_axis as _norm_axis
+from .recurrent import HANDLERS as RECURRENT_HANDLERS
 from .ir import Graph, Node, TensorInfo
 from .kernels import pool_out_size
 from .passes import optimize
 
+#: models older than this are upgraded to it (onnx has an adapter for every upgrade); newer models
+#: are read at their own opset: every handler implements each version of its operator
+MIN_OPSET = 13
+#: kept for callers that still pass ``opset=TARGET_OPSET`` explicitly (a forced conversion)
 TARGET_OPSET = 17
 
 
@@ -81,15 +89,17 @@ def _check_initializers(m: onnx.ModelProto, path: str | None) -> None:
             raise FormatError(f"initializer {t.name!r} contains NaN or infinity", file=path)
 
 
-def load_model(model: Any, *, opset: int = TARGET_OPSET) -> Graph:
+def load_model(model: Any, *, opset: int | None = None) -> Graph:
     """Import an ONNX model into the nnisa float IR.
 
     Parameters
     ----------
     model : str, os.PathLike, bytes or onnx.ModelProto
         The model file, its serialized bytes, or a loaded proto.
-    opset : int
-        Default-domain opset the model is converted to before lowering.
+    opset : int, optional
+        Force a conversion of the default-domain opset to this version (onnx's version
+        converter).  By default the model is read at its own opset; only models older than
+        :data:`MIN_OPSET` are upgraded to it.
 
     Returns
     -------
@@ -111,13 +121,20 @@ def load_model(model: Any, *, opset: int = TARGET_OPSET) -> Graph:
         raise FormatError(f"invalid ONNX model: {str(e).splitlines()[0] if str(e) else e}", file=path) from None
     m = onnx.ModelProto()
     m.CopyFrom(proto)
-    if _default_opset(m) != opset:
+    have = _default_opset(m)
+    newest = onnx.defs.onnx_opset_version()
+    if opset is None and have > newest:
+        raise UnsupportedError(f"the model uses opset {have}; the installed onnx {onnx.__version__} knows up to "
+                               f"{newest} (upgrade the onnx package)", file=path)
+    want = opset if opset is not None else (MIN_OPSET if have < MIN_OPSET else have)
+    if have != want:
         try:
-            m = version_converter.convert_version(m, opset)
+            m = version_converter.convert_version(m, want)
         except Exception as e:
-            raise UnsupportedError(
-                f"cannot convert from opset {_default_opset(m)} to {opset}: {str(e).splitlines()[0]}", file=path
-            ) from None
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if "Assertion" in msg or "adapter" in msg.lower():
+                msg = "onnx's version converter has no adapter for an operator of this model"
+            raise UnsupportedError(f"cannot convert from opset {have} to {want}: {msg}", file=path) from None
     _fix_symbolic_inputs(m, path)
     _check_initializers(m, path)
     try:
@@ -202,43 +219,96 @@ def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
     return out
 
 
-def _spatial_pads(ctx, node, at, in_hw, kernel, strides, dil, pool=False) -> tuple[int, int, int, int]:
-    """Resolve ``pads``/``auto_pad`` to ``(top, left, bottom, right)``."""
+def _nd_pads(ctx, node, at, in_sizes, kernel, strides, dil) -> tuple[list[int], list[int]]:
+    """Resolve ``pads``/``auto_pad`` to per-axis ``(begins, ends)``."""
+    r = len(in_sizes)
     auto = at.get("auto_pad", "NOTSET")
     if auto in ("NOTSET", ""):
-        p = list(at.get("pads", [0, 0, 0, 0]))
-        if len(p) != 4:
-            raise ctx.err(node, "only 2-D spatial padding is supported")
-        return (p[0], p[1], p[2], p[3])
+        p = list(at.get("pads", [0] * (2 * r)))
+        if len(p) != 2 * r:
+            raise ctx.err(node, f"pads has {len(p)} values for {r} spatial axes")
+        return p[:r], p[r:]
     if auto == "VALID":
-        return (0, 0, 0, 0)
+        return [0] * r, [0] * r
     begins, ends = [], []
-    for size, k, s, d in zip(in_hw, kernel, strides, dil):
+    for size, k, s, d in zip(in_sizes, kernel, strides, dil):
         out = -(-size // s)
         total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
         small = total // 2
         b, e = (small, total - small) if auto == "SAME_UPPER" else (total - small, small)
         begins.append(b)
         ends.append(e)
-    return (begins[0], begins[1], ends[0], ends[1])
+    return begins, ends
+
+
+def _spatial_pads(ctx, node, at, in_hw, kernel, strides, dil, pool=False) -> tuple[int, int, int, int]:
+    """Resolve ``pads``/``auto_pad`` to ``(top, left, bottom, right)``."""
+    if len(in_hw) != 2:
+        raise ctx.err(node, "only 2-D spatial padding is supported")
+    b, e = _nd_pads(ctx, node, at, in_hw, kernel, strides, dil)
+    return (b[0], b[1], e[0], e[1])
 
 
 def _conv(ctx: _Ctx, node, at):
     x, wname = node.input[0], node.input[1]
-    w = ctx.need_const(node, wname, "Conv weight")
-    if w.ndim != 4:
-        raise ctx.err(node, f"only 2-D convolution is supported (weight rank {w.ndim})")
+    w = ctx.const(wname)
     xs = ctx.shape(node, x)
-    kernel = tuple(at.get("kernel_shape", w.shape[2:]))
+    if len(xs) not in (3, 4):
+        raise ctx.err(node, f"only 1-D and 2-D convolution are supported (input rank {len(xs)})")
+    one_d = len(xs) == 3
+    if one_d:  # (N, C, L) → (N, C, 1, L): a 2-D convolution with kernel height 1
+        at = _as_2d(at)
+        x = _unsqueeze2(ctx, node, x)
+        if w is not None:
+            w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
+        else:
+            wname = _unsqueeze2(ctx, node, wname)
+    wshape = w.shape if w is not None else ctx.shape(node, wname) if wname in ctx.f.types else None
+    if wshape is None and one_d:
+        ws = ctx.shape(node, node.input[1])
+        wshape = (ws[0], ws[1], 1, ws[2])
+    if wshape is None or len(wshape) != 4:
+        raise ctx.err(node, "Conv weight must be a 2-D kernel (M, C/g, kh, kw)")
+    xs4 = (xs[0], xs[1], 1, xs[2]) if one_d else xs
+    kernel = tuple(at.get("kernel_shape", wshape[2:]))
     strides = tuple(at.get("strides", (1, 1)))
     dil = tuple(at.get("dilations", (1, 1)))
-    pads = _spatial_pads(ctx, node, at, xs[2:], kernel, strides, dil)
+    pads = _spatial_pads(ctx, node, at, xs4[2:], kernel, strides, dil)
     b = ctx.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
-    if len(node.input) > 2 and node.input[2] and b is None:
-        raise ctx.err(node, "Conv bias must be a constant")
-    bname = ctx.add_init(f"{node.name or node.output[0]}.bias", np.zeros(w.shape[0], np.float32) if b is None else b.astype(np.float32))
-    ctx.emit("Conv", node.name, [x, ctx.use(wname), bname], [node.output[0]], kernel=kernel, strides=strides,
+    dyn_bias = len(node.input) > 2 and node.input[2] and b is None
+    base = node.name or node.output[0]
+    bname = ctx.add_init(f"{base}.bias", np.zeros(wshape[0], np.float32) if b is None else b.astype(np.float32))
+    wref = ctx.add_init(f"{base}.W", w.astype(np.float32)) if w is not None else wname
+    out = node.output[0]
+    y = ctx.tmp(out + ".2d") if one_d else out
+    y0 = ctx.tmp(out + ".nobias") if dyn_bias else y
+    ctx.emit("Conv", node.name, [x, wref, bname], [y0], kernel=kernel, strides=strides,
              pads=pads, dilations=dil, group=int(at.get("group", 1)))
+    if dyn_bias:  # a bias computed by the graph: broadcast (M,) over the spatial axes
+        bt = ctx.tmp(out + ".bias")
+        ctx.emit("Reshape", ctx.tmp(node.name + "_bias"), [node.input[2]], [bt], shape=(int(wshape[0]), 1, 1))
+        ctx.emit("Add", ctx.tmp(node.name + "_addbias"), [y0, bt], [y])
+    if one_d:
+        ctx.emit("Squeeze", ctx.tmp(node.name + "_1d"), [y], [out], axes=(2,))
+
+
+def _as_2d(at: dict) -> dict:
+    """Attributes of a 1-D Conv/pool as those of the equivalent 2-D op with height 1."""
+    at = dict(at)
+    for k, fill in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
+        if k in at:
+            at[k] = [fill] + list(at[k])
+    if "pads" in at:
+        p = list(at["pads"])
+        at["pads"] = [0, p[0], 0, p[1]]
+    return at
+
+
+def _unsqueeze2(ctx: _Ctx, node, x: str) -> str:
+    """Insert an axis of size 1 at position 2 (``(N, C, L)`` → ``(N, C, 1, L)``)."""
+    t = ctx.tmp(x + ".4d")
+    ctx.emit("Unsqueeze", ctx.tmp(node.name + "_1d"), [x], [t], axes=(2,))
+    return t
 
 
 def _gemm(ctx: _Ctx, node, at):
@@ -252,14 +322,29 @@ def _gemm(ctx: _Ctx, node, at):
         ctx.emit("Transpose", ctx.tmp(node.name + "_transA"), [a], [t], perm=(1, 0))
         a = t
     out = node.output[0]
-    if b is None:
-        if alpha != 1.0 or c_name:
-            raise ctx.err(node, "Gemm with a non-constant B needs alpha=1 and no C")
+    if b is None:  # B computed by the graph: MatMul, then alpha and beta*C as elementwise ops
         if at.get("transB", 0):
             t = ctx.tmp(bname + ".T")
             ctx.emit("Transpose", ctx.tmp(node.name + "_transB"), [bname], [t], perm=(1, 0))
             bname = t
-        ctx.emit("MatMul", node.name, [a, bname], [out])
+        y = out if alpha == 1.0 and not c_name else ctx.tmp(out + ".mm")
+        ctx.emit("MatMul", node.name, [a, bname], [y])
+        if alpha != 1.0:
+            y2 = out if not c_name else ctx.tmp(out + ".alpha")
+            ctx.emit("Mul", ctx.tmp(node.name + "_alpha"), [y, ctx.add_init(f"{node.name}.alpha",
+                     np.array(alpha, np.float32))], [y2])
+            y = y2
+        if c_name:
+            cn = ctx.use(c_name)
+            if beta != 1.0:
+                if c is None:
+                    t = ctx.tmp(out + ".betaC")
+                    ctx.emit("Mul", ctx.tmp(node.name + "_beta"), [c_name, ctx.add_init(f"{node.name}.beta",
+                             np.array(beta, np.float32))], [t])
+                    cn = t
+                else:
+                    cn = ctx.add_init(f"{node.name}.C", (beta * c).astype(np.float32))
+            ctx.emit("Add", ctx.tmp(node.name + "_C"), [y, cn], [out])
         return
     w = (b.T if at.get("transB", 0) else b).astype(np.float32) * np.float32(alpha)
     n_out = w.shape[1]
@@ -267,9 +352,11 @@ def _gemm(ctx: _Ctx, node, at):
     add_c = None
     if c_name:
         if c is None:
-            if beta != 1.0:
-                raise ctx.err(node, "Gemm with a non-constant C needs beta=1")
             add_c = c_name
+            if beta != 1.0:
+                add_c = ctx.tmp(out + ".betaC")
+                ctx.emit("Mul", ctx.tmp(node.name + "_beta"), [c_name, ctx.add_init(f"{node.name}.beta",
+                         np.array(beta, np.float32))], [add_c])
         elif c.size in (1, n_out) and (c.ndim < 2 or c.shape[0] == 1):
             bias = bias + (beta * c.astype(np.float32)).reshape(-1)
         else:
@@ -299,7 +386,14 @@ def _binary(ctx: _Ctx, node, at):
     a, b = node.input
     op = node.op_type
     if op == "Div":
-        c = ctx.need_const(node, b, "Div divisor")
+        c = ctx.const(b)
+        dtype = ctx.f.types.get(node.output[0], ((), "float32"))[1]
+        if np.dtype(dtype).kind in "iu":  # integer Div truncates toward zero: never a reciprocal
+            ctx.emit("Div", node.name, [ctx.use(a), ctx.use(b)], [node.output[0]], integer=True)
+            return
+        if c is None:  # divisor computed by the graph
+            ctx.emit("Div", node.name, [ctx.use(a), b], [node.output[0]], integer=False)
+            return
         b = ctx.add_init(f"{node.name}.recip", (1.0 / c.astype(np.float64)).astype(np.float32))
         op = "Mul"
     ctx.emit(op, node.name, [ctx.use(a), ctx.use(b)], [node.output[0]])
@@ -322,8 +416,25 @@ def _unary(ctx: _Ctx, node, at):
 
 
 def _clip(ctx: _Ctx, node, at):
-    lo = ctx.need_const(node, node.input[1], "Clip min") if len(node.input) > 1 and node.input[1] else None
-    hi = ctx.need_const(node, node.input[2], "Clip max") if len(node.input) > 2 and node.input[2] else None
+    if len(node.input) == 1 and ("min" in at or "max" in at):  # opset < 11 attributes
+        ctx.emit("Clip", node.name, [node.input[0]], [node.output[0]], min=float(at.get("min", -np.inf)),
+                 max=float(at.get("max", np.inf)))
+        return
+    names = [node.input[k] if len(node.input) > k and node.input[k] else "" for k in (1, 2)]
+    vals = [ctx.const(n) for n in names]
+    dyn = [bool(n) and v is None for n, v in zip(names, vals)]
+    dtype = np.dtype(ctx.f.types.get(node.output[0], ((), "float32"))[1])
+    if any(dyn) or dtype.kind in "iu":  # bounds computed by the graph (or integer data): Max then Min
+        cur = node.input[0]
+        steps = [(op, n) for op, n in (("Max", names[0]), ("Min", names[1])) if n]
+        if not steps:
+            ctx.emit("Identity", node.name, [cur], [node.output[0]])
+        for k, (op, n) in enumerate(steps):
+            out = node.output[0] if k == len(steps) - 1 else ctx.tmp(node.output[0] + ".lo")
+            ctx.emit(op, node.name if k == len(steps) - 1 else ctx.tmp(node.name), [cur, ctx.use(n)], [out])
+            cur = out
+        return
+    lo, hi = vals
     ctx.emit("Clip", node.name, [node.input[0]], [node.output[0]],
              min=float(lo) if lo is not None else -np.inf, max=float(hi) if hi is not None else np.inf)
 
@@ -336,27 +447,68 @@ def _pool(ctx: _Ctx, node, at):
     if not ctx.unused(node.output[1:]):
         raise ctx.err(node, "MaxPool Indices output is not supported")
     xs = ctx.shape(node, node.input[0])
-    if len(xs) != 4:
-        raise ctx.err(node, "only 2-D pooling on NCHW tensors is supported")
+    if node.op_type == "MaxPool" and at.get("storage_order", 0):
+        raise ctx.err(node, "MaxPool storage_order=1 is not supported")
+    if len(xs) == 3:  # 1-D: pool (N, C, 1, L) with a window of height 1
+        x = _unsqueeze2(ctx, node, node.input[0])
+        y = ctx.tmp(node.output[0] + ".2d")
+        _pool2d(ctx, node, _as_2d(at), x, (xs[0], xs[1], 1, xs[2]), y)
+        ctx.emit("Squeeze", ctx.tmp(node.name + "_1d"), [y], [node.output[0]], axes=(2,))
+    elif len(xs) == 4:
+        _pool2d(ctx, node, at, node.input[0], xs, node.output[0])
+    elif len(xs) == 5:
+        _pool3d(ctx, node, at, xs)
+    else:
+        raise ctx.err(node, f"pooling of a rank-{len(xs)} tensor is not supported (1-D, 2-D or 3-D)")
+
+
+def _pool2d(ctx: _Ctx, node, at, x: str, xs, out: str, name: str | None = None):
     kernel = tuple(at["kernel_shape"])
     strides = tuple(at.get("strides", (1, 1)))
     dil = tuple(at.get("dilations", (1, 1)))
     pads = _spatial_pads(ctx, node, at, xs[2:], kernel, strides, dil, pool=True)
-    attrs = dict(kernel=kernel, strides=strides, pads=pads, ceil_mode=bool(at.get("ceil_mode", 0)))
-    if node.op_type == "MaxPool":
-        if at.get("storage_order", 0):
-            raise ctx.err(node, "MaxPool storage_order=1 is not supported")
-        attrs["dilations"] = dil
-    else:
+    attrs = dict(kernel=kernel, strides=strides, pads=pads, ceil_mode=bool(at.get("ceil_mode", 0)), dilations=dil)
+    if node.op_type == "AveragePool":
         attrs["count_include_pad"] = bool(at.get("count_include_pad", 0))
-    ctx.emit(node.op_type, node.name, [node.input[0]], [node.output[0]], **attrs)
+    ctx.emit(node.op_type, name or node.name, [x], [out], **attrs)
+
+
+def _pool3d(ctx: _Ctx, node, at, xs):
+    """3-D pooling as two 2-D poolings: (H, W) windows, then D windows.
+
+    Max is separable exactly; average pooling divides by the product of the per-axis counts,
+    which is what the two stages compute (in the integer model each stage rounds).
+    """
+    n, c, d, h, w = xs
+    k = list(at["kernel_shape"])
+    s = list(at.get("strides", [1, 1, 1]))
+    dl = list(at.get("dilations", [1, 1, 1]))
+    begins, ends = _nd_pads(ctx, node, at, xs[2:], k, s, dl)
+    common = {kk: v for kk, v in at.items() if kk in ("ceil_mode", "count_include_pad")}
+    hw = dict(common, kernel_shape=k[1:], strides=s[1:], dilations=dl[1:], pads=[begins[1], begins[2], ends[1], ends[2]])
+    base = node.output[0]
+    t1, t2, t3 = ctx.tmp(base + ".dhw"), ctx.tmp(base + ".hw"), ctx.tmp(base + ".d")
+    ctx.emit("Reshape", ctx.tmp(node.name + "_3d"), [node.input[0]], [t1], shape=(n, c * d, h, w))
+    _pool2d(ctx, node, hw, t1, (n, c * d, h, w), t2, name=ctx.tmp(node.name + "_hw"))
+    oh, ow = _pooled(h, k[1], s[1], begins[1], ends[1], dl[1], at), _pooled(w, k[2], s[2], begins[2], ends[2], dl[2], at)
+    t2r = ctx.tmp(base + ".hwr")
+    ctx.emit("Reshape", ctx.tmp(node.name + "_3d"), [t2], [t2r], shape=(n, c, d, oh * ow))
+    dd = dict(common, kernel_shape=[k[0], 1], strides=[s[0], 1], dilations=[dl[0], 1], pads=[begins[0], 0, ends[0], 0])
+    _pool2d(ctx, node, dd, t2r, (n, c, d, oh * ow), t3)
+    od = _pooled(d, k[0], s[0], begins[0], ends[0], dl[0], at)
+    ctx.emit("Reshape", ctx.tmp(node.name + "_3d"), [t3], [node.output[0]], shape=(n, c, od, oh, ow))
+
+
+def _pooled(size, k, s, p0, p1, d, at) -> int:
+    return pool_out_size(size, k, s, p0, p1, d, bool(at.get("ceil_mode", 0)))
 
 
 def _global_pool(ctx: _Ctx, node, at):
     xs = ctx.shape(node, node.input[0])
-    if len(xs) != 4:
-        raise ctx.err(node, "only NCHW inputs are supported")
-    if node.op_type == "GlobalAveragePool":
+    if len(xs) != 4:  # any other rank: a reduction over the spatial axes
+        op = "ReduceMean" if node.op_type == "GlobalAveragePool" else "ReduceMax"
+        ctx.emit(op, node.name, [node.input[0]], [node.output[0]], axes=tuple(range(2, len(xs))), keepdims=True)
+    elif node.op_type == "GlobalAveragePool":
         ctx.emit("GlobalAveragePool", node.name, [node.input[0]], [node.output[0]])
     else:
         ctx.emit("MaxPool", node.name, [node.input[0]], [node.output[0]], kernel=tuple(xs[2:]), strides=(1, 1),
@@ -374,10 +526,6 @@ def _batchnorm(ctx: _Ctx, node, at):
     ctx.emit("BatchNormalization", node.name, [node.input[0], an, bn], [node.output[0]])
 
 
-def _norm_axis(ax: int, rank: int) -> int:
-    return ax + rank if ax < 0 else ax
-
-
 def _flatten(ctx: _Ctx, node, at):
     rank = len(ctx.shape(node, node.input[0]))
     ctx.emit("Flatten", node.name, [node.input[0]], [node.output[0]], axis=_norm_axis(int(at.get("axis", 1)), rank))
@@ -385,10 +533,30 @@ def _flatten(ctx: _Ctx, node, at):
 
 def _reshape(ctx: _Ctx, node, at):
     xs = ctx.shape(node, node.input[0])
-    tgt = [int(v) for v in ctx.need_const(node, node.input[1], "Reshape shape").reshape(-1)]
-    if not at.get("allowzero", 0):
-        tgt = [xs[i] if v == 0 else v for i, v in enumerate(tgt)]
-    shape = np.empty(xs, dtype=np.int8).reshape(tgt).shape if all(d > 0 for d in xs) else tuple(tgt)
+    c = ctx.const(node.input[1])
+    if c is None:  # shape computed by the graph: shape inference may still know the result
+        if node.output[0] not in ctx.f.types:
+            raise ctx.err(node, "Reshape target shape is neither constant nor statically known")
+        shape = ctx.shape(node, node.output[0])
+    else:
+        tgt = [int(v) for v in c.reshape(-1)]
+        if not at.get("allowzero", 0):
+            if any(v == 0 and i >= len(xs) for i, v in enumerate(tgt)):
+                raise ctx.err(node, f"Reshape target {tgt} copies a dimension the input (rank {len(xs)}) lacks")
+            tgt = [xs[i] if v == 0 else v for i, v in enumerate(tgt)]
+        if tgt.count(-1) > 1 or any(v < -1 for v in tgt):
+            raise ctx.err(node, f"invalid Reshape target {tgt}")
+        known = int(np.prod([v for v in tgt if v != -1], dtype=np.int64))
+        size = int(np.prod(xs, dtype=np.int64))
+        if -1 in tgt:
+            if known == 0 or size % known:
+                raise ctx.err(node, f"cannot reshape {list(xs)} to {tgt}")
+            tgt = [size // known if v == -1 else v for v in tgt]
+        if int(np.prod(tgt, dtype=np.int64)) != size:
+            raise ctx.err(node, f"cannot reshape {list(xs)} ({size} elements) to {tgt}")
+        shape = tuple(tgt)
+    if any(int(d) == 0 for d in shape):
+        raise ctx.err(node, f"Reshape to a zero-size shape {list(shape)}")
     ctx.emit("Reshape", node.name, [node.input[0]], [node.output[0]], shape=tuple(int(d) for d in shape))
 
 
@@ -400,15 +568,20 @@ def _transpose(ctx: _Ctx, node, at):
 
 def _squeeze(ctx: _Ctx, node, at):
     xs = ctx.shape(node, node.input[0])
+    given = at.get("axes")  # opset < 13: an attribute
+    if given is None and len(node.input) > 1 and node.input[1]:
+        c = ctx.const(node.input[1])
+        if c is None:  # axes computed by the graph: recover them from the inferred output shape
+            ys = ctx.shape(node, node.output[0])
+            ctx.emit("Reshape", node.name, [node.input[0]], [node.output[0]], shape=tuple(int(d) for d in ys))
+            return
+        given = c.reshape(-1)
     if node.op_type == "Unsqueeze":
-        axes = ctx.need_const(node, node.input[1], "Unsqueeze axes").reshape(-1)
+        axes = np.asarray(given).reshape(-1)
         rank = len(xs) + len(axes)
     else:
         rank = len(xs)
-        if len(node.input) > 1 and node.input[1]:
-            axes = ctx.need_const(node, node.input[1], "Squeeze axes").reshape(-1)
-        else:
-            axes = [i for i, d in enumerate(xs) if d == 1]
+        axes = [i for i, d in enumerate(xs) if d == 1] if given is None else np.asarray(given).reshape(-1)
     axes = tuple(sorted(_norm_axis(int(a), rank) for a in axes))
     ctx.emit(node.op_type, node.name, [node.input[0]], [node.output[0]], axes=axes)
 
@@ -417,57 +590,6 @@ def _concat(ctx: _Ctx, node, at):
     rank = len(ctx.shape(node, node.output[0]))
     ins = [ctx.use(i) for i in node.input]
     ctx.emit("Concat", node.name, ins, [node.output[0]], axis=_norm_axis(int(at["axis"]), rank))
-
-
-def _resize_axis(n_in: int, n_out: int, scale: float, ctm: str) -> tuple[tuple[int, int, float], ...]:
-    """Linear interpolation taps of one axis: (first index, second index, weight of the second)."""
-    taps = []
-    for x in range(n_out):
-        if ctm == "align_corners":
-            xo = x * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
-        elif ctm == "asymmetric":
-            xo = x / scale
-        elif ctm == "pytorch_half_pixel":
-            xo = (x + 0.5) / scale - 0.5 if n_out > 1 else 0.0
-        else:  # half_pixel
-            xo = (x + 0.5) / scale - 0.5
-        i0 = math.floor(xo)
-        r = xo - i0
-        taps.append((min(max(i0, 0), n_in - 1), min(max(i0 + 1, 0), n_in - 1), float(r)))
-    return tuple(taps)
-
-
-def _resize(ctx: _Ctx, node, at):
-    """Resize of the spatial axes of NCHW tensors: nearest by integer factors (a repetition of
-    pixels, also ``Upsample``) or linear (taps precomputed per axis)."""
-    xs = ctx.shape(node, node.input[0])
-    out = ctx.shape(node, node.output[0])
-    mode = at.get("mode", "nearest")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
-    ctm = at.get("coordinate_transformation_mode", "half_pixel")
-    ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
-    nm = at.get("nearest_mode", "round_prefer_floor")
-    nm = nm.decode() if isinstance(nm, bytes) else nm
-    if len(xs) != 4 or len(out) != 4 or tuple(out[:2]) != tuple(xs[:2]) or mode not in ("nearest", "linear"):
-        raise ctx.err(node, "only nearest or linear Resize of the spatial axes of NCHW tensors is supported")
-    if mode == "linear":
-        if ctm not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
-            raise ctx.err(node, f"linear Resize with coordinate_transformation_mode={ctm} is not supported")
-        sc = ctx.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
-        scales = [float(v) for v in sc.reshape(-1)[2:]] if sc is not None and sc.size == 4 else \
-            [o / i for o, i in zip(out[2:], xs[2:])]
-        taps = tuple(_resize_axis(i, o, s, ctm) for i, o, s in zip(xs[2:], out[2:], scales))
-        ctx.emit("Resize", node.name, [node.input[0]], [node.output[0]], mode="linear", taps=taps)
-        return
-    if any(o % i for o, i in zip(out[2:], xs[2:])):
-        raise ctx.err(node, f"Resize {xs} → {out}: only integer upsampling factors are supported")
-    scales = tuple(o // i for o, i in zip(out[2:], xs[2:]))
-    exact = ctm in ("half_pixel", "pytorch_half_pixel") and nm in ("round_prefer_floor", "round_prefer_ceil") \
-        or ctm == "asymmetric" and nm == "floor" or scales == (1, 1)
-    if not exact:
-        raise ctx.err(node, f"Resize coordinate_transformation_mode={ctm} with nearest_mode={nm} is not a plain "
-                            "repetition of pixels; only that is supported")
-    ctx.emit("Resize", node.name, [node.input[0]], [node.output[0]], mode="nearest", scales=scales)
 
 
 def _pad(ctx: _Ctx, node, at):
@@ -501,6 +623,10 @@ def _lrn(ctx: _Ctx, node, at):
 def _identity(ctx: _Ctx, node, at):
     if node.op_type == "Dropout" and not ctx.unused(node.output[1:]):
         raise ctx.err(node, "Dropout mask output is not supported")
+    if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2]:
+        tm = ctx.const(node.input[2])
+        if tm is None or bool(np.asarray(tm).reshape(-1)[0]):
+            raise ctx.err(node, "Dropout in training mode (random) is not supported")
     if node.op_type == "Cast":
         to = np.dtype(helper.tensor_dtype_to_np_dtype(int(at["to"])))
         if to.kind != "f":
@@ -515,7 +641,8 @@ _HANDLERS: dict[str, Callable] = {
     "MaxPool": _pool, "AveragePool": _pool, "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
     "BatchNormalization": _batchnorm, "Flatten": _flatten, "Reshape": _reshape, "Transpose": _transpose,
     "Squeeze": _squeeze, "Unsqueeze": _squeeze, "Concat": _concat, "Pad": _pad, "Softmax": _softmax,
-    "LRN": _lrn, "Resize": _resize, "Upsample": _resize, "Identity": _identity, "Dropout": _identity, "Cast": _identity,
+    "LRN": _lrn, "Identity": _identity, "Dropout": _identity, "Cast": _identity,
+    **IMPORT_HANDLERS, **RECURRENT_HANDLERS,
 }
 
 
@@ -536,38 +663,50 @@ def _lower(f: Folded, name: str, path: str | None) -> Graph:
     for k, node in enumerate(f.nodes):
         if not node.name:
             node.name = f"{node.op_type}_{k}"
-        handler = _HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
-        if handler is None:
-            dom = f" (domain {node.domain})" if node.domain else ""
-            raise ctx.err(node, f"unsupported ONNX operator {node.op_type}{dom}")
+    _check_all_supported(f, path)
+    for node in f.nodes:
+        handler = _HANDLERS[node.op_type]
         for i in node.input:
             if i and i not in f.consts and i not in g.tensors:
                 raise ctx.err(node, f"input {i!r} is not produced by any node")
         start = len(g.nodes)
         handler(ctx, node, _attrs(node))
         for nn in g.nodes[start:]:
+            if node.op_type in RECURRENT_HANDLERS:
+                g.origin[nn.name] = f"{node.op_type} {node.name}"
             for o in nn.outputs:
-                g.tensors[o] = info(o) if o in f.types else TensorInfo(o, (), "float32")
+                g.tensors[o] = info(o) if o in f.types else _helper_info(g, nn, o)
     for o in g.outputs:
         if o.name in f.consts:
             raise UnsupportedError(f"graph output {o.name!r} is a constant", file=path)
-    _fill_missing_shapes(g)
     return g
 
 
-def _fill_missing_shapes(g: Graph) -> None:
-    """Compute shapes that shape inference left out (our own helper tensors)."""
-    for n in g.nodes:
-        for o in n.outputs:
-            if g.tensors[o].shape == () and n.op in ("Transpose", "Add", "Gemm"):
-                xs = g.shape(n.inputs[0])
-                if n.op == "Transpose":
-                    shp = tuple(xs[p] for p in n.attrs["perm"])
-                elif n.op == "Gemm":
-                    shp = (xs[0], g.shape(n.inputs[1])[1])
-                else:
-                    shp = tuple(np.broadcast_shapes(xs, g.shape(n.inputs[1])))
-                g.tensors[o] = TensorInfo(o, shp, "float32")
+def _check_all_supported(f: Folded, path: str | None) -> None:
+    """Reject a model with operators nnisa cannot import, naming every such node at once."""
+    bad = [n for n in f.nodes if n.domain not in ("", "ai.onnx") or n.op_type not in _HANDLERS]
+    if not bad:
+        return
+    if len(bad) == 1:
+        n = bad[0]
+        dom = f" (domain {n.domain})" if n.domain not in ("", "ai.onnx") else ""
+        raise UnsupportedError(f"unsupported ONNX operator {n.op_type}{dom}", where=f"node {n.name} ({n.op_type})",
+                               file=path)
+    kinds: dict[str, list[str]] = {}
+    for n in bad:
+        key = n.op_type + (f" (domain {n.domain})" if n.domain not in ("", "ai.onnx") else "")
+        kinds.setdefault(key, []).append(n.name)
+    parts = [f"{k} ({', '.join(v[:3])}{', ...' if len(v) > 3 else ''})" for k, v in kinds.items()]
+    raise UnsupportedError(f"{len(bad)} node(s) use unsupported ONNX operators: {'; '.join(parts)}", file=path)
+
+
+def _helper_info(g: Graph, n: Node, o: str) -> TensorInfo:
+    """Shape of a tensor the lowering introduced (shape inference never saw it): run the node
+    on ones of its input shapes."""
+    args = [g.initializers[i] if i in g.initializers else np.ones(g.tensors[i].shape, g.tensors[i].dtype)
+            for i in n.inputs]
+    v = np.asarray(run_node(n, args, g))
+    return TensorInfo(o, tuple(v.shape), v.dtype.name)
 
 
 def pool_output_shape(attrs: dict, shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -14,7 +14,7 @@ from .ir import Graph, Node, TensorInfo
 def optimize(g: Graph) -> Graph:
     """Run every pass to a fixpoint, then remove dead nodes and unused initializers."""
     remove_identities(g)
-    while fold_affine(g) or fold_pads(g):
+    while fold_affine(g) or fold_pads(g) or fold_transposes(g):
         pass
     lower_batchnorm(g)
     eliminate_dead(g)
@@ -187,6 +187,50 @@ def fold_pads(g: Graph) -> bool:
         c.inputs[0] = n.inputs[0]
         g.nodes.remove(n)
         return True
+    return False
+
+
+def fold_transposes(g: Graph) -> bool:
+    """Cancel layout shuffles: ``Transpose → Squeeze`` becomes ``Squeeze → Transpose`` (so
+    transposes meet), two consecutive Transposes become one, and an identity Transpose goes.
+
+    Recurrent exports wrap a time-major LSTM/GRU in transposes to and from batch-first; after
+    this pass the batch axis stays first.  Returns True when anything changed.
+    """
+    for n in list(g.nodes):
+        if n.op != "Transpose" or g.is_output(n.outputs[0]):
+            continue
+        perm = tuple(n.attrs["perm"])
+        if perm == tuple(range(len(perm))):
+            return _bypass(g, n)
+        xs = g.shape(n.inputs[0])
+        moved = [p for p in perm if xs[p] != 1 or p == 0]  # the batch axis counts as non-unit
+        if moved == sorted(moved):  # only unit axes move: the same C-order data at any batch
+            n.op, n.attrs = "Reshape", {"shape": tuple(xs[p] for p in perm)}
+            return True
+        cons = g.consumers(n.outputs[0])
+        if len(cons) != 1:
+            continue
+        c = cons[0]
+        if c.op == "Transpose":
+            c.attrs = {"perm": tuple(perm[p] for p in c.attrs["perm"])}
+            c.inputs[0] = n.inputs[0]
+            g.nodes.remove(n)
+            return True
+        if c.op == "Squeeze" and not g.is_output(c.outputs[0]):
+            axes = c.attrs["axes"]
+            new_axes = tuple(sorted(perm[a] for a in axes))
+            kept = [perm[k] for k in range(len(perm)) if k not in axes]
+            rank = {a: i for i, a in enumerate(sorted(kept))}
+            new_perm = tuple(rank[a] for a in kept)
+            mid = n.outputs[0]
+            xs = g.shape(n.inputs[0])
+            g.tensors[mid] = TensorInfo(mid, tuple(d for k, d in enumerate(xs) if k not in new_axes))
+            c.inputs, c.outputs, c.attrs, n.inputs, n.outputs, n.attrs = (
+                [n.inputs[0]], [mid], {"axes": new_axes}, [mid], [c.outputs[0]], {"perm": new_perm})
+            i, j = g.nodes.index(n), g.nodes.index(c)
+            g.nodes[i], g.nodes[j] = c, n
+            return True
     return False
 
 

@@ -14,8 +14,8 @@ import numpy as np
 from nnisa.core.errors import FormatError, UnsupportedError
 
 from . import kernels as K
-from .float_eval import _softmax, bind_inputs, pad_array, reshape_target
-from .quant import QGraph, QNode, qrange
+from .float_eval import _softmax, bind_inputs, pad_array, reshape_target, take_axes
+from .quant import LUT_OPS, QGraph, QNode, qrange
 
 
 def _binary_operands(n: QNode, args: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -47,6 +47,8 @@ def run_qnode(n: QNode, args: list[np.ndarray], qg: QGraph) -> np.ndarray:
     if n.out_bits == 0:  # float tail after a Softmax
         if op == "Softmax":
             return _softmax(x.astype(np.float64) * n.in_scales[0], a["axis"]).astype(np.float32)
+        if op == "Slice":
+            return take_axes(x, a["index"])
         return _move(n, x, qg)
     if op == "Conv":
         acc = K.conv2d(x, n.weight, n.bias, a, exact_int=True)
@@ -68,8 +70,20 @@ def run_qnode(n: QNode, args: list[np.ndarray], qg: QGraph) -> np.ndarray:
         return np.clip(n.requant.apply(acc), lo, hi)
     if op in ("Relu", "Clip"):
         return np.clip(x, lo, hi)
-    if op in ("Sigmoid", "Tanh", "LeakyRelu"):
+    if op in LUT_OPS:
         return n.lut[np.asarray(x, np.int64) - qrange(n.in_bits[0])[0]]
+    if op in ("Slice", "Resize"):
+        return take_axes(np.asarray(x, np.int64), a["index"])
+    if op == "ReduceMax":
+        return np.asarray(x, np.int64).max(axis=a["axes"], keepdims=a["keepdims"])
+    if op in ("ReduceMean", "ReduceSum"):
+        s = np.asarray(x, np.int64).sum(axis=a["axes"], keepdims=a["keepdims"])
+        if op == "ReduceSum":
+            return np.clip(n.requant.apply(s), lo, hi)
+        return K.div_round_away(s, int(np.prod([x.shape[k] for k in a["axes"]])))
+    if op in ("Max", "Min"):
+        u, v = (np.clip(r.apply(t), lo, hi) for r, t in zip(n.input_requants, args))
+        return (np.maximum if op == "Max" else np.minimum)(u, v)
     if op == "AveragePool":
         s = K.window_sum(np.asarray(x, np.int64), a)
         return K.div_round_away(s, K.pool_counts(a, x.shape[2], x.shape[3]))

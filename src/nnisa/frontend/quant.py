@@ -17,14 +17,18 @@ from nnisa.core import fixedpoint as fx
 from nnisa.core.errors import ConfigError, UnsupportedError
 
 from . import kernels as K
-from .float_eval import bind_inputs, evaluate_float
+from .calibration import METHODS as CALIBRATION_METHODS
+from .calibration import calibrate
 from .ir import Graph, Node
 
 SCALE_MODES = ("pow2", "multiplier")
 # Ops that only move or select data: output scale = input scale, no arithmetic.
-MOVE_OPS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "MaxPool", "Pad")
+MOVE_OPS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "MaxPool", "Pad", "Slice", "Resize",
+            "ReduceMax")
+#: elementwise functions computed by a lookup table over the input codes
+LUT_OPS = ("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish")
 # Ops that may follow a Softmax (they pass float values through unchanged).
-_FLOAT_PASS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity")
+_FLOAT_PASS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Slice")
 # Intermediate scale of Add/Sub in multiplier mode: s_c = s_out * 2**-ADD_FRAC_BITS.
 ADD_FRAC_BITS = 16
 
@@ -206,25 +210,12 @@ class QGraph:
 # --------------------------------------------------------------------------- calibration
 
 
-def calibrate(graph: Graph, calib: Any) -> dict[str, float]:
-    """Max-abs of every tensor over the calibration inputs (dict, list of dicts or array)."""
-    batches = calib if isinstance(calib, list) and calib and isinstance(calib[0], dict) else [calib]
-    names = [t.name for t in graph.inputs]
-    out: dict[str, float] = {}
-    for b in batches:
-        env = evaluate_float(graph, bind_inputs(names, b), return_all=True)
-        for k, v in env.items():
-            if k in graph.initializers or not np.issubdtype(np.asarray(v).dtype, np.floating):
-                continue
-            m = float(np.max(np.abs(v))) if np.size(v) else 0.0
-            out[k] = max(out.get(k, 0.0), m)
-    return out
-
-
 class _Q:
     """One quantization run (settings, scales chosen so far, the nodes built)."""
 
-    def __init__(self, g: Graph, amax: dict, bits: int, w_bits: int, per_channel: bool, mode: str, mbits: int):
+    def __init__(self, g: Graph, amax: dict, bits: int, w_bits: int, per_channel: bool, mode: str, mbits: int,
+                 weight_mse: bool = False):
+        self.weight_mse = weight_mse
         self.g, self.amax, self.bits, self.w_bits = g, amax, bits, w_bits
         self.per_channel, self.mode, self.mbits = per_channel, mode, mbits
         self.t: dict[str, QTensor] = {}
@@ -267,6 +258,21 @@ class _Q:
             shp[axis] = -1
             sb = s.reshape(shp)
         q = np.clip(K.round_half_away(w / sb), -qmax, qmax)
+        if self.weight_mse and self.mode == "pow2":
+            # a power-of-two scale rounds max-abs up by up to 2x: half that scale (clipping the
+            # largest weights) often has a smaller squared error; keep whichever is better
+            red = tuple(k for k in range(w.ndim) if k != axis) if axis is not None and self.per_channel else None
+            q2 = np.clip(K.round_half_away(w / (sb / 2)), -qmax, qmax)
+            e1 = ((q * sb - w) ** 2).sum(axis=red)
+            e2 = ((q2 * (sb / 2) - w) ** 2).sum(axis=red)
+            better = e2 < e1
+            if np.ndim(better):
+                shp = [1] * w.ndim
+                shp[axis] = -1
+                q = np.where(better.reshape(shp), q2, q)
+                s = np.where(better, s / 2, s)
+            elif better:
+                q, s = q2, s / 2
         return q, np.asarray(s, np.float64)
 
     def requant(self, ratio) -> Requant:
@@ -303,6 +309,8 @@ def quantize(
     per_channel: bool = True,
     scale_mode: str = "pow2",
     multiplier_bits: int = 15,
+    calibration: str = "max",
+    percentile: float = 99.99,
 ) -> QGraph:
     """Quantize a float graph to integers (post-training, max-abs calibration).
 
@@ -323,6 +331,11 @@ def quantize(
         ``multiplier``: free scales, requant by an integer multiplier and a shift.
     multiplier_bits : int
         Width of the requant multiplier in ``multiplier`` mode.
+    calibration : {"max", "percentile", "mse"}
+        Activation range method (:mod:`nnisa.frontend.calibration`); ``mse`` also picks each
+        weight channel's power-of-two scale by squared error.
+    percentile : float
+        Percentile for ``calibration="percentile"``.
 
     Returns
     -------
@@ -344,7 +357,10 @@ def quantize(
             raise ConfigError(f"{what}={b} out of range 2..16")
     if not 2 <= multiplier_bits <= 31:
         raise ConfigError(f"multiplier_bits={multiplier_bits} out of range 2..31")
-    q = _Q(graph, calibrate(graph, calib), bits, w_bits, per_channel, scale_mode, multiplier_bits)
+    if calibration not in CALIBRATION_METHODS:
+        raise ConfigError(f"unknown calibration {calibration!r}; choose from {CALIBRATION_METHODS}")
+    amax = calibrate(graph, calib, method=calibration, percentile=percentile, bits=bits, scale_mode=scale_mode)
+    q = _Q(graph, amax, bits, w_bits, per_channel, scale_mode, multiplier_bits, weight_mse=calibration == "mse")
     for t in graph.inputs:
         q.act(t.name, t.shape)
     fused: set[str] = set()
@@ -375,6 +391,8 @@ def _quantize_node(q: _Q, n: Node, act: Node | None) -> None:
     if act is not None:
         qn.act = "relu" if act.op == "Relu" else "clip"
     op = n.op
+    if op in ("Conv", "Gemm") and n.inputs[1] not in g.initializers:
+        raise q.err(n, f"{op} weights computed by the graph cannot be quantized (they must be constants)")
     if op in ("Conv", "Gemm") or (op == "MatMul" and len(acts) == 1):
         out = q.act(out_name, shape)
         w = g.initializers[n.inputs[1]].astype(np.float64)
@@ -412,14 +430,22 @@ def _quantize_node(q: _Q, n: Node, act: Node | None) -> None:
             lo, hi = qrange(out.bits)
             v = n.attrs["value"]
             qn.attrs["qvalue"] = lo if v == -np.inf else int(np.clip(K.round_half_away(v / out.scale), lo, hi))
-    elif op in ("AveragePool", "GlobalAveragePool"):
+    elif op in ("AveragePool", "GlobalAveragePool", "ReduceMean"):
         out = q.same(out_name, ins[0], shape)
+    elif op == "ReduceSum":
+        out = q.act(out_name, shape)
+        qn.requant = q.requant(ins[0].scale / out.scale)
+    elif op in ("Max", "Min"):
+        if len(acts) != 2:
+            raise q.err(n, f"{op} with a constant operand is not supported in a quantized graph")
+        out = q.act(out_name, shape)
+        qn.input_requants = [q.requant(t.scale / out.scale) for t in ins]
     elif op == "Concat":
         if len(acts) != len(n.inputs):
             raise q.err(n, "Concat with a constant input is not supported in a quantized graph")
         out = q.act(out_name, shape)
         qn.input_requants = [q.requant(t.scale / out.scale) for t in ins]
-    elif op in ("Sigmoid", "Tanh", "LeakyRelu"):
+    elif op in LUT_OPS:
         out = q.act(out_name, shape)
         qn.lut = _make_lut(op, n.attrs, ins[0], out)
     elif op == "Softmax":
@@ -459,6 +485,10 @@ def _make_lut(op: str, attrs: dict, x: QTensor, out: QTensor) -> np.ndarray:
         f = 1.0 / (1.0 + np.exp(-v))
     elif op == "Tanh":
         f = np.tanh(v)
+    elif op == "HardSigmoid":
+        f = np.clip(attrs["alpha"] * v + attrs["beta"], 0, 1)
+    elif op == "HardSwish":
+        f = v * np.clip(v / 6 + 0.5, 0, 1)
     else:
         f = np.where(v >= 0, v, v * attrs["alpha"])
     olo, ohi = qrange(out.bits)

@@ -143,9 +143,13 @@ def print_sim(stats: dict[str, Any], outputs: dict[str, np.ndarray], title: str)
 def print_run(report: dict[str, Any]) -> None:
     """Print the summary of ``nnisa run``: accuracy against onnxruntime plus cost figures."""
     keys = ["target", "model", "samples", "bit_exact", "top1_agreement", "max_abs_error", "max_rel_error",
-            "cycles", "latency_ns", "energy_pj", "instructions", "compile_s", "sim_s", "wall_s"]
-    Console().print(kv_table(f"nnisa run: {report.get('model')} on {report.get('target')}",
-                             {k: report.get(k) for k in keys}))
+            "cycles", "latency_ns", "period_ns", "images", "energy_pj", "energy_per_image_pj", "instructions",
+            "compile_s", "sim_s",
+            "wall_s"]
+    t = kv_table(f"nnisa run: {report.get('model')} on {report.get('target')}", {k: report.get(k) for k in keys})
+    t.caption = ("latency_ns: one input, in -> out; period_ns: steady-state time per input of a stream"
+                 + ("" if report.get("period_ns") is not None else " (one input simulated: no period)"))
+    Console().print(t)
 
 
 def compare_table(rows: list[dict[str, Any]], title: str = "targets side by side") -> Table:

@@ -86,9 +86,9 @@ def test_decomposition_values_and_search():
 
 def test_default_cse_budget():
     from nnisa.targets.dais.compiler import netcompile
-    assert netcompile.DEFAULT_CSE_BUDGET_S == 30.0
+    assert netcompile.DEFAULT_CSE_BUDGET == 500_000
     for fn in (netcompile.compile_qgraph, netcompile.compile_model):
-        assert inspect.signature(fn).parameters["cse_budget_s"].default == 30.0
+        assert inspect.signature(fn).parameters["cse_budget"].default == 500_000
 
 
 def test_compile_model_reports_cut_short_layers():
@@ -104,10 +104,28 @@ def test_compile_model_reports_cut_short_layers():
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     calib = rng.uniform(-1, 1, (64, 48)).astype(np.float32)
     full = compile_model(model, calib=calib)
-    assert full.report["cse_budget_s"] == 30.0 and full.report["cse_cut_short"] == []
-    cut = compile_model(model, calib=calib, cse_budget_s=0.0)
+    assert full.report["cse_budget"] == 500_000 and full.report["cse_cut_short"] == []
+    cut = compile_model(model, calib=calib, cse_budget=0)
     assert cut.report["cse_cut_short"] == [0]
     assert cut.report["layers"][0]["cse"]["complete"] is False
     assert cut.report["adders"] > full.report["adders"]  # exact, but the CSE stopped early
-    free = compile_model(model, calib=calib, cse_budget_s=None)
-    assert free.report["cse_budget_s"] is None and free.report["adders"] == full.report["adders"]
+    free = compile_model(model, calib=calib, cse_budget=None)
+    assert free.report["cse_budget"] is None and free.report["adders"] == full.report["adders"]
+
+
+def test_cse_budget_is_deterministic_and_the_same_in_both_engines():
+    """A budget counted in greedy steps: the same program every run, and the Python reference
+    stops at the same step as the numba kernel (issue 13: budgets in work, not seconds)."""
+    from nnisa.targets.dais.compiler.cmvm import CMVMCompiler
+    from nnisa.targets.dais.program import ProgramBuilder
+    rng = np.random.default_rng(3)
+    M = rng.integers(-127, 128, (24, 12)).tolist()
+    runs = []
+    for engine in ("numba", "numba", "python"):
+        b = ProgramBuilder(24)
+        ins = [(b.add_op(-1, j, -1, 0, (1, 7, 0)), 1, 7, 0) for j in range(24)]
+        comp = CMVMCompiler(b, ins, cse_budget=150, engine=engine)
+        cols = comp.solve(M)
+        assert comp.cse_info == {**comp.cse_info, "complete": False, "cse_steps": 150}
+        runs.append((comp.log, cols, b._ops))
+    assert runs[0] == runs[1] == runs[2]

@@ -90,7 +90,7 @@ def test_conv_net_pools_residual_bit_exact():
     assert len(np.unique(y, axis=0)) > 50  # outputs are not degenerate
 
 
-def test_conv1d_as_1xk_conv2d_and_true_conv1d_rejected():
+def test_conv1d_as_1xk_conv2d_and_true_conv1d_imported():
     rng = np.random.default_rng(5)
     inits = [_init(rng, "W", (6, 3, 1, 5)), _init(rng, "B", (6,), 0.1)]
     nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], kernel_shape=[1, 5], pads=[0, 2, 0, 2],
@@ -102,17 +102,18 @@ def test_conv1d_as_1xk_conv2d_and_true_conv1d_rejected():
     _check(m, x)
     m1 = _model([helper.make_node("Conv", ["x", "W1d", "B"], ["y"], kernel_shape=[5], pads=[2, 2])],
                 [_init(rng, "W1d", (6, 3, 5)), _init(rng, "B", (6,))], (1, 3, 16), "y", (1, 6, 16))
-    with pytest.raises(UnsupportedError, match="Conv"):
-        load_model(m1)
+    g1 = load_model(m1)  # issue 13: a 1-D Conv is a 2-D one of height 1 between Unsqueeze/Squeeze
+    assert g1.op_counts()["Conv"] == 1 and g1.outputs[0].shape == (1, 6, 16)
 
 
 def test_unsupported_op_names_node():
     rng = np.random.default_rng(7)
-    nodes = [helper.make_node("Gemm", ["x", "W", "B"], ["h"]), helper.make_node("Mul", ["h", "h"], ["y"])]
-    m = _model(nodes, [_init(rng, "W", (4, 3)), _init(rng, "B", (3,))], (1, 4), "y", (1, 3))
+    pads = numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "P")
+    nodes = [helper.make_node("Gemm", ["x", "W", "B"], ["h"]), helper.make_node("Pad", ["h", "P"], ["y"])]
+    m = _model(nodes, [_init(rng, "W", (4, 3)), _init(rng, "B", (3,)), pads], (1, 4), "y", (1, 5))
     g = load_model(m)
     qg = quantize(g, np.random.default_rng(0).uniform(-1, 1, (16, 4)).astype(np.float32), scale_mode="pow2")
-    with pytest.raises(UnsupportedError, match=r"\(Mul\).*not supported"):
+    with pytest.raises(UnsupportedError, match=r"\(Pad\).*not supported"):
         compile_qgraph(qg)
 
 

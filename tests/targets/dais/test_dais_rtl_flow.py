@@ -79,7 +79,7 @@ def test_compiled_network_with_lookup_tables_cosim():
 @pytest.fixture(scope="module")
 def digits_mlp_program():
     from nnisa.targets.dais.compiler.netcompile import compile_model
-    res = compile_model(bundled_model_path("digits_mlp"), cse_budget_s=3.0)
+    res = compile_model(bundled_model_path("digits_mlp"))
     return res
 
 

@@ -49,3 +49,26 @@ def assert_bit_exact(c, qg, xs: np.ndarray) -> None:
 
 def compile_q(qg, cfg, **kw):
     return compile_model(qg, cfg, **kw)
+
+
+def resnet18_quantized():
+    """(QGraph, config) of the ResNet-18 tests: generated random weights, pow2 calibration on two
+    seeded inputs, the 8×8-core conformance config (64 conformance cores without ``../shared``)."""
+    from nnisa.frontend.models import make_resnet18
+    from nnisa.targets.pim.config import load_config
+    from shared_data import SHARED_DIR
+    g = load_model(make_resnet18())
+    x = np.random.default_rng(0).random((2, 3, 224, 224)).astype(np.float32)
+    qg = quantize(g, {"input": x}, scale_mode="pow2")
+    path = SHARED_DIR / "conformance" / "pim" / "pimsim_config.json"
+    return qg, (load_config(path) if path.exists() else small_config(64))
+
+
+def cli(args, capsys):
+    """Run ``nnisa <args>`` in-process: (exit code, stdout, stderr)."""
+    import pytest
+    from nnisa.cli import main
+    with pytest.raises(SystemExit) as ei:
+        main(args)
+    out = capsys.readouterr()
+    return ei.value.code, out.out, out.err

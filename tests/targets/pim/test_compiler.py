@@ -192,22 +192,22 @@ def test_compile_writes_bundle_and_reports(tmp_path, digits):
 
 
 # ----------------------------------------------------------------------------- errors
-def _sigmoid_model():
+def _reducemax_model():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])
     w = helper.make_tensor("W", TensorProto.FLOAT, [4, 3], np.linspace(-1, 1, 12).astype(np.float32))
     b = helper.make_tensor("B", TensorProto.FLOAT, [3], np.zeros(3, np.float32))
     nodes = [helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc"),
-             helper.make_node("Sigmoid", ["h"], ["y"], name="act")]
+             helper.make_node("ReduceMax", ["h"], ["y"], name="act", keepdims=1)]
     g = helper.make_graph(nodes, "sig", [x], [y], [w, b])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
 def test_unsupported_op_names_node_and_op():
     with pytest.raises(UnsupportedError) as ei:
-        compile_model(_sigmoid_model(), small_config(2))
+        compile_model(_reducemax_model(), small_config(2))
     msg = str(ei.value)
-    assert "act" in msg and "Sigmoid" in msg
+    assert "act" in msg and "ReduceMax" in msg
 
 
 def test_multiplier_scales_rejected():
@@ -233,12 +233,13 @@ def test_element_schedule_bit_exact(name, make, samples, cores):
 
 
 def test_element_schedule_split_replicas_and_first_fit():
-    # partial sums of split replicas (send/recv) interleaved with the pipeline tokens
+    # partial sums of split replicas (send/recv) interleaved with the pipeline messages
     qg, x = quantized(make_lenet())
     c = compile_model(qg, small_config(16, xbars=3), schedule="element", mapping="first_fit")
     fc = next(l for l in c.report["layers"] if l["K"] == 400)
     assert len(fc["cores"]) >= 2
-    assert c.report["element_schedule"]["tokens"] > 0
+    es = c.report["element_schedule"]
+    assert es["messages"] > 0 or es["tokens"] > 0     # activations core to core (or tokens on spills)
     assert_bit_exact(c, qg, x[:2])
 
 

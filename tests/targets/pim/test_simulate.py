@@ -6,20 +6,14 @@ import numpy as np
 import pytest
 
 from nnisa.api import run_model
-from nnisa.cli import main
 from nnisa.core.errors import DeadlockError
 from nnisa.core.target import get_target
 from nnisa.frontend.models import bundled_model_path, bundled_testset
 from nnisa.targets.pim.formats.bundle import Bundle
 
+from compiler_helpers import cli
+
 PIM = get_target("pim")
-
-
-def cli(args, capsys):
-    with pytest.raises(SystemExit) as ei:
-        main(args)
-    out = capsys.readouterr()
-    return ei.value.code, out.out, out.err
 
 
 def test_timing_only_program_matches_calibration():

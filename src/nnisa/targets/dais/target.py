@@ -10,6 +10,7 @@ import numpy as np
 
 from ...core.errors import FormatError
 from ...core.options import OptionSpec as O
+from ...frontend.prepare import QUANT_OPTIONS
 from ...core.target import CompileResult, SimResult, Stats, Target
 from . import isa
 from .formats import files
@@ -43,8 +44,11 @@ class DaisTarget(Target):
         O("method", str, "wmc", ("wmc", "mc", "dummy"), "CSE heuristic (weighted/plain most common pair)"),
         O("max_depth", int, None, None, "adder depth limit per layer", minimum=1, maximum=1 << 16, nullable=True),
         O("bits", int, 8, None, "quantization bit width", minimum=2, maximum=16),
-        O("cse_budget_s", float, 30.0, None, "CSE time budget per layer in seconds (none: unlimited)",
-          minimum=0.0, nullable=True),
+        O("cse_budget", int, 500_000, None, "CSE work budget per layer in greedy steps (none: unlimited); "
+          "deterministic", minimum=0, nullable=True),
+        O("cse_block_rows", int, 32, None, "CSE row-block size (wide layers pair terms within blocks; none: "
+          "whole matrix)", minimum=1, maximum=1 << 24, nullable=True),
+        *QUANT_OPTIONS,
         O("hdl", str, None, ("verilog", "vhdl"), "also emit the network as RTL into the output folder",
           ("compile",), nullable=True),
         O("latency_cutoff", float, None, None, "RTL pipelining: adder delays per stage (none: combinational)",
@@ -128,8 +132,11 @@ class DaisTarget(Target):
         ref = evaluate_quantized(qg, {t_in.name: x})[t_out.name].reshape(y.shape)
         if progress is not None:
             progress(len(x), len(x))
-        out = (y * t_out.scale).reshape((len(x),) + tuple(t_out.shape[1:])).astype(np.float32)
-        return {t_out.name: out}, res.stats, {"bit_exact": bool(np.array_equal(y, ref))}
+        tail = getattr(compiled, "float_tail", None)
+        q = y.reshape((len(x),) + tuple(t_out.shape[1:]))
+        outs = ({k: np.asarray(v, np.float32) for k, v in tail({t_out.name: q}).items()} if tail is not None
+                else {t_out.name: (q * t_out.scale).astype(np.float32)})
+        return outs, res.stats, {"bit_exact": bool(np.array_equal(y, ref))}
 
     def stats(self, program: Program, **options: Any) -> dict[str, Any]:
         return program.stats()

@@ -41,6 +41,13 @@ class PimProgram:
         program uses them; the importer warns once, spec §1.6).
     warnings
         Non-fatal findings from reading the program (aggregated, one line each).
+    image_ends
+        Streams of images (a compiled program with ``images`` > 1, or marks kept in a bundle):
+        core id → for every image, the end (exclusive pc) of that image's work on the core
+        (0: no work).  The simulator derives each image's completion time from them.
+    pipeline_depth
+        Stages of a pipelined stream (the throughput schedule): the simulator's period uses the
+        images that complete while every stage is busy (:mod:`~nnisa.targets.pim.sim.stream`).
     """
 
     cores: dict[int, np.ndarray] = field(default_factory=dict)
@@ -52,6 +59,13 @@ class PimProgram:
     config_extra: dict[str, Any] = field(default_factory=dict)
     odd_pairs: bool = False
     warnings: list[str] = field(default_factory=list)
+    image_ends: dict[int, list[int]] = field(default_factory=dict)
+    pipeline_depth: int = 1
+
+    @property
+    def images(self) -> int:
+        """Images of the stream the program processes (1 when it carries no image marks)."""
+        return max((len(v) for v in self.image_ends.values()), default=1)
 
     @property
     def isa(self):

@@ -14,7 +14,7 @@ from .isa import OPCODE, OPCODES, build_isa
 from .program import PimProgram
 
 
-def program_stats(program: PimProgram) -> dict[str, Any]:
+def program_stats(program: PimProgram, lint: bool = True) -> dict[str, Any]:
     """Instruction mix per core, field ranges per op, array-group summary and transfer traffic.
 
     Returns
@@ -22,7 +22,8 @@ def program_stats(program: PimProgram) -> dict[str, Any]:
     dict
         JSON-serialisable: ``instructions``, ``cores``, ``op_counts``, ``per_core``
         (core → instructions and op mix), ``field_ranges`` (op → field → [min, max]),
-        ``array_groups`` and ``traffic``.
+        ``array_groups``, ``traffic`` and (with ``lint``) ``lint``: the findings of
+        :func:`~nnisa.targets.pim.lint.lint_program`, each also issued as a warning.
     """
     isa = build_isa(64, True)
     per_core: dict[str, Any] = {}
@@ -67,7 +68,7 @@ def program_stats(program: PimProgram) -> dict[str, Any]:
                      for c, g in sorted(agm.items())},
         "mvmul_group_gt_15": big_groups,
     }
-    return {
+    out = {
         "instructions": int(len(program)),
         "cores": len(program.cores),
         "chip_cores": int(program.core_count),
@@ -77,3 +78,9 @@ def program_stats(program: PimProgram) -> dict[str, Any]:
         "array_groups": groups,
         "traffic": traffic,
     }
+    if lint:
+        from .lint import issue_warnings, lint_dicts, lint_program
+        issues = lint_program(program)
+        issue_warnings(issues)
+        out["lint"] = lint_dicts(issues)
+    return out

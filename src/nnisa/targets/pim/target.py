@@ -11,6 +11,7 @@ from typing import Any
 
 from ...core.bundle import is_bundle_dir
 from ...core.options import OptionSpec as O
+from ...frontend.prepare import QUANT_OPTIONS
 from ...core.target import Target
 from .formats import files
 from .formats.nnpi import decode_nnpi
@@ -27,6 +28,7 @@ class PimTarget(Target):
     formats = {".json": "pimsim-nn JSON program", ".json.gz": "gzipped pimsim-nn JSON program",
                ".nnpi": "NNPI binary container", ".bin": "NNPI binary container",
                ".s": "PIM assembly", ".asm": "PIM assembly", ".txt": "PIM assembly"}
+    demo_variants = (("throughput, 16 images", {"schedule": "throughput", "images": 16}),)
     demo_workloads = (("resnet18-pimcomp", None),)
     options = (
         O("word_bits", int, 64, (32, 64), "instruction word size of NNPI binaries", ("isa", "asm", "convert")),
@@ -36,19 +38,30 @@ class PimTarget(Target):
         O("lenient", bool, False, None, "decode NNPI words with nonzero reserved bits", ("disasm", "stats")),
         O("legacy_groups", str, None, ("by-size",), "group map for old JSON without array_group_map",
           ("disasm", "stats")),
-        O("schedule", str, "batch", ("batch", "element"), "batch (layer barriers) or element (row pipeline)"),
-        O("mode", str, "batch", ("batch", "element"), "alias of schedule"),
+        O("schedule", str, "batch", ("batch", "element", "throughput"),
+          "batch (layer barriers), element (low-latency row pipeline) or throughput (layer pipeline across images)"),
+        O("mode", str, "batch", ("batch", "element", "throughput"), "alias of schedule"),
         O("replication", str, "balance", ("balance", "none"), "replicate slow layers onto free crossbars"),
         O("fill", float, 0.9, None, "fraction of the chip's crossbars replication may use", minimum=0.0,
           maximum=1.0),
         O("mapping", str, "balanced", ("balanced", "first_fit", "locality"), "array-group to core placement"),
         O("links", bool, None, None, "core-to-core send/recv available (default: the config's core_links)",
           nullable=True),
-        O("batch", int, 32, None, "output windows per vector batch", minimum=1, maximum=1 << 20),
+        O("batch", int, None, None, "output windows per vector batch (default 32; element schedule 2)",
+          minimum=1, maximum=1 << 20, nullable=True),
         O("bits", int, 8, None, "activation/weight bit width of the quantized model", minimum=2, maximum=16),
         O("gmem_reuse", bool, None, None, "reuse global-memory buffers (default: on for batch)", nullable=True),
         O("rounds", int, 1, None, "element schedule: window chunks per replica", minimum=1, maximum=4096),
         O("interleave", bool, True, None, "element schedule: interleave the layers' chunks"),
+        O("c2c", bool, True, None, "element schedule: activations core to core (global memory for "
+          "the model's input/output and spills)"),
+        O("fuse_pool", bool, None, None, "fold MaxPool into the producing conv's requantization (default: "
+          "with the balanced mapping)", nullable=True),
+        O("fuse_add", bool, True, None, "fold a residual Add(+ReLU) into the second conv of a block"),
+        O("fuse_gap", bool, True, None, "fold GlobalAveragePool into the last conv"),
+        O("images", int, 1, None, "images in the stream: compiled into the program (compile/run), or the "
+          "times an unmarked program is repeated (sim); latency = first image, period = time per image",
+          ("compile", "run", "sim"), minimum=1, maximum=256),
         O("timing", str, "pimsim", ("pimsim", "native"), "pimsim (reproduces pimsim-nn) or native timing",
           ("sim",)),
         O("global_address_mode", str, None, ("pair", "single32"), "global addresses from a register pair "
@@ -57,7 +70,10 @@ class PimTarget(Target):
         O("weight_seed", int, 0, None, "seed of -O weights=random", ("sim",), minimum=0, maximum=2**32 - 1),
         O("path", str, "fast", ("fast", "reference"), "functional interpreter: numba fast path or reference",
           ("sim",)),
+        O("lint", bool, True, None, "check the program (bit widths 0, unmatched messages, cores that never "
+          "finish, unused array groups; functional mode: reads of never-written local memory)", ("stats", "sim")),
         O("gantt", str, None, None, "resnet18-pimcomp: draw the per-core timeline to this PNG", ("bench",)),
+        *QUANT_OPTIONS,
     )
 
     def isa_markdown(self, word_bits: int = 64, extended: bool = False, **options: Any) -> str:
@@ -90,8 +106,8 @@ class PimTarget(Target):
         return files.write_program(program, path, keep_nop=keep_nop, word_bits=options.get("word_bits"),
                                    extended=options.get("extended"))
 
-    def stats(self, program: PimProgram, **options: Any) -> dict[str, Any]:
-        return program_stats(program)
+    def stats(self, program: PimProgram, *, lint: bool = True, **options: Any) -> dict[str, Any]:
+        return program_stats(program, lint=lint)
 
     def warm_up(self) -> list[str]:
         from .warmup import warm_up
@@ -106,6 +122,11 @@ class PimTarget(Target):
         """Compile an ONNX model (``nnisa.targets.pim.compiler``, ``docs/pim_compiler.md``)."""
         from .compiler.output import compile_result
         return compile_result(model, config=config, out_dir=out_dir, **options)
+
+    def run_compiled(self, compiled, inputs, progress=None):
+        """Samples through the compiled program, ``images`` samples per simulation for a stream."""
+        from .compiler.run import run_stream
+        return run_stream(self.simulate, compiled, inputs, progress)
 
     def workloads(self) -> dict[str, str]:
         from .workloads import WORKLOADS

@@ -50,6 +50,24 @@ def _to_int_matrix(W: np.ndarray) -> tuple[list[list[int]], int]:
     if not np.all(np.isfinite(W)):
         j, c = np.argwhere(~np.isfinite(W))[0]
         raise ValueError(f"W[{j},{c}] is not finite")
+    if W.ndim == 2 and W.size:
+        # every float is dyadic: v = m·2^(e−53) with the 53-bit integer m; its fractional bits are
+        # 53 − e − (trailing zeros of m)  (vectorised form of the Fraction path below)
+        mant, ex = np.frexp(W)
+        m = np.abs(np.ldexp(mant, 53).astype(np.int64))
+        low = m & -m
+        tz = np.zeros(m.shape, np.int64)
+        nz = m != 0
+        tz[nz] = np.log2(low[nz].astype(np.float64)).astype(np.int64)
+        need = np.where(nz, 53 - ex.astype(np.int64) - tz, 0)
+        F = max(0, int(need.max()))
+        if F > MAX_FRAC_BITS:
+            j, c = np.argwhere(need > MAX_FRAC_BITS)[0]
+            raise ValueError(f"W[{j},{c}] = {W[j, c]} needs {int(need[j, c])} fractional bits "
+                             f"(> {MAX_FRAC_BITS}); quantize the weights first")
+        S = np.ldexp(W, F)                       # exact: a power-of-two scaling
+        if float(np.abs(S).max()) < 2.0 ** 62:
+            return S.astype(np.int64).tolist(), F
     F = 0
     for (j, c), v in np.ndenumerate(W):
         fr = Fraction(float(v))
@@ -157,17 +175,19 @@ class CMVMCompiler:
     """
 
     def __init__(self, builder: ProgramBuilder, inputs, *, method: str = "wmc", max_depth: int | None = None,
-                 time_budget_s: float | None = None, tiebreak: int = 0, engine: str = "numba"):
-        self.tiebreak, self.engine = tiebreak, engine
+                 cse_budget: int | None = None, tiebreak: int = 0, engine: str = "numba",
+                 block_rows: int | None = None):
+        self.tiebreak, self.engine, self.block_rows = tiebreak, engine, block_rows
         if method not in ("wmc", "mc", "dummy"):
             raise ValueError(f"method must be wmc, mc or dummy, not {method!r}")
         self.b = builder
-        self.method, self.max_depth, self.budget = method, max_depth, time_budget_s
+        self.method, self.max_depth, self.budget = method, max_depth, cse_budget
         self.n = len(inputs)
         self.sig: list[_Signal] = []
         self.log: list[tuple[int, int, int, int]] = []  # (p, q, d, rho) of every emitted adder
         self.out_terms: list = []  # per column (signal, shift, negate) or None, after solve()
-        self.cse_info: dict | None = None  # what the CSE did (time, whether the budget cut it short)
+        self.cse_info: dict | None = None  # what the CSE did (time, steps, whether the budget cut it short)
+        self._steps = 0
         fin = max([f for *_, f in inputs] + [0])
         self.fin = fin
         # exact input bounds in units of 2^-fin
@@ -287,8 +307,12 @@ class CMVMCompiler:
             cols.append(terms)
         if self.method != "dummy":
             t0 = time.perf_counter()
-            complete = self._cse(cols)
-            self.cse_info = {"cse_s": round(time.perf_counter() - t0, 3), "complete": complete}
+            if self.block_rows and self.max_depth is None and self.n > self.block_rows:
+                complete = self._cse_blocks(cols)
+            else:
+                complete = self._cse(cols)
+            self.cse_info = {"cse_s": round(time.perf_counter() - t0, 3), "complete": complete,
+                             "cse_steps": self._steps}
         self.out_terms = [None] * n_out
         for c in order:
             if parent[c] >= 0 and self.out_terms[parent[c]] is not None:
@@ -388,17 +412,41 @@ class CMVMCompiler:
             out.append((sig[s_].slot if s_ < n else base + s_ - n, h + t[1], (g < 0) != bool(t[2])))
         return out
 
+    def _cse_blocks(self, cols: list[dict]) -> bool:
+        """CSE on row blocks: column ``c`` is split into one sub-column per block of
+        ``block_rows`` inputs, the CSE runs on all sub-columns at once (patterns are shared across
+        columns, but pair only terms of the same block), then each column gets its sub-columns'
+        terms back.  The greedy's set-up counts every pair of terms of a column, so a wide layer
+        (LeNet's 400×120 Gemm: ~1,600 terms, 1.3 M pairs per column) costs
+        ``block_rows / n`` as much.  No key collides on the merge: an adder made from block ``b``'s
+        signals only ever occurs in block ``b``'s sub-columns."""
+        sub: list[dict] = []
+        owner: list[int] = []
+        for c, terms in enumerate(cols):
+            parts: dict[int, dict] = {}
+            for (j, b), d in terms.items():
+                parts.setdefault(j // self.block_rows, {})[(j, b)] = d
+            for blk in sorted(parts):
+                sub.append(parts[blk])
+                owner.append(c)
+        complete = self._cse(sub)
+        for c in range(len(cols)):
+            cols[c] = {}
+        for c, terms in zip(owner, sub):
+            cols[c].update(terms)
+        return complete
+
     def _cse(self, cols: list[dict]) -> bool:
         """Greedy CSE in place on ``cols``; numba kernel unless ``engine="python"`` or int64 could
-        overflow.  Returns False when the time budget stopped it early."""
+        overflow.  Returns False when the step budget (``cse_budget`` heap pops) stopped it early."""
         maxm = max((abs(d) << b for terms in cols for (_, b), d in terms.items()), default=1)
         maxr = max([abs(v) for v in self.L + self.H] + [1])
         fits = (2 * maxm).bit_length() + maxr.bit_length() + max(self.n, 1).bit_length() < 62
         if self.engine == "python" or not fits or self.n >= (1 << 23):
             return self._cse_py(cols)
         from .cmvm_nb import cse_numba
-        log, out, complete = cse_numba(cols, self.sig, self.L, self.H, self.fin, self.method, self.tiebreak,
-                                       self.max_depth, self.budget)
+        log, out, complete, self._steps = cse_numba(cols, self.sig, self.L, self.H, self.fin, self.method,
+                                                    self.tiebreak, self.max_depth, self.budget)
         for p, q, d, rho in log.tolist():
             self._new(p, q, d, rho)
         cols[:] = out
@@ -421,7 +469,7 @@ class CMVMCompiler:
                 heap.append((self._score(k, v), self._sec(k), k))
         heapq.heapify(heap)
         base = [math.ceil(math.log2(len(t))) if len(t) > 1 else 0 for t in cols]
-        t0 = time.perf_counter()
+        self._steps = 0
 
         def change(c, term, delta):
             for (s2, b2), d2 in cols[c].items():
@@ -432,8 +480,9 @@ class CMVMCompiler:
                     heapq.heappush(heap, (self._score(k, v), self._sec(k), k))
 
         while heap:
-            if self.budget is not None and time.perf_counter() - t0 > self.budget:
+            if self.budget is not None and self._steps >= self.budget:
                 return False
+            self._steps += 1
             negscore, sec, key = heapq.heappop(heap)
             v = cnt.get(key, 0)
             if v < 2:
@@ -493,8 +542,9 @@ class CMVMCompiler:
 
 
 def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = None,
-                   time_budget_s: float | None = None, search: bool = False, tiebreak: int = 0,
-                   decompose: bool = False, decompose_depth: int | None = None) -> Program:
+                   cse_budget: int | None = None, search: bool = False, tiebreak: int = 0,
+                   decompose: bool = False, decompose_depth: int | None = None,
+                   block_rows: int | None = None) -> Program:
     """Compile ``y = x @ W`` into a DAIS program (spec §8.3).
 
     Parameters
@@ -507,6 +557,10 @@ def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = No
         ``"wmc"`` (default), ``"mc"`` or ``"dummy"`` (no CSE; plain adder trees).
     max_depth
         Adder-depth limit per output (``None`` = unlimited; never below ``ceil(log2(terms))``).
+    cse_budget
+        Maximum greedy CSE steps (heap pops; ``None`` = unlimited).  When it runs out the remaining
+        terms go to plain adder trees (exact either way); a budget in steps keeps the program the
+        same on every machine and run.
     search
         Try the method/tie-break/decomposition combinations of :data:`SEARCH_SPACE` and keep the
         one with fewest adders (then fewest adder bits); deterministic.
@@ -520,13 +574,15 @@ def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = No
     decompose_depth
         Tree-depth limit of the decomposition (``None``: unlimited); each level can add one adder
         to an output's depth.
+    block_rows
+        Row-block CSE (:meth:`CMVMCompiler._cse_blocks`; ``None``: the whole matrix).
     """
     if search:
         best = None
         for m, tb, dd in SEARCH_SPACE:
             if dd and max_depth is not None:
                 continue  # decomposition is not combined with a depth limit
-            p = compile_matrix(W, inputs, method=m, max_depth=max_depth, time_budget_s=time_budget_s, tiebreak=tb,
+            p = compile_matrix(W, inputs, method=m, max_depth=max_depth, cse_budget=cse_budget, tiebreak=tb,
                                decompose=dd > 0, decompose_depth=dd or None)
             st = p.stats()
             key = (st["n_adders"], st["adder_bits"])
@@ -547,8 +603,8 @@ def compile_matrix(W, inputs, *, method: str = "wmc", max_depth: int | None = No
             slots[j] = b.add_op(-1, j, -1, 0, tuple(inputs[j]))
     ins = [(slots[j], *inputs[j]) if j in slots else (-1, 0, 0, 0) for j in range(n_in)]
     Mlive = [M[j] if j in slots else [0] * n_out for j in range(n_in)]
-    comp = CMVMCompiler(b, ins, method=method, max_depth=max_depth, time_budget_s=time_budget_s,
-                        tiebreak=tiebreak)
+    comp = CMVMCompiler(b, ins, method=method, max_depth=max_depth, cse_budget=cse_budget,
+                        tiebreak=tiebreak, block_rows=block_rows)
     res = comp.solve(Mlive, decompose=decompose, decompose_depth=decompose_depth)
     idx, sh, neg = [], [], []
     for r in res:

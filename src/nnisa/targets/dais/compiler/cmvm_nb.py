@@ -19,7 +19,6 @@ Python tuple ``(p, q, d, rho)``.
 from __future__ import annotations
 
 import math
-import time
 
 import numba as nb
 import numpy as np
@@ -297,7 +296,7 @@ def _heapify(heap, n):
 
 @nb.njit(cache=True)
 def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, method, tiebreak, max_depth,
-                deadline, max_new):
+                max_steps, max_new):
     n_cols = len(cstart)
     n_t = len(tsig)
     talive = np.ones(n_t, np.bool_)
@@ -381,13 +380,10 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
     colbuf = np.empty(n_cols, np.int64)
     shbuf = np.empty(max(1, n_t), np.int64)
     while heap_n[0] > 0:
+        if max_steps >= 0 and it >= max_steps:   # work budget: heap pops, not seconds (deterministic)
+            complete = False
+            break
         it += 1
-        if deadline > 0 and (it & 255) == 0:
-            with nb.objmode(now="float64"):
-                now = time.perf_counter()
-            if now > deadline:
-                complete = False
-                break
         negscore, sec, key = heap_pop(heap, heap_n)
         i = _pslot(gt, key)
         v = gt[2 * i + 1] if gt[2 * i] == key else 0
@@ -543,7 +539,7 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
             gt = _merge_local(gt, hn, lt, lused, ln)
         if used == 0:
             gt[2 * _pslot(gt, key) + 1] = 0
-    return log[:n_new], talive, complete
+    return log[:n_new], talive, complete, it
 
 
 @nb.njit(cache=True)
@@ -617,8 +613,11 @@ def replay_kernel(log, LO, HI, live, f0, slot0, fin, base):
     return rows[:nrow], al_s, al_sh, al_sg
 
 
-def cse_numba(cols: list[dict], sig, L, H, fin: int, method: str, tiebreak: int, max_depth, budget_s):
-    """Run the kernel on Python column dicts; returns ``(log, final cols, complete)``.
+def cse_numba(cols: list[dict], sig, L, H, fin: int, method: str, tiebreak: int, max_depth, budget):
+    """Run the kernel on Python column dicts; returns ``(log, final cols, complete, steps)``.
+
+    ``budget`` caps the CSE steps (heap pops; ``None``: unlimited), so the result depends only on
+    the inputs, never on the machine's speed.
 
     ``log`` rows are ``(p, q, d, rho)`` in creation order (signal ``n_in + i``); the caller replays
     them with ``CMVMCompiler._new`` (exact dtypes) before rebuilding the column dicts.
@@ -639,15 +638,15 @@ def cse_numba(cols: list[dict], sig, L, H, fin: int, method: str, tiebreak: int,
     tsg = np.array(tg, np.int64)
     width0 = np.array([s.width for s in sig], np.int64)
     f0 = np.array([s.f for s in sig], np.int64)
-    deadline = time.perf_counter() + budget_s if budget_s is not None else -1.0
     max_new = max(16, len(tsig))
-    log, alive, complete = _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0,
+    log, alive, complete, steps = _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0,
                                        np.asarray(L, np.int64), np.asarray(H, np.int64), int(fin),
                                        1 if method == "mc" else 0, int(tiebreak),
-                                       -1 if max_depth is None else int(max_depth), float(deadline), max_new)
+                                       -1 if max_depth is None else int(max_depth), -1 if budget is None else int(budget),
+                                              max_new)
     out = []
     ts, tb, tg, ta = tsig.tolist(), tsh.tolist(), tsg.tolist(), alive.tolist()  # Python ints, not numpy scalars
     for c in range(len(cols)):
         lo, hi = int(cstart[c]), int(cstart[c] + clen[c])
         out.append({(s, b): g for s, b, g, a in zip(ts[lo:hi], tb[lo:hi], tg[lo:hi], ta[lo:hi]) if a})
-    return log, out, complete
+    return log, out, complete, int(steps)

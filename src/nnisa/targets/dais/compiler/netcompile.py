@@ -31,10 +31,15 @@ from ....core.errors import UnsupportedError
 from ....core.target import CompileResult
 from .cmvm import CMVMCompiler, _to_int_matrix
 
-#: default CSE time budget per layer (seconds): a layer's greedy CSE stops after this long and its
-#: remaining terms go to plain adder trees (exact either way); pass ``cse_budget_s=None`` for no limit
-DEFAULT_CSE_BUDGET_S = 30.0
+#: default CSE work budget per layer, in greedy steps (heap pops): a layer's CSE stops after this
+#: many and its remaining terms go to plain adder trees (exact either way); ``cse_budget=None`` for
+#: no limit.  Counted in work, not seconds, so the same model gives the same program on every run.
+DEFAULT_CSE_BUDGET = 500_000
+#: default row-block size of a layer's CSE (:meth:`CMVMCompiler._cse_blocks`; ``None``: one block).
+#: LeNet-5 (load 8): 32 rows → 471 MB, 583,544 ops; one block → 985 MB, 562,118 ops
+DEFAULT_CSE_BLOCK_ROWS = 32
 from ..program import Program, ProgramBuilder, minimal_kif
+from .netextra import EXTRA_OPS, NetExtraOps
 from .netops import NetOps
 
 #: pure data-movement nodes (C-order element list unchanged, batch 1)
@@ -50,14 +55,36 @@ class _Act:
     f: int    # the slot's dtype f
 
 
-class _Net(NetOps):
-    def __init__(self, qg, method: str, max_depth, cse_budget_s):
+#: IR ops the DAIS compiler lowers (the frontend's check runs before any work)
+DAIS_OPS = {"Gemm", "Conv", *MOVES, "Transpose", "Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
+            "HardSwish", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Sub", "Softmax", *EXTRA_OPS}
+
+
+def dais_check(n, g) -> str | None:
+    """Why the DAIS compiler cannot lower float-graph node ``n`` (None when it can)."""
+    if n.op not in DAIS_OPS:
+        return f"operator {n.op} is not supported by the DAIS compiler"
+    a = n.attrs
+    if n.op == "Transpose" and a["perm"][0] != 0:
+        return "Transpose must keep the batch axis first"
+    if n.op in ("Slice", "Resize") and a["index"][0] is not None:
+        return f"{n.op} along the batch axis is not supported"
+    if n.op == "Concat" and a["axis"] == 0 or n.op.startswith("Reduce") and 0 in a["axes"]:
+        return f"{n.op} along the batch axis is not supported"
+    if n.op == "MatMul" and n.inputs[1] in g.initializers:
+        return "MatMul of a rank > 2 activation by a constant is not supported (export a Gemm)"
+    return None
+
+
+class _Net(NetOps, NetExtraOps):
+    def __init__(self, qg, method: str, max_depth, cse_budget, cse_block_rows=None):
         self.qg = qg
         t_in = qg.inputs[0]
         shape = tuple(t_in.shape[1:])
         n_in = int(np.prod(shape))
         self.b = ProgramBuilder(n_in)
-        self.method, self.max_depth, self.cse_budget_s = method, max_depth, cse_budget_s
+        self.method, self.max_depth, self.cse_budget = method, max_depth, cse_budget
+        self.cse_block_rows = cse_block_rows
         self.layers: list[dict] = []
         bits = t_in.bits
         lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
@@ -168,7 +195,8 @@ class _Net(NetOps):
         n_before = len(self.b)
         ins = [(a.slot, *self.kif(a.slot)) for a in acts]
         comp = CMVMCompiler(self.b, ins, method=self.method, max_depth=self.max_depth,
-                            time_budget_s=self.cse_budget_s)
+                            cse_budget=self.cse_budget,
+                            block_rows=self.cse_block_rows)
         cols = comp.solve(M)
         qlo = np.array([a.lo for a in acts], dtype=np.int64)
         qhi = np.array([a.hi for a in acts], dtype=np.int64)
@@ -210,7 +238,8 @@ class _Net(NetOps):
             scratch = ProgramBuilder(Kk)
             tins = [(scratch.add_op(-1, j, -1, 0, kif_ch[chans[j]]), *kif_ch[chans[j]]) for j in range(Kk)]
             tmpl = CMVMCompiler(scratch, tins, method=self.method, max_depth=self.max_depth,
-                                time_budget_s=self.cse_budget_s)
+                                cse_budget=self.cse_budget,
+                            block_rows=self.cse_block_rows)
             tmpl.solve(Mi)
             cse = tmpl.cse_info
             Wp, Wn = np.maximum(Wm[gi], 0), np.minimum(Wm[gi], 0)
@@ -280,7 +309,8 @@ def _kif_of(b: ProgramBuilder, slot: int):
 
 
 def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
-                   cse_budget_s: float | None = DEFAULT_CSE_BUDGET_S) -> tuple[Program, list[dict]]:
+                   cse_budget: int | None = DEFAULT_CSE_BUDGET,
+                   cse_block_rows: int | None = DEFAULT_CSE_BLOCK_ROWS) -> tuple[Program, list[dict]]:
     """Compile a pow2 QGraph with one input and one output.
 
     Parameters
@@ -291,9 +321,12 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
         CMVM method (``wmc``, ``mc`` or ``dummy``).
     max_depth
         Adder-depth limit per CMVM output.
-    cse_budget_s
-        Time budget of each layer's CSE in seconds (default :data:`DEFAULT_CSE_BUDGET_S` = 30 s;
+    cse_budget
+        Work budget of each layer's CSE in greedy steps (default :data:`DEFAULT_CSE_BUDGET`;
         ``None``: unlimited).  A layer whose CSE was cut short has ``cse.complete = False``.
+    cse_block_rows
+        Row-block size of each layer's CSE (wide layers pair only terms of the same block;
+        ``None``: the whole matrix).
 
     Returns
     -------
@@ -302,7 +335,7 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     """
     if len(qg.inputs) != 1 or len(qg.outputs) != 1:
         raise UnsupportedError("DAIS compiles single-input, single-output graphs", file=qg.source)
-    net = _Net(qg, method, max_depth, cse_budget_s)
+    net = _Net(qg, method, max_depth, cse_budget, cse_block_rows)
     for node in qg.nodes:
         if node.out_bits == 0:
             net.fail(node, f"float operator {node.op} cannot be compiled to DAIS")
@@ -315,7 +348,7 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
         elif node.op in ("Relu", "Clip"):
             x = net.env[node.inputs[0]]
             net.set_out(node, np.vectorize(lambda a: net.clamp(a, *node.clamp), otypes=[object])(x))
-        elif node.op in ("Sigmoid", "Tanh", "LeakyRelu"):
+        elif node.op in ("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish"):
             net.lut(node)
         elif node.op == "MaxPool":
             net.maxpool(node)
@@ -323,47 +356,73 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
             net.avgpool(node)
         elif node.op in ("Add", "Sub"):
             net.addsub(node)
+        elif node.op in ("Slice", "Resize"):
+            net.select(node)
+        elif node.op == "Concat":
+            net.concat(node)
+        elif node.op in ("ReduceMean", "ReduceMax", "ReduceSum"):
+            net.reduce(node)
+        elif node.op in ("Max", "Min"):
+            net.minmax(node)
+        elif node.op == "Mul":
+            net.mul(node)
+        elif node.op == "MatMul":
+            net.matmul(node)
         else:
             net.fail(node, f"operator {node.op} is not supported by the DAIS compiler")
     outs = net.env[qg.outputs[0].name].reshape(-1)
+    outs = [net._same_e(a) if a.e < 0 else a for a in outs]  # out shifts only scale down (q = v·2^-e, e >= 0)
     net.b.set_outputs([a.slot for a in outs], [-a.e for a in outs], [0] * len(outs))
     prog = net.b.build(adder_size=1, carry_size=-1)
     return prog, net.layers
 
 
 def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_depth=None, bits: int = 8,
-                  cse_budget_s: float | None = DEFAULT_CSE_BUDGET_S, extra_outputs=None,
+                  cse_budget: int | None = DEFAULT_CSE_BUDGET, cse_block_rows: int | None = DEFAULT_CSE_BLOCK_ROWS,
+                  calibration: str = "max", extra_outputs=None,
+                  percentile: float = 99.99, per_channel: bool = True, calib_samples: int = 64,
                   **_ignored) -> CompileResult:
-    """ONNX model → quantize (pow2, frontend) → one DAIS program; writes ``model.dais`` etc.
+    """ONNX model → check → quantize (pow2, frontend) → one DAIS program; writes ``model.dais`` etc.
+
+    Every node DAIS cannot lower is reported at once before any work
+    (:func:`~nnisa.frontend.prepare.check_graph`).  A trailing Softmax is a host step in float
+    (``report["host_tail"]``): DAIS has no exponential.  ``calib`` is the calibration data (arrays
+    or a ``.npy/.npz/.csv`` file; default: disjoint from ``run``'s samples), ``calibration`` the
+    range method (``max``, ``percentile``, ``mse``).
 
     The report has ``adders``, ``adder_bits`` and ``depth`` (adder depth) at top level, plus
-    ``n_ops``, per-layer rows and the compile time.  ``cse_budget_s`` bounds each layer's CSE
-    (default 30 s, ``None``: unlimited); ``cse_budget_s`` and ``cse_cut_short`` (indices of layers
-    whose CSE hit the budget) are in the report.  ``extra_outputs(program, stem)`` may return
-    ``({file name: text}, {report key: value})``: more files for the bundle (e.g. RTL).
+    ``n_ops``, per-layer rows and the compile time.  ``cse_budget`` bounds each layer's CSE
+    in greedy steps (default :data:`DEFAULT_CSE_BUDGET`, ``None``: unlimited); ``cse_budget`` and
+    ``cse_cut_short`` (indices of layers whose CSE hit the budget) are in the report.
+    ``extra_outputs(program, stem)`` may return ``({file name: text}, {report key: value})``: more
+    files for the bundle (e.g. RTL).
     """
     import time
 
-    from ....frontend import load_model, quantize
-    from ....frontend.models import bundled_inputs_for
+    from ....frontend.prepare import prepare_qgraph, split_float_tail
     t0 = time.perf_counter()
-    g = load_model(model)
-    if calib is None:
-        calib = bundled_inputs_for(model, samples=64) if isinstance(model, (str, Path)) else None
-    if calib is None:
-        shape = (64,) + tuple(g.inputs[0].shape[1:])
-        calib = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
-    qg = quantize(g, calib, bits=bits, scale_mode="pow2")
-    prog, layers = compile_qgraph(qg, method=method, max_depth=max_depth, cse_budget_s=cse_budget_s)
+    full = prepare_qgraph(model, "dais", check=dais_check, calib=calib, bits=bits, per_channel=per_channel,
+                          calibration=calibration, percentile=percentile, calib_samples=calib_samples)
+    if len(full.inputs) != 1 or len(full.outputs) != 1:
+        raise UnsupportedError("DAIS compiles single-input, single-output graphs", file=full.source)
+    qg, tail, tail_nodes = split_float_tail(full)
+    prog, layers = compile_qgraph(qg, method=method, max_depth=max_depth, cse_budget=cse_budget,
+                                  cse_block_rows=cse_block_rows)
     st = prog.stats()
     report = {"n_ops": st["n_ops"], "adders": st["n_adders"], "n_adders": st["n_adders"],
               "adder_bits": st["adder_bits"], "depth": st["adder_depth"], "op_depth": st["depth"],
-              "adder_depth": st["adder_depth"], "layers": layers, "cse_budget_s": cse_budget_s,
+              "adder_depth": st["adder_depth"], "layers": layers, "cse_budget": cse_budget,
+              "cse_block_rows": cse_block_rows,
               "cse_cut_short": [i for i, r in enumerate(layers)
                                 if isinstance(r.get("cse"), dict) and r["cse"].get("complete") is False],
               "compile_s": round(time.perf_counter() - t0, 3),
               "input_scale": qg.inputs[0].scale, "output_scale": qg.outputs[0].scale,
+              "quantization": {"calibration": calibration, "per_channel": per_channel, "bits": bits,
+                               "scale_mode": "pow2"},
               "note": "program inputs are the quantized integers q = QGraph.quantize_input(x), C order"}
+    if tail is not None:
+        report["host_tail"] = {"nodes": tail_nodes, "note": "DAIS has no exponential: these run on the host in "
+                               "float on the program's integer outputs (not counted in adders/depth)"}
     t_in, t_out = qg.inputs[0], qg.outputs[0]
     stem = Path(str(model)).stem if isinstance(model, (str, Path)) else "model"
     extra = {}
@@ -380,7 +439,10 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
 
     def decode(outputs):
         y = np.asarray(outputs["y"])
-        return {t_out.name: (y * t_out.scale).reshape((len(y),) + tuple(t_out.shape[1:]))[0].astype(np.float32)}
+        q = y.reshape((len(y),) + tuple(t_out.shape[1:]))
+        if tail is not None:
+            return {k: np.asarray(v, np.float32)[0] for k, v in tail({t_out.name: q}).items()}
+        return {t_out.name: (q * t_out.scale)[0].astype(np.float32)}
 
     def reference(sample):
         from ....frontend import evaluate_quantized
@@ -389,7 +451,8 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
 
     res = CompileResult(program=prog, files=files, report=report, encode_inputs=encode, decode_outputs=decode,
                         reference=reference)
-    res.qgraph = qg  # for callers comparing against the frontend reference
+    res.qgraph = qg  # for callers comparing against the frontend reference (the integer head)
+    res.float_tail = tail
     return res
 
 

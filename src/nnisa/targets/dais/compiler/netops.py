@@ -96,7 +96,9 @@ class NetOps:
         else:
             lo, hi = (a.lo << la) - (b.hi << lb), (a.hi << la) - (b.lo << lb)
         u = e_acc + f
-        s = self.b.add_op(0 if sign > 0 else 1, a.slot, b.slot, d, self._dt(lo << u, hi << u, f))
+        # u < 0 when both inputs were left-shifted: the range bounds are multiples of 2^-u then
+        lo_r, hi_r = (lo << u, hi << u) if u >= 0 else (lo >> -u, hi >> -u)
+        s = self.b.add_op(0 if sign > 0 else 1, a.slot, b.slot, d, self._dt(lo_r, hi_r, f))
         return s, f, e_acc, lo, hi
 
     def addsub(self, node) -> None:

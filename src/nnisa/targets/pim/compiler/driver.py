@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,16 +16,28 @@ import numpy as np
 from ....core.errors import ConfigError, UnsupportedError
 from ..program import DTYPE, PimProgram
 from .emit import CoreEmitter
+from .c2c import plan_c2c
+from .costmodel import CostModel
+from .fusion import GapFinishLayer, fuse_layers, size_partials
 from .graph import ClampLayer, EltLayer, GapLayer, Lowered, MatLayer, PoolLayer, lower_graph
+from .lower_fused import gap_finish_tasks
+from .lower_extra import ExtraLayer
+from .lower_hook import lower_node
 from .lower_mat import MatCodegen
 from .lower_vec import clamp_tasks, elt_tasks, emit_clamp, emit_elt, emit_gap, emit_pool, gap_tasks, pool_tasks
 from .mapping import MappingError, map_ags
 from .memory_plan import ConstPool, plan_gmem
 from .partition import build_ags, partition, replicate
-from .pipeline import Producers, run_element
+from .pipeline import Producers, coarsen, run_element
+from .throughput import layer_stages, run_throughput
 from .schedule import barrier
 
 STRICT_GROUPS = 16
+SCHEDULES = ("batch", "element", "throughput")
+#: default output windows per task of the element schedule
+ELEMENT_BATCH = 2
+#: most images a stream program may hold (each image's code is generated separately)
+MAX_IMAGES = 256
 #: partial-sum scratch area of the global-memory reduction path (no core-to-core links)
 SCRATCH_BASE = 0x4000_0000
 
@@ -65,34 +76,27 @@ def _hw(cfg) -> dict:
             "lmem": int(cfg.chip_config.core_config.local_memory_config.memory_size)}
 
 
-def quantize_model(model, calib=None, *, bits: int = 8, seed: int = 0):
-    """Load (path/bytes/ModelProto) and pow2-quantize a model; a QGraph passes through."""
-    from ....frontend import QGraph, load_model, quantize
+def quantize_model(model, calib=None, *, bits: int = 8, **quant_options):
+    """Check and pow2-quantize a model (path/bytes/ModelProto) for PIM; a QGraph passes through.
+
+    Goes through :func:`~nnisa.frontend.prepare.prepare_qgraph`, like ``nnisa run/compile``: the
+    up-front check of every node, the default calibration set (disjoint from ``run``'s samples)
+    or ``calib``, and the quantization options (``calibration``, ``percentile``, ``per_channel``,
+    ``calib_samples``).
+    """
+    from ....frontend import QGraph
+    from ....frontend.prepare import prepare_qgraph
+    from .support import pim_check
     if isinstance(model, QGraph):
         return model
-    g = load_model(model)
-    if calib is None:
-        calib = _default_calib(g, seed)
-    return quantize(g, calib, bits=bits, scale_mode="pow2")
-
-
-def _default_calib(g, seed: int):
-    """Calibration inputs when none are given: the bundled test set for the bundled model,
-    else 16 seeded uniform [0, 1) samples."""
-    try:
-        from ....frontend.models import bundled_model_path, bundled_testset
-        if g.source and Path(g.source).resolve() == bundled_model_path("digits_cnn").resolve():
-            return {g.inputs[0].name: bundled_testset("digits_cnn")[0][:64]}
-    except Exception:  # noqa: BLE001 - calibration fallback only
-        pass
-    rng = np.random.default_rng(seed)
-    return {t.name: rng.random((16,) + tuple(t.shape[1:])).astype(np.float32) for t in g.inputs}
+    return prepare_qgraph(model, "pim", check=pim_check, calib=calib, bits=bits, scale_mode="pow2", **quant_options)
 
 
 def compile_model(model, config=None, *, calib=None, mode: str = "batch", replication: str = "balance",
-                  fill: float = 0.9, mapping: str = "balanced", links: bool | None = None, batch: int = 32,
+                  fill: float = 0.9, mapping: str = "balanced", links: bool | None = None, batch: int | None = None,
                   bits: int = 8, gmem_reuse: bool | None = None, schedule: str | None = None,
-                  rounds: int = 1, interleave: bool = True) -> Compiled:
+                  rounds: int = 1, interleave: bool = True, images: int = 1, fuse_pool: bool | None = None,
+                  fuse_add: bool = True, fuse_gap: bool = True, c2c: bool = True) -> Compiled:
     """Compile ``model`` for the PIM configuration ``config``.
 
     Parameters
@@ -105,9 +109,11 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     calib
         Calibration inputs for quantization (default: bundled test set / seeded uniform).
     mode
-        ``"batch"`` (layer by layer with barriers) or ``"element"`` (inter-layer pipeline at
-        window/row granularity, token-synchronised; ``pipeline.py``).  ``schedule`` is an alias
-        (``-O schedule=element`` on the command line).
+        ``"batch"`` (layer by layer with barriers), ``"element"`` (inter-layer pipeline at
+        window/row granularity, token-synchronised, low latency; ``pipeline.py``) or
+        ``"throughput"`` (a layer pipeline across the images of a stream: one task per unit,
+        layer and image, one token per producer/consumer core pair, layer boundary and image).
+        ``schedule`` is an alias (``-O schedule=throughput`` on the command line).
     replication
         ``"balance"`` or ``"none"``.
     fill
@@ -118,34 +124,57 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     links
         Core-to-core send/recv available (default from ``nnisa.core_links`` in the config, true).
     batch
-        Maximum output windows per batch (vector instructions cover a whole batch).
+        Maximum output windows per batch (vector instructions cover a whole batch); default
+        :data:`ELEMENT_BATCH` in the element schedule (finer tasks pipeline better: ResNet-18
+        16.58 ms at 32, 15.86 ms at 2), else 32.
+    fuse_pool, fuse_add, fuse_gap
+        Fold MaxPool / residual Add(+ReLU) / GlobalAveragePool into the producing conv
+        (``fusion.py``); ``fuse_pool`` defaults to on with the balanced mapping only.
+    images
+        Images in the compiled stream: each image has its own input, output and activation
+        buffers (``image_stride`` bytes apart); the simulator reports the latency of the first
+        image and the period (steady-state time per image) of the stream.
     """
     t0 = time.perf_counter()
     if schedule is not None:
         mode = schedule
-    if mode not in ("batch", "element"):
-        raise UnsupportedError(f"schedule mode {mode!r} is not implemented (use 'batch' or 'element')")
-    element = mode == "element"
+    if mode not in SCHEDULES:
+        raise UnsupportedError(f"schedule mode {mode!r} is not implemented (use {', '.join(map(repr, SCHEDULES))})")
+    element = mode in ("element", "throughput")
+    if batch is None:
+        batch = ELEMENT_BATCH if mode == "element" else 32
     if gmem_reuse is None:
         gmem_reuse = not element   # the pipeline would need write-after-read ordering
     elif gmem_reuse and element:
         raise UnsupportedError("gmem_reuse is not supported by the element schedule")
+    if not 1 <= int(images) <= MAX_IMAGES:
+        raise ConfigError(f"images must be 1..{MAX_IMAGES}, got {images}")
+    images = int(images)
     cfg = _resolve_config(config)
     hw = _hw(cfg)
     if links is None:
         links = bool(getattr(cfg.nnisa, "core_links", True))
     qg = quantize_model(model, calib, bits=bits)
     t_q = time.perf_counter()
-    low = lower_graph(qg)
+    low = lower_graph(qg, lower_node)
     mats = [l for l in low.layers if isinstance(l, MatLayer)]
     plans = [partition(l, hw["rows"], hw["cols"], hw["xbars"]) for l in mats]
     for l, p in zip(mats, plans):
         l.plan = p
+    if fuse_pool is None:
+        # a fused conv's replicas own whole pool pixels (fewer replicas); first-fit / locality
+        # pile replicas onto few cores, where that cap costs more than the fusion saves (LeNet
+        # first-fit 386 -> 1056 µs fused)
+        fuse_pool = mapping == "balanced"
+    fused = fuse_layers(low, pool=fuse_pool, add=fuse_add, gap=fuse_gap, cores=hw["cores"])
     total = hw["cores"] * hw["xbars"]
     base_need = sum(p.xbars_per_replica for p in plans)
     if base_need > total:
         raise MappingError(f"the model needs {base_need} crossbars without replication; the chip has {total}")
     used = None
+    graph_in = {id(t.buf) for t in low.inputs}
+    # the element schedule with core-to-core activations cuts the convs into column strips
+    tall = mode == "element" and c2c and bool(links) and interleave and rounds == 1
     for f in ([fill, fill * 0.75, fill * 0.5, 0.0] if replication != "none" else [0.0]):
         caps = [hw["cores"]] * len(mats)
         try:
@@ -153,11 +182,11 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
                 if mapping == "balanced":
                     # replicas on one core run serially: at most one replica per core is useful
                     replicate(mats, plans, total, mode="balance" if f > 0 else "none", fill=f,
-                              max_replicas=caps, work=True)
+                              max_replicas=caps, work=True, xbars_per_core=hw["xbars"])
                 else:
                     replicate(mats, plans, total, mode="balance" if f > 0 else "none", fill=f)
                 for i, (l, p) in enumerate(zip(mats, plans)):
-                    build_ags(i, l, p, hw["rows"], hw["cols"])
+                    build_ags(i, l, p, hw["rows"], hw["cols"], tall and _tall(l, graph_in))
                 used = map_ags(plans, hw["cores"], hw["xbars"], policy=mapping)
                 if mapping != "balanced":
                     break
@@ -182,7 +211,8 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
                 for j, rg in enumerate(split(l.windows, k)):
                     p.chunks[j % p.replicas].append(rg)
     t_map = time.perf_counter()
-    gmap = plan_gmem(low, reuse=gmem_reuse)
+    size_partials(low)
+    gmap = plan_gmem(low, reuse=gmem_reuse, images=images)
     consts = ConstPool(gmap["end"] + 4096)
     ag_cores = sorted({a.core for p in plans for ags in p.ags for a in ags})
     workers = ag_cores or [0]
@@ -194,35 +224,22 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         scratch["top"] += -(-n // 64) * 64
         return a
 
-    nlayers = len(low.layers)
     pipe_stats = None
+    stride = gmap["image_stride"]
     if element:
+        # (the throughput schedule keeps every image's activations in its own global buffers)
+        cplan = plan_c2c(low, hw["lmem"], enabled=c2c and links and interleave and rounds == 1
+                         and mode == "element")
         pipe_stats = _emit_element(low, em, workers, consts, links, batch, scratch_alloc,
-                                   interleave=interleave, lmem=hw["lmem"])
-    for li, layer in enumerate(low.layers if not element else []):
-        for e in em.values():
-            e.arena.reset()
-        if isinstance(layer, MatLayer):
-            cg = MatCodegen(layer, em, consts, links=links, batch=batch, scratch_alloc=scratch_alloc)
-            cg.emit()
-            if cg.deferred:
-                barrier(em, workers)
-                cg.finish_deferred()
-        elif isinstance(layer, PoolLayer):
-            emit_pool(layer, em, workers)
-        elif isinstance(layer, GapLayer):
-            emit_gap(layer, em, workers)
-        elif isinstance(layer, EltLayer):
-            emit_elt(layer, em, workers, consts)
-        elif isinstance(layer, ClampLayer):
-            emit_clamp(layer, em, workers)
-        else:  # pragma: no cover - lower_graph only creates the kinds above
-            raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
-        if li + 1 < nlayers:
-            barrier(em, workers)
+                                   interleave=interleave, lmem=hw["lmem"], images=images, stride=stride,
+                                   throughput=mode == "throughput", c2c=cplan, cost=CostModel(cfg))
+    else:
+        _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images, stride)
     scratch_base = SCRATCH_BASE
     t_gen = time.perf_counter()
-    prog = _build_program(em, hw, cfg)
+    prog = _build_program(em, hw, cfg, images)
+    if images > 1 and pipe_stats is not None:
+        prog.pipeline_depth = pipe_stats.get("stages", 1)
     weights = _weights(em, mats)
     for e in em.values():
         if e.per_task and (e.arena.peak > e.tarena.base or e.tarena.peak > hw["lmem"]):
@@ -236,12 +253,16 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     inputs = [_tensor_entry(t) for t in low.inputs]
     outputs = [_tensor_entry(t) for t in low.outputs]
     memory_map = {"activations": gmap["buffers"], "activation_bytes": gmap["activation_bytes"],
+                  "images": images, "image_stride": stride,
                   "constants": {"base": consts.base, "bytes": consts.nbytes, "segments": len(consts.segments)},
                   "scratch": {"base": scratch_base, "bytes": scratch["top"]},
                   "local_memory_peak": {str(c): e.arena.peak for c, e in sorted(em.items())},
                   "local_memory_size": hw["lmem"]}
     report = _report(low, mats, plans, used, hw, prog, em, links, mapping, replication)
     report["options"]["schedule"] = mode
+    report["options"]["images"] = images
+    report["options"]["batch"] = batch
+    report["fused"] = fused
     if pipe_stats is not None:
         report["element_schedule"] = pipe_stats
     report["compile_seconds"] = {"quantize": t_q - t0, "map": t_map - t_q, "codegen": t_gen - t_map,
@@ -249,34 +270,137 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     return Compiled(prog, weights, dict(consts.segments), low, cfg, report, memory_map, inputs, outputs)
 
 
+#: column strips pay off from this many output rows (the pipeline depth a strip gives)
+TALL_MIN_ROWS = 7
+
+
+def _tall(layer: MatLayer, graph_in: set[int]) -> bool:
+    """Column strips for a conv of the element schedule: its consumers can follow it a few rows
+    behind.  Not for a conv reading the model input from global memory (strips would load it
+    row piece by row piece; whole-row bands are cheaper) nor for short outputs."""
+    oh = layer.fused_pool.out_hw[0] if layer.fused_pool is not None else layer.out_hw[0]
+    return id(layer.inputs[0].buf) not in graph_in and oh >= TALL_MIN_ROWS
+
+
+def _buf_ranges(layer) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(read, written) global byte ranges of a layer's activation buffers (one image)."""
+    reads = [t.buf for t in layer.inputs]
+    add = getattr(layer, "fused_add", None)
+    if add is not None:
+        reads.append(add.other.buf)
+    return ([(b.addr, b.addr + b.size) for b in reads], [(layer.out.buf.addr, layer.out.buf.addr + layer.out.buf.size)])
+
+
+def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    return any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
+
+
+def _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images: int, stride: int) -> None:
+    """Batch schedule: layer by layer with a barrier between layers, image after image (the
+    images of a stream use disjoint buffers, so image k+1 may start while image k ends).
+
+    A layer that neither reads what the layers since the last barrier write nor writes what
+    they read or write (e.g. a residual block's 1×1 downsampling conv beside its first 3×3 conv)
+    joins their *phase*: no barrier between them, the cores run both (each core's code stays in
+    layer order, and messages keep one global order)."""
+    nlayers = len(low.layers)
+    for k in range(images):
+        ofs = k * stride
+        phase_r: list[tuple[int, int]] = []
+        phase_w: list[tuple[int, int]] = []
+        for li, layer in enumerate(low.layers):
+            deferred = False
+            for e in em.values():
+                e.arena.reset()
+            if isinstance(layer, MatLayer):
+                cg = MatCodegen(layer, em, consts, links=links, batch=batch, scratch_alloc=scratch_alloc)
+                cg.emit(k, ofs)
+                if cg.deferred:
+                    deferred = True
+                    barrier(em, workers)
+                    cg.finish_deferred()
+            elif isinstance(layer, PoolLayer):
+                emit_pool(layer, em, workers, ofs)
+            elif isinstance(layer, GapLayer):
+                emit_gap(layer, em, workers, ofs)
+            elif isinstance(layer, EltLayer):
+                emit_elt(layer, em, workers, consts, ofs)
+            elif isinstance(layer, ClampLayer):
+                emit_clamp(layer, em, workers, ofs)
+            elif isinstance(layer, GapFinishLayer):
+                for t in gap_finish_tasks(layer, em, li, k, ofs):
+                    t.run()
+            elif isinstance(layer, ExtraLayer):
+                for t in layer.tasks(em, workers, consts, li, None, k, ofs):
+                    t.run()
+            else:  # pragma: no cover - lower_graph only creates the kinds above
+                raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
+            r, w = _buf_ranges(layer)
+            phase_r += r
+            phase_w += w
+            if li + 1 < nlayers:
+                nr, nw = _buf_ranges(low.layers[li + 1])
+                if deferred or _overlap(nr, phase_w) or _overlap(nw, phase_r + phase_w):
+                    barrier(em, workers)
+                    phase_r, phase_w = [], []
+        for c in workers:
+            em[c].mark(k)
+
+
 def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, locality: bool = True,
-                  interleave: bool = True, lmem: int = 1 << 20) -> dict:
-    """Cut every layer into tasks and emit them with the element schedule (``pipeline.py``)."""
+                  interleave: bool = True, lmem: int = 1 << 20, images: int = 1, stride: int = 0,
+                  throughput: bool = False, c2c=None, cost=None) -> dict:
+    """Cut every layer of every image into tasks and emit them with the element schedule
+    (``pipeline.py``); ``throughput``: one task per unit (or core) per layer and image, ordered by
+    estimated start whatever the image (a layer pipeline across the images of a stream)."""
     for e in em.values():
         e.arena.base = e.arena.top = 4     # local bytes 0..3: the token byte of send/recv
+        e.lldi(0, 0, 4)                    # (defined: a token send never reads unwritten memory)
     tasks = []
     prod = Producers()
     pick = prod.pick if locality else None
-    for li, layer in enumerate(low.layers):
-        if isinstance(layer, MatLayer):
-            cg = MatCodegen(layer, em, consts, links=links, batch=batch, scratch_alloc=scratch_alloc)
-            new = list(cg.tasks(li, element=True))
-        elif isinstance(layer, PoolLayer):
-            new = list(pool_tasks(layer, em, workers, li, pick))
-        elif isinstance(layer, GapLayer):
-            new = list(gap_tasks(layer, em, workers, li))
-        elif isinstance(layer, EltLayer):
-            new = list(elt_tasks(layer, em, workers, consts, li, pick))
-        elif isinstance(layer, ClampLayer):
-            new = list(clamp_tasks(layer, em, workers, li, pick))
-        else:  # pragma: no cover - lower_graph only creates the kinds above
-            raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
-        prod.add(new)
-        tasks.extend(new)
-    return run_element(tasks, em, interleave=interleave, lmem=lmem)
+    gens: dict[int, object] = {}      # per layer: codegen object / per-core states, kept across images
+
+    shared = interleave or throughput     # (the throughput schedule always keeps per-unit state)
+
+    def states(li: int):
+        return gens.setdefault(li, {}) if shared else None   # else: per-layer arenas, fresh state
+    for k in range(images):
+        ofs = k * stride
+        for li, layer in enumerate(low.layers):
+            if isinstance(layer, MatLayer):
+                cg = gens.get(li) if shared else None
+                if cg is None:
+                    cg = gens[li] = MatCodegen(layer, em, consts, links=links, batch=batch,
+                                               scratch_alloc=scratch_alloc)
+                    cg.c2c = c2c if c2c is not None and (c2c.main or c2c.res) else None
+                new = list(cg.tasks(li, element=True, image=k, ofs=ofs))
+            elif isinstance(layer, PoolLayer):
+                new = list(pool_tasks(layer, em, workers, li, pick, k, ofs, states(li)))
+            elif isinstance(layer, GapLayer):
+                new = list(gap_tasks(layer, em, workers, li, k, ofs))
+            elif isinstance(layer, EltLayer):
+                new = list(elt_tasks(layer, em, workers, consts, li, pick, k, ofs, states(li)))
+            elif isinstance(layer, ClampLayer):
+                new = list(clamp_tasks(layer, em, workers, li, pick, k, ofs, states(li)))
+            elif isinstance(layer, GapFinishLayer):
+                new = list(gap_finish_tasks(layer, em, li, k, ofs))
+            elif isinstance(layer, ExtraLayer):
+                new = list(layer.tasks(em, workers, consts, li, pick, k, ofs, states(li)))
+            else:  # pragma: no cover - lower_graph only creates the kinds above
+                raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
+            prod.add(new)
+            tasks.extend(new)
+    if not throughput:
+        stats = run_element(tasks, em, interleave=interleave, lmem=lmem, cost=cost)
+    else:
+        stats = run_throughput(coarsen(tasks, em), em, layer_stages(low), lmem)
+    if c2c is not None:
+        stats["c2c_spilled"] = [f"layer {k[0]} replica {k[1]} ({kind})" for k, kind in c2c.spilled]
+    return stats
 
 
-def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg) -> PimProgram:
+def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -> PimProgram:
     cores = {}
     agm = {}
     for c, e in sorted(em.items()):
@@ -285,6 +409,8 @@ def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg) -> PimProgram:
         agm[c] = list(e.group_xbars)
     extended = any(len(v) > STRICT_GROUPS for v in agm.values())
     prog = PimProgram(cores=cores, array_group_map=agm, chip_cores=hw["cores"], extended=extended)
+    if images > 1:
+        prog.image_ends = {c: [e.marks.get(k, 0) for k in range(images)] for c, e in sorted(em.items())}
     prog.config_extra = {"xbar_size": [hw["rows"], hw["cols"]], "xbar_array_count": hw["xbars"]}
     return prog
 
@@ -320,7 +446,8 @@ def _report(low, mats, plans, used, hw, prog, em, links, mapping, replication) -
         per_layer.append({"name": l.name, "op": l.op, "K": int(l.K), "N": int(l.N), "windows": int(l.windows),
                           "hbar": p.hbar, "agp": p.agp, "xbars_per_replica": p.xbars_per_replica,
                           "replicas": p.replicas, "ags": sum(len(a) for a in p.ags),
-                          "cores": sorted({a.core for ags in p.ags for a in ags}), "acc_bits": l.acc_bits})
+                          "cores": sorted({a.core for ags in p.ags for a in ags}), "acc_bits": l.acc_bits,
+                          "fused": l.fused})
     per_core = {}
     for c, e in sorted(em.items()):
         per_core[str(c)] = {"instructions": len(e.rows), "groups": len(e.group_xbars),

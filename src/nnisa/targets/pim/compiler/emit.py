@@ -9,7 +9,8 @@ r3     low word of the global *destination* address (st)
 r4     scalar bound of vrsl / vrsu
 r5     element stride of vavg
 r6     destination of mvmul
-r7–r31 cache of local addresses (least recently used is replaced)
+r7–r30 cache of local addresses (least recently used is replaced)
+r31    source address of sends inserted by the pipelined schedules (``c2c.py``)
 ====== ==============================================================
 
 Addresses already in a register are reused; otherwise the emitter prefers an ``offset`` on a
@@ -20,13 +21,14 @@ into chunks that fit the 11-bit ``len`` field (2047 elements or bytes).
 
 from __future__ import annotations
 
+import bisect
 from collections import OrderedDict
 
 from ..isa import OPCODE
 
 MAXLEN = 2047          # 11-bit len/size field
 _OFS_LIMIT = 1 << 27   # keep offsets well inside the signed 29-bit field
-_POOL = tuple(range(7, 32))
+_POOL = tuple(range(7, 31))   # r31: inserted messages (c2c.py)
 
 _SLDI, _SADDI, _SETBW, _MVMUL = OPCODE["sldi"], OPCODE["saddi"], OPCODE["setbw"], OPCODE["mvmul"]
 _LD, _ST, _LLDI, _LMV = OPCODE["ld"], OPCODE["st"], OPCODE["lldi"], OPCODE["lmv"]
@@ -62,6 +64,7 @@ class CoreEmitter:
         self.reg = [0] * 32            # every register value is known (all start at 0)
         self.cache: OrderedDict[int, int] = OrderedDict()   # value -> register (LRU order)
         self.owner: dict[int, int] = {}                      # register -> cached value
+        self._sorted: list[int] = []                         # the cached values, ascending
         self.widths: tuple[int, int] | None = None
         self.arena = LmemArena(lmem_size)
         # transient buffers (a task's patch/partial sums/outputs): the same arena in the
@@ -75,6 +78,12 @@ class CoreEmitter:
         # sends inserted at earlier positions: (position, sequence, row)
         self.msg_pos = 0
         self.inserts: list[tuple[int, int, tuple]] = []
+        # streams: image → end (exclusive) of the last row of that image's work on this core
+        self.marks: dict[int, int] = {}
+
+    def mark(self, image: int) -> None:
+        """Record that the rows emitted so far include all of ``image``'s work on this core."""
+        self.marks[image] = len(self.rows)
 
     # ------------------------------------------------------------------ scalar / registers
     def _set(self, r: int, value: int) -> None:
@@ -92,8 +101,10 @@ class CoreEmitter:
             r = _POOL[len(self.owner)]
         else:
             old, r = self.cache.popitem(last=False)
+            del self._sorted[bisect.bisect_left(self._sorted, old)]
         self.owner[r] = value
         self.cache[value] = r
+        bisect.insort(self._sorted, value)
         self._set(r, value)
         return r
 
@@ -103,11 +114,15 @@ class CoreEmitter:
         if r is not None:
             self.cache.move_to_end(value)
             return r, 0
+        # the nearest cached value (a sorted copy of the cache keys: two neighbours to compare)
+        srt = self._sorted
+        i = bisect.bisect_left(srt, value)
         best = None
-        for v, rr in self.cache.items():
-            d = value - v
-            if -_OFS_LIMIT < d < _OFS_LIMIT and (best is None or abs(d) < abs(best[1])):
-                best = (rr, d)
+        for j in (i - 1, i):
+            if 0 <= j < len(srt):
+                d = value - srt[j]
+                if -_OFS_LIMIT < d < _OFS_LIMIT and (best is None or abs(d) < abs(best[1])):
+                    best = (self.cache[srt[j]], d)
         if best is not None:
             self.cache.move_to_end(self.owner[best[0]])
             return best
@@ -215,6 +230,11 @@ class CoreEmitter:
         self.inserts.append((pos, seq, (_SEND, 0, 0, 0, 1, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0)))
         self.msg_pos = pos
 
+    def token_send(self, dst: int) -> None:
+        """Append a 1-byte ``send`` from local byte 0 (reserved) to ``dst``."""
+        self.rows.append((_SEND, 0, 0, 0, 1, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0))
+        self.msg_pos = len(self.rows)
+
     def token_recv(self, src: int) -> None:
         """Append a 1-byte ``recv`` from ``src`` into local byte 0 (reserved)."""
         self.rows.append((_RECV, 0, 0, 0, 1, 0, 0, 0, 0, src, 0, 0, 0, 0, 0, 0))
@@ -225,13 +245,17 @@ class CoreEmitter:
         if not self.inserts:
             return
         ins = sorted(self.inserts, key=lambda t: (t[0], t[1]))
-        out, j = [], 0
-        for i, row in enumerate(self.rows):
-            while j < len(ins) and ins[j][0] <= i:
-                out.append(ins[j][2])
-                j += 1
+        pos = [t[0] for t in ins]
+        # an insert at position p goes before row p: a mark m (exclusive end) moves by the
+        # number of inserts before it
+        self.marks = {k: m + bisect.bisect_left(pos, m) for k, m in self.marks.items()}
+        rows, out, prev = self.rows, [], 0
+        for p, _, row in ins:
+            p = max(prev, min(p, len(rows)))
+            out.extend(rows[prev:p])
             out.append(row)
-        out.extend(t[2] for t in ins[j:])
+            prev = p
+        out.extend(rows[prev:])
         self.rows = out
         self.inserts = []
 

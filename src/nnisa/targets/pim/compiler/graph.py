@@ -111,6 +111,23 @@ class MatLayer(Layer):
     acc_bits: int = 24
     # filled by partition / replication / mapping
     plan: Any = None
+    # epilogues folded into this layer by ``fusion.py`` (``out`` is then the fused result)
+    fused_add: Any = None
+    fused_pool: Any = None
+    fused_gap: Any = None
+    conv_bits: int = 0                 # bits of the conv's own (requantized) output; 0 = out.bits
+
+    @property
+    def max_replicas(self) -> int:
+        """Most useful replicas: one per output window (per pool-output pixel when a pool is fused)."""
+        if self.fused_pool is not None:
+            return self.fused_pool.out_hw[0] * self.fused_pool.out_hw[1]
+        return self.windows
+
+    @property
+    def fused(self) -> list[str]:
+        """Names of the folded epilogues (``add``, ``pool``, ``gap``)."""
+        return [k for k in ("add", "pool", "gap") if getattr(self, f"fused_{k}") is not None]
 
     @property
     def K(self) -> int:
@@ -217,16 +234,21 @@ def _matrix_hwc(n: QNode) -> np.ndarray:
     return full.reshape(kh * kw * cg * g, m)
 
 
-def lower_graph(qg: QGraph) -> Lowered:
-    """Build the layer list of ``qg`` (raises :class:`UnsupportedError` for what cannot be compiled)."""
+def lower_graph(qg: QGraph, extra=None) -> Lowered:
+    """Build the layer list of ``qg`` (raises :class:`UnsupportedError` for what cannot be compiled).
+
+    ``extra(node, inputs, new_tensor, layers) -> bool`` (:func:`.lower_hook.lower_node`) lowers
+    the operators of the extra modules (True) and may replace ``inputs`` by relaid-out copies.
+    """
     if qg.scale_mode != "pow2":
         raise UnsupportedError("the PIM compiler needs power-of-two scales (quantize with scale_mode='pow2')",
                                file=qg.source)
     tensors: dict[str, TensorRef] = {}
     buffers: list[Buffer] = []
+    _SOURCE["file"] = qg.source
 
-    def new_tensor(name: str) -> TensorRef:
-        qt = qg.tensors[name]
+    def new_tensor(name: str, qt=None) -> TensorRef:
+        qt = qt or qg.tensors[name]
         if qt.is_float:
             raise UnsupportedError(f"float tensor {name} (after Softmax) cannot be computed on the PIM target")
         if qt.bits > 8:
@@ -257,6 +279,8 @@ def lower_graph(qg: QGraph) -> Lowered:
             ins = [tensors[i] for i in n.inputs]
         except KeyError as exc:
             raise UnsupportedError(f"input {exc.args[0]} is not an activation tensor", where=where) from None
+        if extra is not None and extra(n, ins, new_tensor, layers):
+            continue
         if n.op in LAYOUT_OPS:
             tensors[n.outputs[0]] = _alias(n, ins[0], qg)
             continue
@@ -299,9 +323,17 @@ def _alias(n: QNode, x: TensorRef, qg: QGraph) -> TensorRef:
 
 def _need_hwc(n: QNode, x: TensorRef) -> TensorRef:
     if not x.is_hwc:
-        raise UnsupportedError(f"input {x.name} is not a 4-D tensor in HWC storage (after a layout op)",
-                               where=_where(n))
+        raise UnsupportedError(f"input {x.name} was reshaped or transposed by an earlier layout op; PIM runs "
+                               f"{n.op} only on 4-D tensors in their own NCHW layout", where=_where(n), file=x_source(n))
     return x
+
+
+def x_source(n: QNode) -> str | None:
+    """The model file of a node's graph (set by :func:`lower_graph` for error messages)."""
+    return _SOURCE.get("file")
+
+
+_SOURCE: dict[str, str | None] = {}
 
 
 def _mat_layer(n: QNode, x: TensorRef, out: TensorRef, qg: QGraph) -> MatLayer:

@@ -30,8 +30,10 @@ from .mapping import units
 from .memory_plan import ConstPool, elem_bytes
 
 
-def _patch_taps(layer: MatLayer, oy: int, ox: int, in_addr: int) -> list[tuple[int, int, int]]:
-    """Segments ``(patch_offset, gmem_addr or -1 for zeros, size)`` of one window's patch."""
+def _patch_taps(layer: MatLayer, oy: int, ox: int, in_addr: int, rw: int | None = None) -> list[tuple[int, int, int]]:
+    """Segments ``(patch_offset, address or -1 for zeros, size)`` of one window's patch; input
+    pixel ``(iy, ix)`` is at ``in_addr + (iy · rw + ix) · C`` (``rw``: row width, default the
+    image's)."""
     h, w, c = layer.in_hwc
     kh, kw = layer.kernel
     sh, sw = layer.strides
@@ -43,7 +45,7 @@ def _patch_taps(layer: MatLayer, oy: int, ox: int, in_addr: int) -> list[tuple[i
         for kx in range(kw):
             ix = ox * sw - pl + kx * dw
             off = (ky * kw + kx) * c
-            g = in_addr + (iy * w + ix) * c if (0 <= iy < h and 0 <= ix < w) else -1
+            g = in_addr + (iy * (w if rw is None else rw) + ix) * c if (0 <= iy < h and 0 <= ix < w) else -1
             if segs:
                 lo, lg, ls = segs[-1]
                 if lo + ls == off and ((g < 0 and lg < 0) or (g >= 0 and lg >= 0 and lg + ls == g)):
@@ -74,14 +76,27 @@ class MatCodegen:
         self.batch = batch
         self.scratch_alloc = scratch_alloc
         self.ab = layer.inputs[0].bits
-        self.ob = layer.out.bits
+        self.ob = layer.conv_bits or layer.out.bits     # the conv's own output (before epilogues)
         self.acc = layer.acc_bits
         self.accb = elem_bytes(self.acc)
-        self.in_addr = layer.inputs[0].buf.addr
-        self.out_addr = layer.out.buf.addr
+        self.ofs = 0               # byte offset of the current image's activations (streams)
         self._const_cache: dict[tuple, dict] = {}
         self._templates: dict[tuple, list] = {}
+        self._units: dict[tuple, dict] = {}   # per-unit state (bands, constants), shared by images
         self.deferred: list = []   # gmem-mode reductions run after a barrier
+        self.c2c = None            # core-to-core transport plan (``c2c.py``), set by the driver
+        self.post = None           # fused epilogue (add / pool / gap, ``lower_fused.py``)
+        if layer.fused:
+            from .lower_fused import Epilogue
+            self.post = Epilogue(self)
+
+    @property
+    def in_addr(self) -> int:
+        return self.l.inputs[0].buf.addr + self.ofs
+
+    @property
+    def out_addr(self) -> int:
+        return self.l.out.buf.addr + self.ofs
 
     # ------------------------------------------------------------------ constants
     def _consts(self, core: int, c0: int, c1: int, b: int) -> dict:
@@ -153,26 +168,29 @@ class MatCodegen:
     # ------------------------------------------------------------------ band reuse
     BAND_LIMIT = 1 << 16
 
-    def _band_alloc(self, e: CoreEmitter, k0: int = 0, k1: int | None = None, nwin: int | None = None):
+    def _band_alloc(self, e: CoreEmitter, k0: int = 0, k1: int | None = None, nwin: int | None = None,
+                    cols: tuple[int, int] | None = None):
         """A buffer for ``span`` input rows (sliding-window reuse), or None (direct patch loads).
 
         Direct per-window loads of the core's patch part ``[k0, k1)`` are chosen when they move
         fewer bytes through global memory than the band would (cores holding a few row slices
-        of a large patch)."""
+        of a large patch).  ``cols``: the input columns the replica reads (a tile), default all."""
         l = self.l
         h, w, c = l.in_hwc
+        x0, x1 = cols if cols is not None else (0, w)
         span = (l.kernel[0] - 1) * l.dilations[0] + 1
-        if l.windows == 1 or span * w * c > self.BAND_LIMIT:
+        if l.windows == 1 or span * (x1 - x0) * c > self.BAND_LIMIT:
             return None
         if k1 is not None and nwin:
             ow = l.out_hw[1]
             band_bytes = span * w * c + (nwin / ow) * l.strides[0] * w * c
             if nwin * (k1 - k0) < band_bytes:
                 return None
-        # [address, first row, end row, spare buffer]: when the window moves down, the rows
-        # still needed are copied (lmv, local) into the spare buffer and only the new rows
-        # are loaded from global memory, then the buffers swap
-        return [e.arena.alloc(span * w * c), -1, -1, e.arena.alloc(span * w * c)]
+        # [address, first row, end row, spare buffer, first column, row width]: when the window
+        # moves down, the rows still needed are copied (lmv, local) into the spare buffer and only
+        # the new rows are loaded from global memory, then the buffers swap
+        rb = span * (x1 - x0) * c
+        return [e.arena.alloc(rb), -1, -1, e.arena.alloc(rb), x0, x1 - x0]
 
     def _load_patch_band(self, e: CoreEmitter, band: list, p: int, patch: int, k0: int, k1: int) -> None:
         """Patch from a local band of input rows: rows are loaded from global memory once per
@@ -188,36 +206,48 @@ class MatCodegen:
         iy0, ix0 = oy * sh - l.pads[0], ox * sw - l.pads[1]
         need0, need1 = max(0, iy0), min(h, iy0 + span)
         baddr, by0, by1 = band[0], band[1], band[2]
+        x_lo, rw = band[4], band[5]          # the band's first input column and row width
+        rb = rw * c
         if need0 < need1 and not (by0 <= need0 and need1 <= by1):
             nb0, nb1 = need0, min(h, need0 + span)
-            rb = w * c
             if by0 <= nb0 < by1 < nb1:
                 spare = band[3]
                 e.lmv(spare, baddr + (nb0 - by0) * rb, (by1 - nb0) * rb)
-                e.ld(spare + (by1 - nb0) * rb, self.in_addr + by1 * rb, (nb1 - by1) * rb)
+                self._ld_rows(e, spare + (by1 - nb0) * rb, by1, nb1, x_lo, rw)
                 band[0], band[3] = spare, baddr
                 baddr = spare
             else:
-                e.ld(baddr, self.in_addr + nb0 * rb, (nb1 - nb0) * rb)
+                self._ld_rows(e, baddr, nb0, nb1, x_lo, rw)
             by0, by1 = nb0, nb1
             band[1], band[2] = by0, by1
         if iy0 >= 0 and ix0 >= 0 and iy0 + span <= h and ix0 + (kw - 1) * dw < w:
-            tpl = self._templates.get((k0, k1))
+            tpl = self._templates.get((k0, k1, rw))
             if tpl is None:
-                tpl = self._templates[(k0, k1)] = self._interior_template(k0, k1)
-            src = baddr + ((iy0 - by0) * w + ix0) * c
+                tpl = self._templates[(k0, k1, rw)] = self._interior_template(k0, k1, rw)
+            src = baddr + ((iy0 - by0) * rw + ix0 - x_lo) * c
             for off, g, size in tpl:
                 e.lmv(patch + off, src + g, size)
             return
-        for off, g, size in _clip_segments(_patch_taps(l, oy, ox, baddr - by0 * w * c), k0, k1):
+        for off, g, size in _clip_segments(_patch_taps(l, oy, ox, baddr - (by0 * rw + x_lo) * c, rw), k0, k1):
             if g < 0:
                 e.lldi(patch + off, 0, size)
             else:
                 e.lmv(patch + off, g, size)
 
-    def _interior_template(self, k0: int, k1: int):
+    def _ld_rows(self, e: CoreEmitter, dst: int, y0: int, y1: int, x_lo: int, rw: int) -> None:
+        """Input rows ``[y0, y1)``, columns ``[x_lo, x_lo + rw)`` from global memory (one ``ld``
+        when the rows are whole)."""
+        h, w, c = self.l.in_hwc
+        if rw == w:
+            e.ld(dst, self.in_addr + y0 * w * c, (y1 - y0) * w * c)
+            return
+        for i, y in enumerate(range(y0, y1)):
+            e.ld(dst + i * rw * c, self.in_addr + (y * w + x_lo) * c, rw * c)
+
+    def _interior_template(self, k0: int, k1: int, rw: int | None = None):
         l = self.l
         h, w, c = l.in_hwc
+        w = w if rw is None else rw
         kh, kw = l.kernel
         dh, dw = l.dilations
         segs = []
@@ -237,25 +267,29 @@ class MatCodegen:
         return out
 
     # ------------------------------------------------------------------ main
-    def emit(self) -> None:
-        for t in self.tasks():
+    def emit(self, image: int = 0, ofs: int = 0) -> None:
+        for t in self.tasks(image=image, ofs=ofs):
             t.run()
 
-    def tasks(self, layer_index: int = 0, element: bool = False):
-        """The layer's tasks in batch order (replica, unit, batch)."""
+    def tasks(self, layer_index: int = 0, element: bool = False, image: int = 0, ofs: int = 0):
+        """The layer's tasks for one image in batch order (replica, unit, batch).
+
+        ``ofs`` is the image's activation offset (a stream compiled with ``images`` > 1); the
+        per-unit state (bands, constants) is kept for the next image when the codegen object is
+        reused (the element schedule's persistent arena)."""
         plan = self.l.plan
         chunks = getattr(plan, "chunks", None)
         for r, ags in enumerate(plan.ags):
             ranges = chunks[r] if chunks else [plan.windows[r]]
             for unit in units(ags):
-                yield from self._unit_tasks(layer_index, r, unit, ranges, element)
+                yield from self._unit_tasks(layer_index, r, unit, ranges, element, image, ofs)
 
-    def _read_range(self, q0: int, q1: int) -> tuple[int, int]:
+    def _read_range(self, q0: int, q1: int, ofs: int = 0) -> tuple[int, int]:
         """Global byte range of the input rows that the windows ``[q0, q1)`` load (superset)."""
         l = self.l
         buf = l.inputs[0].buf
         if l.windows == 1:
-            return (buf.addr, buf.addr + buf.size)
+            return (buf.addr + ofs, buf.addr + ofs + buf.size)
         h, w, c = l.in_hwc
         ow = l.out_hw[1]
         span = (l.kernel[0] - 1) * l.dilations[0] + 1
@@ -265,9 +299,11 @@ class MatCodegen:
             ys.append((max(0, iy0), min(h, max(0, iy0) + span)))
         y0 = min(a for a, _ in ys)
         y1 = max(b for _, b in ys)
-        return (self.in_addr + y0 * w * c, self.in_addr + max(y0 + 1, y1) * w * c)
+        base = buf.addr + ofs
+        return (base + y0 * w * c, base + max(y0 + 1, y1) * w * c)
 
-    def _unit_tasks(self, li: int, r: int, unit, ranges: list[tuple[int, int]], element: bool):
+    def _unit_tasks(self, li: int, r: int, unit, ranges: list[tuple[int, int]], element: bool,
+                    image: int = 0, ofs: int = 0):
         from ....core.errors import UnsupportedError
         from .schedule import Task
         l = self.l
@@ -282,17 +318,45 @@ class MatCodegen:
         if element and len(cores) > 1 and not self.links:
             raise UnsupportedError("element schedule of a replica split over cores needs core links",
                                    where=f"node {l.name} ({l.op})")
-        st: dict = {}
+        st: dict = self._units.setdefault((r, c0), {})
         nwin = sum(q - p for p, q in ranges)
+        post = self.post
+        key = (li, r, c0)
+        c2c = self.c2c
+        main_c2c = c2c is not None and key in c2c.main
+        res_c2c = c2c is not None and key in c2c.res
+        out_c2c = c2c is not None and id(l.out.buf) in c2c.producers
+        in_hwc = l.in_hwc
+
+        from .c2c import input_box, out_positions
+        box = input_box(l, r)
 
         def setup() -> None:
-            # per-unit state: input bands and constants (kept while the unit runs)
+            # per-unit state: input bands or regions, constants (kept while the unit runs)
             bands = {}
-            for c in cores:
-                my = by_core[c]
-                bands[c] = self._band_alloc(self.em[c], min(a.r0 for a in my), max(a.r1 for a in my), nwin)
+            if main_c2c:
+                y0, y1, x0, x1 = box
+                st["in_box"] = box
+                st["in_regions"] = {}
+                for c in cores:
+                    reg = self.em[c].arena.alloc((y1 - y0) * (x1 - x0) * in_hwc[2])
+                    st["in_regions"][c] = reg
+                    bands[c] = [reg, y0, y1, None, x0, x1 - x0]     # a region: never reloaded
+            else:
+                for c in cores:
+                    my = by_core[c]
+                    bands[c] = self._band_alloc(self.em[c], min(a.r0 for a in my), max(a.r1 for a in my), nwin,
+                                                cols=box[2:])
             st["bands"] = bands
+            e_home = self.em[home]
+            if res_c2c:
+                st["res_region"] = e_home.arena.alloc(out_positions(l, r) * l.N)
+            if out_c2c:
+                st["out_region"] = e_home.arena.alloc(out_positions(l, r) * l.N)
+            st["gm_store"] = c2c is None or c2c.gm_store(l.out.buf)
             st["consts"] = self._consts(home, c0, c1, bmax)
+            if post is not None:
+                post.setup(st, home, nu, bmax, r)
 
         def talloc() -> None:
             # transient buffers of one batch
@@ -308,23 +372,145 @@ class MatCodegen:
             st["bufs"] = bufs
             st["rbuf"] = e_home.tarena.alloc(bmax * nu * self.accb) if len(cores) > 1 else None
             st["obuf"] = e_home.tarena.alloc(bmax * nu * elem_bytes(self.ob))
+            if post is not None:
+                post.talloc(st, home, nu, bmax, r)
+
+        def prepare() -> bool:
+            self.ofs = ofs
+            if "consts" in st:
+                return False
+            setup()
+            return True
 
         ob = elem_bytes(self.ob)
-        for q0, q1 in [(q, min(p1, q + bmax)) for p0, p1 in ranges for q in range(p0, p1, bmax)]:
+        if post is not None:
+            batches = post.batches(r, ranges, bmax)
+        else:
+            batches = [(q0, q1, None) for q0, q1 in self.range_batches(r, ranges, bmax)]
+        for q0, q1, info in batches:
 
-            def run(q0=q0, q1=q1) -> None:
-                if not st:
-                    setup()
+            def run(q0=q0, q1=q1, info=info) -> None:
+                if prepare() or self.em[home].per_task:
                     talloc()
-                elif self.em[home].per_task:
-                    talloc()
-                self._batch(st, cores, home, nu, c0, c1, q0, q1)
+                if st.get("image", image) != image:
+                    for band in st["bands"].values():   # a new image: the cached rows are stale
+                        if band is not None and band[3] is not None:
+                            band[1] = band[2] = -1
+                st["image"] = image
+                self._batch(st, cores, home, nu, c0, c1, q0, q1, r, info)
 
-            w = (self.out_addr + (q0 * l.N + c0) * ob, self.out_addr + ((q1 - 1) * l.N + c1) * ob)
-            yield Task(li, list(cores), list(cores), [self._read_range(q0, q1)], [w], home, run,
-                       f"node {l.name} ({l.op})", chain=(li, r, c0))
+            reads = self._reads(q0, q1, ofs)
+            if post is not None:
+                reads += post.reads(q0, q1, c0, c1, ofs)
+                writes = post.writes(r, q0, q1, c0, c1, ofs, info)
+            else:
+                oa = l.out.buf.addr + ofs
+                writes = [(oa + (q0 * l.N + c0) * ob, oa + ((q1 - 1) * l.N + c1) * ob)]
+            t = Task(li, list(cores), list(cores), reads, writes, home, run,
+                     f"node {l.name} ({l.op})", chain=(li, r, c0), image=image, unit=key)
+            if c2c is not None:
+                t.prepare = prepare
+                t.out_buf = id(l.out.buf)
+                if main_c2c or res_c2c:
+                    t.needs = self._needs_fn(st, cores, home, key, main_c2c, res_c2c, r, q0, q1)
+                if out_c2c:
+                    t.runs = self._runs_fn(st, r, q0, q1, info)
+                if main_c2c and l.fused_pool is None and l.fused_gap is None:
+                    t.chain = None    # the input region holds every row: batches in any order
+            yield t
 
-    def _batch(self, st: dict, cores: list[int], home: int, nu: int, c0: int, c1: int, q0: int, q1: int) -> None:
+    def range_batches(self, r: int, ranges: list[tuple[int, int]], bmax: int) -> list[tuple[int, int]]:
+        """Batches ``[q0, q1)`` of replica ``r``: chunks of its window ranges, or of every row of
+        its tile (``plan.tiles``: a batch stays inside one row of the tile)."""
+        plan = self.l.plan
+        if plan.tiles:
+            y0, y1, x0, x1 = plan.tiles[r]
+            ow = self.l.out_hw[1]
+            return [(y * ow + x, y * ow + min(x1, x + bmax)) for y in range(y0, y1) for x in range(x0, x1, bmax)]
+        return [(q, min(p1, q + bmax)) for p0, p1 in ranges for q in range(p0, p1, bmax)]
+
+    def pidx(self, r: int, q: int) -> int:
+        """Index of output position ``q`` in replica ``r``'s output/residual regions (tile order)."""
+        plan = self.l.plan
+        if plan.tiles:
+            y0, _, x0, x1 = plan.tiles[r]
+            y, x = divmod(q, self.l.out_hw[1])
+            return (y - y0) * (x1 - x0) + x - x0
+        return q - plan.windows[r][0]
+
+    def _in_rows_cols(self, q0: int, q1: int) -> tuple[int, int, int, int]:
+        """Input rows/columns ``(y0, y1, x0, x1)`` the windows ``[q0, q1)`` of one row read."""
+        l = self.l
+        h, w, c = l.in_hwc
+        if l.windows == 1:
+            return 0, h, 0, w
+        ow = l.out_hw[1]
+        oy, xa = divmod(q0, ow)
+        xb = (q1 - 1) % ow + 1
+        y0 = max(0, oy * l.strides[0] - l.pads[0])
+        y1 = min(h, oy * l.strides[0] - l.pads[0] + (l.kernel[0] - 1) * l.dilations[0] + 1)
+        x0 = max(0, xa * l.strides[1] - l.pads[1])
+        x1 = min(w, (xb - 1) * l.strides[1] - l.pads[1] + (l.kernel[1] - 1) * l.dilations[1] + 1)
+        return y0, max(y0 + 1, y1), x0, max(x0 + 1, x1)
+
+    def _reads(self, q0: int, q1: int, ofs: int) -> list[tuple[int, int]]:
+        """Global byte ranges the batch reads (its input rows; per row, the columns, in a tile)."""
+        l = self.l
+        if not l.plan.tiles or (q1 - 1) // l.out_hw[1] != q0 // l.out_hw[1]:
+            return [self._read_range(q0, q1, ofs)]
+        h, w, c = l.in_hwc
+        y0, y1, x0, x1 = self._in_rows_cols(q0, q1)
+        base = l.inputs[0].buf.addr + ofs
+        return [(base + (y * w + x0) * c, base + (y * w + x1) * c) for y in range(y0, y1)]
+
+    def _needs_fn(self, st: dict, cores: list[int], home: int, key: tuple, main: bool, res: bool, r: int,
+                  q0: int, q1: int):
+        """The bytes a batch needs in its cores' regions (``c2c.Need``), once they exist."""
+        from .c2c import Need
+        l = self.l
+        h, w, c = l.in_hwc
+        buf = l.inputs[0].buf
+        y0, y1, x0, x1 = self._in_rows_cols(q0, q1)
+        if not l.plan.tiles:      # a contiguous window range may span rows: whole rows
+            lo, hi = self._read_range(q0, q1, 0)
+            y0, y1 = (lo - buf.addr) // (w * c), -(-(hi - buf.addr) // (w * c))
+            x0, x1 = 0, w
+
+        def needs() -> list:
+            out = []
+            if main:
+                ry0, ry1, rx0, rx1 = st["in_box"]
+                a, b = max(x0, rx0), min(x1, rx1)
+                for y in range(max(y0, ry0), min(y1, ry1)):
+                    lo = (y * w + a) * c
+                    off = ((y - ry0) * (rx1 - rx0) + a - rx0) * c
+                    out += [Need(cc, ("in", key, cc), id(buf), lo, lo + (b - a) * c, lo, st["in_regions"][cc] + off)
+                            for cc in cores]
+            if res:
+                n = l.N
+                out.append(Need(home, ("res", key), id(l.fused_add.other.buf), q0 * n, q1 * n, q0 * n,
+                                st["res_region"] + self.pidx(r, q0) * n))
+            return out
+        return needs
+
+    def _runs_fn(self, st: dict, r: int, q0: int, q1: int, info):
+        """The positions a batch leaves in its output region (``c2c.Run``), after it ran."""
+        from .c2c import Run
+        l = self.l
+        buf = id(l.out.buf)
+
+        def runs() -> list:
+            n = l.N
+            if l.fused_pool is not None:
+                p0, _, x0, x1 = l.plan.pool_tiles[r]
+                ow2, tw = l.fused_pool.out_hw[1], x1 - x0
+                return [Run(buf, (py * ow2 + x0) * n, (py * ow2 + x1) * n, st["out_region"] + (py - p0) * tw * n)
+                        for py in info.pool_rows]
+            return [Run(buf, q0 * n, q1 * n, st["out_region"] + self.pidx(r, q0) * n)]
+        return runs
+
+    def _batch(self, st: dict, cores: list[int], home: int, nu: int, c0: int, c1: int, q0: int, q1: int,
+               r: int = 0, info=None) -> None:
         bufs, rbuf, obuf, consts = st["bufs"], st["rbuf"], st["obuf"], st["consts"]
         e_home = self.em[home]
         nb = q1 - q0
@@ -344,9 +530,10 @@ class MatCodegen:
                 ga = self.scratch_alloc(n * self.accb)
                 self.em[c].st(ga, bufs[c][4][0], n * self.accb)
                 slots.append(ga)
-            self.deferred.append((home, bufs[home][4][0], slots, q0, q1, c0, c1, rbuf, obuf, consts))
+            self.deferred.append((home, bufs[home][4][0], slots, q0, q1, c0, c1, rbuf, obuf, consts, self.ofs,
+                                  st, r, info))
             return
-        self._finish(e_home, bufs[home][4][0], consts, obuf, q0, q1, c0, c1)
+        self._finish(e_home, bufs[home][4][0], consts, obuf, q0, q1, c0, c1, st, r, info)
 
     def _partials(self, c: int, buf, q0: int, q1: int, nu: int) -> None:
         l = self.l
@@ -370,7 +557,8 @@ class MatCodegen:
 
     def finish_deferred(self) -> None:
         """Global-memory path: load the scratch partial sums, reduce and requantize."""
-        for home, acc_buf, slots, q0, q1, c0, c1, rbuf, obuf, consts in self.deferred:
+        for home, acc_buf, slots, q0, q1, c0, c1, rbuf, obuf, consts, ofs, st, r, info in self.deferred:
+            self.ofs = ofs
             e = self.em[home]
             n = (q1 - q0) * (c1 - c0)
             e.setbw(self.acc, self.acc)
@@ -378,10 +566,17 @@ class MatCodegen:
             for ga in slots[:-1]:
                 e.ld(rbuf, ga, n * self.accb)
                 e.vv("vvadd", acc_buf, acc_buf, rbuf, n)
-            self._finish(e, acc_buf, consts, obuf, q0, q1, c0, c1)
+            self._finish(e, acc_buf, consts, obuf, q0, q1, c0, c1, st, r, info)
+        self.deferred = []
 
-    def _finish(self, e: CoreEmitter, acc_buf: int, consts: dict, obuf: int, q0: int, q1: int, c0: int, c1: int) -> None:
+    def _finish(self, e: CoreEmitter, acc_buf: int, consts: dict, obuf: int, q0: int, q1: int, c0: int, c1: int,
+                st: dict | None = None, r: int = 0, info=None) -> None:
         l = self.l
+        if st is not None and "out_region" in st and (self.post is None or self.post.pool is None):
+            obuf = st["out_region"] + self.pidx(r, q0) * l.N     # kept for core-to-core sends
+        if self.post is not None:
+            ring = self.post.out_buffer(st, q0, q1, r)
+            obuf = obuf if ring is None else ring
         nu = c1 - c0
         n = (q1 - q0) * nu
         acc = self.acc
@@ -400,6 +595,11 @@ class MatCodegen:
         if hi < tmax:
             e.setbw(self.ob, self.ob)
             e.vrs("vrsu", obuf, obuf, hi, n)
+        if self.post is not None:
+            self.post.finish(e, st, obuf, q0, q1, c0, c1, r, info)
+            return
+        if st is not None and not st.get("gm_store", True):
+            return
         ob = elem_bytes(self.ob)
         if nu == l.N:
             e.st(self.out_addr + q0 * l.N * ob, obuf, n * ob)

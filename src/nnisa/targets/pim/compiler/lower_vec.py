@@ -44,14 +44,18 @@ def _where(layer) -> str:
     return f"node {layer.name} ({layer.op})"
 
 
-def emit_pool(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
-    for t in pool_tasks(layer, em, workers):
+def emit_pool(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int], ofs: int = 0) -> None:
+    for t in pool_tasks(layer, em, workers, ofs=ofs):
         t.run()
 
 
-def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, pick=None):
+def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, pick=None,
+               image: int = 0, ofs: int = 0, states: dict | None = None):
     """One task per output row (rows split into contiguous ranges over the workers; with
-    ``pick(reads, core)``, the element schedule moves a row to the core that produced its input)."""
+    ``pick(reads, core)``, the element schedule moves a row to the core that produced its input).
+
+    ``ofs``: the image's activation offset (streams); ``states``: per-core state kept across the
+    images of a stream."""
     h, w, c = layer.in_hwc
     oh, ow = layer.out_hw
     kh, kw = layer.kernel
@@ -61,10 +65,10 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
     bits = layer.out.bits
     if bits > 8:
         raise UnsupportedError("pooling of > 8-bit tensors", where=_where(layer))
-    ina, outa = layer.inputs[0].buf.addr, layer.out.buf.addr
+    ina, outa = layer.inputs[0].buf.addr + ofs, layer.out.buf.addr + ofs
     rowb = w * c
     span = (kh - 1) * dh + 1
-    states: dict[int, dict] = {}
+    states = {} if states is None else states
     for core0, (r0, r1) in zip(workers, split(oh, len(workers))):
 
         def setup(core, st) -> None:
@@ -92,21 +96,22 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
                 for ox in range(ow):
                     x0 = ox * sw - pl
                     if layer.kind == "max":
-                        _max_pixel(e, layer, inbuf, obuf, y0, x0, ox)
+                        max_pixel(e, layer, lambda iy: inbuf + (iy - y0) * rowb, obuf, y0, x0, ox)
                     else:
                         _avg_pixel(e, layer, inbuf, gbuf, obuf, y0, x0, oy, ox)
                 e.st(outa + oy * ow * c, obuf, ow * c)
 
             yield Task(li, [core], [core], reads, [(outa + oy * ow * c, outa + (oy + 1) * ow * c)], core, run,
-                       _where(layer))
+                       _where(layer), image=image)
 
 
-def _max_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, obuf: int, y0: int, x0: int, ox: int) -> None:
+def max_pixel(e: CoreEmitter, layer: PoolLayer, row_addr, obuf: int, y0: int, x0: int, ox: int) -> None:
+    """One max-pooled pixel: a ``vvmax`` chain over the valid taps of window (``y0``, ``x0``);
+    ``row_addr(iy)`` is the local address of input row ``iy`` (HWC, ``w·c`` bytes)."""
     h, w, c = layer.in_hwc
     kh, kw = layer.kernel
     sw = layer.strides[1]
     dh, dw = layer.dilations
-    rowb = w * c
     taps = []
     for ky in range(kh):
         iy = y0 + ky * dh
@@ -116,7 +121,7 @@ def _max_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, obuf: int, y0: int,
             ix = x0 + kx * dw
             if 0 <= ix < w:
                 # base (independent of ox) + element offset ox*sw*c
-                base = inbuf + (ky * dh) * rowb + (kx * dw - layer.pads[1]) * c
+                base = row_addr(iy) + (kx * dw - layer.pads[1]) * c
                 taps.append((base, ox * sw * c))
     if not taps:
         raise UnsupportedError("max-pool window without any input element", where=_where(layer))
@@ -172,18 +177,19 @@ def _avg_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, gbuf: int, obuf: in
         e.vavg(obuf + ox * c + ch, gbuf, c, count, ch)
 
 
-def emit_gap(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
-    for t in gap_tasks(layer, em, workers):
+def emit_gap(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int], ofs: int = 0) -> None:
+    for t in gap_tasks(layer, em, workers, ofs=ofs):
         t.run()
 
 
-def gap_tasks(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0):
+def gap_tasks(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, image: int = 0,
+              ofs: int = 0):
     h, w, c = layer.in_hwc
     n = h * w
     if n > MAXLEN:
         raise UnsupportedError(f"GlobalAveragePool over {n} > 2047 positions", where=_where(layer))
     bits = layer.out.bits
-    ina, outa = layer.inputs[0].buf.addr, layer.out.buf.addr
+    ina, outa = layer.inputs[0].buf.addr + ofs, layer.out.buf.addr + ofs
     for core, (c0, c1) in zip(workers, split(c, max(1, min(len(workers), c // 32 or 1)))):
         def run(core=core, c0=c0, c1=c1) -> None:
             e = em[core]
@@ -195,7 +201,8 @@ def gap_tasks(layer: GapLayer, em: dict[int, CoreEmitter], workers: list[int], l
                 e.vavg(obuf + ch - c0, inbuf, c, n, ch)
             e.st(outa + c0, obuf, c1 - c0)
 
-        yield Task(li, [core], [core], [(ina, ina + n * c)], [(outa + c0, outa + c1)], core, run, _where(layer))
+        yield Task(li, [core], [core], [(ina, ina + n * c)], [(outa + c0, outa + c1)], core, run, _where(layer),
+                   image=image)
 
 
 def _chunks(total: int, workers: list[int], chunk: int):
@@ -205,13 +212,14 @@ def _chunks(total: int, workers: list[int], chunk: int):
         yield core, pieces[i0:i1]
 
 
-def emit_elt(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], consts: ConstPool) -> None:
-    for t in elt_tasks(layer, em, workers, consts):
+def emit_elt(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], consts: ConstPool,
+             ofs: int = 0) -> None:
+    for t in elt_tasks(layer, em, workers, consts, ofs=ofs):
         t.run()
 
 
 def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], consts: ConstPool, li: int = 0,
-              pick=None):
+              pick=None, image: int = 0, ofs: int = 0, states: dict | None = None):
     """Per worker: constants once, then one task per chunk of <= 2047 elements."""
     a, b = layer.inputs
     ab, bb, ob, acc = a.bits, b.bits, layer.out.bits, layer.acc_bits
@@ -221,15 +229,10 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
     h, w, c = layer.out.buf.hwc
     total = h * w * c
     chunk = min(MAXLEN, total)
-    s = layer.shift
-    shr, shl = max(s, 0), max(-s, 0)
-    half = (1 << (shr - 1)) if shr > 0 else 0
-    lo, hi = layer.clamp
-    tmax = (1 << (ob - 1)) - 1
-    if shl and tmax + 1 << shl >= 1 << (acc - 1):
-        raise UnsupportedError("Add requant left shift too large", where=_where(layer))
-    outa = layer.out.buf.addr
-    states: dict[int, dict] = {}
+    check_elt_shift(layer.shift, ob, acc, _where(layer))
+    outa = layer.out.buf.addr + ofs
+    aa, ba = a.buf.addr + ofs, b.buf.addr + ofs
+    states = {} if states is None else states
 
     def talloc(core, st, n0) -> None:
         e = em[core]
@@ -240,25 +243,11 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
     for core0, pieces in _chunks(total, workers, chunk):
 
         def setup(core, st, n0) -> None:
-            e = em[core]
             talloc(core, st, n0)
-            st["ksa"] = e.arena.alloc(n0)
-            st["ksb"] = e.arena.alloc(n0)
-            st["kr"] = e.arena.alloc(n0 * accb)
-            # uniform constant vectors: 64 elements from global memory, replicated locally
-            u = min(n0, 64)
-            e.ld_rep(st["ksa"], consts.add(np.full(u, layer.in_shifts[0]), 8), u, n0)
-            e.ld_rep(st["ksb"], consts.add(np.full(u, layer.in_shifts[1]), 8), u, n0)
-            e.ld_rep(st["kr"], consts.add(np.full(u, half), acc), u * accb, n0 * accb)
-            if shr:
-                st["ks"] = e.arena.alloc(n0 * accb)
-                e.ld_rep(st["ks"], consts.add(np.full(u, shr), acc), u * accb, n0 * accb)
-            if shl:
-                st["kl"] = e.arena.alloc(n0 * accb)
-                e.ld_rep(st["kl"], consts.add(np.full(u, shl), acc), u * accb, n0 * accb)
+            st.update(elt_consts(em[core], consts, n0, layer.in_shifts, layer.shift, acc))
 
         for p, q in pieces:
-            reads = [(a.buf.addr + p, a.buf.addr + q), (b.buf.addr + p, b.buf.addr + q)]
+            reads = [(aa + p, aa + q), (ba + p, ba + q)]
             core = pick(reads, core0) if pick else core0
             st = states.setdefault(core, {})
 
@@ -271,36 +260,77 @@ def elt_tasks(layer: EltLayer, em: dict[int, CoreEmitter], workers: list[int], c
                 e = em[core]
                 abuf, bbuf, A, B, obuf = st["abuf"], st["bbuf"], st["A"], st["B"], st["obuf"]
                 n = q - p
-                e.ld(abuf, a.buf.addr + p, n)
-                e.ld(bbuf, b.buf.addr + p, n)
-                e.setbw(8, acc)
-                e.vv("vvsll", A, abuf, st["ksa"], n)
-                e.vv("vvsll", B, bbuf, st["ksb"], n)
-                e.setbw(acc, acc)
-                e.vv("vvsub" if layer.sub else "vvadd", A, A, B, n)
-                if shr:
-                    e.vv("vvadd", A, A, st["kr"], n)
-                    e.vv("vvsra", A, A, st["ks"], n)
-                if shl:
-                    e.vrs("vrsl", A, A, -tmax - 2, n)
-                    e.vrs("vrsu", A, A, tmax + 1, n)
-                    e.vv("vvsll", A, A, st["kl"], n)
-                e.setbw(acc, ob)
-                e.vrs("vrsl", obuf, A, lo, n)
-                if hi < tmax:
-                    e.setbw(ob, ob)
-                    e.vrs("vrsu", obuf, obuf, hi, n)
+                e.ld(abuf, aa + p, n)
+                e.ld(bbuf, ba + p, n)
+                elt_arith(e, st, obuf, abuf, bbuf, A, B, n, layer.sub, layer.shift, layer.clamp, acc, ob)
                 e.st(outa + p, obuf, n)
 
-            yield Task(li, [core], [core], reads, [(outa + p, outa + q)], core, run, _where(layer))
+            yield Task(li, [core], [core], reads, [(outa + p, outa + q)], core, run, _where(layer), image=image)
 
 
-def emit_clamp(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int]) -> None:
-    for t in clamp_tasks(layer, em, workers):
+def check_elt_shift(shift: int, ob: int, acc: int, where: str) -> None:
+    """The Add requant's left shift must keep the pre-clamped value inside the accumulator."""
+    shl = max(-shift, 0)
+    if shl and (1 << (ob - 1)) << shl >= 1 << (acc - 1):
+        raise UnsupportedError("Add requant left shift too large", where=where)
+
+
+def elt_consts(e: CoreEmitter, consts: ConstPool, n0: int, in_shifts: tuple[int, int], shift: int,
+               acc: int) -> dict[str, int]:
+    """Per-core constant vectors of ``n0`` elements for :func:`elt_arith` (in ``e.arena``):
+    the two input shifts (8-bit), the rounding constant and the shift amounts (``acc`` bits).
+    Each is loaded as 64 elements from global memory and replicated locally."""
+    accb = elem_bytes(acc)
+    shr, shl = max(shift, 0), max(-shift, 0)
+    half = (1 << (shr - 1)) if shr > 0 else 0
+    u = min(n0, 64)
+    st = {"ksa": e.arena.alloc(n0), "ksb": e.arena.alloc(n0), "kr": e.arena.alloc(n0 * accb)}
+    e.ld_rep(st["ksa"], consts.add(np.full(u, in_shifts[0]), 8), u, n0)
+    e.ld_rep(st["ksb"], consts.add(np.full(u, in_shifts[1]), 8), u, n0)
+    e.ld_rep(st["kr"], consts.add(np.full(u, half), acc), u * accb, n0 * accb)
+    if shr:
+        st["ks"] = e.arena.alloc(n0 * accb)
+        e.ld_rep(st["ks"], consts.add(np.full(u, shr), acc), u * accb, n0 * accb)
+    if shl:
+        st["kl"] = e.arena.alloc(n0 * accb)
+        e.ld_rep(st["kl"], consts.add(np.full(u, shl), acc), u * accb, n0 * accb)
+    return st
+
+
+def elt_arith(e: CoreEmitter, k: dict[str, int], out: int, abuf: int, bbuf: int, A: int, B: int, n: int,
+              sub: bool, shift: int, clamp: tuple[int, int], acc: int, ob: int) -> None:
+    """``out ← sat(rshift_round((a << ka) ± (b << kb), shift))`` for ``n`` int8 elements
+    (the frontend's Add/Sub); ``k`` = the constants of :func:`elt_consts`, ``A``/``B`` scratch
+    vectors at accumulator width."""
+    shr, shl = max(shift, 0), max(-shift, 0)
+    lo, hi = clamp
+    tmax = (1 << (ob - 1)) - 1
+    e.setbw(8, acc)
+    e.vv("vvsll", A, abuf, k["ksa"], n)
+    e.vv("vvsll", B, bbuf, k["ksb"], n)
+    e.setbw(acc, acc)
+    e.vv("vvsub" if sub else "vvadd", A, A, B, n)
+    if shr:
+        e.vv("vvadd", A, A, k["kr"], n)
+        e.vv("vvsra", A, A, k["ks"], n)
+    if shl:
+        e.vrs("vrsl", A, A, -tmax - 2, n)
+        e.vrs("vrsu", A, A, tmax + 1, n)
+        e.vv("vvsll", A, A, k["kl"], n)
+    e.setbw(acc, ob)
+    e.vrs("vrsl", out, A, lo, n)
+    if hi < tmax:
+        e.setbw(ob, ob)
+        e.vrs("vrsu", out, out, hi, n)
+
+
+def emit_clamp(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int], ofs: int = 0) -> None:
+    for t in clamp_tasks(layer, em, workers, ofs=ofs):
         t.run()
 
 
-def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, pick=None):
+def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int], li: int = 0, pick=None,
+                image: int = 0, ofs: int = 0, states: dict | None = None):
     x = layer.inputs[0]
     bits = layer.out.bits
     if bits > 8 or x.bits != bits:
@@ -309,8 +339,8 @@ def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int
     total = h * w * c
     lo, hi = layer.clamp
     tmax = (1 << (bits - 1)) - 1
-    xa, outa = x.buf.addr, layer.out.buf.addr
-    states: dict[int, dict] = {}
+    xa, outa = x.buf.addr + ofs, layer.out.buf.addr + ofs
+    states = {} if states is None else states
     chunk = min(MAXLEN, total)
     for core0, pieces in _chunks(total, workers, chunk):
         for p, q in pieces:
@@ -329,4 +359,5 @@ def clamp_tasks(layer: ClampLayer, em: dict[int, CoreEmitter], workers: list[int
                     e.vrs("vrsu", buf, buf, hi, q - p)
                 e.st(outa + p, buf, q - p)
 
-            yield Task(li, [core], [core], [(xa + p, xa + q)], [(outa + p, outa + q)], core, run, _where(layer))
+            yield Task(li, [core], [core], [(xa + p, xa + q)], [(outa + p, outa + q)], core, run, _where(layer),
+                       image=image)

@@ -54,16 +54,27 @@ class ConstPool:
         return sum(len(d) for d in self.segments.values())
 
 
-def plan_gmem(low: Lowered, *, reuse: bool = True) -> dict:
+def _reads(layer) -> list:
+    """Every activation a layer reads: its inputs and a fused residual operand (read by the
+    conv that absorbed the Add, so its buffer must live until then)."""
+    add = getattr(layer, "fused_add", None)
+    return list(layer.inputs) + ([add.other] if add is not None else [])
+
+
+def plan_gmem(low: Lowered, *, reuse: bool = True, images: int = 1) -> dict:
     """Assign ``Buffer.addr`` for every activation buffer; returns the memory map.
 
-    Buffers of graph inputs and outputs are never reused.  Returns a dict with ``buffers``
-    (name → [address, bytes]), ``activation_bytes`` and ``end`` (first free address).
+    Buffers of graph inputs and outputs are never reused.  With ``images`` > 1 (a stream of
+    images compiled into one program) every image gets its own copy of the whole activation
+    area: image ``k``'s buffers lie ``k · image_stride`` bytes above image 0's, so no image can
+    overwrite another's data (no write-after-read hazards between images).  Returns a dict
+    with ``buffers`` (name → [address, bytes], image 0), ``activation_bytes`` (one image),
+    ``image_stride`` and ``end`` (first free address after all images).
     """
     pinned = {t.buf.name for t in low.inputs} | {t.buf.name for t in low.outputs}
     last_use: dict[str, int] = {}
     for i, layer in enumerate(low.layers):
-        for t in layer.inputs:
+        for t in _reads(layer):
             last_use[t.buf.name] = i
     top = 0
     for t in low.inputs:
@@ -85,7 +96,7 @@ def plan_gmem(low: Lowered, *, reuse: bool = True) -> dict:
             top += size
         buf.addr = addr
         if reuse:
-            for t in layer.inputs:
+            for t in _reads(layer):
                 b = t.buf
                 if last_use.get(b.name) == i and b.name not in pinned and b.addr >= 0:
                     free.append((b.addr, _align(max(b.size, 1))))
@@ -97,4 +108,6 @@ def plan_gmem(low: Lowered, *, reuse: bool = True) -> dict:
             continue
         seen.add(b.name)
         bufs[b.name] = [b.addr, b.size]
-    return {"buffers": bufs, "activation_bytes": top, "end": _align(top)}
+    stride = _align(top)
+    return {"buffers": bufs, "activation_bytes": top, "image_stride": stride, "images": images,
+            "end": stride * max(1, images)}

@@ -41,6 +41,9 @@ def write_outputs(c: Compiled, out_dir: str | Path, *, binary: bool = True) -> d
         config["chip_config"]["network_config"]["net_config_file_path"] = NOC_FILE
     manifest = {"global_address_mode": "pair", "config": config,
                 "inputs": [_entry(e) for e in c.inputs], "outputs": [_entry(e) for e in c.outputs]}
+    stream = stream_info(c)
+    if stream is not None:
+        manifest["stream"] = {**stream, "image_ends": c.program.image_ends, "pipeline_depth": c.program.pipeline_depth}
     write_bundle(out, c.program, weights=c.weights, gmem_segments=c.gmem, manifest=manifest, binary=binary,
                  extra_files=extra)
     files = {"program": str(out / "program.json.gz"), "weights": str(out / "weights.npz"),
@@ -52,6 +55,12 @@ def write_outputs(c: Compiled, out_dir: str | Path, *, binary: bool = True) -> d
         files["noc_table"] = str(out / NOC_FILE)
     c.files = files
     return files
+
+
+def stream_info(c: Compiled) -> dict | None:
+    """``{"images", "image_stride"}`` of a program compiled for a stream (``None``: one image)."""
+    n = c.memory_map.get("images", 1)
+    return {"images": n, "image_stride": c.memory_map["image_stride"]} if n > 1 else None
 
 
 def _entry(e: dict) -> dict:
@@ -66,22 +75,33 @@ def compile_result(model, *, config=None, out_dir=None, **options) -> CompileRes
     at the manifest address (``sim_options["outputs"]``); ``reference(sample)`` returns the
     frontend's integer outputs in that same form; ``decode_outputs`` gives float NCHW/NC arrays.
     """
+    from ....frontend.prepare import QUANT_OPTIONS, split_float_tail
     calib = options.pop("calib", None)
-    qg = quantize_model(model, calib)
+    qopts = {o.name: options.pop(o.name) for o in QUANT_OPTIONS if o.name in options}
+    full = quantize_model(model, calib, bits=options.get("bits", 8), **qopts)
+    qg, tail, tail_nodes = split_float_tail(full)
     c = compile_model(qg, config, **options)
+    if tail is not None:
+        c.report["host_tail"] = {"nodes": tail_nodes, "note": "the PIM ISA has no exponential: these run on the "
+                                 "host in float on the program's integer outputs (not in cycles/energy)"}
     files = write_outputs(c, out_dir) if out_dir is not None else {}
     low = c.lowered
     ins = {t.name: t for t in low.inputs}
     outs = {t.name: t for t in low.outputs}
     shapes = {e["name"]: tuple(e["shape"]) for e in c.outputs}
 
-    def encode_inputs(sample: dict) -> dict[int, bytes]:
+    stream = stream_info(c)
+    stride = stream["image_stride"] if stream else 0
+
+    def encode_inputs(sample: dict, image: int = 0) -> dict[int, bytes]:
+        """``{address: bytes}`` of one sample, placed in image ``image``'s slot of a stream."""
         segs: dict[int, bytes] = {}
         for name, t in ins.items():
             x = np.asarray(sample[name])
             if x.ndim == len(t.shape) - 1:
                 x = x[None]
-            segs.update(input_segments(t, qg.quantize_input(name, x)))
+            for a, data in input_segments(t, qg.quantize_input(name, x)).items():
+                segs[a + image * stride] = data
         return segs
 
     def reference(sample: dict) -> dict[str, np.ndarray]:
@@ -94,6 +114,9 @@ def compile_result(model, *, config=None, out_dir=None, **options) -> CompileRes
         return {k: to_storage(outs[k], ref[k]).reshape(shapes[k]) for k in outs}
 
     def decode_outputs(sim_outputs: dict) -> dict[str, np.ndarray]:
+        if tail is not None:
+            ints = {k: from_storage(t, np.asarray(sim_outputs[k])) for k, t in outs.items()}
+            return {k: np.asarray(v, np.float32)[0] for k, v in tail(ints).items()}
         res = {}
         for k, t in outs.items():
             q = from_storage(t, np.asarray(sim_outputs[k]))
@@ -102,5 +125,7 @@ def compile_result(model, *, config=None, out_dir=None, **options) -> CompileRes
 
     sim_options = {"config": c.config, "weights": c.weights, "gmem": c.gmem,
                    "outputs": [_entry(e) for e in c.outputs], "inputs_layout": [_entry(e) for e in c.inputs]}
+    if stream is not None:
+        sim_options["stream"] = stream
     return CompileResult(program=c.program, files=files, report=c.report, encode_inputs=encode_inputs,
                          decode_outputs=decode_outputs, reference=reference, sim_options=sim_options)

@@ -31,32 +31,10 @@ from __future__ import annotations
 import bisect
 import heapq
 
-from ..isa import OPCODE
+from .c2c import message_at, pieces
+from .costmodel import CostModel
 from .emit import CoreEmitter
 from .schedule import Task
-
-_COST_MVM = 1660
-_MVMUL, _LD, _ST = OPCODE["mvmul"], OPCODE["ld"], OPCODE["st"]
-_SCALAR = {OPCODE[k] for k in ("sldi", "setbw", "saddi")}
-
-
-def _cost(rows, t0: float, times: list[float]) -> float:
-    """Rough latency estimate (ns, conformance parameters) of ``rows`` starting at ``t0``;
-    appends the estimated end time of every row to ``times``; returns the end time."""
-    t = t0
-    for r in rows:
-        op = r[0]
-        if op == _MVMUL:
-            t += _COST_MVM
-        elif op in (_LD, _ST):
-            t += 60 + 1.7 * r[4]
-        elif op in _SCALAR:
-            t += 1
-        else:
-            t += 70 + 1.2 * r[4]
-        times.append(t)
-    return t
-
 
 def _deps(tasks: list[Task]) -> None:
     """``task.deps`` = tasks of earlier layers whose written byte ranges overlap its reads."""
@@ -109,6 +87,43 @@ class Producers:
         return max(score, key=lambda c: (score[c], c == default, -c))
 
 
+def coarsen(tasks: list[Task], em: dict[int, CoreEmitter]) -> list[Task]:
+    """Merge the tasks of one unit (a chain) or one core of a layer, per image, into one task
+    (the throughput schedule's granularity: one token per producer core, consumer core, layer
+    boundary and image).  Sub-tasks keep their order; each gets its own transient buffers."""
+    groups: dict[tuple, list[Task]] = {}
+    for t in tasks:
+        key = (t.image, t.layer, t.unit if t.unit is not None else ("core", t.store))
+        groups.setdefault(key, []).append(t)
+    out = []
+    for key, subs in groups.items():
+        first = subs[0]
+
+        def run(subs=subs) -> None:
+            for i, sub in enumerate(subs):
+                if i:
+                    for c in sub.cores:
+                        em[c].tarena.reset()
+                sub.run()
+
+        cores = list(dict.fromkeys(c for t in subs for c in t.cores))
+        loaders = list(dict.fromkeys(c for t in subs for c in t.loaders))
+        m = Task(first.layer, cores, loaders, [r for t in subs for r in t.reads],
+                 [w for t in subs for w in t.writes], first.store, run, first.where,
+                 chain=key[2] if (first.chain is not None or first.unit is not None) else None, image=first.image,
+                 unit=first.unit,
+                 out_buf=first.out_buf)
+        if any(t.prepare for t in subs):
+            m.prepare = lambda subs=subs: [t.prepare() for t in subs if t.prepare]
+        if any(t.needs for t in subs):
+            m.needs = lambda subs=subs: [nd for t in subs if t.needs for nd in t.needs()]
+        if any(t.runs for t in subs):
+            m.runs = lambda subs=subs: [rn for t in subs if t.runs for rn in t.runs()]
+        out.append(m)
+    out.sort(key=lambda t: (t.image, t.layer))
+    return out
+
+
 def _sync_rows(times: list[float], n: int, t: float | None = None) -> None:
     """Pad ``times`` to ``n`` rows (token recvs appended outside a task: time ``t`` or the last)."""
     while len(times) < n:
@@ -116,14 +131,18 @@ def _sync_rows(times: list[float], n: int, t: float | None = None) -> None:
 
 
 def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bool = True,
-                lmem: int = 1 << 20) -> dict:
+                lmem: int = 1 << 20, cost: CostModel | None = None, debug: list | None = None) -> dict:
     """Emit ``tasks`` (in batch order: layer, index) with the element schedule; returns stats.
 
     ``interleave``: a core's tasks of different layers may interleave (true pipelining on every
     core); per-unit state then lives in the lower half of local memory and each task's
-    transient buffers in the upper half.  Otherwise each core runs its layers in order."""
+    transient buffers in the upper half.  Otherwise each core runs its layers in order.
+    Streams: among ready tasks the earliest image goes first (low latency: a core starts the
+    next image when it has nothing left of the current one), so all of image k's messages are
+    created before image k+1 overwrites an output region."""
     _deps(tasks)
     n = len(tasks)
+    cost = cost if cost is not None else CostModel()
     if interleave:
         from .emit import LmemArena
         for e in em.values():
@@ -156,18 +175,33 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
     heap: list[tuple[float, int]] = []
     seq = 0
     tokens = 0
+    messages = msg_bytes = 0
+    produced: dict[int, list] = {}       # task → its core-to-core output runs
+    received: dict[tuple, list] = {}     # (core, region, producer task, run) → bytes already there
     times: dict[int, list[float]] = {c: [] for c in em}   # estimated end time of every row
 
     def ready(i: int) -> bool:
         t = tasks[i]
         return pending[i] == 0 and (interleave or all(queues[c][head[c]] == i for c in t.cores))
 
+    dep_ready: dict[int, float] = {}     # a ready task's dependences are all emitted: fixed
+
+
     def est(i: int) -> float:
         t = tasks[i]
-        return max([avail[c] for c in t.cores] + [fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]])
+        dr = dep_ready.get(i)
+        if dr is None:
+            dr = dep_ready[i] = max([0.0] + [fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]])
+        cores = t.cores
+        a = avail[cores[0]]
+        for c in cores[1:]:
+            if avail[c] > a:
+                a = avail[c]
+        return a if a > dr else dr
 
     def push(i: int) -> None:
-        heapq.heappush(heap, (est(i), i))
+        t = tasks[i]
+        heapq.heappush(heap, (t.image, est(i), i))
 
     queued = [False] * n
     for i in range(n):
@@ -176,12 +210,11 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
             push(i)
     emitted = 0
     while heap:
-        start, i = heapq.heappop(heap)
-        if interleave:
-            s = est(i)
-            if s > start:   # a core of the task got busier since it was queued
-                heapq.heappush(heap, (s, i))
-                continue
+        img, key, i = heapq.heappop(heap)
+        start = est(i)
+        if interleave and start > key:   # a core of the task got busier since it was queued
+            heapq.heappush(heap, (img, start, i))
+            continue
         t = tasks[i]
         for c in t.cores:
             if interleave:
@@ -189,10 +222,44 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
             elif cur_layer[c] != t.layer:
                 em[c].arena.reset()
                 cur_layer[c] = t.layer
+        if t.prepare is not None:
+            t.prepare()
+        needs = t.needs() if t.needs is not None else []
+        covered = {nd.buf for nd in needs}
+        # core-to-core data: the positions the task's regions still lack, from its producers
+        for nd in needs:
+            for d in t.deps:
+                for run in produced.get(d, ()):
+                    if run.buf != nd.buf:
+                        continue
+                    have = received.setdefault((nd.core, nd.key, d, run.lo), [])
+                    for src, dst, size in pieces(nd, run, have):
+                        p, c = tasks[d].store, nd.core
+                        if p == c:
+                            em[p].lmv(dst, src, size)
+                            continue
+                        # the consumer waits for its data (its recv goes just before the task); the
+                        # send goes where the producer is estimated to reach the consumer's start
+                        # (a synchronous send placed earlier would stall the producer; a recv placed
+                        # earlier would stall a consumer that has other work first)
+                        ep, ec = em[p], em[c]
+                        tp = times[p]
+                        _sync_rows(tp, len(ep.rows))
+                        pos_p = max(endpos[d], ep.msg_pos, bisect.bisect_left(tp, start))
+                        pos_c = len(ec.rows)
+                        seq = message_at(ep, pos_p, seq, "send", src, c, size)
+                        seq = message_at(ec, pos_c, seq, "recv", dst, p, size)
+                        avail[c] += cost.message(size)    # (the rows after the insert get later)
+                        avail[p] += cost.lr(size) + 2 * cost.noc
+                        known[(c, p)] = max(known.get((c, p), -1), pos_p)
+                        messages += 1
+                        msg_bytes += size
         # tokens: one per (producer core, loading core) not yet covered
         for c in t.loaders:
             need: dict[int, int] = {}
             for d in t.deps:
+                if tasks[d].out_buf is not None and tasks[d].out_buf in covered:
+                    continue
                 p = tasks[d].store
                 if p != c and endpos[d] > need.get(p, -1):
                     need[p] = endpos[d]
@@ -217,9 +284,15 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         for c in t.cores:
             tc = times[c]
             _sync_rows(tc, before[c], start)
-            end = max(end, _cost(em[c].rows[before[c]:], max(start, tc[-1] if tc else 0.0), tc))
+            end = max(end, cost.run(c, em[c].rows[before[c]:], max(start, tc[-1] if tc else 0.0), tc))
         fin[i] = end
         endpos[i] = len(em[t.store].rows)
+        if debug is not None:
+            debug.append((i, t.layer, t.image, t.store, before.get(t.store, 0), endpos[i], start, end))
+        if t.runs is not None:
+            produced[i] = t.runs()
+        for c in t.cores:
+            em[c].mark(t.image)
         done[i] = True
         emitted += 1
         for c in t.cores:
@@ -237,4 +310,5 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         raise RuntimeError(f"element schedule stalled after {emitted} of {n} tasks")
     for e in em.values():
         e.merge_inserts()
-    return {"tasks": n, "tokens": tokens, "estimated_ns": max(fin) if fin else 0.0}
+    return {"tasks": n, "tokens": tokens, "messages": messages, "message_bytes": msg_bytes,
+            "estimated_ns": max(fin) if fin else 0.0}

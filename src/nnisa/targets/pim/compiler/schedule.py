@@ -53,3 +53,11 @@ class Task:
     where: str = ""
     chain: object = None     # tasks with the same key run in list order (a unit's batches)
     deps: list = field(default_factory=list)
+    image: int = 0           # the image of a stream (``images`` > 1) this task works on
+    # core-to-core transport (``c2c.py``): per-unit set-up before the messages, the positions
+    # the task needs in its regions and those it leaves in its output region
+    prepare: Callable[[], object] | None = None
+    needs: Callable[[], list] | None = None
+    runs: Callable[[], list] | None = None
+    out_buf: int | None = None
+    unit: tuple | None = None       # (layer, replica, first column) of a conv/Gemm unit

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Mapping
 
 import numpy as np
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ....core import bundle as core_bundle
 from ....core.bundle import BundleWriter, member, read_manifest
@@ -48,6 +48,21 @@ class TensorSpec(core_bundle.TensorSpec):
     address: int = Field(ge=0, lt=1 << 64)
 
 
+class StreamSpec(BaseModel):
+    """A program compiled for a stream of images (``-O images=N``): image ``k``'s inputs and
+    outputs lie ``k · image_stride`` bytes above the manifest addresses; ``image_ends`` gives,
+    per core, the end (exclusive pc) of each image's work (0 = none); ``pipeline_depth`` the
+    stages of a pipelined stream (the simulator's period uses the images completed while the
+    pipeline is full)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    images: int = Field(ge=1, le=1 << 16)
+    image_stride: int = Field(0, ge=0, lt=1 << 40)
+    pipeline_depth: int = Field(1, ge=1, le=1 << 16)
+    image_ends: dict[int, list[int]] = Field(default_factory=dict)
+
+
 class Manifest(core_bundle.Manifest):
     """``manifest.json`` of a PIM bundle."""
 
@@ -62,6 +77,7 @@ class Manifest(core_bundle.Manifest):
     outputs: list[TensorSpec] = Field(default_factory=list)
     act_frac: dict[int, tuple[int | None, int | None]] = Field(default_factory=dict)
     global_address_mode: Literal["pair", "single32"] = "pair"
+    stream: StreamSpec | None = None
 
 
 @dataclass
@@ -118,6 +134,9 @@ def write_bundle(out_dir: str | os.PathLike, program: PimProgram | None,
     """
     man = manifest if isinstance(manifest, Manifest) else Manifest.model_validate(dict(manifest or {}))
     man = man.model_copy(update={"program": program_name if program is not None else None})
+    if program is not None and program.image_ends and man.stream is not None and not man.stream.image_ends:
+        man = man.model_copy(update={"stream": man.stream.model_copy(
+            update={"image_ends": program.image_ends, "pipeline_depth": program.pipeline_depth})})
     if program is not None and program_name not in PROGRAM_NAMES:
         raise FormatError(f"program file name must be one of {', '.join(PROGRAM_NAMES)}, got {program_name!r}")
     with BundleWriter(out_dir) as w:
@@ -155,6 +174,9 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
         program = read_program(ppath)
         for c, fr in man.act_frac.items():
             program.act_frac.setdefault(int(c), tuple(fr))
+        if man.stream is not None:
+            program.image_ends = _checked_marks(man.stream, program, root)
+            program.pipeline_depth = man.stream.pipeline_depth
     wpath = member(root, man.weights, what="weights file")
     weights = load_weights(wpath) if wpath.exists() else {}
     segs: dict[int, np.ndarray] = {}
@@ -171,3 +193,16 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
                 raise FormatError(f"gmem segment {key} must be uint8, got {arr.dtype}", file=str(gpath))
             segs[addr] = arr.reshape(-1)
     return Bundle(program, weights, segs, man, root)
+
+
+def _checked_marks(stream: StreamSpec, program: PimProgram, root: Path) -> dict[int, list[int]]:
+    """The manifest's image marks, checked against the program (one line per problem)."""
+    out = {}
+    for c, ends in stream.image_ends.items():
+        rows = program.cores.get(int(c))
+        n = 0 if rows is None else len(rows)
+        if len(ends) != stream.images or any(not 0 <= e <= n for e in ends):
+            raise FormatError(f"stream.image_ends of core {c}: expected {stream.images} ends in 0..{n}",
+                              file=str(root / "manifest.json"))
+        out[int(c)] = [int(e) for e in ends]
+    return out

@@ -60,6 +60,8 @@ class FunctionalResult:
         Aggregated warnings, one line per kind (count and first occurrence).
     wall_s, path
         Host run time in seconds (preparation + execution) and the interpreter used.
+    shapes
+        (core, group) → (K, N) of the array groups' weights (the program lint uses them).
     """
 
     gmem: GlobalMemory
@@ -71,6 +73,7 @@ class FunctionalResult:
     warnings: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     path: str = "fast"
+    shapes: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
 
     @property
     def total_instructions(self) -> int:
@@ -219,4 +222,5 @@ def run_functional(program: PimProgram, config=None, weights=None, gmem=None, *,
         warnings=_format_warnings(m),
         wall_s=time.perf_counter() - t0,
         path=path,
+        shapes={k: (g.K, g.N) for k, g in m.groups.items()},
     )

@@ -67,11 +67,20 @@ def read_output(res: FunctionalResult, gm: GlobalMemory, spec: TensorSpec) -> np
     return res.read_tensor(spec.address, tuple(spec.shape), spec.bits)
 
 
-def _place_inputs(gm: GlobalMemory, inputs: Mapping[Any, Any] | None, in_specs: list[TensorSpec]) -> None:
+def _image_specs(spec: TensorSpec, images: int, stride: int) -> list[TensorSpec]:
+    """The per-image copies of a manifest tensor in a stream (image k at ``address + k·stride``)."""
+    return [spec if k == 0 else spec.model_copy(update={"address": spec.address + k * stride})
+            for k in range(images)]
+
+
+def _place_inputs(gm: GlobalMemory, inputs: Mapping[Any, Any] | None, in_specs: list[TensorSpec],
+                  images: int = 1, stride: int = 0) -> None:
     """Write inputs into global memory.
 
     Keys may be integer addresses (raw bytes), ``seg@0x<hex>`` names (uint8 arrays, as in
-    ``gmem.npz``) or tensor names of the manifest (values quantized per the manifest).
+    ``gmem.npz``) or tensor names of the manifest (values quantized per the manifest).  In a
+    stream of ``images`` images a named input holds either one image (placed in every image's
+    slot) or all of them (``images`` times the manifest's size, image first).
     """
     by_name = {t.name: t for t in in_specs}
     inputs = dict(inputs or {})
@@ -87,7 +96,15 @@ def _place_inputs(gm: GlobalMemory, inputs: Mapping[Any, Any] | None, in_specs: 
         if m:
             gm.write(int(m.group(1), 0), as_bytes(np.asarray(value, dtype=np.uint8)))
         elif key in by_name:
-            write_input(gm, by_name[key], value)
+            spec = by_name[key]
+            a = np.asarray(value)
+            per = _image_specs(spec, images, stride)
+            if images > 1 and a.size == spec.size * images:
+                for k, sp in enumerate(per):
+                    write_input(gm, sp, a.reshape((images, -1))[k])
+            else:
+                for sp in per:
+                    write_input(gm, sp, value)
         else:
             known = ", ".join(by_name) or "none (use seg@0x<address> keys for raw bytes)"
             raise FormatError(f"unknown input {key!r}; the program's inputs are: {known}")
@@ -97,7 +114,8 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
                  weights: Any = None, gmem: Any = None, outputs: Any = None, inputs_layout: Any = None,
                  mode: str | None = None, timing: str = "pimsim", trace: str | None = None,
                  gantt: str | None = None, global_address_mode: str | None = None,
-                 report: str | None = None, source: str | None = None, **options: Any) -> SimResult:
+                 report: str | None = None, source: str | None = None, images: int | None = None,
+                 stream: Mapping | None = None, lint: bool = True, **options: Any) -> SimResult:
     """Simulate a PIM program or bundle.
 
     Parameters
@@ -130,6 +148,23 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
         ``"pimsim"``: also render pimsim-nn's report block (``stats.extra["report_text"]``).
     source
         The program's file name, shown in that report.
+    images
+        Images of the stream (:mod:`.stream`).  A program compiled for a stream carries image
+        marks and its own count (``images`` must then agree); any other program is repeated
+        ``images`` times on every core by the timing model (values come from one run).
+    stream
+        ``{"images": N, "image_stride": S}`` of a compiled stream (default: the bundle's):
+        inputs and outputs of image k lie ``k · S`` bytes above image 0's.
+    lint
+        Check the program (:mod:`~nnisa.targets.pim.lint`; with values also reads of
+        never-written local memory): ``stats.extra["lint"]``, each finding also a warning.
+
+    Returns
+    -------
+    SimResult
+        ``stats.latency_ns`` is the latency of one image (the first of a stream), in → out;
+        ``stats.period_ns`` the steady-state time per image of a stream (``None`` for one image);
+        outputs of a stream have a leading image axis.
     """
     t0 = time.perf_counter()
     bundle = program if isinstance(program, Bundle) else None
@@ -142,6 +177,8 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
         outputs = outputs if outputs is not None else bundle.manifest.outputs
         inputs_layout = inputs_layout if inputs_layout is not None else bundle.manifest.inputs
         global_address_mode = global_address_mode or bundle.manifest.global_address_mode
+        if stream is None and bundle.manifest.stream is not None:
+            stream = bundle.manifest.stream.model_dump()
     else:
         prog = program
         segs = {}
@@ -153,9 +190,12 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
     if mode not in MODES:
         raise ConfigError(f"unknown simulation mode {mode!r}; choose from {', '.join(MODES)}")
     out_specs = _specs(outputs)
+    n_img, stride, repeat = _stream_shape(prog, stream, images)
     stats = Stats(instructions=len(prog))
     outs: dict[str, np.ndarray] = {}
-    extra: dict[str, Any] = {"mode": mode}
+    extra: dict[str, Any] = {"mode": mode, "images": n_img if repeat == 1 else repeat}
+    if repeat > 1:
+        extra["stream"] = f"program repeated {repeat} times on every core (timing); values from one run"
     if mode in ("both", "functional"):
         if global_address_mode is None and getattr(prog, "odd_pairs", False) and \
                 (cfg is None or "global_address_mode" not in cfg.nnisa.model_fields_set):
@@ -167,22 +207,30 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
             gm = GlobalMemory(int(cfg.chip_config.global_memory_config.memory_size))
         for addr, data in sorted(segs.items()):
             gm.write(addr, data)
-        _place_inputs(gm, inputs, _specs(inputs_layout))
+        _place_inputs(gm, inputs, _specs(inputs_layout), n_img, stride)
         fres = run_functional(prog, cfg, weights=weights, gmem=gm, global_address_mode=global_address_mode,
                               **options)
-        outs = {t.name: read_output(fres, gm, t) for t in out_specs}
+        if n_img > 1:
+            outs = {t.name: np.concatenate([read_output(fres, gm, sp) for sp in _image_specs(t, n_img, stride)])
+                    for t in out_specs}
+        else:
+            outs = {t.name: read_output(fres, gm, t) for t in out_specs}
         extra["functional"] = {"instructions_per_s": fres.instr_per_s, "wall_s": fres.wall_s,
                                "warnings": list(fres.warnings)}
     if mode in ("both", "timing"):
         from .timing import simulate_timing
         from .timing_report import result_to_dict
-        tres = simulate_timing(prog, cfg, mode=timing, trace=bool(trace or gantt))
+        tres = simulate_timing(prog, cfg, mode=timing, trace=bool(trace or gantt), repeat=repeat)
         d = result_to_dict(tres)
         stats.cycles = int(round(d["cycles"]))
         stats.latency_ns = d["latency_ns"]
+        stats.period_ns = d["period_ns"]
         stats.energy_pj = d["energy_pj"]
-        extra.update({k: v for k, v in d.items() if k not in ("latency_ns", "cycles", "energy_pj", "mode")})
+        extra.update({k: v for k, v in d.items()
+                      if k not in ("latency_ns", "period_ns", "cycles", "energy_pj", "mode", "images")})
         extra["timing_mode"] = timing
+        extra["timing_model"] = ("pimsim-nn 3e3442b (reference-compatible)" if timing == "pimsim"
+                                 else "nnisa native (pimsim-nn defects fixed)")
         if trace:
             from .trace import write_chrome_trace
             write_chrome_trace(tres, trace)
@@ -199,9 +247,37 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
         details = tres
     else:
         details = None
+    if lint:
+        from ..lint import issue_warnings, lint_dicts, lint_program, uninitialised_reads
+        issues = lint_program(prog)
+        if mode in ("both", "functional"):
+            lsize = int(cfg.chip_config.core_config.local_memory_config.memory_size) if cfg is not None else 1 << 20
+            issues += uninitialised_reads(prog, fres.shapes, lsize)
+        issue_warnings(issues)
+        extra["lint"] = lint_dicts(issues)
     stats.wall_s = time.perf_counter() - t0
     stats.extra = extra
     return SimResult(outputs=outs, stats=stats, details=details)
+
+
+def _stream_shape(prog: PimProgram, stream: Mapping | None, images: int | None) -> tuple[int, int, int]:
+    """(images of a compiled stream, image stride, timing repeats of an unmarked program)."""
+    marked = prog.images if prog.image_ends else 1
+    if stream:
+        n = int(stream.get("images", marked))
+        if n != marked:
+            raise FormatError(f"the stream description names {n} images but the program is marked for {marked}")
+    else:
+        n = marked
+    stride = int(stream.get("image_stride", 0)) if stream else 0
+    if images is None or int(images) == n:
+        return n, stride, 1
+    if prog.image_ends:
+        raise ConfigError(f"the program was compiled for a stream of {n} images; images={images} needs a "
+                          f"recompile with -O images={images}")
+    if int(images) < 1:
+        raise ConfigError(f"images must be at least 1, got {images}")
+    return 1, 0, int(images)
 
 
 def run_bundle(bundle: Bundle | str | os.PathLike, inputs: Mapping[str, np.ndarray] | None = None,

@@ -92,6 +92,8 @@ class TimingResult:
     sim_time_ps: int
     chip_core_count: int = 0
     trace: dict[int, np.ndarray] | None = None
+    image_done_ps: list[int] | None = None
+    pipeline_depth: int = 1
     incomplete_report: str | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -151,6 +153,24 @@ class TimingResult:
         """Rounds of the slowest core that has instructions (nnisa's addition)."""
         vals = [r for c, r in self.rounds.items() if self.instructions.get(c)]
         return min(vals) if vals else 0
+
+    @property
+    def images(self) -> int:
+        """Images of the simulated stream (1 for a plain program)."""
+        return len(self.image_done_ps) if self.image_done_ps else 1
+
+    @property
+    def stream_latency_ps(self) -> int:
+        """Latency of the first image (in → out); the chip latency for a plain program."""
+        from .stream import stream_figures
+        lat, _ = stream_figures(self.image_done_ps, self.pipeline_depth)
+        return self.latency_ps if lat is None else lat
+
+    @property
+    def period_ps(self) -> float | None:
+        """Steady-state time per image of a stream (``None``: one image, or throughput mode)."""
+        from .stream import stream_figures
+        return stream_figures(self.image_done_ps, self.pipeline_depth)[1]
 
     @property
     def slowest_rate_sps(self) -> float:
@@ -247,7 +267,7 @@ def _incomplete_report(program, plans, eng: EngineResult, unfinished, title: str
 def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike | None = None,
                     mode: Literal["pimsim", "native"] = "pimsim", sim_mode: int | None = None, *,
                     trace: bool = False,
-                    on_incomplete: Literal["raise", "report"] = "raise") -> TimingResult:
+                    on_incomplete: Literal["raise", "report"] = "raise", repeat: int = 1) -> TimingResult:
     """Simulate the timing and energy of a program.
 
     Parameters
@@ -269,6 +289,10 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
         :class:`~nnisa.core.errors.SimTimeExceeded` (exit 4) when sim_time is reached first.
         ``"report"``: return pimsim-nn's numbers (finish 0 for those cores) with the §5.6
         report in ``incomplete_report``.
+    repeat
+        Latency mode: run every core's program ``repeat`` times back to back (a stream of
+        images through a program without image marks, :mod:`.stream`); energies cover all
+        rounds.  Programs compiled for a stream carry image marks instead.
 
     Raises
     ------
@@ -296,13 +320,17 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
         plans[c] = plan_core(c, program.cores[c], prm, cfg, program.array_group_map.get(c, []))
         warnings.extend(plans[c].warnings)
     rob = cfg.chip_config.core_config.rob_size
+    repeat = int(repeat)
+    if repeat < 1 or (repeat > 1 and (throughput or rob > 1 or program.image_ends)):
+        raise ConfigError("repeating a program (images > 1) needs latency mode, rob_size 1 and a program "
+                          "without image marks" if repeat >= 1 else f"repeat must be >= 1, got {repeat}")
     if rob > 1 and not throughput:
         from .timing_rob import run_rob
         eng, plans = run_rob(program, plans, prm, cfg, native)
     else:
         if rob > 1:
             warnings.append("rob_size > 1 is modelled in latency mode only; throughput mode uses rob_size 1")
-        eng = run_events(plans, P, native, throughput=throughput, limit=sim_time_ps)
+        eng = run_events(plans, P, native, throughput=throughput, limit=sim_time_ps, repeat=repeat)
 
     if eng.size_mismatch:
         s, spc, r, rpc, bs, br = eng.size_mismatch[0]
@@ -384,10 +412,10 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
         else:
             tot = 0.0
             for k, arr in dyn.items():
-                v = float(arr.sum())
+                v = float(arr.sum()) * repeat
                 energy[k] += v
                 tot += v
-            fe = frontend_energy(p, rows, cfg, native)
+            fe = {k: v * repeat for k, v in frontend_energy(p, rows, cfg, native).items()}
         for k, v in fe.items():
             energy[k] += v
             tot += v
@@ -411,13 +439,18 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
         tr = {c: instruction_times(plans[c], eng.ev_S[c], eng.ev_E[c], P,
                                    upto_event=None if eng.state[c] in (DONE, HUNG) else eng.pos[c])
               for c in ids}
+    done = None
+    if not throughput and not unfinished:
+        from .stream import compiled_image_done, repeated_image_done
+        done = repeated_image_done(eng, P) if repeat > 1 else compiled_image_done(program, plans, eng, P)
     return TimingResult(mode=mode, sim_mode=smode, core_period_ps=P, latency_ps=int(latency),
                         finish_ps=finish, finish_recorded=recorded,
                         instructions={c: plans[c].n for c in ids}, busy_ps=busy,
                         gm_busy_ps=int(eng.gm_busy), noc_bytes=noc_b, noc_flits=noc_f,
                         energy_pj=energy, core_energy_pj=core_energy, static_power_mw=spow,
                         rounds=rounds, sim_time_ps=sim_time_ps, chip_core_count=core_cnt, trace=tr,
-                        incomplete_report=incomplete_report, warnings=warnings)
+                        incomplete_report=incomplete_report, warnings=warnings, image_done_ps=done,
+                        pipeline_depth=program.pipeline_depth if program.image_ends else 1)
 
 
 def _sim_time_report(program, plans, eng, late, limit, P, n_total) -> str:

@@ -43,10 +43,11 @@ class EngineResult:
     events_done: dict[int, int] = field(default_factory=dict)  # throughput: executed instr count
     inst_times: dict[int, tuple] | None = None  # (S, E, R) per instruction (rob_size > 1 model)
     size_mismatch: list[tuple] = field(default_factory=list)  # (send core, pc, recv core, pc, sizes)
+    round_ends: dict[int, list[int]] = field(default_factory=dict)  # repeat > 1: cursor after each round
 
 
 def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: bool = False,
-               limit: int | None = None) -> EngineResult:
+               limit: int | None = None, repeat: int = 1) -> EngineResult:
     """Run the event loop over all cores.
 
     Parameters
@@ -59,6 +60,10 @@ def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: boo
         Native mode: send completes when the data is written at the receiver (§8.11).
     throughput, limit
         Throughput mode (§8.9): cores loop their program; nothing starts after ``limit`` ps.
+    repeat
+        Latency mode: every core runs its program ``repeat`` times back to back (a stream of
+        images through a program that has no image marks); ``round_ends`` records the issue
+        cursor after each round, ``ev_S``/``ev_E`` keep the first round's event times.
     """
     cores = sorted(plans)
     n_ev = {c: len(plans[c].ev_idx) for c in cores}
@@ -106,6 +111,9 @@ def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: boo
     ONE_NS = PS
     ready: list[tuple[int, int]] = []
     executed = {c: 0 for c in cores}
+    round_ends: dict[int, list[int]] = {c: [] for c in cores}
+    first_S: dict[int, list[int]] = {}
+    first_E: dict[int, list[int]] = {}
 
     def complete(c: int, E: int, toff: int) -> None:
         jj = j[c]
@@ -166,6 +174,14 @@ def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: boo
                         state[c] = STOPPED
                         T_end[c] = t_end
                         return
+                    base[c] = t_end
+                    j[c] = 0
+                    continue
+                round_ends[c].append(t_end)
+                if len(round_ends[c]) < repeat and plans[c].hang < 0:
+                    if len(round_ends[c]) == 1:   # keep the first round's event times
+                        first_S[c], first_E[c] = S_out[c], E_out[c]
+                        S_out[c], E_out[c] = [0] * n_ev[c], [0] * n_ev[c]
                     base[c] = t_end
                     j[c] = 0
                     continue
@@ -289,8 +305,11 @@ def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: boo
                 blocked[c] = ("limit",)
         if throughput and j[c] < n_ev[c]:
             executed[c] += int(plans[c].ev_idx[j[c]])
+    for c in first_S:   # repeat > 1: the first round's times (what traces and reports show)
+        S_out[c], E_out[c] = first_S[c], first_E[c]
     return EngineResult(
         ev_S={c: np.asarray(S_out[c], np.int64) for c in cores},
         ev_E={c: np.asarray(E_out[c], np.int64) for c in cores},
         T_end=T_end, state=state, pos=dict(j), rounds=rounds, gm_busy=gm_busy, t_last=t_last,
-        sw=sw, counters=counters, blocked_info=blocked, events_done=executed, size_mismatch=mismatch)
+        sw=sw, counters=counters, blocked_info=blocked, events_done=executed, size_mismatch=mismatch,
+        round_ends=round_ends if repeat > 1 else {})

@@ -87,6 +87,9 @@ def format_detail_report(result, *, max_pairs: int = 50) -> str:
     P = result.core_period_ps
     lines = [f"nnisa timing ({result.mode} mode, {'latency' if result.sim_mode == 1 else 'throughput'}):",
              f"  chip latency: {result.latency_ps / PS:,.3f} ns = {result.cycles:,.1f} cycles",
+             *([f"  stream of {result.images} images: latency (first image in -> out) "
+                f"{result.stream_latency_ps / PS:,.3f} ns, period (steady-state time per image) "
+                f"{result.period_ps / PS:,.3f} ns"] if result.images > 1 else []),
              f"  global memory busy: {result.gm_busy_ps / PS:,.0f} ns ({100 * result.gm_utilisation:.2f} %)",
              "  core  instructions        finish ns      cycles   matrix %  vector %  transfer %  lmem %"]
     run = result.running_time_ps or 1
@@ -115,11 +118,15 @@ def format_detail_report(result, *, max_pairs: int = 50) -> str:
 def result_to_dict(result) -> dict[str, Any]:
     """The ``--json`` dictionary of a timing result."""
     P = result.core_period_ps
+    lat = result.stream_latency_ps
+    period = result.period_ps
     d: dict[str, Any] = {
         "mode": result.mode,
         "sim_mode": result.sim_mode,
-        "latency_ns": result.latency_ps / PS,
-        "cycles": result.latency_ps / P,
+        "latency_ns": lat / PS,
+        "period_ns": None if period is None else period / PS,
+        "images": result.images,
+        "cycles": lat / P,
         "core_period_ns": P / PS,
         "energy_pj": result.total_energy_pj,
         "dynamic_energy_pj": result.dynamic_energy_pj,
@@ -137,6 +144,14 @@ def result_to_dict(result) -> dict[str, Any]:
                 for (s, t), b in sorted(result.noc_bytes.items())],
         "warnings": list(result.warnings),
     }
+    if result.image_done_ps and result.images > 1:
+        d["makespan_ns"] = result.latency_ps / PS
+        d["image_done_ns"] = [t / PS for t in result.image_done_ps]
+        d["energy_per_image_pj"] = result.total_energy_pj / result.images
+        d["pipeline_depth"] = result.pipeline_depth
+        if period is None:
+            d["period_note"] = (f"no period: the stream has {result.images} images, the pipeline "
+                                f"{result.pipeline_depth} stages (compile with more images)")
     if result.sim_mode == 0:
         d["throughput"] = {"sim_time_ms": result.sim_time_ps / 1e9, "output_count": result.output_count,
                            "samples_per_s": result.throughput_sps,

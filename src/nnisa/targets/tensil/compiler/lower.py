@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ....core.errors import UnsupportedError
+from ....frontend.import_ops import repeat_factors
 from ....frontend.ir import Graph, Node
 from .. import layout as L
 
@@ -444,8 +445,11 @@ class Lowering:
 
     def _resize(self, n) -> None:
         x = self._use(self.var(n.inputs[0]))
-        if n.attrs["mode"] == "nearest":
-            self.ops.append(SimdOp(n, "resize", [x.root], self._out(n, None), geom={"scales": n.attrs["scales"]}))
+        if n.attrs.get("mode") != "linear":  # nearest: the importer's per-axis source positions
+            f = repeat_factors(n.attrs["index"], x.shape) if len(x.shape) == 4 else None
+            if f is None or f[:2] != (1, 1):
+                raise _err(n, "nearest Resize is supported as a repetition of pixels by integer factors of H and W")
+            self.ops.append(SimdOp(n, "resize", [x.root], self._out(n, None), geom={"scales": f[2:]}))
             return
         # linear: each output vector is Σ weight·source over ≤ 4 source pixels; one const per weight
         th, tw = n.attrs["taps"]

@@ -1,0 +1,90 @@
+"""The compile-time latency estimate the pipelined schedules place their messages with.
+
+:class:`CostModel` follows the unit formulas of the timing model (spec §8.2, §8.5) for one core
+in isolation, with the configuration's parameters: local-memory beats for vector operations,
+``lmv``/``lldi`` and the element widths in force (``setbw`` is tracked per core), the crossbar
+latency of ``mvmul``, global-memory beats for ``ld``/``st`` (no queueing) and the NoC latency for
+messages.  It ignores contention, so it is a lower bound; the list schedule only uses it to
+order tasks and to place ``send``/``recv`` where both partners are expected to be ready.
+"""
+
+from __future__ import annotations
+
+from ..isa import OPCODE
+
+_VEC = set(range(OPCODE["vvadd"], OPCODE["vrsl"] + 1))
+_TWO = {OPCODE[m] for m in ("vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll", "vvsra")}
+_OBYW = {OPCODE[m] for m in ("vvmul", "vvsll", "vvsra", "vtanh", "vsigm", "vrsu", "vrsl")}
+_SETBW, _MVMUL, _LD, _ST = OPCODE["setbw"], OPCODE["mvmul"], OPCODE["ld"], OPCODE["st"]
+_LMV, _LLDI, _SEND, _RECV = OPCODE["lmv"], OPCODE["lldi"], OPCODE["send"], OPCODE["recv"]
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class CostModel:
+    """Per-instruction latency (ns) of a core running alone (see the module docstring)."""
+
+    def __init__(self, cfg=None):
+        from ..sim.timing_units import Params
+        from ..config import default_config
+        cfg = cfg if cfg is not None else default_config(64, preset="conformance")
+        prm = Params.from_config(cfg, native=False)
+        core = cfg.chip_config.core_config
+        lm, gm = core.local_memory_config, cfg.chip_config.global_memory_config
+        self.l_dw, self.l_rd, self.l_wr = lm.data_width, lm.read_latency_cycle * lm.period, lm.write_latency_cycle * lm.period
+        self.g_dw, self.g_rd, self.g_wr = gm.data_width, gm.read_latency_cycle * gm.period, gm.write_latency_cycle * gm.period
+        self.vw, self.vlat = core.vector_width, core.vector_latency_cycle
+        self.mvm = prm.mvm_ps(8) / 1000 + self.lr(prm.rows * 8) + 30
+        self.bw = cfg.chip_config.network_config.bus_width
+        self.noc = 15.0          # typical per-flit latency (ns) of a mesh hop sequence
+        self.widths: dict[int, tuple[int, int]] = {}
+
+    def lr(self, nbytes: int) -> float:
+        return _cdiv(nbytes, self.l_dw) * self.l_rd
+
+    def lw(self, nbytes: int) -> float:
+        return _cdiv(nbytes, self.l_dw) * self.l_wr
+
+    def message(self, nbytes: int) -> float:
+        """Time a message of ``nbytes`` keeps its receiver busy (handshake, flits, local write)."""
+        return 2 * self.noc + _cdiv(nbytes, self.bw) * self.noc + self.lr(nbytes) + self.lw(nbytes)
+
+    def run(self, core: int, rows, t0: float, times: list[float]) -> float:
+        """Estimated end of ``rows`` on ``core`` starting at ``t0``; appends every row's end
+        time to ``times``."""
+        ib, ob = self.widths.get(core, (8, 8))
+        l_dw, l_rd, l_wr, g_dw = self.l_dw, self.l_rd, self.l_wr, self.g_dw
+        vw, vlat, noc, bw = self.vw, self.vlat, self.noc, self.bw
+        t = t0
+        append = times.append
+        for r in rows:
+            op = r[0]
+            if op in _VEC:
+                n = r[4]
+                iby, oby = -(-ib // 8), -(-ob // 8)
+                wb = n * (oby if op in _OBYW else iby)
+                t += ((2 if op in _TWO else 1) * (-(-(n * iby) // l_dw) * l_rd) + -(-n // vw) * vlat
+                      + -(-wb // l_dw) * l_wr + 2)
+            elif op == _MVMUL:
+                t += self.mvm + 3
+            elif op == _LMV:
+                k = -(-r[4] // l_dw)
+                t += k * l_rd + k * l_wr + 2
+            elif op == _LLDI:
+                t += -(-r[4] // l_dw) * l_wr + 2
+            elif op == _LD:
+                t += noc + -(-r[4] // g_dw) * self.g_rd + -(-r[4] // l_dw) * l_wr + 2
+            elif op == _ST:
+                t += -(-r[4] // l_dw) * l_rd + -(-r[4] // bw) * noc + -(-r[4] // g_dw) * self.g_wr + 3
+            elif op == _SEND or op == _RECV:
+                t += self.message(r[4])
+            elif op == _SETBW:
+                ib, ob = r[12], r[13]
+                t += 1
+            else:
+                t += 1
+            append(t)
+        self.widths[core] = (ib, ob)
+        return t
