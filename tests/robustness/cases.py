@@ -296,6 +296,10 @@ def build_cases(d: Path) -> list[Case]:
              b"PSAB" + bytes(20)))), says="truncated"),
         Case("pimsab-unknown-config", "pimsab", "pimsab files", ("sim", "-t", "pimsab", s(_w(d / "p4.s",
              ".tile 0\nnop\n")), "--config", "nosuch"), says="nosuch"),
+        Case("pimsab-compile-unknown-config", "pimsab", "options", ("compile", "-t", "pimsab", s(MLP), "-o",
+             s(d / "pc1"), "--config", "nosuch"), says="nosuch"),
+        Case("pimsab-compile-bad-option", "pimsab", "options", ("compile", "-t", "pimsab", s(MLP), "-o",
+             s(d / "pc2"), "-O", "bits=3"), says="bits"),
         # arrays
         Case("arrays-corrupt-npz", D, "arrays", ("sim", "-t", D, s(dais["txt"]), "--inputs", s(d / "corrupt.npz")),
              says=".npz"),

@@ -156,3 +156,13 @@ def test_concat_rescale_must_be_pow2():
     n.input_requants = [Requant(np.array(3), np.array(1))]
     with pytest.raises(UnsupportedError, match="power of two"):
         copy_layer(n, [], lambda name: None)
+
+
+@pytest.mark.parametrize("schedule", ["batch", "element", "throughput"])
+@pytest.mark.parametrize("build", [_gates_split_concat, _channel_shuffle], ids=["gates_split_concat", "shuffle"])
+def test_new_ops_bit_exact_in_image_streams(build, schedule, tmp_path):
+    """Copy/LUT/Mul layers address every image of a stream (per-image buffers, shared per-core state)."""
+    p = tmp_path / "m.onnx"
+    onnx.save(build(), p)
+    r = run_model("pim", p, samples=3, schedule=schedule, images=3)
+    assert r["bit_exact"] is True

@@ -28,6 +28,7 @@ class PimsabTarget(Target):
     description = "PIMSAB bit-serial processing-in-SRAM (128-bit ISA, cycle/energy simulator, paper workloads)"
     formats = dict(FORMATS)
     demo_workloads = (("vadd", None), ("gemv", None))
+    demo_model = "digits_cnn"
     options = (
         O("lenient", bool, False, None, "decode words with nonzero reserved bits", ("disasm", "stats", "convert")),
         O("engine", str, "fast", ("fast", "reference"), "timing engine: numba (fast) or the Python reference",
@@ -82,6 +83,17 @@ class PimsabTarget(Target):
         :func:`nnisa.targets.pimsab.sim.simulate.simulate_pimsab`."""
         from .sim.simulate import simulate_pimsab
         return simulate_pimsab(program, config=config, inputs=inputs, **options)
+
+    def compile(self, model: str | Path, *, config: Any = None, out_dir: str | Path | None = None,
+                **options: Any):
+        """ONNX model → the frontend's quantized graph → per-layer DSL programs (spec §4.11); see
+        :mod:`nnisa.targets.pimsab.compiler.netcompile`."""
+        from .compiler.netcompile import compile_model
+        return compile_model(model, config=config, out_dir=out_dir, **options)
+
+    def run_compiled(self, compiled, inputs, progress=None):
+        from .compiler.netcompile import run_compiled
+        return run_compiled(compiled, inputs, progress)
 
     def workloads(self) -> dict[str, str]:
         from .workloads.registry import WORKLOADS

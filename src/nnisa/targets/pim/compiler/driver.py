@@ -386,7 +386,8 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
             elif isinstance(layer, GapFinishLayer):
                 new = list(gap_finish_tasks(layer, em, li, k, ofs))
             elif isinstance(layer, ExtraLayer):
-                new = list(layer.tasks(em, workers, consts, li, pick, k, ofs, states(li)))
+                # (fresh per-core state per image: their scratch buffers are not image-safe when shared)
+                new = list(layer.tasks(em, workers, consts, li, pick, k, ofs, None))
             else:  # pragma: no cover - lower_graph only creates the kinds above
                 raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
             prod.add(new)

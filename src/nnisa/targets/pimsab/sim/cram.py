@@ -58,22 +58,27 @@ class TileState:
         b0, off = start >> 3, start & 7
         b1 = (start + n + 7) >> 3
         whole = off == 0 and n % 8 == 0 and enable is None
-        for j in range(p):
-            r = self.rows[row + j]
-            if r is None:
-                if not bits[j].any():
-                    continue
-                r = self.rows[row + j] = np.zeros(self.W // 8, np.uint8)
-            if whole:
-                r[b0:b1] = np.packbits(bits[j], bitorder="little")
-                continue
-            cur = np.unpackbits(r[b0:b1], bitorder="little")
-            seg = cur[off:off + n]
+        rows = self.rows
+        # rows never written read as zeros: a zero write to one leaves it unallocated
+        sel = [j for j in range(p) if rows[row + j] is not None or bits[j].any()]
+        if not sel:
+            return
+        for j in sel:
+            if rows[row + j] is None:
+                rows[row + j] = np.zeros(self.W // 8, np.uint8)
+        # all selected rows at once (one unpack/pack of a (rows, bytes) matrix, not one per row)
+        if whole:
+            packed = np.packbits(bits[sel], axis=1, bitorder="little")
+        else:
+            cur = np.unpackbits(np.stack([rows[row + j][b0:b1] for j in sel]), axis=1, bitorder="little")
             if enable is None:
-                seg[:] = bits[j]
+                cur[:, off:off + n] = bits[sel]
             else:
-                seg[enable] = bits[j][enable]
-            r[b0:b1] = np.packbits(cur, bitorder="little")
+                seg = cur[:, off:off + n]
+                seg[:, enable] = bits[sel][:, enable]
+            packed = np.packbits(cur, axis=1, bitorder="little")
+        for k, j in enumerate(sel):
+            rows[row + j][b0:b1] = packed[k]
 
     # ------------------------------------------------------------------ element patterns
     def read(self, row: int, p: int, start: int = 0, n: int | None = None) -> np.ndarray:

@@ -117,6 +117,13 @@ class Machine:
 
     def _spread(self, bcast: int, shf_en: int, shf: int) -> np.ndarray:
         """Source element of every tile bitline for a broadcast/shuffled receive (§2.7.6)."""
+        key = (bool(bcast), bool(shf_en), shf)
+        cache = self.__dict__.setdefault("_spread_cache", {})
+        if key not in cache:
+            cache[key] = self._spread_map(bcast, shf_en, shf)
+        return cache[key]
+
+    def _spread_map(self, bcast: int, shf_en: int, shf: int) -> np.ndarray:
         cols, W = self.cfg.cram_cols, self.cfg.tile_bitlines
         g = np.arange(W)
         b, c = g % cols, g // cols

@@ -1,0 +1,1 @@
+"""The PIMSAB compiler: tensor-expression DSL, distribution search, CRAM allocation, code generation."""

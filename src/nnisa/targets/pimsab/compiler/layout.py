@@ -1,0 +1,126 @@
+"""DRAM layout of a compiled DSL program and the host side of running it (spec §4.8–§4.9).
+
+Every transfer the code generator emits reads or writes one DRAM *region*: a contiguous run of
+elements whose tensor positions are ``offset + pattern`` (a flat index per element, −1 = padding).
+Since indices are affine in the loops, one pattern serves all the transfers of an operand; the
+host packs inputs into the regions (activations element-wise little-endian, ``tr=1``; constant
+tensors as pre-transposed bit planes, ``tr=0``) and unpacks outputs from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..sim.dram import element_bytes, pack_elements, pack_planes, unpack_elements
+from .lang import CompileError
+
+
+@dataclass
+class Region:
+    tensor: str
+    addr: int
+    n: int
+    bits: int  # DRAM element width
+    prec_bits: int  # CRAM precision (bit planes for tr=0)
+    signed: bool
+    tr: int
+    pattern: int
+    offset: int
+    fmt: str = ""  # "f32": the elements are float bit patterns
+
+    @property
+    def nbytes(self) -> int:
+        return element_bytes(self.n, self.bits) if self.tr else self.prec_bits * ((self.n + 7) // 8)
+
+
+@dataclass
+class Layout:
+    """Tensors, index patterns and DRAM regions of a compiled program."""
+
+    inputs: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)  # name → (shape, dtype token)
+    outputs: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)
+    patterns: list[np.ndarray] = field(default_factory=list)
+    regions: list[Region] = field(default_factory=list)
+    store_regions: list[Region] = field(default_factory=list)
+    next_addr: int = 0
+    _seen: dict = field(default_factory=dict)
+
+    def pattern(self, arr: np.ndarray) -> int:
+        arr = np.ascontiguousarray(arr, dtype=np.int64)
+        key = (arr.size, hash(arr.tobytes()))
+        if key in self._seen:
+            return self._seen[key]
+        self.patterns.append(arr)
+        self._seen[key] = len(self.patterns) - 1
+        return self._seen[key]
+
+    def _alloc(self, nbytes: int) -> int:
+        addr = self.next_addr
+        self.next_addr += -(-nbytes // 64) * 64
+        return addr
+
+    def load_region(self, tensor: str, pattern: int, offset: int, bits: int, prec_bits: int, signed: bool,
+                    tr: int) -> int:
+        """DRAM address of the region holding ``tensor[offset + pattern]`` (shared by equal loads)."""
+        key = ("ld", tensor, pattern, offset, tr)
+        if key in self._seen:
+            return self._seen[key]
+        r = Region(tensor, 0, len(self.patterns[pattern]), bits, prec_bits, signed, tr, pattern, offset)
+        r.addr = self._alloc(r.nbytes)
+        self.regions.append(r)
+        self._seen[key] = r.addr
+        return r.addr
+
+    def store_region(self, tensor: str, pattern: int, offset: int, bits: int, signed: bool, fmt: str = "") -> int:
+        r = Region(tensor, 0, len(self.patterns[pattern]), bits, bits, signed, 1, pattern, offset, fmt)
+        r.addr = self._alloc(r.nbytes)
+        self.store_regions.append(r)
+        return r.addr
+
+    # ------------------------------------------------------------------ host side
+    def pack(self, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Input arrays (by tensor name) → ``{"dram_0x0": image}`` for :func:`simulate`."""
+        flat = {}
+        for name, (shape, _) in self.inputs.items():
+            if name not in values:
+                raise CompileError(f"missing input tensor {name!r} (inputs: {', '.join(self.inputs)})")
+            a = np.asarray(values[name])
+            if a.shape != shape:
+                raise CompileError(f"input {name!r}: shape {a.shape}, expected {shape}")
+            if self.inputs[name][1].startswith("f"):  # float tensors travel as their bit patterns
+                a = np.asarray(a, np.float32).view(np.uint32)
+            flat[name] = np.concatenate([a.reshape(-1).astype(np.int64), [0]])  # index −1 → 0
+        end = max((r.addr + r.nbytes for r in self.regions), default=0)
+        img = np.zeros(end, np.uint8)
+        for r in self.regions:
+            v = flat[r.tensor][self.patterns[r.pattern] + np.where(self.patterns[r.pattern] >= 0, r.offset, 0)]
+            if r.tr:
+                data = pack_elements(v.view(np.uint64), r.bits)
+            else:
+                bits = (v.view(np.uint64)[None, :] >> np.arange(r.prec_bits, dtype=np.uint64)[:, None]) & np.uint64(1)
+                data = pack_planes(bits)
+            img[r.addr:r.addr + len(data)] = data
+        return {"dram_0x0": img}
+
+    def unpack(self, read) -> dict[str, np.ndarray]:
+        """Outputs from DRAM (``read(addr, nbytes)`` → uint8 array) → arrays by tensor name."""
+        out = {name: np.zeros(int(np.prod(shape)), np.float32 if tok.startswith("f") else np.int64)
+               for name, (shape, tok) in self.outputs.items()}
+        for r in self.store_regions:
+            raw = np.asarray(read(r.addr, r.nbytes), np.uint8)
+            v = unpack_elements(raw, r.n, r.bits).view(np.int64)
+            if r.fmt:
+                v = (v & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+            elif r.signed and r.bits < 64:
+                v = np.where(v >= (1 << (r.bits - 1)), v - (1 << r.bits), v)
+            pat = self.patterns[r.pattern]
+            ok = pat >= 0
+            out[r.tensor][pat[ok] + r.offset] = v[ok]
+        return {name: out[name].reshape(shape) for name, (shape, _) in self.outputs.items()}
+
+    def summary(self) -> dict:
+        return {"input_regions": len(self.regions), "output_regions": len(self.store_regions),
+                "input_bytes": int(sum(r.nbytes for r in self.regions)),
+                "output_bytes": int(sum(r.nbytes for r in self.store_regions)), "dram_bytes": int(self.next_addr)}
