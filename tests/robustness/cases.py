@@ -110,6 +110,7 @@ def _dais_files(d: Path) -> dict[str, Path]:
         "outputs": variant("outputs.dais.txt", text.replace(".outputs 1", ".outputs 100000000")),
         "arabic": variant("arabic.dais.txt", text.replace("const 3", "const \u0663")),
         "trunc": d / "trunc.dais",
+        "v": variant("design.v", "module dais_top; endmodule\n"),
         "notjson": variant("notjson.json", "{this is not json"),
     })
     files["trunc"].write_bytes(files["bin"].read_bytes()[:37])
@@ -166,7 +167,14 @@ def build_cases(d: Path) -> list[Case]:
              says="expected bool"),
         Case("opt-choice", P, "options", ("convert", "-t", P, s(d / "p.s"), s(d / "o.nnpi"), "-O", "word_bits=48"),
              says="not one of 32, 64"),
-        Case("opt-engine", D, "options", ("sim", "-t", D, s(dais["txt"]), "-O", "engine=rtl"), says="not one of"),
+        Case("opt-engine", D, "options", ("sim", "-t", D, s(dais["txt"]), "-O", "engine=gpu"), says="not one of"),
+        Case("opt-latency-cutoff", D, "options", ("convert", "-t", D, s(dais["txt"]), s(d / "o.v"), "-O",
+                                                  "latency_cutoff=0"), says="latency_cutoff"),
+        Case("opt-rtl-top", D, "options", ("convert", "-t", D, s(dais["txt"]), s(d / "o.v"), "-O", "top=signal"),
+             says="identifier"),
+        Case("opt-hdl", D, "options", ("compile", "-t", D, s(MLP), "-o", s(d / "hdl_out"), "-O", "hdl=systemc"),
+             says="not one of"),
+        Case("dais-rtl-read", D, "dais files", ("disasm", "-t", D, s(dais["v"])), says="not read"),
         Case("opt-format", D, "options", ("convert", "-t", D, s(dais["txt"]), s(d / "o.json"), "-O", "format=foo"),
              says="not one of"),
         Case("opt-int", D, "options", ("convert", "-t", D, s(dais["txt"]), s(d / "o.dais"), "-O",

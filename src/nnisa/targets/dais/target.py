@@ -25,7 +25,8 @@ class DaisTarget(Target):
     demo_model = "digits_mlp"
     description = "da4ml Distributed Arithmetic Instruction Set (combinational fixed-point DA programs)"
     formats = {".bin": "DAIS binary (v1/v0/legacy, auto-detected)", ".dais": "DAIS binary",
-               ".json": "da4ml CombLogic JSON (or nnisa DAIS JSON on read)", ".dais.txt": "nnisa DAIS assembly"}
+               ".json": "da4ml CombLogic JSON (or nnisa DAIS JSON on read)", ".dais.txt": "nnisa DAIS assembly",
+               ".v": "Verilog-2005 RTL (write only)", ".vhd": "VHDL-2008 RTL (write only)"}
     demo_workloads = (("cmvm-256", None),)
     options = (
         O("format", str, "v1", ("v1", "v0", "legacy"), "binary format written", ("asm", "convert")),
@@ -36,7 +37,8 @@ class DaisTarget(Target):
         O("legacy_data_order", str, "lo-hi", ("lo-hi", "hi-lo"), "data word order of legacy binaries",
           ("disasm", "stats")),
         O("da4ml_compat", bool, False, None, "reproduce da4ml's C++ interpreter quirks", ("sim",)),
-        O("engine", str, "auto", ("auto", "compiled", "exact"), "numba engine or the exact reference", ("sim",)),
+        O("engine", str, "auto", ("auto", "compiled", "exact", "rtl"),
+          "numba engine, the exact reference, or the emitted Verilog run by Verilator", ("sim",)),
         O("n_threads", int, 1, None, "interpreter threads", ("sim",), minimum=1, maximum=1024),
         O("check", bool, False, None, "also run the exact reference and compare", ("sim",)),
         O("method", str, "wmc", ("wmc", "mc", "dummy"), "CSE heuristic (weighted/plain most common pair)"),
@@ -47,6 +49,15 @@ class DaisTarget(Target):
         O("cse_block_rows", int, 32, None, "CSE row-block size (wide layers pair terms within blocks; none: "
           "whole matrix)", minimum=1, maximum=1 << 24, nullable=True),
         *QUANT_OPTIONS,
+        O("hdl", str, None, ("verilog", "vhdl"), "also emit the network as RTL into the output folder",
+          ("compile",), nullable=True),
+        O("latency_cutoff", float, None, None, "RTL pipelining: adder delays per stage (none: combinational)",
+          ("compile", "convert", "sim"), minimum=0.001, maximum=1e6, nullable=True),
+        O("top", str, None, None, "RTL top module name (default: the file stem, else dais_top)",
+          ("compile", "convert"), nullable=True),
+        O("synth", bool, False, None, "synthesize the RTL with Yosys and report LUTs and flip-flops", ("compile",)),
+        O("synth_script", str, "xilinx", ("xilinx", "lut6"), "Yosys flow: synth_xilinx or generic LUT6 mapping",
+          ("compile",)),
     )
 
     def area_proxy(self, config: Any, report: dict[str, Any]) -> tuple[float, str] | None:
@@ -89,6 +100,12 @@ class DaisTarget(Target):
         if not inputs:
             raise FormatError("DAIS simulation needs an input array (inputs={'x': array})")
         x = inputs["x"] if "x" in inputs else next(iter(inputs.values()))
+        if options.get("engine") == "rtl":
+            from .sim.rtl_engine import simulate_rtl
+            y, extra = simulate_rtl(program, x, latency_cutoff=options.get("latency_cutoff"),
+                                    da4ml_compat=bool(options.get("da4ml_compat")))
+            return SimResult(outputs={"y": y}, stats=Stats(instructions=int(program.n_ops), wall_s=extra["wall_s"],
+                                                           extra=extra))
         semantics = "da4ml-compat" if options.get("da4ml_compat") else options.get("semantics", "default")
         t0 = time.perf_counter()
         interp = interpreter_for(program, semantics, options.get("engine", "auto"))  # lowered once per program
@@ -132,7 +149,16 @@ class DaisTarget(Target):
     def compile(self, model: str | Path, *, config=None, out_dir: str | Path | None = None,
                 **options: Any) -> CompileResult:
         from .compiler.netcompile import compile_model
-        return compile_model(model, out_dir=out_dir, **options)
+        hdl = options.pop("hdl", None)
+        rtl_opts = {k: options.pop(k) for k in ("latency_cutoff", "top", "synth", "synth_script") if k in options}
+        extra = None
+        if hdl:
+            from .rtl.flow import rtl_outputs
+
+            def extra(prog, stem):
+                files, rep = rtl_outputs(prog, hdl, stem=stem, **rtl_opts)
+                return files, {"rtl": rep}
+        return compile_model(model, out_dir=out_dir, extra_outputs=extra, **options)
 
     def workloads(self) -> dict[str, str]:
         from .workloads import WORKLOADS

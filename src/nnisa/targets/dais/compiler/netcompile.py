@@ -379,7 +379,7 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
 
 def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_depth=None, bits: int = 8,
                   cse_budget: int | None = DEFAULT_CSE_BUDGET, cse_block_rows: int | None = DEFAULT_CSE_BLOCK_ROWS,
-                  calibration: str = "max",
+                  calibration: str = "max", extra_outputs=None,
                   percentile: float = 99.99, per_channel: bool = True, calib_samples: int = 64,
                   **_ignored) -> CompileResult:
     """ONNX model → check → quantize (pow2, frontend) → one DAIS program; writes ``model.dais`` etc.
@@ -393,8 +393,9 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
     The report has ``adders``, ``adder_bits`` and ``depth`` (adder depth) at top level, plus
     ``n_ops``, per-layer rows and the compile time.  ``cse_budget`` bounds each layer's CSE
     in greedy steps (default :data:`DEFAULT_CSE_BUDGET`, ``None``: unlimited); ``cse_budget`` and
-    ``cse_cut_short`` (indices of layers
-    whose CSE hit the budget) are in the report.
+    ``cse_cut_short`` (indices of layers whose CSE hit the budget) are in the report.
+    ``extra_outputs(program, stem)`` may return ``({file name: text}, {report key: value})``: more
+    files for the bundle (e.g. RTL).
     """
     import time
 
@@ -423,10 +424,14 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
         report["host_tail"] = {"nodes": tail_nodes, "note": "DAIS has no exponential: these run on the host in "
                                "float on the program's integer outputs (not counted in adders/depth)"}
     t_in, t_out = qg.inputs[0], qg.outputs[0]
+    stem = Path(str(model)).stem if isinstance(model, (str, Path)) else "model"
+    extra = {}
+    if extra_outputs is not None:
+        extra, more = extra_outputs(prog, stem)
+        report.update(more)
     files = {}
     if out_dir is not None:
-        files = _write_bundle(prog, out_dir, Path(str(model)).stem if isinstance(model, (str, Path)) else "model",
-                              t_in, t_out, bits, report)
+        files = _write_bundle(prog, out_dir, stem, t_in, t_out, bits, report, extra)
 
     def encode(sample):
         x = np.asarray(sample[t_in.name] if t_in.name in sample else next(iter(sample.values())))
@@ -451,7 +456,8 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
     return res
 
 
-def _write_bundle(prog: Program, out_dir, stem: str, t_in, t_out, bits: int, report: dict) -> dict[str, str]:
+def _write_bundle(prog: Program, out_dir, stem: str, t_in, t_out, bits: int, report: dict,
+                  extra: dict | None = None) -> dict[str, str]:
     """The output folder: ``<stem>.dais`` (program), ``.dais.txt``, ``.json``, report, manifest."""
     import orjson
 
@@ -460,11 +466,15 @@ def _write_bundle(prog: Program, out_dir, stem: str, t_in, t_out, bits: int, rep
 
     names = {"dais": f"{stem}.dais", "dais.txt": f"{stem}.dais.txt", "json": f"{stem}.json",
              "report": "compile_report.json"}
+    extra = extra or {}
+    names.update({Path(n).suffix.lstrip(".") or n: n for n in extra})
     tensors = [TensorSpec(name=t.name, shape=[int(d) for d in t.shape], bits=bits, scale=float(t.scale),
                           layout="C-order, flattened") for t in (t_in, t_out)]
     with BundleWriter(out_dir) as w:
         for role in ("dais", "dais.txt", "json"):
             w.write(names[role], program_bytes(prog, names[role]))
+        for n, text in extra.items():
+            w.write(n, text)
         w.write(names["report"], orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
                                               | orjson.OPT_NON_STR_KEYS))
         man = DaisManifest(program=names["dais"], files={k: v for k, v in names.items() if k != "dais"},

@@ -18,6 +18,8 @@ from .text import assemble, disassemble
 
 TEXT_EXT = (".dais.txt", ".s", ".txt", ".asm")
 BINARY_EXT = (".bin", ".dais")
+#: write-only RTL forms (spec §10): extension → hdl
+RTL_EXT = {".v": "verilog", ".vhd": "vhdl", ".vhdl": "vhdl"}
 
 
 def file_kind(path: str | Path) -> str:
@@ -30,8 +32,10 @@ def file_kind(path: str | Path) -> str:
         return "json"
     if any(name.endswith(e) for e in BINARY_EXT):
         return "binary"
-    raise UnsupportedError(f"unknown DAIS file type {path.suffix!r} (use .bin/.dais, .json or .dais.txt)",
-                           file=str(path))
+    if path.suffix.lower() in RTL_EXT:
+        return RTL_EXT[path.suffix.lower()]
+    raise UnsupportedError(f"unknown DAIS file type {path.suffix!r} (use .bin/.dais, .json, .dais.txt, "
+                           "or .v/.vhd to write RTL)", file=str(path))
 
 
 def decode(data: bytes, *, format: str = "auto", file: str | None = None, legacy_data_order: str = "lo-hi",
@@ -53,6 +57,8 @@ def read_program(path: str | Path, **options: Any) -> Program:
             raise UnsupportedError("the bundle names no program", file=str(path))
         path = member(path, man.program, what="program file")
     kind = file_kind(path)
+    if kind in ("verilog", "vhdl"):
+        raise UnsupportedError(f"{kind} files are written from DAIS programs, not read", file=str(path))
     raw = read_maybe_compressed(path)
     if kind == "binary":
         return decode(raw, file=str(path), **options)
@@ -73,6 +79,10 @@ def program_bytes(program: Program, path: str | Path, **options: Any) -> bytes |
     kind = file_kind(path)
     if kind == "binary":
         return encode(program, **options)
+    if kind in ("verilog", "vhdl"):
+        from ..rtl import emit, module_name
+        return emit(program, kind, latency_cutoff=options.get("latency_cutoff"),
+                    name=options.get("top") or module_name(path))[0]
     if kind == "text":
         return disassemble(program)
     if options.get("json") == "nnisa":

