@@ -120,3 +120,15 @@ def test_malformed_image_and_missing_file(tmp_path, capsys):
     bad.write_bytes(b"PSAB" + bytes(60))
     code, _, err = run_cli(["sim", "-t", "pimsab", bad, "--json"], capsys)
     assert code == 2 and "version" in err
+
+
+def test_area_proxy_counts_cram_bits():
+    """Sweep Pareto fronts: CRAM bit cells of the tiles a configuration uses."""
+    import nnisa
+    t = nnisa.target("pimsab")
+    area, unit = t.area_proxy("base", {})
+    cfg = t.load_config("base")
+    assert unit == "CRAM bits"
+    assert area == cfg.tiles_used * cfg.crams_per_tile * cfg.cram_rows * cfg.cram_cols > 0
+    small, _ = t.area_proxy("base,crams_per_tile=64", {})
+    assert small == area / 4

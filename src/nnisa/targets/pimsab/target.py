@@ -52,6 +52,12 @@ class PimsabTarget(Target):
     def load_config(self, config: Any):
         return load_config(config)
 
+    def area_proxy(self, config: Any, report: dict[str, Any]) -> tuple[float, str] | None:
+        """SRAM bit cells of the compute RAMs (tiles used × CRAMs × rows × columns; networks,
+        controllers and register files not counted)."""
+        cfg = load_config(config if config is not None else "base")
+        return float(cfg.tiles_used * cfg.crams_per_tile * cfg.cram_rows * cfg.cram_cols), "CRAM bits"
+
     def isa_markdown(self, **options: Any) -> str:
         return build_isa().markdown()
 
