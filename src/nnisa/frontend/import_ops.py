@@ -323,7 +323,8 @@ def _hard(ctx, node, at) -> None:
         ctx.emit(node.op_type, node.name, [node.input[0]], [node.output[0]])
 
 
-def _minmax(ctx, node, at) -> None:
+def chain(ctx, node, op: str) -> None:
+    """A variadic ``op`` (Sum, Max, Min) as a left-to-right chain of binary ``op`` nodes."""
     ins = [ctx.use(i) for i in node.input]
     if len(ins) == 1:
         ctx.emit("Identity", node.name, ins, [node.output[0]])
@@ -332,8 +333,12 @@ def _minmax(ctx, node, at) -> None:
     for k, nxt in enumerate(ins[1:]):
         last = k == len(ins) - 2
         out = node.output[0] if last else ctx.tmp(node.output[0] + ".part")
-        ctx.emit(node.op_type, node.name if last else ctx.tmp(node.name), [acc, nxt], [out])
+        ctx.emit(op, node.name if last else ctx.tmp(node.name), [acc, nxt], [out])
         acc = out
+
+
+def _minmax(ctx, node, at) -> None:
+    chain(ctx, node, node.op_type)
 
 
 HANDLERS: dict[str, Any] = {

@@ -20,6 +20,7 @@ from ..core.fileio import check_regular_file
 from .constfold import Folded, fold_constants
 from .float_eval import run_node
 from .import_ops import HANDLERS as IMPORT_HANDLERS
+from .import_ops import chain
 from .import_ops import norm_axis as _norm_axis
 from .recurrent import HANDLERS as RECURRENT_HANDLERS
 from .ir import Graph, Node, TensorInfo
@@ -400,15 +401,7 @@ def _binary(ctx: _Ctx, node, at):
 
 
 def _sum(ctx: _Ctx, node, at):
-    ins = [ctx.use(i) for i in node.input]
-    if len(ins) == 1:
-        ctx.emit("Identity", node.name, ins, [node.output[0]])
-        return
-    acc = ins[0]
-    for k, nxt in enumerate(ins[1:]):
-        out = node.output[0] if k == len(ins) - 2 else ctx.tmp(node.output[0] + ".part")
-        ctx.emit("Add", node.name if k == len(ins) - 2 else ctx.tmp(node.name), [acc, nxt], [out])
-        acc = out
+    chain(ctx, node, "Add")
 
 
 def _unary(ctx: _Ctx, node, at):

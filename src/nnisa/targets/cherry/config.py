@@ -7,14 +7,12 @@ keys below, ``key=value`` pairs separated by commas (``sz=16,superscalar_width=1
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ...core.errors import ConfigError
-from ...core.fileio import decode_text, read_bytes
+from ...core.configs import resolve_config
 
 __all__ = ["CherryConfig", "PRESETS", "load_config"]
 
@@ -117,20 +115,6 @@ def _build(data: dict[str, Any], where: str) -> CherryConfig:
         raise ConfigError(f"{where}: {loc}: {err['msg']}") from None
 
 
-def _parse_pairs(text: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for part in text.split(","):
-        key, _, val = part.partition("=")
-        key, val = key.strip(), val.strip()
-        if not key or not _:
-            raise ConfigError(f"bad configuration item {part!r} (expected key=value)")
-        try:
-            out[key] = json.loads(val)
-        except json.JSONDecodeError:
-            out[key] = val
-    return out
-
-
 def load_config(config: Any = None) -> CherryConfig:
     """Resolve ``--config/--arch`` to a :class:`CherryConfig`.
 
@@ -140,33 +124,4 @@ def load_config(config: Any = None) -> CherryConfig:
         ``None`` (SZ = 4 defaults), a preset name, ``key=value[,key=value]`` text, a JSON file
         path, a dict or a :class:`CherryConfig`.
     """
-    if config is None:
-        return CherryConfig()
-    if isinstance(config, CherryConfig):
-        return config
-    if isinstance(config, dict):
-        return _build(config, "configuration")
-    if isinstance(config, (str, Path)):
-        text = str(config)
-        if text in PRESETS:
-            return _build(dict(PRESETS[text][1]), f"preset {text}")
-        path = Path(text)
-        if path.is_file() or text.endswith(".json"):
-            raw = decode_text(read_bytes(path), text)
-            try:
-                data = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"invalid JSON: {exc.msg}", file=text, line=exc.lineno) from None
-            if not isinstance(data, dict):
-                raise ConfigError("a Cherry configuration file must hold a JSON object", file=text)
-            base = data.pop("preset", None)
-            if base is not None:
-                if base not in PRESETS:
-                    raise ConfigError(f"unknown preset {base!r} (presets: {', '.join(PRESETS)})", file=text)
-                data = {**PRESETS[base][1], **data}
-            return _build(data, text)
-        if "=" in text:
-            return _build(_parse_pairs(text), "configuration")
-        raise ConfigError(f"unknown Cherry configuration {text!r}: not a preset ({', '.join(PRESETS)}), "
-                          "a JSON file or key=value pairs")
-    raise ConfigError(f"cannot use {type(config).__name__} as a Cherry configuration")
+    return resolve_config(config, {k: v[1] for k, v in PRESETS.items()}, _build, CherryConfig, "Cherry")
