@@ -226,13 +226,20 @@ class BundleWriter:
         One ``lstat`` and one ``listdir`` each: concurrent writers swap bundles in and out of
         the path, and a vanished destination is fine."""
         d = self.dest
-        try:
-            st = os.lstat(d)
-            if not stat.S_ISDIR(st.st_mode):
-                raise OutputError("exists and is not a folder", file=str(d))
-            names = os.listdir(d)
-        except FileNotFoundError:
-            names = []
+        names: list[str] = []
+        for _ in range(50):
+            try:
+                st = os.lstat(d)
+                if not stat.S_ISDIR(st.st_mode):
+                    raise OutputError("exists and is not a folder", file=str(d))
+                names = os.listdir(d)
+                # a writer that swapped the folder out deletes the old one file by file: a listing
+                # taken meanwhile may lack the manifest; the path then names another folder
+                if os.lstat(d).st_ino == st.st_ino:
+                    break
+            except FileNotFoundError:
+                names = []
+                break
         if names and MANIFEST not in names:
             raise OutputError("exists, is not empty and is not an nnisa bundle; "
                               "refusing to replace it (choose a new or empty folder)", file=str(d))
