@@ -60,7 +60,15 @@ class TileState:
         whole = off == 0 and n % 8 == 0 and enable is None
         rows = self.rows
         # rows never written read as zeros: a zero write to one leaves it unallocated
-        sel = [j for j in range(p) if rows[row + j] is not None or bits[j].any()]
+        nonzero = None
+        sel = []
+        for j in range(p):
+            if rows[row + j] is None:
+                if nonzero is None:
+                    nonzero = bits.any(axis=1)     # once per call, only when a row is unallocated
+                if not nonzero[j]:
+                    continue
+            sel.append(j)
         if not sel:
             return
         for j in sel:

@@ -101,7 +101,7 @@ class Machine:
         if mn == "load_shf":
             count = shuffle_size(self.cfg, ins["bcast"], ins["shf_en"], ins["shf"], ins["size"])
             bits = self._vector_from_dram(ins, count, p, w)
-            ts.write_bits(ins["row"], bits[:, self._spread(ins["bcast"], ins["shf_en"], ins["shf"])], 0)
+            ts.write_bits(ins["row"], self._spread_bits(bits, ins["bcast"], ins["shf_en"], ins["shf"]), 0)
             return
         n = ins["size"] or ts.W
         start = ins["cram"] * ts.cols
@@ -114,6 +114,22 @@ class Machine:
             self.dram.write(ins["addr"], pack_elements(pats, w))
         else:
             self.dram.write(ins["addr"], pack_planes(bits))
+
+    def _spread_bits(self, bits: np.ndarray, bcast: int, shf_en: int, shf: int) -> np.ndarray:
+        """``bits[:, self._spread(...)]``: the spread patterns are tilings, so they are built by
+        broadcasting blocks (memory-speed copies) instead of a gather over every bitline."""
+        cols, W = self.cfg.cram_cols, self.cfg.tile_bitlines
+        crams, G = W // cols, 1 << shf
+        p = bits.shape[0]
+        if not bcast and not shf_en:
+            return bits[:, :W]
+        if shf_en and cols % G:   # a group size that does not divide a CRAM: the general gather
+            return bits[:, self._spread(bcast, shf_en, shf)]
+        if bcast:
+            unit = bits[:, :G] if shf_en else bits[:, :cols]          # one CRAM's pattern source
+            return np.broadcast_to(unit[:, None, :], (p, W // unit.shape[1], unit.shape[1])).reshape(p, W)
+        block = bits[:, :crams * G].reshape(p, crams, 1, G)             # CRAM c repeats its own G elements
+        return np.broadcast_to(block, (p, crams, cols // G, G)).reshape(p, W)
 
     def _spread(self, bcast: int, shf_en: int, shf: int) -> np.ndarray:
         """Source element of every tile bitline for a broadcast/shuffled receive (§2.7.6)."""
@@ -177,7 +193,7 @@ class Machine:
         if rf:
             ts.set_rf_image_bits(bits)
         elif ins["bcast"] or ins["shf_en"]:
-            ts.write_bits(ins["dst_row"], bits[:, self._spread(ins["bcast"], ins["shf_en"], ins["shf"])], 0)
+            ts.write_bits(ins["dst_row"], self._spread_bits(bits, ins["bcast"], ins["shf_en"], ins["shf"]), 0)
         else:
             ts.write_bits(ins["dst_row"], bits, 0)
         return True
