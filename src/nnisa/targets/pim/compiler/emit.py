@@ -29,6 +29,7 @@ from ..isa import OPCODE
 MAXLEN = 2047          # 11-bit len/size field
 _OFS_LIMIT = 1 << 27   # keep offsets well inside the signed 29-bit field
 _POOL = tuple(range(7, 31))   # r31: inserted messages (c2c.py)
+_NPOOL = len(_POOL)
 
 _SLDI, _SADDI, _SETBW, _MVMUL = OPCODE["sldi"], OPCODE["saddi"], OPCODE["setbw"], OPCODE["mvmul"]
 _LD, _ST, _LLDI, _LMV = OPCODE["ld"], OPCODE["st"], OPCODE["lldi"], OPCODE["lmv"]
@@ -93,39 +94,51 @@ class CoreEmitter:
 
     def lreg(self, value: int) -> int:
         """A register holding local address ``value`` (cached; sldi on a miss)."""
-        r = self.cache.get(value)
+        cache = self.cache
+        r = cache.get(value)
         if r is not None:
-            self.cache.move_to_end(value)
+            cache.move_to_end(value)
             return r
-        if len(self.owner) < len(_POOL):
-            r = _POOL[len(self.owner)]
+        owner = self.owner
+        if len(owner) < _NPOOL:
+            r = _POOL[len(owner)]
         else:
-            old, r = self.cache.popitem(last=False)
-            del self._sorted[bisect.bisect_left(self._sorted, old)]
-        self.owner[r] = value
-        self.cache[value] = r
+            old, r = cache.popitem(last=False)
+            srt = self._sorted
+            del srt[bisect.bisect_left(srt, old)]
+        owner[r] = value
+        cache[value] = r
         bisect.insort(self._sorted, value)
-        self._set(r, value)
+        if self.reg[r] != value:    # _set, inlined (hot)
+            self.rows.append((_SLDI, r, 0, 0, 0, value, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.reg[r] = value
         return r
 
     def near(self, value: int) -> tuple[int, int]:
         """(register, offset) with reg + offset == value, preferring a cached nearby register."""
-        r = self.cache.get(value)
+        cache = self.cache
+        r = cache.get(value)
         if r is not None:
-            self.cache.move_to_end(value)
+            cache.move_to_end(value)
             return r, 0
-        # the nearest cached value (a sorted copy of the cache keys: two neighbours to compare)
+        # the nearest cached value (a sorted copy of the cache keys: two neighbours to compare;
+        # ``value`` is not cached, so the lower one is below it and the upper one above it;
+        # on a tie the lower one wins)
         srt = self._sorted
         i = bisect.bisect_left(srt, value)
         best = None
-        for j in (i - 1, i):
-            if 0 <= j < len(srt):
-                d = value - srt[j]
-                if -_OFS_LIMIT < d < _OFS_LIMIT and (best is None or abs(d) < abs(best[1])):
-                    best = (self.cache[srt[j]], d)
+        if i > 0:
+            d = value - srt[i - 1]
+            if d < _OFS_LIMIT:
+                best = srt[i - 1]
+                bd = d
+        if i < len(srt):
+            d = srt[i] - value
+            if d < _OFS_LIMIT and (best is None or d < bd):
+                best = srt[i]
         if best is not None:
-            self.cache.move_to_end(self.owner[best[0]])
-            return best
+            cache.move_to_end(best)
+            return cache[best], value - best
         return self.lreg(value), 0
 
     def _gbase(self, r: int, addr: int) -> int:

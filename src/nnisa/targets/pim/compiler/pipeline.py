@@ -184,24 +184,66 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         t = tasks[i]
         return pending[i] == 0 and (interleave or all(queues[c][head[c]] == i for c in t.cores))
 
-    dep_ready: dict[int, float] = {}     # a ready task's dependences are all emitted: fixed
+    # A ready task's dependences are all emitted, so its dependence-ready time ``dr`` is fixed
+    # when it is queued; its estimated start is max(dr, A) with A the latest ``avail`` of its
+    # cores, which only grows.  The next task is the queued one of the least
+    # (image, estimated start, index).
+    #
+    # Queued tasks are grouped by (image, cores): a group shares A, so its least task is the
+    # least index among ``low`` (dr <= A: start A) or, if ``low`` is empty, the least (dr, index)
+    # of ``high`` (dr > A).  One heap holds lower bounds of every group's least key (pushed
+    # when a task is queued, re-pushed when a popped entry is out of date), so a busier core
+    # costs one re-push per group, not one per queued task (~30 per task with a heap of tasks).
+    dep_ready: list[float] = [0.0] * n
+    gid_of = [0] * n
+    groups: dict[tuple, int] = {}
+    g_cores: list = []
+    g_low: list[list[int]] = []
+    g_high: list[list[tuple[float, int]]] = []
+    g_entry: list = []     # the group's live heap entry (other entries of the group are dead)
 
+    def g_avail(g: int) -> float:
+        cores = g_cores[g]
+        return avail[cores[0]] if len(cores) == 1 else max([avail[c] for c in cores])
 
-    def est(i: int) -> float:
-        t = tasks[i]
-        dr = dep_ready.get(i)
-        if dr is None:
-            dr = dep_ready[i] = max([0.0] + [fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]])
-        cores = t.cores
-        a = avail[cores[0]]
-        for c in cores[1:]:
-            if avail[c] > a:
-                a = avail[c]
-        return a if a > dr else dr
+    def g_least(g: int):
+        """(start, index) of group ``g``'s least task (None if empty)."""
+        a = g_avail(g)
+        low, high = g_low[g], g_high[g]
+        while high and high[0][0] <= a:
+            heapq.heappush(low, heapq.heappop(high)[1])
+        if low:
+            return a, low[0]
+        if high:
+            return high[0]
+        return None
 
     def push(i: int) -> None:
         t = tasks[i]
-        heapq.heappush(heap, (t.image, est(i), i))
+        dr = dep_ready[i] = max([0.0] + [fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]])
+        if not interleave:
+            cores = t.cores
+            a = avail[cores[0]] if len(cores) == 1 else max([avail[c] for c in cores])
+            heapq.heappush(heap, (t.image, a if a > dr else dr, i))
+            return
+        key = (t.image, tuple(t.cores))
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = len(g_cores)
+            g_cores.append(t.cores)
+            g_low.append([])
+            g_high.append([])
+            g_entry.append(None)
+        gid_of[i] = g
+        a = g_avail(g)
+        if dr <= a:
+            heapq.heappush(g_low[g], i)
+        else:
+            heapq.heappush(g_high[g], (dr, i))
+        e = (t.image, a if a > dr else dr, i)
+        if g_entry[g] is None or e < g_entry[g]:   # the group's least got lower: a new entry
+            g_entry[g] = e
+            heapq.heappush(heap, e)
 
     queued = [False] * n
     for i in range(n):
@@ -210,11 +252,35 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
             push(i)
     emitted = 0
     while heap:
-        img, key, i = heapq.heappop(heap)
-        start = est(i)
-        if interleave and start > key:   # a core of the task got busier since it was queued
-            heapq.heappush(heap, (img, start, i))
-            continue
+        if not interleave:
+            # layer-major per core: the estimate is not re-checked (no re-queueing)
+            img, key, i = heapq.heappop(heap)
+            cores = tasks[i].cores
+            a = avail[cores[0]] if len(cores) == 1 else max([avail[c] for c in cores])
+            start = a if a > dep_ready[i] else dep_ready[i]
+        else:
+            e = heap[0]
+            img, key, i = e
+            g = gid_of[i]
+            if e != g_entry[g]:
+                heapq.heappop(heap)
+                continue
+            start, j = g_least(g)
+            if start != key or j != i:   # out of date: re-queue the group's least task
+                # (one sift instead of pop + push; the heap's least entry is the same)
+                g_entry[g] = e = (img, start, j)
+                heapq.heapreplace(heap, e)
+                continue
+            heapq.heappop(heap)
+            if g_low[g] and g_low[g][0] == i:
+                heapq.heappop(g_low[g])
+            else:
+                heapq.heappop(g_high[g])
+            least = g_least(g)
+            g_entry[g] = None
+            if least is not None:
+                g_entry[g] = e = (img, least[0], least[1])
+                heapq.heappush(heap, e)
         t = tasks[i]
         for c in t.cores:
             if interleave:
