@@ -29,11 +29,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..isa import OPCODE
 from .emit import MAXLEN, CoreEmitter
 from .graph import Lowered, MatLayer
 
 #: register reserved for the source address of inserted sends (never cached by the emitter)
 MSG_REG = 31
+_SLDI, _SEND, _RECV = OPCODE["sldi"], OPCODE["send"], OPCODE["recv"]
 
 
 @dataclass
@@ -193,7 +195,9 @@ def pieces(need: Need, run: Run, have: list[tuple[int, int]]) -> list[tuple[int,
     and the region does not ``have`` yet (tensor byte offsets, so aliases with another logical
     shape — a Flatten — match too); ``have`` is updated."""
     lo, hi = max(need.lo, run.lo), min(need.hi, run.hi)
-    todo = [(lo, hi)] if lo < hi else []
+    if lo >= hi:
+        return []
+    todo = [(lo, hi)]
     for a, b in have:
         todo = [seg for x, y in todo for seg in ((x, min(y, a)), (max(x, b), y)) if seg[0] < seg[1]]
     have.extend(todo)
@@ -204,19 +208,19 @@ def message_at(e: CoreEmitter, pos: int, seq: int, op: str, addr: int, peer: int
     """Insert ``sldi r31, addr`` + the ``send``/``recv`` chunks of ``size`` bytes at ``pos``
     (>= the core's last message, so messages stay in creation order on every core); returns the
     next sequence number (inserts at one position keep their order)."""
-    from ..isa import OPCODE
     assert pos >= e.msg_pos
-    rows = [(OPCODE["sldi"], MSG_REG, 0, 0, 0, addr, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)]
+    ins = e.inserts
+    ins.append((pos, seq, (_SLDI, MSG_REG, 0, 0, 0, addr, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+    seq += 1
     done = 0
     while done < size:
         n = min(MAXLEN, size - done)
         if op == "send":
-            rows.append((OPCODE["send"], 0, MSG_REG, 0, n, 0, 0, 0, 0, peer, 0, 0, 0, 0, 0, done))
+            row = (_SEND, 0, MSG_REG, 0, n, 0, 0, 0, 0, peer, 0, 0, 0, 0, 0, done)
         else:
-            rows.append((OPCODE["recv"], MSG_REG, 0, 0, n, 0, 0, 0, 0, peer, 0, 0, 0, 0, 0, done))
-        done += n
-    for row in rows:
-        e.inserts.append((pos, seq, row))
+            row = (_RECV, MSG_REG, 0, 0, n, 0, 0, 0, 0, peer, 0, 0, 0, 0, 0, done)
+        ins.append((pos, seq, row))
         seq += 1
+        done += n
     e.msg_pos = pos
     return seq

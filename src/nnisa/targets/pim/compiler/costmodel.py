@@ -40,6 +40,7 @@ class CostModel:
         self.bw = cfg.chip_config.network_config.bus_width
         self.noc = 15.0          # typical per-flit latency (ns) of a mesh hop sequence
         self.widths: dict[int, tuple[int, int]] = {}
+        self._steps: dict[tuple[int, int], dict] = {}   # (ib, ob) → (op, len) → row time
 
     def lr(self, nbytes: int) -> float:
         return _cdiv(nbytes, self.l_dw) * self.l_rd
@@ -55,36 +56,51 @@ class CostModel:
         """Estimated end of ``rows`` on ``core`` starting at ``t0``; appends every row's end
         time to ``times``."""
         ib, ob = self.widths.get(core, (8, 8))
-        l_dw, l_rd, l_wr, g_dw = self.l_dw, self.l_rd, self.l_wr, self.g_dw
-        vw, vlat, noc, bw = self.vw, self.vlat, self.noc, self.bw
         t = t0
         append = times.append
+        # a row's increment depends only on (opcode, len) and the current widths: memoised
+        # (the same float expression, so the sums are unchanged)
+        steps = self._steps.get((ib, ob))
+        if steps is None:
+            steps = self._steps[(ib, ob)] = {}
         for r in rows:
             op = r[0]
-            if op in _VEC:
-                n = r[4]
-                iby, oby = -(-ib // 8), -(-ob // 8)
-                wb = n * (oby if op in _OBYW else iby)
-                t += ((2 if op in _TWO else 1) * (-(-(n * iby) // l_dw) * l_rd) + -(-n // vw) * vlat
-                      + -(-wb // l_dw) * l_wr + 2)
-            elif op == _MVMUL:
-                t += self.mvm + 3
-            elif op == _LMV:
-                k = -(-r[4] // l_dw)
-                t += k * l_rd + k * l_wr + 2
-            elif op == _LLDI:
-                t += -(-r[4] // l_dw) * l_wr + 2
-            elif op == _LD:
-                t += noc + -(-r[4] // g_dw) * self.g_rd + -(-r[4] // l_dw) * l_wr + 2
-            elif op == _ST:
-                t += -(-r[4] // l_dw) * l_rd + -(-r[4] // bw) * noc + -(-r[4] // g_dw) * self.g_wr + 3
-            elif op == _SEND or op == _RECV:
-                t += self.message(r[4])
-            elif op == _SETBW:
+            if op == _SETBW:
                 ib, ob = r[12], r[13]
+                steps = self._steps.get((ib, ob))
+                if steps is None:
+                    steps = self._steps[(ib, ob)] = {}
                 t += 1
             else:
-                t += 1
+                key = (op, r[4])
+                dt = steps.get(key)
+                if dt is None:
+                    dt = steps[key] = self._step(op, r[4], ib, ob)
+                t += dt
             append(t)
         self.widths[core] = (ib, ob)
         return t
+
+    def _step(self, op: int, n: int, ib: int, ob: int) -> float:
+        """Time of one row (opcode ``op``, len field ``n``) under widths ``ib``/``ob``."""
+        l_dw, l_rd, l_wr, g_dw = self.l_dw, self.l_rd, self.l_wr, self.g_dw
+        vw, vlat, noc, bw = self.vw, self.vlat, self.noc, self.bw
+        if op in _VEC:
+            iby, oby = -(-ib // 8), -(-ob // 8)
+            wb = n * (oby if op in _OBYW else iby)
+            return ((2 if op in _TWO else 1) * (-(-(n * iby) // l_dw) * l_rd) + -(-n // vw) * vlat
+                    + -(-wb // l_dw) * l_wr + 2)
+        if op == _MVMUL:
+            return self.mvm + 3
+        if op == _LMV:
+            k = -(-n // l_dw)
+            return k * l_rd + k * l_wr + 2
+        if op == _LLDI:
+            return -(-n // l_dw) * l_wr + 2
+        if op == _LD:
+            return noc + -(-n // g_dw) * self.g_rd + -(-n // l_dw) * l_wr + 2
+        if op == _ST:
+            return -(-n // l_dw) * l_rd + -(-n // bw) * noc + -(-n // g_dw) * self.g_wr + 3
+        if op == _SEND or op == _RECV:
+            return self.message(n)
+        return 1

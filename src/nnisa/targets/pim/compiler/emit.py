@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
+from operator import itemgetter
 
 from ..isa import OPCODE
 
@@ -257,7 +258,7 @@ class CoreEmitter:
         """Splice the inserted token sends into ``rows`` (stable by position, then sequence)."""
         if not self.inserts:
             return
-        ins = sorted(self.inserts, key=lambda t: (t[0], t[1]))
+        ins = sorted(self.inserts, key=itemgetter(0, 1))
         pos = [t[0] for t in ins]
         # an insert at position p goes before row p: a mark m (exclusive end) moves by the
         # number of inserts before it
@@ -288,7 +289,9 @@ class CoreEmitter:
 
     def mvmul(self, dst: int, src: int, group: int, mbiw: int) -> None:
         rs = self.lreg(src)
-        self._set(6, dst)
+        if self.reg[6] != dst:     # _set(6, dst), inlined (hot)
+            self.rows.append((_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.reg[6] = dst
         self.rows.append((_MVMUL, 6, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
 
     def vv(self, op: str, d: int, a: int, b: int, n: int) -> None:

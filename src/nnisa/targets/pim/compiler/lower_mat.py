@@ -540,15 +540,19 @@ class MatCodegen:
         e = self.em[c]
         my, k0, k1, patch, parts, band = buf
         mbiw = l.w_bits
+        # the array groups' ids and source addresses are the same for every window (ids are
+        # assigned on first use: taken in the same order, and only if there is a window)
+        mvs = [(e.group_id((a.layer, a.replica, a.unit, a.row_slice), a.xbars), part, patch + a.r0 - k0)
+               for a, part in zip(my, parts)] if q1 > q0 else []
+        step = nu * self.accb
         for i, p in enumerate(range(q0, q1)):
             e.setbw(self.ab, self.acc)
             if band is None:
                 self._load_patch(e, p, patch, k0, k1)
             else:
                 self._load_patch_band(e, band, p, patch, k0, k1)
-            for a, part in zip(my, parts):
-                g = e.group_id((a.layer, a.replica, a.unit, a.row_slice), a.xbars)
-                e.mvmul(part + i * nu * self.accb, patch + a.r0 - k0, g, mbiw)
+            for g, part, src in mvs:
+                e.mvmul(part + i * step, src, g, mbiw)
         n = (q1 - q0) * nu
         if len(my) > 1:
             e.setbw(self.acc, self.acc)

@@ -294,11 +294,16 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         covered = {nd.buf for nd in needs}
         # core-to-core data: the positions the task's regions still lack, from its producers
         for nd in needs:
+            nbuf, nlo, nhi = nd.buf, nd.lo, nd.hi
             for d in t.deps:
-                for run in produced.get(d, ()):
-                    if run.buf != nd.buf:
-                        continue
-                    have = received.setdefault((nd.core, nd.key, d, run.lo), [])
+                pd = produced.get(d)
+                if pd is None:
+                    continue
+                for run in pd.get(nbuf, ()):
+                    rlo, rhi = run.lo, run.hi
+                    if not (nlo < nhi and nlo < rhi and rlo < nhi and rlo < rhi):
+                        continue     # no overlap: pieces() would find nothing
+                    have = received.setdefault((nd.core, nd.key, d, rlo), [])
                     for src, dst, size in pieces(nd, run, have):
                         p, c = tasks[d].store, nd.core
                         if p == c:
@@ -356,7 +361,10 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         if debug is not None:
             debug.append((i, t.layer, t.image, t.store, before.get(t.store, 0), endpos[i], start, end))
         if t.runs is not None:
-            produced[i] = t.runs()
+            # by buffer (a need only takes runs of its own buffer), in the original order
+            pd = produced[i] = {}
+            for run in t.runs():
+                pd.setdefault(run.buf, []).append(run)
         for c in t.cores:
             em[c].mark(t.image)
         done[i] = True
