@@ -210,6 +210,12 @@ class CoreEmitter:
             done += n
 
     def lmv(self, dst: int, src: int, size: int) -> None:
+        if size <= MAXLEN:      # one chunk (the common case: a patch segment)
+            if size > 0:
+                rs, o = self.near(src)
+                rd = self.lreg(dst)
+                self.rows.append((_LMV, rd, rs, 0, size, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
+            return
         done = 0
         while done < size:
             n = min(MAXLEN, size - done)

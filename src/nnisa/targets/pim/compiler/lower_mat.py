@@ -358,15 +358,19 @@ class MatCodegen:
             if post is not None:
                 post.setup(st, home, nu, bmax, r)
 
+        # each core's rows of the unit's weights (the same for every batch)
+        core_rows = {c: (min(a.r0 for a in by_core[c]), max(a.r1 for a in by_core[c])) for c in cores}
+
         def talloc() -> None:
             # transient buffers of one batch
             bufs = {}
+            psize = bmax * nu * self.accb
             for c in cores:
                 e = self.em[c]
                 my = by_core[c]
-                k0, k1 = min(a.r0 for a in my), max(a.r1 for a in my)
+                k0, k1 = core_rows[c]
                 patch = e.tarena.alloc(k1 - k0)
-                parts = [e.tarena.alloc(bmax * nu * self.accb) for _ in my]
+                parts = [e.tarena.alloc(psize) for _ in my]
                 bufs[c] = (my, k0, k1, patch, parts, st["bands"][c])
             e_home = self.em[home]
             st["bufs"] = bufs

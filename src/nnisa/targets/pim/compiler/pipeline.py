@@ -293,49 +293,56 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         needs = t.needs() if t.needs is not None else []
         covered = {nd.buf for nd in needs}
         # core-to-core data: the positions the task's regions still lack, from its producers
-        for nd in needs:
-            nbuf, nlo, nhi = nd.buf, nd.lo, nd.hi
+        # (the producers' runs by buffer, in dependence order: taken once, not per need)
+        dep_runs: dict[int, list] = {}
+        if needs:
             for d in t.deps:
                 pd = produced.get(d)
-                if pd is None:
-                    continue
-                for run in pd.get(nbuf, ()):
-                    rlo, rhi = run.lo, run.hi
-                    if not (nlo < nhi and nlo < rhi and rlo < nhi and rlo < rhi):
-                        continue     # no overlap: pieces() would find nothing
-                    have = received.setdefault((nd.core, nd.key, d, rlo), [])
-                    for src, dst, size in pieces(nd, run, have):
-                        p, c = tasks[d].store, nd.core
-                        if p == c:
-                            em[p].lmv(dst, src, size)
-                            continue
-                        # the consumer waits for its data (its recv goes just before the task); the
-                        # send goes where the producer is estimated to reach the consumer's start
-                        # (a synchronous send placed earlier would stall the producer; a recv placed
-                        # earlier would stall a consumer that has other work first)
-                        ep, ec = em[p], em[c]
-                        tp = times[p]
-                        _sync_rows(tp, len(ep.rows))
-                        pos_p = max(endpos[d], ep.msg_pos, bisect.bisect_left(tp, start))
-                        pos_c = len(ec.rows)
-                        seq = message_at(ep, pos_p, seq, "send", src, c, size)
-                        seq = message_at(ec, pos_c, seq, "recv", dst, p, size)
-                        avail[c] += cost.message(size)    # (the rows after the insert get later)
-                        avail[p] += cost.lr(size) + 2 * cost.noc
-                        known[(c, p)] = max(known.get((c, p), -1), pos_p)
-                        messages += 1
-                        msg_bytes += size
+                if pd is not None:
+                    for b, runs in pd.items():
+                        dep_runs.setdefault(b, []).extend([(d, run) for run in runs])
+        for nd in needs:
+            nbuf, nlo, nhi = nd.buf, nd.lo, nd.hi
+            for d, run in dep_runs.get(nbuf, ()):
+                rlo, rhi = run.lo, run.hi
+                if not (nlo < nhi and nlo < rhi and rlo < nhi and rlo < rhi):
+                    continue     # no overlap: pieces() would find nothing
+                have = received.setdefault((nd.core, nd.key, d, rlo), [])
+                for src, dst, size in pieces(nd, run, have):
+                    p, c = tasks[d].store, nd.core
+                    if p == c:
+                        em[p].lmv(dst, src, size)
+                        continue
+                    # the consumer waits for its data (its recv goes just before the task); the
+                    # send goes where the producer is estimated to reach the consumer's start
+                    # (a synchronous send placed earlier would stall the producer; a recv placed
+                    # earlier would stall a consumer that has other work first)
+                    ep, ec = em[p], em[c]
+                    tp = times[p]
+                    _sync_rows(tp, len(ep.rows))
+                    pos_p = max(endpos[d], ep.msg_pos, bisect.bisect_left(tp, start))
+                    pos_c = len(ec.rows)
+                    seq = message_at(ep, pos_p, seq, "send", src, c, size)
+                    seq = message_at(ec, pos_c, seq, "recv", dst, p, size)
+                    avail[c] += cost.message(size)    # (the rows after the insert get later)
+                    avail[p] += cost.lr(size) + 2 * cost.noc
+                    known[(c, p)] = max(known.get((c, p), -1), pos_p)
+                    messages += 1
+                    msg_bytes += size
         # tokens: one per (producer core, loading core) not yet covered
+        # (the last producing row of each producer core: the same for every loading core)
+        need: dict[int, int] = {}
+        for d in t.deps:
+            td = tasks[d]
+            if td.out_buf is not None and td.out_buf in covered:
+                continue
+            p = td.store
+            if endpos[d] > need.get(p, -1):
+                need[p] = endpos[d]
+        need_cores = sorted(need)
         for c in t.loaders:
-            need: dict[int, int] = {}
-            for d in t.deps:
-                if tasks[d].out_buf is not None and tasks[d].out_buf in covered:
-                    continue
-                p = tasks[d].store
-                if p != c and endpos[d] > need.get(p, -1):
-                    need[p] = endpos[d]
-            for p in sorted(need):
-                if known.get((c, p), -1) >= need[p]:
+            for p in need_cores:
+                if p == c or known.get((c, p), -1) >= need[p]:
                     continue
                 ep = em[p]
                 lo = max(need[p], ep.msg_pos)
