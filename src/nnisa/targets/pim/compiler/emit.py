@@ -294,7 +294,12 @@ class CoreEmitter:
         return g
 
     def mvmul(self, dst: int, src: int, group: int, mbiw: int) -> None:
-        rs = self.lreg(src)
+        # lreg(src) with its cache hit inlined (hot: once per window and array group)
+        rs = self.cache.get(src)
+        if rs is None:
+            rs = self.lreg(src)
+        else:
+            self.cache.move_to_end(src)
         if self.reg[6] != dst:     # _set(6, dst), inlined (hot)
             self.rows.append((_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
             self.reg[6] = dst
@@ -303,7 +308,23 @@ class CoreEmitter:
     def vv(self, op: str, d: int, a: int, b: int, n: int) -> None:
         """Binary vector op (vvadd, vvsub, vvmax, vvsll, vvsra, ...) of ``n`` elements."""
         code = OPCODE[op]
-        rd, ra, rb = self.lreg(d), self.lreg(a), self.lreg(b)
+        # lreg(d), lreg(a), lreg(b) in that order, cache hits inlined (hot)
+        cache = self.cache
+        rd = cache.get(d)
+        if rd is None:
+            rd = self.lreg(d)
+        else:
+            cache.move_to_end(d)
+        ra = cache.get(a)
+        if ra is None:
+            ra = self.lreg(a)
+        else:
+            cache.move_to_end(a)
+        rb = cache.get(b)
+        if rb is None:
+            rb = self.lreg(b)
+        else:
+            cache.move_to_end(b)
         done = 0
         while done < n:
             k = min(MAXLEN, n - done)
