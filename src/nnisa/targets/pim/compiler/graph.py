@@ -245,7 +245,6 @@ def lower_graph(qg: QGraph, extra=None) -> Lowered:
                                file=qg.source)
     tensors: dict[str, TensorRef] = {}
     buffers: list[Buffer] = []
-    _SOURCE["file"] = qg.source
 
     def new_tensor(name: str, qt=None) -> TensorRef:
         qt = qt or qg.tensors[name]
@@ -287,9 +286,9 @@ def lower_graph(qg: QGraph, extra=None) -> Lowered:
         if n.op in ("Conv", "Gemm"):
             layers.append(_mat_layer(n, ins[0], new_tensor(n.outputs[0]), qg))
         elif n.op in ("MaxPool", "AveragePool"):
-            layers.append(_pool_layer(n, ins[0], new_tensor(n.outputs[0])))
+            layers.append(_pool_layer(n, ins[0], new_tensor(n.outputs[0]), qg.source))
         elif n.op == "GlobalAveragePool":
-            x = _need_hwc(n, ins[0])
+            x = _need_hwc(n, ins[0], qg.source)
             layers.append(GapLayer(n, [x], new_tensor(n.outputs[0]), in_hwc=x.buf.hwc))
         elif n.op in ("Add", "Sub"):
             layers.append(_elt_layer(n, ins, new_tensor(n.outputs[0])))
@@ -321,25 +320,17 @@ def _alias(n: QNode, x: TensorRef, qg: QGraph) -> TensorRef:
     return TensorRef(n.outputs[0], shape_out, x.buf, perm, qt.exp, qt.scale, qt.bits)
 
 
-def _need_hwc(n: QNode, x: TensorRef) -> TensorRef:
+def _need_hwc(n: QNode, x: TensorRef, file: str | None) -> TensorRef:
     if not x.is_hwc:
         raise UnsupportedError(f"input {x.name} was reshaped or transposed by an earlier layout op; PIM runs "
-                               f"{n.op} only on 4-D tensors in their own NCHW layout", where=_where(n), file=x_source(n))
+                               f"{n.op} only on 4-D tensors in their own NCHW layout", where=_where(n), file=file)
     return x
-
-
-def x_source(n: QNode) -> str | None:
-    """The model file of a node's graph (set by :func:`lower_graph` for error messages)."""
-    return _SOURCE.get("file")
-
-
-_SOURCE: dict[str, str | None] = {}
 
 
 def _mat_layer(n: QNode, x: TensorRef, out: TensorRef, qg: QGraph) -> MatLayer:
     a = n.attrs
     if n.op == "Conv":
-        x = _need_hwc(n, x)
+        x = _need_hwc(n, x, qg.source)
         mat = _matrix_hwc(n)
         _, _, oh, ow = out.shape
         kwargs = dict(in_hwc=x.buf.hwc, out_hw=(oh, ow), kernel=tuple(a["kernel"]), strides=tuple(a["strides"]),
@@ -365,9 +356,9 @@ def _mat_layer(n: QNode, x: TensorRef, out: TensorRef, qg: QGraph) -> MatLayer:
                     w_bits=int(n.w_bits or qg.w_bits), acc_bits=acc, **kwargs)
 
 
-def _pool_layer(n: QNode, x: TensorRef, out: TensorRef) -> PoolLayer:
+def _pool_layer(n: QNode, x: TensorRef, out: TensorRef, file: str | None = None) -> PoolLayer:
     from ....frontend.kernels import pool_counts
-    x = _need_hwc(n, x)
+    x = _need_hwc(n, x, file)
     a = n.attrs
     h, w, _ = x.buf.hwc
     _, _, oh, ow = out.shape

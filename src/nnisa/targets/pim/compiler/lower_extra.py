@@ -34,7 +34,7 @@ from ....frontend.quant import QNode, QTensor
 from ..isa import OPCODE
 from .emit import MAXLEN, CoreEmitter
 from .graph import Layer, TensorRef, acc_width
-from .lower_vec import split
+from .lower_vec import requant_tail, split
 from .memory_plan import ConstPool, elem_bytes
 from .schedule import Task
 
@@ -288,7 +288,6 @@ def requant_range(e: CoreEmitter, buf: int, wide: int, n: int, shift: int, clamp
     """In place: ``buf[i] = clip(rshift_round(buf[i], shift), *clamp)`` for ``n`` ``bits``-bit elements,
     through the ``W``-bit scratch ``wide`` (``kv``: the local constant vectors of :func:`requant_consts`)."""
     acc = kv["acc"]
-    tmax = (1 << (bits - 1)) - 1
     done = 0
     while done < n:
         m = min(MAXLEN, n - done, kv["n"])
@@ -296,13 +295,8 @@ def requant_range(e: CoreEmitter, buf: int, wide: int, n: int, shift: int, clamp
         e.vv("vvsll", wide, buf + done, kv["kl"], m)      # widen (and left-shift when shift < 0)
         if shift > 0:
             e.setbw(acc, acc)
-            e.vv("vvadd", wide, wide, kv["kh"], m)
-            e.vv("vvsra", wide, wide, kv["kr"], m)
-        e.setbw(acc, bits)
-        e.vrs("vrsl", buf + done, wide, clamp[0], m)
-        if clamp[1] < tmax:
-            e.setbw(bits, bits)
-            e.vrs("vrsu", buf + done, buf + done, clamp[1], m)
+        requant_tail(e, wide, buf + done, m, acc, bits, clamp, half=kv["kh"] if shift > 0 else None,
+                     shr=kv["kr"] if shift > 0 else None)
         done += m
 
 

@@ -34,7 +34,7 @@ from ....frontend.quant import QNode, qrange
 from .emit import MAXLEN, CoreEmitter
 from .graph import TensorRef, acc_width
 from .lower_extra import ExtraLayer, emit_runs, logical_to_storage, runs, storage_to_logical
-from .lower_vec import split
+from .lower_vec import requant_tail, split
 from .memory_plan import ConstPool, elem_bytes
 from .schedule import Task
 
@@ -304,8 +304,6 @@ def mul_tasks(layer: MulLayer, em: dict[int, CoreEmitter], workers: list[int], c
     pers = [per for _, _, mp, per in ops if mp is not None and per]
     for per in pers:   # chunks start on a period boundary: a repeated operand is the same every chunk
         n0 = max(per, n0 // per * per)
-    tmax = (1 << (ob - 1)) - 1
-    lo, hi = layer.clamp
     outa = layer.out.buf.addr + ofs
     states = {} if states is None else states
 
@@ -363,20 +361,10 @@ def mul_tasks(layer: MulLayer, em: dict[int, CoreEmitter], workers: list[int], c
                 P, y = st["p"], st["y"]
                 e.setbw(8, W)
                 e.vv("vvmul", P, bufs[0], bufs[1], n)
-                if s > 0:
+                if s:
                     e.setbw(W, W)
-                    e.vv("vvadd", P, P, st["kh"], n)
-                    e.vv("vvsra", P, P, st["kr"], n)
-                elif s < 0:
-                    e.setbw(W, W)
-                    e.vrs("vrsl", P, P, -tmax - 2, n)
-                    e.vrs("vrsu", P, P, tmax + 1, n)
-                    e.vv("vvsll", P, P, st["kl"], n)
-                e.setbw(W, ob)
-                e.vrs("vrsl", y, P, lo, n)
-                if hi < tmax:
-                    e.setbw(ob, ob)
-                    e.vrs("vrsu", y, y, hi, n)
+                requant_tail(e, P, y, n, W, ob, layer.clamp, half=st.get("kh"), shr=st.get("kr"),
+                             left=st.get("kl"))
                 e.st(outa + p, y, n)
 
             yield Task(li, [core], [core], reads, [(outa + p, outa + q)], core, run, _where(layer),

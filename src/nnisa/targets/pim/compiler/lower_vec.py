@@ -303,20 +303,30 @@ def elt_arith(e: CoreEmitter, k: dict[str, int], out: int, abuf: int, bbuf: int,
     (the frontend's Add/Sub); ``k`` = the constants of :func:`elt_consts`, ``A``/``B`` scratch
     vectors at accumulator width."""
     shr, shl = max(shift, 0), max(-shift, 0)
-    lo, hi = clamp
-    tmax = (1 << (ob - 1)) - 1
     e.setbw(8, acc)
     e.vv("vvsll", A, abuf, k["ksa"], n)
     e.vv("vvsll", B, bbuf, k["ksb"], n)
     e.setbw(acc, acc)
     e.vv("vvsub" if sub else "vvadd", A, A, B, n)
-    if shr:
-        e.vv("vvadd", A, A, k["kr"], n)
-        e.vv("vvsra", A, A, k["ks"], n)
-    if shl:
+    requant_tail(e, A, out, n, acc, ob, clamp, half=k["kr"] if shr else None, shr=k["ks"] if shr else None,
+                 left=k["kl"] if shl else None)
+
+
+def requant_tail(e: CoreEmitter, A: int, out: int, n: int, acc: int, ob: int, clamp: tuple[int, int], *,
+                 half: int | None = None, shr: int | None = None, left: int | None = None) -> None:
+    """``out ← clip(A', *clamp)`` at ``ob`` bits from the ``acc``-bit vector ``A`` (bit widths
+    already ``acc, acc``), where ``A'`` is ``(A + half) >> shr`` (the frontend's rounding shift;
+    ``half``/``shr`` are constant vectors) or ``sat(A) << left`` (saturated to the int range first,
+    so the left shift cannot wrap), or ``A`` itself.  Shared by every requantizing vector layer."""
+    lo, hi = clamp
+    tmax = (1 << (ob - 1)) - 1
+    if half is not None:
+        e.vv("vvadd", A, A, half, n)
+        e.vv("vvsra", A, A, shr, n)
+    if left is not None:
         e.vrs("vrsl", A, A, -tmax - 2, n)
         e.vrs("vrsu", A, A, tmax + 1, n)
-        e.vv("vvsll", A, A, k["kl"], n)
+        e.vv("vvsll", A, A, left, n)
     e.setbw(acc, ob)
     e.vrs("vrsl", out, A, lo, n)
     if hi < tmax:

@@ -40,6 +40,7 @@ class Machine:
         self.messages: dict[tuple, deque] = defaultdict(deque)
         self.mailbox: Counter = Counter()
         self.executed = 0
+        self._spread_cache: dict[tuple, np.ndarray] = {}   # (bcast, shf_en, shf) → source bitlines
 
     def tile(self, t: int) -> TileState:
         ts = self.tiles.get(t)
@@ -134,10 +135,9 @@ class Machine:
     def _spread(self, bcast: int, shf_en: int, shf: int) -> np.ndarray:
         """Source element of every tile bitline for a broadcast/shuffled receive (§2.7.6)."""
         key = (bool(bcast), bool(shf_en), shf)
-        cache = self.__dict__.setdefault("_spread_cache", {})
-        if key not in cache:
-            cache[key] = self._spread_map(bcast, shf_en, shf)
-        return cache[key]
+        if key not in self._spread_cache:
+            self._spread_cache[key] = self._spread_map(bcast, shf_en, shf)
+        return self._spread_cache[key]
 
     def _spread_map(self, bcast: int, shf_en: int, shf: int) -> np.ndarray:
         cols, W = self.cfg.cram_cols, self.cfg.tile_bitlines
