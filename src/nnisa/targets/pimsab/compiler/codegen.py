@@ -24,7 +24,7 @@ from ..workloads.builder import Builder
 from .lang import Access, Bin, Cast, CompileError, Const, Expr, Loop, Select, Shift
 from .layout import Layout
 from .model import Candidate, Nest, dtype_prec, is_mac, log2_exact, mesh_aligned, strip, temp_layout
-from .widths import Width, width
+from .widths import Width, float_format, round_float, width
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class View:
     row: int
     bits: int
     signed: bool
-    fmt: str = ""  # "f32" for floats
+    fmt: str = ""  # "f32"/"f16"/"bf16" for floats
 
     @property
     def prec(self) -> int:
@@ -205,6 +205,7 @@ class Generator:
         self.const_regs: dict = {}
         self.is_float = bool(width(nest.body, self.adaptive).fmt) if not isinstance(strip(nest.body), Access) \
             else nest.sched.op.dtype.is_float
+        self.fmt = (float_format(nest.body) or nest.sched.op.dtype.token) if self.is_float else ""
         keys: list = []
         for e in _walk(nest.body):
             vals = [e.value] if isinstance(e, Const) else []
@@ -227,8 +228,8 @@ class Generator:
             if isinstance(e, Const) and id(e) in self.temp_row and id(e) not in done:
                 done.add(id(e))
                 r0, w = self.temp_row[id(e)], width(e)
-                if self.is_float:
-                    w = Width(32, True, "f32")
+                if self.is_float:  # constant rows hold the computation's float format
+                    w = Width(P.decode(P.make(self.fmt)).bits, True, self.fmt)
                 self.emit_all([self.ISA.row("reset", rd=r0, pd=_p(w), size=self.size),
                                self.ISA.row("add_const", rd=r0, pd=_p(w), ra=r0, pa=_p(w),
                                             rb=self.const_regs[self._ckey(e.value)], pb=self._const_prec(),
@@ -403,7 +404,7 @@ class Generator:
 
     # ------------------------------------------------------------------ compute
     def _ckey(self, v) -> tuple:
-        return ("f", float(v)) if self.is_float else ("i", int(v))
+        return ("f", float(round_float(v, self.fmt))) if self.is_float else ("i", int(v))
 
     def _imm(self, key: tuple) -> int:
         kind, v = key
@@ -437,6 +438,8 @@ class Generator:
                 return self._place(v, rows, dest)
             return self._place(self.cur[id(e)], rows, dest)
         if isinstance(e, Const):
+            if self.is_float:  # the constant row holds the computation's format (see generate)
+                w = Width(P.decode(P.make(self.fmt)).bits, True, self.fmt)
             return self._place(View(self.temp_row[id(e)], w.bits, w.signed, w.fmt), rows, dest)
         if isinstance(e, Cast):
             if dest is not None:

@@ -28,14 +28,15 @@ import numpy as np
 
 from ..config import PimsabConfig, load_config
 from ..program import PimsabProgram
+from ..sim.values import float_max, float_min
 from .codegen import Generator
 from .lang import (Compute, CompileError, DType, Schedule, bf16, compute, f16, f32, i, loop, max, maximum, min,
                    minimum, red_loop, reductions, schedule, select, sum, tensor, u)
 from .layout import Layout
 from .model import Candidate, Nest, analyse, evaluate, stage_breakdown
 from .search import describe, search
+from .widths import float_format, round_float, wrap
 from .widths import reference as eval_reference
-from .widths import wrap
 
 i1, i2, i4, i8, i16, i32, i64 = (i(w) for w in (1, 2, 4, 8, 16, 32, 64))
 u1, u2, u4, u8, u16, u32, u64 = (u(w) for w in (1, 2, 4, 8, 16, 32, 64))
@@ -63,7 +64,7 @@ class Compiled:
         res = simulate_pimsab(self.program, config=self.config, inputs=self.inputs(values), mode=mode, **options)
         outs = self.layout.unpack(res.details.machine.dram.read) if res.details.machine is not None else {}
         t = self.schedule.op.dtype
-        return {k: wrap(v, t) for k, v in outs.items()}, res
+        return {k: host_float(wrap(v, t), t) for k, v in outs.items()}, res
 
     def reference(self, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The exact NumPy result of the computation (declared wrap-around)."""
@@ -76,6 +77,7 @@ def reference(op: Compute, values: dict[str, np.ndarray]) -> np.ndarray:
     env = {lp: g + lp.lo for lp, g in zip(op.axes, grids)}
     reds = reductions(op.expr)
     red = reds[0] if reds else None
+    fmt = float_format(op.expr)
 
     def value(acc):
         arr = np.asarray(values[acc.tensor.name]).astype(np.float32 if acc.tensor.dtype.is_float else np.int64)
@@ -90,7 +92,7 @@ def reference(op: Compute, values: dict[str, np.ndarray]) -> np.ndarray:
                 raise CompileError(f"tensor {acc.tensor.name}: index out of range in dimension {d}")
         return arr[tuple(idx)]
     if red is None:
-        return np.broadcast_to(eval_reference(op.expr, value), op.shape).copy()
+        return host_float(np.broadcast_to(eval_reference(op.expr, value), op.shape).copy(), op.dtype)
     acc = None
     for combo in itertools.product(*[range(lp.extent) for lp in red.loops]):
         for lp, v in zip(red.loops, combo):
@@ -99,11 +101,19 @@ def reference(op: Compute, values: dict[str, np.ndarray]) -> np.ndarray:
         if acc is None:
             acc = v.copy()
         elif red.kind == "sum":
-            acc = acc + v
+            acc = acc + v if not fmt else round_float(np.add(acc, v, dtype=np.float32), fmt)
         else:
-            acc = np.maximum(acc, v) if red.kind == "max" else np.minimum(acc, v)
+            f = (float_max if red.kind == "max" else float_min) if fmt else \
+                (np.maximum if red.kind == "max" else np.minimum)
+            acc = f(acc, v)
     from .lang import declared_type
-    return wrap(wrap(acc, declared_type(op.expr)), op.dtype)
+    return host_float(wrap(wrap(acc, declared_type(op.expr)), op.dtype), op.dtype)
+
+
+def host_float(v: np.ndarray, t: DType) -> np.ndarray:
+    """Float results as the host sees them: float16 arrays for f16, float32 for f32 and bf16
+    (every bf16 value is a float32 value)."""
+    return v.astype(np.float16) if t.token == "f16" else v
 
 
 def build(s: Schedule, config: Any = "base", *, adaptive_precision: bool = True, bit_lifetime: bool = True,

@@ -383,7 +383,7 @@ def declared_type(e: Expr) -> DType:
         return declared_type(e.expr)
     if isinstance(e, (Bin, Select)):
         a, b = declared_type(e.a), declared_type(e.b)
-        if a.is_float != b.is_float:  # a number next to a float is that float
+        if a.is_float != b.is_float or (a.is_float and a != b):  # a number next to a float is that float
             if isinstance(e.b, Const):
                 return a
             if isinstance(e.a, Const):

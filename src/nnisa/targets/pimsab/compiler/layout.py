@@ -14,7 +14,30 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..sim.dram import element_bytes, pack_elements, pack_planes, unpack_elements
+from ..sim.values import bf16_bits
 from .lang import CompileError
+
+
+FLOAT_TOKENS = ("f32", "f16", "bf16")
+
+
+def float_patterns(a, fmt: str) -> np.ndarray:
+    """Host float values → bit patterns of ``fmt`` (f16/bf16: rounded to nearest even)."""
+    if fmt == "f16":
+        with np.errstate(over="ignore"):
+            return np.asarray(a, np.float16).view(np.uint16)
+    if fmt == "bf16":
+        return bf16_bits(np.asarray(a, np.float32))
+    return np.asarray(a, np.float32).view(np.uint32)
+
+
+def float_values(v: np.ndarray, fmt: str) -> np.ndarray:
+    """Bit patterns of ``fmt`` (in int64) → float32 values (exact)."""
+    if fmt == "f32":
+        return (v & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    if fmt == "f16":
+        return (v & 0xFFFF).astype(np.uint16).view(np.float16).astype(np.float32)
+    return ((v & 0xFFFF).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
 @dataclass
@@ -28,7 +51,7 @@ class Region:
     tr: int
     pattern: int
     offset: int
-    fmt: str = ""  # "f32": the elements are float bit patterns
+    fmt: str = ""  # "f32"/"f16"/"bf16": the elements are float bit patterns
 
     @property
     def nbytes(self) -> int:
@@ -89,8 +112,8 @@ class Layout:
             a = np.asarray(values[name])
             if a.shape != shape:
                 raise CompileError(f"input {name!r}: shape {a.shape}, expected {shape}")
-            if self.inputs[name][1].startswith("f"):  # float tensors travel as their bit patterns
-                a = np.asarray(a, np.float32).view(np.uint32)
+            if self.inputs[name][1] in FLOAT_TOKENS:  # float tensors travel as their bit patterns
+                a = float_patterns(a, self.inputs[name][1])
             flat[name] = np.concatenate([a.reshape(-1).astype(np.int64), [0]])  # index −1 → 0
         end = max((r.addr + r.nbytes for r in self.regions), default=0)
         img = np.zeros(end, np.uint8)
@@ -106,13 +129,13 @@ class Layout:
 
     def unpack(self, read) -> dict[str, np.ndarray]:
         """Outputs from DRAM (``read(addr, nbytes)`` → uint8 array) → arrays by tensor name."""
-        out = {name: np.zeros(int(np.prod(shape)), np.float32 if tok.startswith("f") else np.int64)
+        out = {name: np.zeros(int(np.prod(shape)), np.float32 if tok in FLOAT_TOKENS else np.int64)
                for name, (shape, tok) in self.outputs.items()}
         for r in self.store_regions:
             raw = np.asarray(read(r.addr, r.nbytes), np.uint8)
             v = unpack_elements(raw, r.n, r.bits).view(np.int64)
             if r.fmt:
-                v = (v & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+                v = float_values(v, r.fmt)
             elif r.signed and r.bits < 64:
                 v = np.where(v >= (1 << (r.bits - 1)), v - (1 << r.bits), v)
             pat = self.patterns[r.pattern]

@@ -147,6 +147,7 @@ def temp_nodes(nest: "Nest", adaptive: bool, bit_lifetime: bool, real: bool = Fa
     out: list[tuple[Expr, int]] = []
     root = strip(nest.body)
     rf = nest.rf_factor.access if nest.rf_factor else None
+    fbits = width(nest.body, adaptive).bits if width(nest.body, adaptive).fmt else 0
 
     def via_rf(parent: Expr, child: Expr) -> bool:
         c = strip(child)
@@ -169,7 +170,8 @@ def temp_nodes(nest: "Nest", adaptive: bool, bit_lifetime: bool, real: bool = Fa
                     bits = -(-bits // 2)
                 out.append((e, bits))
         elif _computed(e) or (isinstance(e, Const) and not (parent is not None and via_rf(parent, e))):
-            out.append((e, width(e, adaptive).bits))
+            # a constant row of a float computation holds the computation's format
+            out.append((e, fbits if isinstance(e, Const) and fbits else width(e, adaptive).bits))
         for c in children(e):
             walk(c, e if not isinstance(e, Cast) else parent)
     walk(nest.body, None)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..sim.values import bf16_bits, float_max, float_min
 from .lang import Access, Bin, Cast, CompileError, Const, DType, Expr, Reduce, Select, Shift, declared_type
 
 
@@ -84,23 +85,42 @@ def width(e: Expr, adaptive: bool = True) -> Width:
     return w.cap(t)
 
 
-FLOAT_OPS = ("add", "sub", "mul")
+FLOAT_OPS = ("add", "sub", "mul", "max", "min")
+FLOAT_FORMATS = ("f32", "f16", "bf16")
 
 
 def _float_width(e: Expr, t: DType) -> Width:
-    """Floats keep their format (fp32 only): no adaptive precision, no bit operations."""
-    if t.token != "f32":
-        raise CompileError(f"the compiler computes in f32 only, not {t.token}")
-    if isinstance(e, Cast) and not declared_type(e.expr).is_float:
-        raise CompileError("no int/float conversion instruction: cast between float types only")
+    """Floats keep their format (f32, f16, bf16): no adaptive precision, no bit operations."""
+    if t.token not in FLOAT_FORMATS:
+        raise CompileError(f"unknown float format {t.token}")
+    if isinstance(e, Cast):
+        inner = declared_type(e.expr)
+        if not inner.is_float:
+            raise CompileError("no int/float conversion instruction: cast between float types only")
+        if inner != t:
+            raise CompileError(f"a cast from {inner} to {t} is not supported: one float format per compute")
     if isinstance(e, Bin) and e.op not in FLOAT_OPS:
-        raise CompileError(f"float {e.op} is not supported (the simulator-compatible cycle mode has no float "
-                           "compare; bit operations act on integers)")
+        raise CompileError(f"float {e.op} is not supported (bit operations act on integers)")
     if isinstance(e, (Shift, Select)):
         raise CompileError("shifts and select take integer operands")
-    if isinstance(e, Reduce) and e.kind != "sum":
-        raise CompileError(f"float {e.kind} reductions are not supported (no float compare in simulator mode)")
-    return Width(32, True, "f32")
+    return Width(t.bits, True, t.token)
+
+
+def round_float(x, fmt: str) -> np.ndarray:
+    """float32 values rounded (nearest even) to the float format ``fmt``, as float32 values."""
+    x = np.asarray(x, np.float32)
+    if fmt == "f16":
+        with np.errstate(over="ignore"):
+            return x.astype(np.float16).astype(np.float32)
+    if fmt == "bf16":
+        return (bf16_bits(x).astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return x
+
+
+def float_format(e: Expr) -> str:
+    """The float format of a float expression (``""`` for integer expressions)."""
+    t = declared_type(e)
+    return t.token if t.is_float else ""
 
 
 def wrap(v: np.ndarray, t: DType | Width) -> np.ndarray:
@@ -143,15 +163,20 @@ def reference(e: Expr, value) -> np.ndarray:
     raise CompileError(f"reference: unsupported node {e!r}")
 
 
-def _float_reference(e: Expr, value) -> np.ndarray:
-    """f32 evaluation, one IEEE round-to-nearest-even operation per node (what the CRAMs compute)."""
+def _float_reference(e: Expr, value, fmt: str = "") -> np.ndarray:
+    """Float evaluation, one IEEE round-to-nearest-even operation per node in the node's format
+    (computed in float32, then rounded: what the CRAMs compute); constants are rounded to the format
+    of the operation that uses them."""
+    fmt = fmt if isinstance(e, Const) and fmt else (float_format(e) or fmt)
     if isinstance(e, Access):
-        return np.asarray(value(e), np.float32)
+        return round_float(value(e), fmt)
     if isinstance(e, Const):
-        return np.float32(e.value)
+        return round_float(np.float32(e.value), fmt)
     if isinstance(e, Cast):
-        return _float_reference(e.expr, value)
+        return _float_reference(e.expr, value, fmt)
     if isinstance(e, Bin):
-        a, b = _float_reference(e.a, value), _float_reference(e.b, value)
-        return {"add": np.add, "sub": np.subtract, "mul": np.multiply}[e.op](a, b, dtype=np.float32)
+        a, b = _float_reference(e.a, value, fmt), _float_reference(e.b, value, fmt)
+        f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": float_max, "min": float_min}[e.op]
+        with np.errstate(all="ignore"):
+            return round_float(f(np.asarray(a, np.float32), np.asarray(b, np.float32)), fmt)
     raise CompileError(f"reference: unsupported float node {e!r}")

@@ -80,8 +80,21 @@ def float_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
             return a - b
         if op in ("mult", "mul_const"):
             return a * b
-        if op == "max":
-            return np.maximum(a, b)
-        if op == "min":
-            return np.minimum(a, b)
+        if op in ("max", "min"):
+            return float_max(a, b) if op == "max" else float_min(a, b)
     raise ValueError(op)
+
+
+def float_max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE 754-2019 ``maximum``: NaN propagates, −0 < +0 (NumPy's ``maximum`` with the sign of
+    zero made deterministic; NumPy's own choice on ±0 depends on the dtype's SIMD path)."""
+    r = np.maximum(a, b)
+    zero = (a == 0) & (b == 0)
+    return np.where(zero, np.where(np.signbit(a) & np.signbit(b), a, np.abs(a)), r).astype(r.dtype)
+
+
+def float_min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE 754-2019 ``minimum``: NaN propagates, −0 < +0."""
+    r = np.minimum(a, b)
+    zero = (a == 0) & (b == 0)
+    return np.where(zero, np.where(np.signbit(a) | np.signbit(b), -np.abs(a), a), r).astype(r.dtype)
