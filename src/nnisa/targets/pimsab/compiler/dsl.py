@@ -34,6 +34,7 @@ from .lang import (Compute, CompileError, DType, Schedule, bf16, compute, f16, f
                    minimum, red_loop, reductions, schedule, select, sum, tensor, u)
 from .layout import Layout
 from .model import Candidate, Nest, analyse, evaluate, stage_breakdown
+from .residency import residency_variants
 from .search import describe, search
 from .widths import float_format, round_float, wrap
 from .widths import reference as eval_reference
@@ -134,10 +135,15 @@ def build(s: Schedule, config: Any = "base", *, adaptive_precision: bool = True,
         for lp in nest.leaves:
             if lp is not nest.bitline and lp.extent % ((tiles or {}).get(lp, 1) * (arrays or {}).get(lp, 1)):
                 raise CompileError(f"loop {lp.name}: factors do not divide its extent {lp.extent}")
+        moved = residency_variants(nest, cfg, cand.tiles, cand.arrays, cand, adaptive=adaptive_precision,
+                                   bit_lifetime=bit_lifetime, explicit=explicit) \
+            if builtins.max(cand.rows, cand.real_rows) > cfg.cram_rows else []
+        if moved:  # spec §4.5 fallback: residency levels moved inward
+            cand = builtins.min(moved, key=lambda v: v.key(nest.leaves))
         if builtins.max(cand.rows, cand.real_rows) > cfg.cram_rows:
             raise CompileError(f"compute {s.op.name}: infeasible organisation: {cand.breakdown()} > "
                                f"{cfg.cram_rows} ({describe(cand)}); use a more conservative loop organisation")
-        stats = {"candidates_evaluated": 1}
+        stats = {"candidates_evaluated": 1, "residency_variants": len(moved)}
     else:
         cand, stats = search(nest, cfg, adaptive=adaptive_precision, bit_lifetime=bit_lifetime,
                              search_limit=search_limit, explicit=explicit)
@@ -151,6 +157,7 @@ def build(s: Schedule, config: Any = "base", *, adaptive_precision: bool = True,
     prog = gen.generate()
     report = {"distribution": describe(cand), "occupancy": cand.occupancy, "wordlines": cand.rows,
               "wordlines_codegen": gen.rows_used, "buffers": {b.name: b.rows for b in cand.buffers},
+              "reloads": {b.name: b.reload for b in cand.buffers if b.reload > 1},
               "estimated_dram_bits": cand.traffic_bits, "estimated_cycles": cand.cycles,
               "instructions": len(prog), "search_s": t1 - t0, "codegen_s": time.perf_counter() - t1,
               **stats, **layout.summary()}

@@ -13,6 +13,7 @@ import math
 from ..config import PimsabConfig
 from .lang import CompileError, Loop
 from .model import Candidate, Nest, evaluate, log2_exact
+from .residency import residency_variants
 
 
 def divisors(n: int) -> list[int]:
@@ -76,7 +77,7 @@ def search(nest: Nest, cfg: PimsabConfig, *, adaptive: bool = True, bit_lifetime
     best: Candidate | None = None
     best_key = None
     closest: Candidate | None = None
-    evals = 0
+    evals = fallback = 0
     for tv in tvecs:
         n_t = math.prod(tv.values())
         if best is not None and ub(tv) * nest.bitline.extent < best.occupancy * cfg.tiles_used * \
@@ -95,7 +96,12 @@ def search(nest: Nest, cfg: PimsabConfig, *, adaptive: bool = True, bit_lifetime
             if max(c.rows, c.real_rows) > cfg.cram_rows:
                 if closest is None or (c.occupancy, -c.rows) > (closest.occupancy, -closest.rows):
                     closest = c
-                continue
+                moved = residency_variants(nest, cfg, c.tiles, c.arrays, c, adaptive=adaptive,
+                                           bit_lifetime=bit_lifetime, explicit=explicit)  # §4.5 fallback
+                fallback += len(moved)
+                if not moved:
+                    continue
+                c = min(moved, key=lambda v: v.key(nest.leaves))
             k = c.key(nest.leaves)
             if best is None or k < best_key:
                 best, best_key = c, k
@@ -103,7 +109,7 @@ def search(nest: Nest, cfg: PimsabConfig, *, adaptive: bool = True, bit_lifetime
                 break
         if evals >= search_limit:
             break
-    stats = {"candidates_evaluated": evals, "tile_vectors": len(tvecs)}
+    stats = {"candidates_evaluated": evals, "tile_vectors": len(tvecs), "residency_variants": fallback}
     if best is None:
         name = s.op.name
         if closest is None:
