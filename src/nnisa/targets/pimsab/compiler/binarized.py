@@ -68,24 +68,27 @@ def _piece(n: int) -> int:
     return n if n <= 256 else 256
 
 
+def _padded(n: int) -> int:
+    """``n`` rounded up to whole bitline pieces."""
+    return -(-n // _piece(n)) * _piece(n)
+
+
+def _bitlines(sch: T.Schedule, lp: T.Loop) -> T.Schedule:
+    """Put ``lp`` on the bitlines (split by 256 when longer)."""
+    sch.bitlines(sch.split(lp, 256)[1] if lp.extent > 256 else lp)
+    return sch
+
+
 def conv_program(L: BinLayer) -> T.Schedule:
     """Binarized convolution popcounts (see the module docstring); returns the schedule."""
-    P = L.e * L.w
-    piece = _piece(P)
-    P = -(-P // piece) * piece
+    P = _padded(L.e * L.w)
     length = L.stride * (P - 1) + (L.k - 1) * L.w + L.k
     x = T.tensor((L.channels, length), U1, f"{L.name}_in")
     kw = T.tensor((L.out, L.channels, L.k, L.k), U1, f"{L.name}_w", const=True)
     m, p = T.loop(L.out, "m"), T.loop(P, "p")
     c, r, s = T.red_loop(L.channels, "c"), T.red_loop(L.k, "r"), T.red_loop(L.k, "s")
     body = U16(x[c, L.stride * p + r * L.w + s] ^ kw[m, c, r, s])
-    sch = T.schedule(T.compute(L.name, (m, p), T.sum(body, c, r, s)))
-    if P > piece:
-        _, pi = sch.split(p, piece)
-        sch.bitlines(pi)
-    else:
-        sch.bitlines(p)
-    return sch
+    return _bitlines(T.schedule(T.compute(L.name, (m, p), T.sum(body, c, r, s))), p)
 
 
 def _sign_bit(v: T.Expr, terms: int) -> T.Expr:
@@ -97,8 +100,7 @@ def pool_program(L: BinLayer, conv: BinLayer) -> T.Schedule:
     """Threshold + ``L.k`` x ``L.k`` max pool (stride ``L.stride``) of the popcounts of ``conv``
     (``conv.e`` x ``conv.f`` valid pixels per channel at row pitch ``conv.w``); ``L.k = 1`` is the
     threshold alone."""
-    P = conv.e * conv.w
-    src = T.tensor((L.channels, -(-P // _piece(P)) * _piece(P)), U16, f"{L.name}_in")
+    src = T.tensor((L.channels, _padded(conv.e * conv.w)), U16, f"{L.name}_in")
     m = T.loop(L.channels, "m")
     i = T.loop((conv.e - L.k) // L.stride + 1, "i")
     j = T.loop((conv.f - L.k) // L.stride + 1, "j")
@@ -115,31 +117,19 @@ def pool_program(L: BinLayer, conv: BinLayer) -> T.Schedule:
 
 def mv_program(L: BinLayer) -> T.Schedule:
     """Binarized matrix-vector popcounts ``y[o] = Σ_k u16(x[k] XOR K[k, o])``."""
-    n = -(-L.out // _piece(L.out)) * _piece(L.out)
+    n = _padded(L.out)
     x = T.tensor((L.channels,), U1, f"{L.name}_in")
     kw = T.tensor((L.channels, n), U1, f"{L.name}_w", const=True)
     o, k = T.loop(n, "o"), T.red_loop(L.channels, "k")
-    sch = T.schedule(T.compute(L.name, (o,), T.sum(U16(x[k] ^ kw[k, o]), k)))
-    if n > 256:
-        _, oi = sch.split(o, 256)
-        sch.bitlines(oi)
-    else:
-        sch.bitlines(o)
-    return sch
+    return _bitlines(T.schedule(T.compute(L.name, (o,), T.sum(U16(x[k] ^ kw[k, o]), k))), o)
 
 
 def threshold_program(L: BinLayer) -> T.Schedule:
     """Elementwise threshold of MV popcounts (``L.out`` values, ``L.terms`` terms each)."""
-    n = -(-L.out // _piece(L.out)) * _piece(L.out)
+    n = _padded(L.out)
     src = T.tensor((n,), U16, f"{L.name}_in")
     o = T.loop(n, "o")
-    sch = T.schedule(T.compute(L.name, (o,), _sign_bit(src[o], L.terms), dtype=U1))
-    if n > 256:
-        _, oi = sch.split(o, 256)
-        sch.bitlines(oi)
-    else:
-        sch.bitlines(o)
-    return sch
+    return _bitlines(T.schedule(T.compute(L.name, (o,), _sign_bit(src[o], L.terms), dtype=U1)), o)
 
 
 def lenet() -> list[BinLayer]:
