@@ -194,7 +194,20 @@ def schedules(layers: list[BinLayer]) -> list[tuple[BinLayer, T.Schedule]]:
 
 
 def compile_network(name: str, config: Any = "pimsab_s") -> list[BinProgram]:
-    """Compile every layer program of a binarized network (``lenet``, ``vgg13``, ``vgg16``)."""
+    """Compile every layer program of a binarized network.
+
+    Parameters
+    ----------
+    name
+        ``lenet``, ``vgg13`` or ``vgg16``.
+    config
+        PIMSAB configuration (preset name or config); PIMSAB-S (``pimsab_s``) by default.
+
+    Returns
+    -------
+    list of BinProgram
+        One compiled program per layer program, in execution order.
+    """
     from .dsl import build
     if name not in NETWORKS:
         raise T.CompileError(f"unknown binarized network {name!r} (choose {', '.join(NETWORKS)})")
@@ -227,10 +240,23 @@ def _feed(p: BinProgram, prev_out: np.ndarray, prev: BinLayer | None) -> np.ndar
 
 
 def run_network(progs: list[BinProgram], image: np.ndarray, weights: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Run compiled layer programs in the functional simulator on a bit image (``channels x h x w``
-    before padding) with bit weights by layer name (conv: ``out x in x k x k``; mv: ``in x out``).
+    """Run compiled layer programs in the functional simulator.
 
-    Returns the outputs of every layer by name and ``scores`` (n − 2·popcount of the last layer)."""
+    Parameters
+    ----------
+    progs
+        From :func:`compile_network`.
+    image
+        Bits (0/1) of shape ``channels x h x w`` (before padding).
+    weights
+        Bits by layer name: conv ``out x in x k x k``, mv ``in x out``.
+
+    Returns
+    -------
+    dict
+        Every layer's output by layer name (popcounts of conv/mv layers, bits of pools and
+        thresholds) and ``scores``: n − 2·popcount of the last layer (its dot products).
+    """
     outs: dict[str, Any] = {}
     cur, prev = np.asarray(image, np.int64), None
     for p in progs:
@@ -251,7 +277,20 @@ def run_network(progs: list[BinProgram], image: np.ndarray, weights: dict[str, n
 
 
 def time_network(progs: list[BinProgram]) -> dict[str, Any]:
-    """Cycles and energy of every layer program (timing only, each from an idle machine)."""
+    """Time every layer program (timing only, each from an idle machine; `simulator` cycle mode).
+
+    Parameters
+    ----------
+    progs
+        From :func:`compile_network`.
+
+    Returns
+    -------
+    dict
+        ``layers`` (per program: cycles, dynamic energy, instructions, distribution, CPU seconds of
+        the simulation), the latency ``cycles`` (sum: layers back to back), ``energy_j`` and
+        ``time_us`` at 1.5 GHz.
+    """
     from ..sim.simulate import simulate_pimsab
     rows, total, energy = [], 0, 0.0
     for p in progs:
