@@ -184,3 +184,28 @@ def test_float_format_errors():
             s = T.schedule(T.compute("c", (x, y), e))
             s.bitlines(y)
             T.build(s, "pimsab_s")
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+@pytest.mark.parametrize("tiles, arrays", [({}, {}), ({"x": 4}, {"x": 2, "z": 2}), ({"x": 8}, {"z": 2})])
+def test_distributions_with_scalars_and_tiles(fmt, tiles, arrays):
+    """``c[x, z, y] = a[x, z, y] * s[x] + b[z, y]`` on 8 tiles: a per-row scalar replicated into the
+    CRAMs (scatter ``load_shf`` of 16-bit elements), an operand shared by tiles (``tile_bcast``)."""
+    t = getattr(T, fmt)
+    X, Z = 8, 2
+    a, s_, b = T.tensor((X, Z, C), t, name="a"), T.tensor((X,), t, name="s"), T.tensor((Z, C), t, name="b")
+    x, z, y = T.loop(X, "x"), T.loop(Z, "z"), T.loop(C, "y")
+    sch = T.schedule(T.compute("c", (x, z, y), a[x, z, y] * s_[x] + b[z, y]))
+    sch.bitlines(y)
+    loops = {"x": x, "z": z}
+    cfg = load_config("base").replace(mesh_width=4, mesh_height=2, n_tiles_used=8, crams_per_tile=16, htree_depth=2)
+    prog = T.build(sch, cfg, tiles={loops[k]: v for k, v in tiles.items()},
+                   arrays={loops[k]: v for k, v in arrays.items()})
+    rng = np.random.default_rng(7)
+    vals = {"a": rng.standard_normal((X, Z, C)).astype(np.float32) * 8,
+            "s": rng.standard_normal(X).astype(np.float32), "b": rng.standard_normal((Z, C)).astype(np.float32)}
+    out, _ = prog.run(vals)
+    expect = oracle(fmt, np.add, oracle(fmt, np.multiply, vals["a"], vals["s"][:, None, None]), vals["b"][None])
+    assert same(out["c"], expect)
+    mn = prog.program.mnemonics()
+    assert "load_shf" in mn and ("tile_tx" in mn) == bool(tiles)
