@@ -178,7 +178,7 @@ def test_float_format_errors():
     a = T.tensor((R, C), T.f16, name="a")
     b = T.tensor((R, C), T.bf16, name="b")
     x, y = T.loop(R, "x"), T.loop(C, "y")
-    for e, msg in ((a[x, y] + b[x, y], "mixing f16 and bf16"), (T.f32(a[x, y]) * 2.0, "one float format"),
+    for e, msg in ((a[x, y] + b[x, y], "mixing f16 and bf16"), (T.f16(T.i8(a[x, y])), "int/float conversion"),
                    (a[x, y] | a[x, y], "float or")):
         with pytest.raises(T.CompileError, match=msg):
             s = T.schedule(T.compute("c", (x, y), e))
@@ -209,3 +209,43 @@ def test_distributions_with_scalars_and_tiles(fmt, tiles, arrays):
     assert same(out["c"], expect)
     mn = prog.program.mnemonics()
     assert "load_shf" in mn and ("tile_tx" in mn) == bool(tiles)
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+@pytest.mark.parametrize("where", ["factors", "product"])
+def test_half_products_accumulated_in_f32(fmt, where):
+    """Mixed precision: ``T.sum(T.f32(a) * T.f32(b))`` (exact products) or ``T.sum(T.f32(a * b))``
+    (products rounded to the half format); the casts are ``copy`` conversions, the sum is f32."""
+    t = getattr(T, fmt)
+    a, b = T.tensor((64, C), t, name="a"), T.tensor((64, C), t, name="b")
+    y, k = T.loop(C, "y"), T.red_loop(64, "k")
+    body = T.f32(a[k, y]) * T.f32(b[k, y]) if where == "factors" else T.f32(a[k, y] * b[k, y])
+    s = T.schedule(T.compute("c", (y,), T.sum(body, k)))
+    s.bitlines(y)
+    prog = T.build(s, "pimsab_s", tiles={}, arrays={})
+    rng = np.random.default_rng(8)
+    vals = {n: rng.standard_normal((64, C)).astype(np.float32) for n in "ab"}
+    out, _ = prog.run(vals)
+    ha, hb = (oracle(fmt, lambda v: v, vals[n]).astype(np.float32) for n in "ab")
+    prod = ha * hb if where == "factors" else oracle(fmt, np.multiply, ha, hb).astype(np.float32)
+    acc = prod[0]
+    for i in range(1, 64):
+        acc = acc + prod[i]  # float32 round-to-nearest-even per step
+    assert out["c"].dtype == np.float32 and same(out["c"], acc)
+    assert prog.program.mnemonics().count("copy") >= 63
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+def test_narrowing_cast_rounds_once(fmt):
+    """``T.f16(a32 * 3.3) + 1.1``: the f32 product rounded to the half format, then a half add
+    (the constant 1.1 in the half format, 3.3 in f32: each constant takes its operation's format)."""
+    t = getattr(T, fmt)
+    a = T.tensor((R, C), T.f32, name="a")
+    x, y = T.loop(R, "x"), T.loop(C, "y")
+    s = T.schedule(T.compute("c", (x, y), t(a[x, y] * 3.3) + 1.1))
+    s.bitlines(y)
+    prog = T.build(s, "pimsab_s")
+    vals = {"a": np.random.default_rng(9).standard_normal((R, C)).astype(np.float32) * 100}
+    out, _ = prog.run(vals)
+    p = oracle(fmt, lambda v: v, vals["a"] * np.float32(3.3))
+    assert same(out["c"], oracle(fmt, np.add, p, oracle(fmt, lambda v: v, np.float32(1.1))))

@@ -24,7 +24,7 @@ from ..workloads.builder import Builder
 from .lang import Access, Bin, Cast, CompileError, Const, Expr, Loop, Select, Shift
 from .layout import Layout
 from .model import Candidate, Nest, dtype_prec, is_mac, log2_exact, mesh_aligned, strip, temp_layout
-from .widths import Width, float_format, round_float, width
+from .widths import Width, const_formats, converts, round_float, width
 
 
 @dataclass(frozen=True)
@@ -205,13 +205,13 @@ class Generator:
         self.const_regs: dict = {}
         self.is_float = bool(width(nest.body, self.adaptive).fmt) if not isinstance(strip(nest.body), Access) \
             else nest.sched.op.dtype.is_float
-        self.fmt = (float_format(nest.body) or nest.sched.op.dtype.token) if self.is_float else ""
+        self.cfmt = const_formats(nest.body, nest.sched.op.dtype.token if self.is_float else "")
         keys: list = []
         for e in _walk(nest.body):
-            vals = [e.value] if isinstance(e, Const) else []
+            vals = [(e.value, e)] if isinstance(e, Const) else []
             if isinstance(e, Bin) and e.op == "sub" and isinstance(strip(e.b), Const):
-                vals = [-strip(e.b).value]
-            keys += [self._ckey(v) for v in vals if self._ckey(v) not in keys]
+                vals = [(-strip(e.b).value, strip(e.b))]
+            keys += [self._ckey(v, c) for v, c in vals if self._ckey(v, c) not in keys]
         # RF operand: the values of consecutive steps are loaded together (one load_rf per batch)
         self.rf_seq, self.rf_step = self._rf_sequence(S)
         free = cfg.rf_regs - len(keys)
@@ -227,12 +227,10 @@ class Generator:
         for e in _walk(nest.body):
             if isinstance(e, Const) and id(e) in self.temp_row and id(e) not in done:
                 done.add(id(e))
-                r0, w = self.temp_row[id(e)], width(e)
-                if self.is_float:  # constant rows hold the computation's float format
-                    w = Width(P.decode(P.make(self.fmt)).bits, True, self.fmt)
+                r0, w = self.temp_row[id(e)], self._const_width(e)
                 self.emit_all([self.ISA.row("reset", rd=r0, pd=_p(w), size=self.size),
                                self.ISA.row("add_const", rd=r0, pd=_p(w), ra=r0, pa=_p(w),
-                                            rb=self.const_regs[self._ckey(e.value)], pb=self._const_prec(),
+                                            rb=self.const_regs[self._ckey(e.value, e)], pb=self._const_prec(),
                                             size=self.size)])
         resident: dict = {}
         count: dict[int, int] = {}
@@ -403,8 +401,14 @@ class Generator:
             w = w_next
 
     # ------------------------------------------------------------------ compute
-    def _ckey(self, v) -> tuple:
-        return ("f", float(round_float(v, self.fmt))) if self.is_float else ("i", int(v))
+    def _ckey(self, v, c: Const) -> tuple:
+        """RF key of the value ``v`` of constant ``c``: a float constant is rounded to its format."""
+        return ("f", float(round_float(v, self.cfmt[id(c)]))) if self.is_float else ("i", int(v))
+
+    def _const_width(self, c: Const) -> Width:
+        """Width of a constant's row: its float format, or its integer width."""
+        fmt = self.cfmt.get(id(c)) if self.is_float else None
+        return Width(P.decode(P.make(fmt)).bits, True, fmt) if fmt else width(c)
 
     def _imm(self, key: tuple) -> int:
         kind, v = key
@@ -438,9 +442,13 @@ class Generator:
                 return self._place(v, rows, dest)
             return self._place(self.cur[id(e)], rows, dest)
         if isinstance(e, Const):
-            if self.is_float:  # the constant row holds the computation's format (see generate)
-                w = Width(P.decode(P.make(self.fmt)).bits, True, self.fmt)
+            w = self._const_width(e)
             return self._place(View(self.temp_row[id(e)], w.bits, w.signed, w.fmt), rows, dest)
+        if isinstance(e, Cast) and converts(e):  # float format conversion: a rounding/widening copy
+            v = self._eval(e.expr, rows)
+            d_row, d_w = dest if dest else (self.temp_row[id(e)], w)
+            rows.append(self._row("copy", rd=d_row, pd=_p(d_w), ra=v.row, pa=v.prec))
+            return View(d_row, d_w.bits, d_w.signed, d_w.fmt)
         if isinstance(e, Cast):
             if dest is not None:
                 return self._eval(e.expr, rows, dest)
@@ -484,7 +492,7 @@ class Generator:
             if scal is None:
                 c, other = (ys, e.a) if isinstance(ys, Const) else (xs, e.b)
                 val = -c.value if e.op == "sub" else c.value
-                regs, pb = [self.const_regs[self._ckey(val)]], self._const_prec()
+                regs, pb = [self.const_regs[self._ckey(val, c)]], self._const_prec()
             else:
                 regs = [self.rf_slot * self.groups + g for g in range(self.groups)]
                 pb = dtype_prec(scal.tensor.dtype)

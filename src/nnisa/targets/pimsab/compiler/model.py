@@ -18,7 +18,7 @@ from ..precision import decode as pdecode
 from ..precision import make
 from .lang import (Access, Bin, Cast, CompileError, Const, Expr, Loop, Reduce, Schedule, Select, Shift, accesses,
                    children, declared_type)
-from .widths import Width, width
+from .widths import Width, const_formats, converts, width
 
 
 @dataclass
@@ -125,7 +125,7 @@ def strip(e: Expr) -> Expr:
 
 
 def _computed(e: Expr) -> bool:
-    return isinstance(e, (Bin, Select)) or (isinstance(e, Shift) and e.amount > 0)
+    return isinstance(e, (Bin, Select)) or (isinstance(e, Shift) and e.amount > 0) or converts(e)
 
 
 def is_mac(nest: "Nest") -> bool:
@@ -147,7 +147,7 @@ def temp_nodes(nest: "Nest", adaptive: bool, bit_lifetime: bool, real: bool = Fa
     out: list[tuple[Expr, int]] = []
     root = strip(nest.body)
     rf = nest.rf_factor.access if nest.rf_factor else None
-    fbits = width(nest.body, adaptive).bits if width(nest.body, adaptive).fmt else 0
+    cfmt = const_formats(nest.body)  # a float constant's row holds the format of its operation
 
     def via_rf(parent: Expr, child: Expr) -> bool:
         c = strip(child)
@@ -171,7 +171,7 @@ def temp_nodes(nest: "Nest", adaptive: bool, bit_lifetime: bool, real: bool = Fa
                 out.append((e, bits))
         elif _computed(e) or (isinstance(e, Const) and not (parent is not None and via_rf(parent, e))):
             # a constant row of a float computation holds the computation's format
-            out.append((e, fbits if isinstance(e, Const) and fbits else width(e, adaptive).bits))
+            out.append((e, pdecode(make(cfmt[id(e)])).bits if id(e) in cfmt else width(e, adaptive).bits))
         for c in children(e):
             walk(c, e if not isinstance(e, Cast) else parent)
     walk(nest.body, None)
@@ -292,7 +292,7 @@ def temp_layout(nest: "Nest", adaptive: bool, bit_lifetime: bool, real: bool = F
         free[:] = merged
 
     def holder(e: Expr) -> Expr | None:
-        while isinstance(e, Cast) or (isinstance(e, Shift) and e.amount < 0):
+        while (isinstance(e, Cast) and id(e) not in need) or (isinstance(e, Shift) and e.amount < 0):
             e = e.expr
         return e if id(e) in need else None
 

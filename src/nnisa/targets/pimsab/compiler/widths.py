@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..sim.values import bf16_bits, float_max, float_min
-from .lang import Access, Bin, Cast, CompileError, Const, DType, Expr, Reduce, Select, Shift, declared_type
+from .lang import (Access, Bin, Cast, CompileError, Const, DType, Expr, Reduce, Select, Shift, children,
+                   declared_type)
 
 
 @dataclass(frozen=True)
@@ -93,12 +94,8 @@ def _float_width(e: Expr, t: DType) -> Width:
     """Floats keep their format (f32, f16, bf16): no adaptive precision, no bit operations."""
     if t.token not in FLOAT_FORMATS:
         raise CompileError(f"unknown float format {t.token}")
-    if isinstance(e, Cast):
-        inner = declared_type(e.expr)
-        if not inner.is_float:
-            raise CompileError("no int/float conversion instruction: cast between float types only")
-        if inner != t:
-            raise CompileError(f"a cast from {inner} to {t} is not supported: one float format per compute")
+    if isinstance(e, Cast) and not declared_type(e.expr).is_float:
+        raise CompileError("no int/float conversion instruction: cast between float types only")
     if isinstance(e, Bin) and e.op not in FLOAT_OPS:
         raise CompileError(f"float {e.op} is not supported (bit operations act on integers)")
     if isinstance(e, (Shift, Select)):
@@ -121,6 +118,28 @@ def float_format(e: Expr) -> str:
     """The float format of a float expression (``""`` for integer expressions)."""
     t = declared_type(e)
     return t.token if t.is_float else ""
+
+
+def converts(e: Expr) -> bool:
+    """Whether ``e`` is a cast between two float formats (a ``copy`` that rounds or widens)."""
+    return isinstance(e, Cast) and e.dtype.is_float and declared_type(e.expr) != e.dtype
+
+
+def const_formats(e: Expr, fmt: str = "") -> dict[int, str]:
+    """Float format of every constant of a float expression (by node id): the format of the
+    operation (or cast) that uses it."""
+    out: dict[int, str] = {}
+
+    def walk(x: Expr, parent: str) -> None:
+        if isinstance(x, Const):
+            if parent:
+                out[id(x)] = parent
+            return
+        here = float_format(x) if isinstance(x, (Bin, Cast)) else parent
+        for c in children(x):
+            walk(c, here or parent)
+    walk(e, fmt or float_format(e))
+    return out
 
 
 def wrap(v: np.ndarray, t: DType | Width) -> np.ndarray:
@@ -172,8 +191,8 @@ def _float_reference(e: Expr, value, fmt: str = "") -> np.ndarray:
         return round_float(value(e), fmt)
     if isinstance(e, Const):
         return round_float(np.float32(e.value), fmt)
-    if isinstance(e, Cast):
-        return _float_reference(e.expr, value, fmt)
+    if isinstance(e, Cast):  # a conversion rounds to its format (f16/bf16 → f32 is exact)
+        return round_float(_float_reference(e.expr, value, fmt), fmt)
     if isinstance(e, Bin):
         a, b = _float_reference(e.a, value, fmt), _float_reference(e.b, value, fmt)
         f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": float_max, "min": float_min}[e.op]
