@@ -121,6 +121,32 @@ def test_float_ops_round_to_nearest_even(fmt, op):
     assert np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+def test_float_max_min_signed_zero_and_nan(fmt):
+    """IEEE 754-2019 maximum/minimum (Decision): NaN propagates, -0 < +0 in either operand order."""
+    m = machine()
+    ts = m.tile(0)
+    p = P.make(fmt)
+    a = np.array([-0.0, 0.0, -0.0, 0.0, np.nan, 1.0, np.nan, -np.inf] * (W // 8), np.float32)
+    b = np.array([0.0, -0.0, -0.0, 0.0, 1.0, np.nan, np.nan, 3.0] * (W // 8), np.float32)
+    if fmt == "f32":
+        pat, back = (lambda x: x.view(np.uint32).astype(np.uint64)), (lambda v: v.astype(np.uint32).view(np.float32))
+    elif fmt == "f16":
+        pat = lambda x: x.astype(np.float16).view(np.uint16).astype(np.uint64)  # noqa: E731
+        back = lambda v: v.astype(np.uint16).view(np.float16).astype(np.float32)  # noqa: E731
+    else:
+        pat = lambda x: (x.view(np.uint32) >> np.uint32(16)).astype(np.uint64)  # noqa: E731
+        back = lambda v: (v.astype(np.uint32) << np.uint32(16)).view(np.float32)  # noqa: E731
+    ts.write(0, P.bits(p), pat(a))
+    ts.write(40, P.bits(p), pat(b))
+    for op, sign in (("max", [0, 0, 1, 0]), ("min", [1, 1, 1, 0])):
+        run(m, 0, op, rd=0, pd=p, ra=0, pa=p, rb=40, pb=p)  # in place (the tile has 96 wordlines)
+        got = back(ts.read(0, P.bits(p)))[:8]
+        ts.write(0, P.bits(p), pat(a))
+        assert np.array_equal(np.signbit(got[:4]), np.array(sign, bool)) and np.all(got[:4] == 0)
+        assert np.isnan(got[4:7]).all() and got[7] == (3.0 if op == "max" else -np.inf)
+
+
 def test_float_and_int_mixing_is_rejected_by_the_assembler():
     from nnisa.core.errors import AsmError
     with pytest.raises(AsmError, match="cannot be mixed"):
