@@ -25,6 +25,7 @@ from .lang import Access, Bin, Cast, CompileError, Const, Expr, Loop, Select, Sh
 from .layout import Layout
 from .model import Candidate, Nest, dtype_prec, is_mac, log2_exact, mesh_aligned, strip, temp_layout
 from .widths import Width, width
+from .window import column_trees, find_window, halo_pattern
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ class Generator:
         self._linear: dict = {}
         self.out_index = tuple(nest.sched.op.axes)  # kept alive: caches are keyed by id()
         self._dims_cache: dict = {}
+        self.windows = {o.name: w for o in nest.operands
+                        if (w := find_window(nest, o, cand.tiles, cand.arrays, cfg.cram_cols)) is not None}
+        self.win_state: dict = {}
 
     # ------------------------------------------------------------------ placement and indices
     def _placement(self) -> list[tuple[int, dict[Loop, int]]]:
@@ -310,6 +314,8 @@ class Generator:
             tv = tv_of[sender]
             if o.kind == "vector" and in_arr:
                 off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=True)
+                if o.name in self.windows and not lazy and self._window(o, bf, slot, group, tv, sv, row, prec, tr):
+                    continue
                 if len(group) == 1 and not lazy and self._slide(o, bf, slot, sender, row, prec, off, pid, tr):
                     continue
                 kw, fl = dict(size=self.size), {}
@@ -384,6 +390,39 @@ class Generator:
         piece = self.layout.pattern(self.layout.patterns[pid][last * cols:(last + 1) * cols])
         addr = self.layout.load_region(o.access.tensor.name, piece, off, o.dram_bits, o.bits, o.access.tensor.dtype.signed, tr)
         self.b(tile, "load", row=row, addr=addr, size=cols, cram=last, p=prec, tr=tr)
+        return True
+
+    def _window(self, o, bf, slot, group, tv, sv, row, prec, tr) -> bool:
+        """Sliding window with a halo (:mod:`.window`): ``shift`` every tile's resident copy left when
+        only the window loops moved it forward; otherwise load it with its halo (and broadcast)."""
+        win, t = self.windows[o.name], o.access.tensor
+        dims = self.dims(o.access.index, t.shape)
+        parts = [const + sum(k * self.leaf_scalar(leaf, tv, sv) for leaf, k in co.items()
+                             if leaf is not self.nest.bitline and leaf not in self.arr_val) for const, co in dims]
+        others = tuple(p for i, p in enumerate(parts) if i != win.dim)
+        key = (bf.name, slot, min(group))
+        st = self.win_state.get(key)
+        if st is not None and st[0] == others and (parts[win.dim] - st[1]) % win.cb == 0:
+            D = (parts[win.dim] - st[1]) // win.cb
+            if st[2] < D <= self.cfg.cram_cols - self.nest.bitline.extent:
+                for tile in group:
+                    self.b(tile, "shift", rd=row, pd=prec, ra=row, pa=prec, dir=0, dist=D - st[2] - 1, size=self.size)
+                self.win_state[key] = (others, st[1], D)
+                return True
+        halo = halo_pattern(dims, t.shape, parts, self.arr_val, self.n_arr, self.cfg.cram_cols, win)
+        if halo is None:
+            return False
+        off, pat = halo
+        addr = self.layout.load_region(t.name, self.layout.pattern(pat), off, o.dram_bits, t.dtype.bits,
+                                       t.dtype.signed, tr)
+        for loader, rounds in column_trees(self.cfg.mesh_width, group):  # a large vector: see column_trees
+            self.b(loader, "load", row=row, addr=addr, p=prec, tr=tr, size=self.size)
+            for hops in rounds:
+                for src, dst in hops:
+                    f = dict(size=self.size, src_tile=src, dst_tile=dst, src_row=row, dst_row=row, p=prec)
+                    self.b(src, "tile_tx", **f)
+                    self.b(dst, "tile_rx", **f)
+        self.win_state[key] = (others, parts[win.dim], 0)
         return True
 
     def _halving(self, acc_row: int, w: Width, final: Width, levels: int) -> None:
