@@ -19,6 +19,7 @@ from ..precision import make
 from .lang import (Access, Bin, Cast, CompileError, Const, Expr, Loop, Reduce, Schedule, Select, Shift, accesses,
                    children, declared_type)
 from .widths import Width, width
+from .window import find_window, window_saving
 
 
 @dataclass
@@ -384,8 +385,19 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
         n = W if o.kind == "vector" else (math.prod(arrays.get(lp, 1) for lp in o.leaves) or 1)
         share = math.prod(tiles.get(lp, 1) for lp in nest.dp if lp not in o.leaves) \
             if aligned or not any(lp in o.leaves for lp in tiles) else 1
-        traffic += n_t * loads * n * o.dram_bits / share
         flits = math.ceil(n * o.dram_bits / cfg.link_bits) if o.kind == "vector" else 1
+        win = find_window(nest, o, tiles, arrays, cfg.cram_cols) if o.name not in nest.lazy else None
+        key = [lp for j, lp in enumerate(S) if lp in o.leaves or j + 1 < bf.level]
+        if win is not None and all(lp in key[:bf.level - 1] for lp in win.loops):
+            # sliding window (window.py): one halo load per run of the window loops, then shifts;
+            # a shared window goes down each mesh column from that column's DRAM channel
+            runs = loads // window_saving(win, serial, key)
+            per_col = math.ceil(share / min(share, cfg.mesh_width))
+            traffic += n_t * runs * n * o.dram_bits / per_col
+            per_tile_cycles += runs * (flits + 22 + math.ceil(math.log2(per_col)) * (flits + 10)
+                                       + win.shift * o.bits + loads // runs)
+            continue
+        traffic += n_t * loads * n * o.dram_bits / share
         per_tile_cycles += loads * (flits + 22 + (flits * 2 if share > 1 else 0))
     out_stores = math.prod(serial[lp] for lp in S if lp in nest.out_leaves)
     res_bits = declared_bits(nest)
