@@ -243,6 +243,8 @@ class Generator:
         bufs = {bf.name: bf for bf in cand.buffers}
         out_buf = cand.buffers[0]
         rf_batch = None
+        stacked = {o.name: self._rf_sequence(S, o) for o in nest.operands if o.name in cand.stack}
+        self.stack_slot: dict[str, int] = {}
         for step, combo in enumerate(itertools.product(*[range(cand.serial[lp]) for lp in S])):
             sv = dict(zip(S, combo))
             for o in nest.operands:
@@ -255,6 +257,14 @@ class Generator:
                     if idx // self.rf_per != rf_batch:
                         rf_batch = idx // self.rf_per
                         self._load_rf(o, self.rf_seq[rf_batch * self.rf_per:(rf_batch + 1) * self.rf_per])
+                    continue
+                if o.name in cand.stack:  # stacked scalars: one load for k consecutive steps
+                    seq, at = stacked[o.name]
+                    k = cand.stack[o.name]
+                    self.stack_slot[o.name] = at[step] % k
+                    if at[step] % k == 0 and resident.get(o.name) != at[step]:
+                        resident[o.name] = at[step]
+                        self._load_stacked(o, bf, seq[at[step]:at[step] + k])
                     continue
                 slot, key = self._slot(bf, o.leaves, sv)
                 if resident.get((bf.name, slot)) != key:
@@ -286,7 +296,7 @@ class Generator:
     def _view(self, o, bf, sv):
         if o.kind == "rf":
             return None
-        slot, _ = self._slot(bf, o.leaves, sv)
+        slot = self.stack_slot[o.name] if o.name in self.cand.stack else self._slot(bf, o.leaves, sv)[0]
         t = o.access.tensor.dtype
         return View(self.buf_row[bf.name] + slot * bf.bits, t.bits, t.signed, t.token if t.is_float else "")
 
@@ -338,9 +348,10 @@ class Generator:
                 size = kw["size"] if mn == "load" else 0
                 self.b.bcast(sender, row, size, prec, others, mode=self.mode, **fl)
 
-    def _rf_sequence(self, S) -> tuple[list[dict], list[int]]:
-        """Serial values at each change of the RF operand's values, and per step its index there."""
-        o = self.nest.rf_factor
+    def _rf_sequence(self, S, o=None) -> tuple[list[dict], list[int]]:
+        """Serial values at each change of the RF operand's values (or of ``o``'s), and per step its
+        index there."""
+        o = o or self.nest.rf_factor
         if o is None:
             return [], []
         seq, at, prev = [], [], None
@@ -352,6 +363,28 @@ class Generator:
                 prev = key
             at.append(len(seq) - 1)
         return seq, at
+
+    def _load_stacked(self, o, bf, batch: list[dict]) -> None:
+        """One scatter ``load_shf`` of the per-CRAM scalars of consecutive steps: step j's values are
+        bits [j·b, (j+1)·b) of one k·b-bit unsigned DRAM element per CRAM, i.e. slot j of the buffer."""
+        cfg, t, acc = self.cfg, o.access.tensor, o.access
+        prec = P.make("u", len(batch) * o.bits)
+        row = self.buf_row[bf.name]
+        tv_of = dict(self.tiles)
+        for group in self._groups(o.leaves):
+            sender, tv = min(group), tv_of[min(group)]
+            got = [self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=False,
+                             n_crams=cfg.crams_per_tile) for sv in batch]
+            off0 = min(off for off, _ in got)
+            parts = [np.where(self.layout.patterns[pid] >= 0, self.layout.patterns[pid] + (off - off0), -1)
+                     for off, pid in got]
+            pid = self.layout.pattern(np.concatenate(parts))
+            addr = self.layout.load_region(t.name, pid, off0, P.decode(prec).dram_bits, len(batch) * o.bits, False,
+                                           1, stack=len(batch))
+            self.b(sender, "load_shf", row=row, addr=addr, p=prec, tr=1, size=cfg.crams_per_tile, shf_en=1, shf=0)
+            others = [x for x in group if x != sender]
+            if others:
+                self.b.bcast(sender, row, 0, prec, others, mode=self.mode, shf=0)
 
     def _load_rf(self, o, batch: list[dict]) -> None:
         """One ``load_rf`` per tile of the RF values of several steps: step j's value for CRAM group g

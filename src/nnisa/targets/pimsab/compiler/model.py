@@ -63,6 +63,7 @@ class Candidate:
     real_rows: int = 0
     nest: "Nest | None" = None
     stages: dict[str, int] = field(default_factory=dict)
+    stack: dict[str, int] = field(default_factory=dict)  # streamed per-CRAM scalars: steps per load
 
     def breakdown(self) -> str:
         return " + ".join(f"{b.name} {b.rows}" for b in self.buffers) + f" = {self.rows} wordlines"
@@ -362,6 +363,7 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     cand.buffers = bufs
     cand.rows = sum(bf.rows for bf in bufs)
     cand.real_rows = cand.rows - tmp + real
+    _stack(nest, cand, cfg, arrays, q)
     if max(cand.rows, cand.real_rows) > cfg.cram_rows and not nest.lazy:
         # does not fit: load the streamed operands (reloaded every step) just in time into the
         # temporary region, where their rows are reused once consumed
@@ -398,7 +400,8 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
                                        + win.shift * o.bits + loads // runs)
             continue
         traffic += n_t * loads * n * o.dram_bits / share
-        per_tile_cycles += loads * (flits + 22 + (flits * 2 if share > 1 else 0))
+        k = cand.stack.get(o.name, 1)
+        per_tile_cycles += math.ceil(loads / k) * (k * flits + 22 + (k * flits * 2 if share > 1 else 0))
     out_stores = math.prod(serial[lp] for lp in S if lp in nest.out_leaves)
     res_bits = declared_bits(nest)
     if red_arr > 1:  # one store per result CRAM
@@ -426,6 +429,28 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     cand.cycles = max(per_tile_cycles, traffic / cols / cfg.link_bits)
     cand.stages = stages
     return cand
+
+
+#: steps whose per-CRAM scalars one scatter ``load_shf`` fetches at most (stacked bit groups)
+STACK = 4
+
+
+def _stack(nest: Nest, cand: Candidate, cfg: PimsabConfig, arrays: dict, q: int) -> None:
+    """Stacked loads: a streamed per-CRAM scalar (reloaded every step, e.g. a convolution weight)
+    is fetched for k consecutive steps by one scatter ``load_shf`` of k·bits rows (the k values
+    packed side by side in one DRAM element), which saves k − 1 request latencies.  Kept only
+    when the k slots fit the CRAM."""
+    for o, bf in zip(nest.operands, cand.buffers[1:]):
+        if (o.kind != "bcast" or bf.level != q + 1 or o.name in nest.lazy or o.access.tensor.dtype.is_float
+                or not any(arrays.get(lp, 1) > 1 for lp in o.leaves)):
+            continue
+        steps = math.prod(cand.serial[lp] for lp in o.leaves if lp in cand.serial)
+        k = min(STACK, 32 // o.bits, steps)
+        if k > 1 and max(cand.rows, cand.real_rows) + (k - 1) * o.bits <= cfg.cram_rows:
+            cand.stack[o.name] = k
+            bf.slots = k
+            cand.rows += (k - 1) * o.bits
+            cand.real_rows += (k - 1) * o.bits
 
 
 def declared_bits(nest: Nest) -> int:
