@@ -9,7 +9,8 @@ reaches every tile through per-column DRAM loads and column trees; the weights a
 (scatter ``load_shf``).  Positions z whose row or column is past the output extent are computed
 too (they read neighbouring pixels or zeros) and dropped by :meth:`ConvWindows.unpack`.
 
-Needs stride 1 and ``images·H·W + (R−1)·W + S−1 ≤ cram_cols`` for at least one image.
+Needs stride 1 and the flat positions of one image up to its last output (E−1)·W + F plus the halo
+(R−1)·W + S−1 within ``cram_cols``.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ class ConvWindows:
 
     @property
     def positions(self) -> int:
-        """Bitline extent: the flat positions of ``per`` images."""
-        return self.per * self.h * self.w
+        """Bitline extent: the flat positions of ``per`` images up to the last output of the last one."""
+        E, F = self.out_hw
+        return (self.per - 1) * self.h * self.w + (E - 1) * self.w + F
 
     @property
     def out_hw(self) -> tuple[int, int]:
@@ -58,13 +60,15 @@ class ConvWindows:
         if x.shape != (self.batch, self.c, self.h, self.w):
             raise T.CompileError(f"conv input: shape {x.shape}, expected {(self.batch, self.c, self.h, self.w)}")
         g = x.reshape(self.groups, self.per, self.c, self.h * self.w).transpose(0, 2, 1, 3)
-        flat = g.reshape(self.groups, self.c, self.positions)
-        return np.concatenate([flat, np.zeros((self.groups, self.c, self.halo), flat.dtype)], axis=2)
+        flat = g.reshape(self.groups, self.c, self.per * self.h * self.w)
+        return flat[:, :, :self.positions + self.halo]
 
     def unpack(self, o: np.ndarray) -> np.ndarray:
         """The ``O`` tensor (groups, M, positions) → (batch, M, E, F)."""
         E, F = self.out_hw
-        o = np.asarray(o).reshape(self.groups, self.m, self.per, self.h, self.w)[..., :E, :F]
+        o = np.asarray(o)
+        o = np.concatenate([o, np.zeros(o.shape[:2] + (self.per * self.h * self.w - self.positions,), o.dtype)], 2)
+        o = o.reshape(self.groups, self.m, self.per, self.h, self.w)[..., :E, :F]
         return o.transpose(0, 2, 1, 3, 4).reshape(self.batch, self.m, E, F)
 
 
@@ -74,8 +78,8 @@ def plan(batch: int, c: int, h: int, w: int, m: int, r: int, s: int, stride: int
     organisation does not apply (stride > 1, or one padded image plus the halo exceeds a CRAM)."""
     if stride != 1 or r > h or s > w:
         return None
-    halo = (r - 1) * w + s - 1
-    fits = [k for k in range(1, batch + 1) if batch % k == 0 and k * h * w + halo <= cols]
+    fits = [k for k in range(1, batch + 1)
+            if batch % k == 0 and (cw := ConvWindows(batch, c, h, w, m, r, s, k)).positions + cw.halo <= cols]
     return ConvWindows(batch, c, h, w, m, r, s, max(fits)) if fits else None
 
 

@@ -389,11 +389,11 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
             if aligned or not any(lp in o.leaves for lp in tiles) else 1
         flits = math.ceil(n * o.dram_bits / cfg.link_bits) if o.kind == "vector" else 1
         win = find_window(nest, o, tiles, arrays, cfg.cram_cols) if o.name not in nest.lazy else None
-        key = [lp for j, lp in enumerate(S) if lp in o.leaves or j + 1 < bf.level]
-        if win is not None and all(lp in key[:bf.level - 1] for lp in win.loops):
+        outer = [lp for j, lp in enumerate(S) if j + 1 < bf.level and lp in o.leaves]
+        if win is not None and window_saving(win, serial, outer) > 1:
             # sliding window (window.py): one halo load per run of the window loops, then shifts;
             # a shared window goes down each mesh column from that column's DRAM channel
-            runs = loads // window_saving(win, serial, key)
+            runs = loads // window_saving(win, serial, outer)
             per_col = math.ceil(share / min(share, cfg.mesh_width))
             traffic += n_t * runs * n * o.dram_bits / per_col
             per_tile_cycles += runs * (flits + 22 + math.ceil(math.log2(per_col)) * (flits + 10)

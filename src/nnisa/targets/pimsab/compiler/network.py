@@ -6,7 +6,9 @@ Every device layer is one or two DSL programs that run back to back through DRAM
 idle machine (as the artifact sums per-layer runs):
 
 - Conv (group 1): the padded input is laid out on the host; O[e, f, m] = Σ x·w with the output
-  channels on the bitlines (i32 accumulation, adaptive precision), then a requantization program
+  channels on the bitlines (i32 accumulation, adaptive precision), or, when the model estimates it
+  faster (stride 1, a padded image within a CRAM's bitlines), the pixels on the bitlines with
+  shifted windows (:mod:`.convwin`); then a requantization program
   y = clamp((acc + bias + 2^(s−1)) >> s) (``add`` with the bias vector, ``add_const`` for the
   rounding, a free right shift, ``min``/``max`` against constant rows).
 - Gemm: y[n] = Σ_k x[k]·W[k, n] with the outputs on the bitlines, then the same requantization.
@@ -31,8 +33,8 @@ import numpy as np
 from ....frontend.qeval import run_qnode
 from ....frontend.quant import QGraph, QNode
 from ..config import PimsabConfig
+from . import convwin, lang
 from . import dsl as T
-from . import lang
 
 HOST_LAYOUT = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Pad", "Concat", "Identity")
 
@@ -154,9 +156,30 @@ class Lowering:
         conv = T.build(sch, cfg)
         w_dev = w.transpose(1, 2, 3, 0)
         x_name = n.inputs[0]
+        if self._conv_windows(n, layer, conv, (C, Hp, Wp, M, kh, kw, max(sh, sw)), pads, w_dev):
+            return
         layer.programs.append(Program(conv, lambda env: {xt.name: _pad(env[x_name][0], pads, 0), wt.name: w_dev},
                                       "conv"))
         self._requant(n, layer, E * F, M, conv, lambda out: out.reshape(E, F, M).transpose(2, 0, 1)[None])
+
+    def _conv_windows(self, n: QNode, layer: Layer, direct: T.Compiled, shape: tuple, pads, w_dev) -> bool:
+        """The pixels-on-bitlines program (:mod:`.convwin`) when it applies and the model estimates it
+        faster than ``direct`` (output channels on the bitlines); True if it was chosen."""
+        C, Hp, Wp, M, kh, kw, stride = shape
+        cw = convwin.plan(1, C, Hp, Wp, M, kh, kw, stride, self.cfg.cram_cols)
+        if cw is None:
+            return False
+        acc = n.name + "_acc"
+        win = T.build(convwin.schedule(cw, _t(n.in_bits[0]), _t(n.w_bits), 32, acc, n.name + "_"), self.cfg)
+        if win.report["estimated_cycles"] >= direct.report["estimated_cycles"]:
+            return False
+        x_name = n.inputs[0]
+        layer.programs.append(Program(win, lambda env: {n.name + "_I": cw.pack(_pad(env[x_name][0], pads, 0)[None]),
+                                                        n.name + "_W": w_dev}, "conv"))
+        E, F = cw.out_hw
+        self._requant(n, layer, E * F, M, win, lambda out: out.reshape(E, F, M).transpose(2, 0, 1)[None],
+                      lambda env: cw.unpack(env[acc])[0].transpose(1, 2, 0))
+        return True
 
     def _gemm(self, n: QNode, layer: Layer) -> None:
         w = np.asarray(n.weight, np.int64)
@@ -178,8 +201,10 @@ class Lowering:
         layer.programs.append(Program(g, lambda env: {xt.name: env[x_name].reshape(-1), wt.name: w}, "gemm"))
         self._requant(n, layer, 1, N, g, lambda out: out.reshape(1, N)[:, :N0])
 
-    def _requant(self, n: QNode, layer: Layer, rows: int, channels: int, acc_prog: T.Compiled, finish) -> None:
-        """The requantization program of a Conv/Gemm accumulator laid out as (rows, channels)."""
+    def _requant(self, n: QNode, layer: Layer, rows: int, channels: int, acc_prog: T.Compiled, finish,
+                 acc_view: Callable[[dict], np.ndarray] | None = None) -> None:
+        """The requantization program of a Conv/Gemm accumulator laid out as (rows, channels)
+        (``acc_view``: env → that layout, when the accumulator program's output is laid out otherwise)."""
         shift = int(np.asarray(n.requant.shift).ravel()[0])
         bias = None if n.bias is None else np.asarray(n.bias, np.int64)
         if bias is not None and len(bias) < channels:
@@ -189,7 +214,8 @@ class Lowering:
         rq = _requant_program(n.name + "_y", shape, 32, bias, shift, n.clamp, self.cfg)
         acc_name = acc_prog.schedule.op.name
         inputs = {n.name + "_y_bias": bias.reshape(shape[1:])} if bias is not None and np.any(bias) else {}
-        layer.programs.append(Program(rq, lambda env: {n.name + "_y_acc": env[acc_name].reshape(shape), **inputs},
+        acc_view = acc_view or (lambda env: env[acc_name])
+        layer.programs.append(Program(rq, lambda env: {n.name + "_y_acc": acc_view(env).reshape(shape), **inputs},
                                       "requant"))
         layer.finish = lambda env: finish(env[n.name + "_y"])
 

@@ -76,11 +76,12 @@ def find_window(nest, o, tiles: dict, arrays: dict, cols: int) -> Window | None:
     return Window(d, cb, tuple(loops), shift)
 
 
-def window_saving(win: Window, serial: dict, key_loops: list) -> int:
+def window_saving(win: Window, serial: dict, outer_key: list) -> int:
     """Loads replaced by shifts: the product of the window loops' serial extents when they are the
-    innermost loops of the operand's reload key (otherwise the model assumes no saving)."""
+    innermost of the loops outside the operand's residency level that its reloads depend on
+    (otherwise the model assumes no saving)."""
     n = len(win.loops)
-    if n > len(key_loops) or tuple(key_loops[-n:]) != win.loops:
+    if n > len(outer_key) or tuple(outer_key[-n:]) != win.loops:
         return 1
     return math.prod(serial.get(lp, 1) for lp in win.loops)
 
