@@ -45,10 +45,11 @@ def find_window(nest, o, tiles: dict, arrays: dict, cols: int) -> Window | None:
     """The :class:`Window` of a vector operand spread over CRAMs, or None when it cannot slide.
 
     Conditions: the bitline loop appears in one index dimension only, with a positive coefficient;
-    the other loops of that dimension are serial reduction loops (no tile or array factor) that
-    appear nowhere else, with positive coefficients that are multiples of the bitline one and
-    offsets strictly increasing in nest order (so every move is a left shift); the bitline extent
-    plus the total shift fits a CRAM; array-mapped loops index other dimensions only.
+    the window loops (the serial reduction loops of that dimension: no tile or array factor) appear
+    nowhere else, with positive coefficients that are multiples of the bitline one and offsets
+    strictly increasing in nest order (so every move is a left shift); the bitline extent plus the
+    total shift fits a CRAM.  Other loops of that dimension (e.g. a chunk of positions on tiles or
+    CRAMs) only move each CRAM's window base; a move the halo cannot serve is a reload.
     """
     if o.kind != "vector" or not any(arrays.get(lp, 1) > 1 for lp in o.leaves):
         return None
@@ -60,12 +61,12 @@ def find_window(nest, o, tiles: dict, arrays: dict, cols: int) -> Window | None:
     d = where[0]
     co = dims[d][1]
     cb = co[b]
-    loops = [lp for lp in nest.leaves if lp in co and lp is not b]
+    loops = [lp for lp in nest.leaves if lp in co and lp is not b and lp.reduce and tiles.get(lp, 1) == 1
+             and arrays.get(lp, 1) == 1]
     if cb <= 0 or not loops:
         return None
     for lp in loops:
-        if (not lp.reduce or tiles.get(lp, 1) > 1 or arrays.get(lp, 1) > 1 or co[lp] <= 0 or co[lp] % cb
-                or any(lp in c2 for i, (_, c2) in enumerate(dims) if i != d)):
+        if co[lp] <= 0 or co[lp] % cb or any(lp in c2 for i, (_, c2) in enumerate(dims) if i != d):
             return None
     for i, lp in enumerate(loops):  # offsets strictly increase in the serial enumeration order
         if co[lp] <= sum(co[q] * (q.extent - 1) for q in loops[i + 1:]):
