@@ -3,6 +3,7 @@ per-CRAM halo, column-tree distribution, stacked scalar loads; bit-exact with a 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -17,15 +18,16 @@ from nnisa.targets.pimsab.config import load_config
 SMALL = load_config("base").replace(mesh_width=4, mesh_height=2, n_tiles_used=8, crams_per_tile=16, htree_depth=2)
 
 
-def _conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _conv(x: np.ndarray, w: np.ndarray, st: int = 1) -> np.ndarray:
     """Valid convolution: (N, C, H, W) x (C, R, S, M) → (N, M, E, F)."""
     _, _, H, W = x.shape
     _, R, S, _ = w.shape
-    E, F = H - R + 1, W - S + 1
+    E, F = (H - R) // st + 1, (W - S) // st + 1
     out = np.zeros((x.shape[0], w.shape[3], E, F), np.int64)
     for r in range(R):
         for s in range(S):
-            out += np.einsum("ncef,cm->nmef", x[:, :, r:r + E, s:s + F], w[:, r, s, :])
+            out += np.einsum("ncef,cm->nmef", x[:, :, r:r + st * (E - 1) + 1:st, s:s + st * (F - 1) + 1:st],
+                             w[:, r, s, :])
     return out
 
 
@@ -34,16 +36,21 @@ def _mnemonics(prog) -> list[str]:
 
 
 @pytest.mark.parametrize("config", ["pimsab_s", "small", "base"])
-@pytest.mark.parametrize("batch, c, h, w, m, r, s", [(2, 8, 5, 5, 16, 3, 3), (4, 16, 9, 9, 8, 3, 3),
-                                                     (1, 4, 6, 7, 8, 2, 3)])
-def test_windows_conv_equals_numpy(config, batch, c, h, w, m, r, s):
-    cw = convwin.plan(batch, c, h, w, m, r, s)
-    prog = T.build(convwin.schedule(cw, T.i(8), T.i(8)), SMALL if config == "small" else config)
+@pytest.mark.parametrize("batch, c, h, w, m, r, s, st", [
+    (2, 8, 5, 5, 16, 3, 3, 1), (4, 16, 9, 9, 8, 3, 3, 1), (1, 4, 6, 7, 8, 2, 3, 1),
+    (1, 8, 20, 20, 8, 3, 3, 1),  # two chunks of 214 positions
+    (2, 8, 10, 11, 8, 3, 3, 2), (1, 4, 15, 15, 8, 7, 7, 2),  # stride 2: four phases, 2x2 / 4x4 phase kernels
+    (1, 4, 40, 40, 8, 3, 3, 2)])  # stride 2 in chunks
+def test_windows_conv_equals_numpy(config, batch, c, h, w, m, r, s, st):
+    cfg = SMALL if config == "small" else load_config(config)
+    cw = convwin.plan(batch, c, h, w, m, r, s, st)
+    assert (cw.chunk > 0) == ((h, st) in ((20, 1), (40, 2)))
+    prog = T.build(convwin.schedule(cw, T.i(8), T.i(8), crams=cfg.crams_per_tile), cfg)
     rng = np.random.default_rng(batch * 100 + c)
     x = rng.integers(-128, 128, (batch, c, h, w))
     wt = rng.integers(-128, 128, (c, r, s, m))
-    out, res = prog.run({"I": cw.pack(x), "W": wt}, mode="both")
-    assert np.array_equal(cw.unpack(out["O"]), _conv(x, wt))
+    out, res = prog.run({"I": cw.pack(x), "W": cw.pack_weights(wt)}, mode="both")
+    assert np.array_equal(cw.unpack(out["O"]), _conv(x, wt, st))
     assert res.stats.cycles > 0
     cand = prog.candidate
     inp = next(o for o in cand.nest.operands if o.name == "I")
@@ -55,8 +62,11 @@ def test_plan_packs_images_and_rejects_what_cannot_slide():
     cw = convwin.plan(2, 256, 9, 9, 256, 3, 3)  # Table 5: both padded 9x9 images on one bitline vector
     assert cw.per == 2 and cw.positions == 81 + 6 * 9 + 7 and cw.halo == 20
     assert convwin.plan(4, 8, 9, 9, 8, 3, 3).per == 2  # 3 images would need 81·2 + 61 + 20 > 256 bitlines
-    assert convwin.plan(1, 8, 9, 9, 8, 3, 3, stride=2) is None
-    assert convwin.plan(1, 8, 30, 30, 8, 3, 3) is None  # 28x28 outputs: more positions than bitlines
+    st2 = convwin.plan(1, 8, 9, 9, 8, 3, 3, stride=2)
+    assert st2.grid == (5, 5, 2, 2) and st2.out_hw == (4, 4) and st2.halo == 6 and st2.phases == 4
+    big = convwin.plan(1, 8, 30, 30, 8, 3, 3)  # 28x28 outputs: more positions than bitlines
+    assert big.chunk == 256 - 62 and big.chunks == -(-(27 * 30 + 28) // big.chunk)
+    assert convwin.plan(1, 8, 230, 230, 8, 7, 7, stride=2) is None  # the halo (3·115 + 3) exceeds a CRAM
     assert convwin.plan(1, 256, 16, 16, 256, 3, 3).positions + 34 == 256  # conv4_x fits exactly
 
 
@@ -107,7 +117,7 @@ def test_column_trees_reach_every_tile_once_without_shared_links(width, tiles):
                 spans.append((src // width, dst // width))
             have |= {d for _, d in hops}
             spans.sort()
-            assert all(a[1] < b[0] for a, b in zip(spans, spans[1:]))  # disjoint vertical paths
+            assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))  # disjoint vertical paths
         got += sorted(have)
     assert sorted(got) == sorted(tiles)
 

@@ -7,8 +7,8 @@ idle machine (as the artifact sums per-layer runs):
 
 - Conv (group 1): the padded input is laid out on the host; O[e, f, m] = Σ x·w with the output
   channels on the bitlines (i32 accumulation, adaptive precision), or, when the model estimates it
-  faster (stride 1, a padded image within a CRAM's bitlines), the pixels on the bitlines with
-  shifted windows (:mod:`.convwin`); then a requantization program
+  faster, the pixels on the bitlines with shifted windows (:mod:`.convwin`; strides by input
+  phases, large images in chunks); then a requantization program
   y = clamp((acc + bias + 2^(s−1)) >> s) (``add`` with the bias vector, ``add_const`` for the
   rounding, a free right shift, ``min``/``max`` against constant rows).
 - Gemm: y[n] = Σ_k x[k]·W[k, n] with the outputs on the bitlines, then the same requantization.
@@ -170,12 +170,13 @@ class Lowering:
         if cw is None:
             return False
         acc = n.name + "_acc"
-        win = T.build(convwin.schedule(cw, _t(n.in_bits[0]), _t(n.w_bits), 32, acc, n.name + "_"), self.cfg)
+        win = T.build(convwin.schedule(cw, _t(n.in_bits[0]), _t(n.w_bits), 32, acc, n.name + "_",
+                                       self.cfg.crams_per_tile), self.cfg)
         if win.report["estimated_cycles"] >= direct.report["estimated_cycles"]:
             return False
         x_name = n.inputs[0]
         layer.programs.append(Program(win, lambda env: {n.name + "_I": cw.pack(_pad(env[x_name][0], pads, 0)[None]),
-                                                        n.name + "_W": w_dev}, "conv"))
+                                                        n.name + "_W": cw.pack_weights(w_dev)}, "conv"))
         E, F = cw.out_hw
         self._requant(n, layer, E * F, M, win, lambda out: out.reshape(E, F, M).transpose(2, 0, 1)[None],
                       lambda env: cw.unpack(env[acc])[0].transpose(1, 2, 0))
