@@ -34,13 +34,13 @@ class ConvWindows:
     kernel (zero weights where st·r' + a ≥ R), summed over the phases (a reduction loop ``p``)."""
 
     batch: int
-    c: int
+    c: int  # input channels (CRAMs)
     h: int
-    w: int
-    m: int
+    w: int  # padded input rows, columns
+    m: int  # output channels (tiles)
     r: int
-    s: int
-    per: int
+    s: int  # kernel rows, columns
+    per: int  # images per bitline vector
     chunk: int = 0
     stride: int = 1
 
