@@ -616,7 +616,8 @@ class Generator:
             if self.explicit:
                 self._halving(acc_row, w, final, log2_exact(red_arr))
             else:
-                self.emit_all([self._row("reduce_tile", rd=acc_row, pd=_p(final), ra=acc_row, pa=_p(w),
+                src, acc_row = acc_row, self.buf_row.get("result", acc_row)  # partial sums → result rows
+                self.emit_all([self._row("reduce_tile", rd=acc_row, pd=_p(final), ra=src, pa=_p(w),
                                          levels=log2_exact(red_arr))])
             w = final
         out_t = nest.sched.op.dtype

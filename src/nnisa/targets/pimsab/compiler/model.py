@@ -360,6 +360,12 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     red_arr = math.prod(arrays.get(lp, 1) for lp in nest.red)
     if explicit and red_arr > 1:  # partner rows of the cram_tx_rx + add halving sequence
         bufs.append(Buffer("partner", "partner", out_w.bits))
+    partial = _partial_bits(nest, serial, red_arr, out_w, adaptive and not explicit)
+    if partial and bufs[0].slots > 1:
+        # several accumulators awaiting a reduce_tile hold per-CRAM partial sums only; the reduction
+        # writes the full width into one result buffer, stored from there
+        bufs[0].bits = partial
+        bufs.append(Buffer("result", "result", out_w.bits))
     cand.buffers = bufs
     cand.rows = sum(bf.rows for bf in bufs)
     cand.real_rows = cand.rows - tmp + real
@@ -429,6 +435,16 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     cand.cycles = max(per_tile_cycles, traffic / cols / cfg.link_bits)
     cand.stages = stages
     return cand
+
+
+def _partial_bits(nest: Nest, serial: dict, red_arr: int, out_w: Width, adaptive: bool) -> int:
+    """Width of a per-CRAM partial sum before ``reduce_tile`` (the growing accumulator after the serial
+    reduction steps, §4.6) when it is narrower than the result; 0 otherwise."""
+    if red_arr <= 1 or not adaptive or nest.reduce is None or nest.reduce.kind != "sum" or out_w.fmt:
+        return 0
+    steps = math.prod(serial.get(lp, 1) for lp in nest.red)
+    bits = min(width(nest.body, True).bits + (math.ceil(math.log2(steps)) if steps > 1 else 0), out_w.bits)
+    return bits if bits < out_w.bits else 0
 
 
 #: steps whose per-CRAM scalars one scatter ``load_shf`` fetches at most (stacked bit groups)
