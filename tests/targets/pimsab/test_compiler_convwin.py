@@ -178,3 +178,18 @@ def test_onnx_conv_uses_windows_and_is_bit_exact(tmp_path):
     for _ in range(2):
         q = {"x": qg.quantize_input("x", rng.standard_normal((1, C, H, H)) * 2)}
         assert np.array_equal(run_network(qg, layers, q).outputs["y"], evaluate_quantized(qg, q)["y"])
+
+
+def test_partial_accumulators_and_result_buffer():
+    """Several accumulators awaiting reduce_tile keep the partial width (16-bit products, 9 steps:
+    20 bits); reduce_tile writes the full width into the result buffer, stored from there."""
+    cw = convwin.plan(2, 8, 5, 5, 4, 3, 3)
+    s = convwin.schedule(cw, T.i(8), T.i(8))
+    L = {lp.name: lp for lp in s.leaves}
+    prog = T.build(s, "pimsab_s", tiles={}, arrays={L["c"]: 8})
+    bufs = {b.name: (b.bits, b.slots) for b in prog.candidate.buffers}
+    assert bufs["O"] == (20, 4) and bufs["result"] == (prog.candidate.nest.out_width.bits, 1)
+    rng = np.random.default_rng(12)
+    x, wt = rng.integers(-128, 128, (2, 8, 5, 5)), rng.integers(-128, 128, (8, 3, 3, 4))
+    out, _ = prog.run({"I": cw.pack(x), "W": wt})
+    assert np.array_equal(cw.unpack(out["O"]), _conv(x, wt))
