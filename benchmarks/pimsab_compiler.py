@@ -13,6 +13,7 @@ Writes the "PIMSAB compiler" section of benchmarks/RESULTS.md.  ``--quick`` skip
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -182,7 +183,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="Table 5 programs only (no ResNet-18)")
     args = ap.parse_args()
-    lines = [f"Measured {today()} on {machine()} with `python benchmarks/pimsab_compiler.py`.", "",
+    lines = [f"Measured {today()} on {machine()} with `python benchmarks/pimsab_compiler.py` (load average "
+             f"{os.getloadavg()[0]:.1f} at the start: compile times are wall clock, cycles do not depend on it).", "",
              "Cycles of nnisa's PIMSAB simulator (`simulator` cycle mode, base configuration, timing only). "
              "Replay = the handcoded workload (part 1); compiled = the DSL program compiled by the compiler "
              "of spec §4 (search + code generation).", ""]
