@@ -154,27 +154,31 @@ def test_stacked_loads_match_single_loads():
     assert np.array_equal(outs[0], outs[1]) and np.array_equal(cw.unpack(outs[0]), _conv(x, wt))
 
 
-def test_onnx_conv_uses_windows_and_is_bit_exact(tmp_path):
+@pytest.mark.parametrize("C, M, H, st, shape", [(16, 32, 6, 1, (1, 16, 64)),  # 8x8 padded: 46 positions + 18 halo
+                                                 (16, 32, 12, 2, (1, 16, 4, 49)),  # stride 2: 4 phases
+                                                 (16, 16, 30, 1, (1, 16, 1206))])  # 30x30: 2 chunks + halo
+def test_onnx_conv_uses_windows_and_is_bit_exact(tmp_path, C, M, H, st, shape):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     from nnisa.frontend import evaluate_quantized
     from nnisa.targets.pimsab.compiler.netcompile import quantized_graph
     from nnisa.targets.pimsab.compiler.network import lower_model, run_network
-    C, M, H = 16, 32, 6
     rng = np.random.default_rng(0)
+    E = (H + 2 - 3) // st + 1
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, H, H])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, M, H, H])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, M, E, E])
     w = numpy_helper.from_array(rng.standard_normal((M, C, 3, 3)).astype(np.float32), "w")
     b = numpy_helper.from_array(rng.standard_normal(M).astype(np.float32), "b")
-    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], kernel_shape=[3, 3])
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], kernel_shape=[3, 3], strides=[st, st])
     g = helper.make_graph([node], "g", [x], [y], [w, b])
     path = tmp_path / "conv.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
     qg = quantized_graph(path)
     layers, _ = lower_model(qg, load_config("pimsab_s"))
     assert [p.role for p in layers[0].programs] == ["conv", "requant"]
-    assert "Conv_0_I" in layers[0].programs[0].compiled.layout.inputs  # the pixels-on-bitlines program
+    inputs = layers[0].programs[0].compiled.layout.inputs
+    assert inputs["Conv_0_I"][0] == shape  # the pixels-on-bitlines program was chosen
     for _ in range(2):
         q = {"x": qg.quantize_input("x", rng.standard_normal((1, C, H, H)) * 2)}
         assert np.array_equal(run_network(qg, layers, q).outputs["y"], evaluate_quantized(qg, q)["y"])
