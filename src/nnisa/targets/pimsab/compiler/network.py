@@ -35,6 +35,8 @@ from ....frontend.quant import QGraph, QNode
 from ..config import PimsabConfig
 from . import convwin, lang
 from . import dsl as T
+from .model import analyse
+from .search import search
 
 HOST_LAYOUT = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Pad", "Concat", "Identity")
 
@@ -153,16 +155,23 @@ class Lowering:
             sch.bitlines(mi)
         else:
             sch.bitlines(m)
-        conv = T.build(sch, cfg)
         w_dev = w.transpose(1, 2, 3, 0)
-        x_name = n.inputs[0]
-        if self._conv_windows(n, layer, conv, (C, Hp, Wp, M, kh, kw, max(sh, sw)), pads, w_dev):
+        if self._conv_windows(n, layer, sch, (C, Hp, Wp, M, kh, kw, max(sh, sw)), pads, w_dev):
             return
+        conv = T.build(sch, cfg)
+        x_name = n.inputs[0]
         layer.programs.append(Program(conv, lambda env: {xt.name: _pad(env[x_name][0], pads, 0), wt.name: w_dev},
                                       "conv"))
         self._requant(n, layer, E * F, M, conv, lambda out: out.reshape(E, F, M).transpose(2, 0, 1)[None])
 
-    def _conv_windows(self, n: QNode, layer: Layer, direct: T.Compiled, shape: tuple, pads, w_dev) -> bool:
+    def _estimate(self, sch: lang.Schedule) -> float:
+        """Estimated cycles of the best distribution of a schedule (search only, no code generation)."""
+        try:
+            return search(analyse(sch, self.cfg), self.cfg)[0].cycles
+        except lang.CompileError:
+            return float("inf")
+
+    def _conv_windows(self, n: QNode, layer: Layer, direct: lang.Schedule, shape: tuple, pads, w_dev) -> bool:
         """The pixels-on-bitlines program (:mod:`.convwin`) when it applies and the model estimates it
         faster than ``direct`` (output channels on the bitlines); True if it was chosen."""
         C, Hp, Wp, M, kh, kw, stride = shape
@@ -170,10 +179,10 @@ class Lowering:
         if cw is None:
             return False
         acc = n.name + "_acc"
-        win = T.build(convwin.schedule(cw, _t(n.in_bits[0]), _t(n.w_bits), 32, acc, n.name + "_",
-                                       self.cfg.crams_per_tile), self.cfg)
-        if win.report["estimated_cycles"] >= direct.report["estimated_cycles"]:
+        sch = convwin.schedule(cw, _t(n.in_bits[0]), _t(n.w_bits), 32, acc, n.name + "_", self.cfg.crams_per_tile)
+        if self._estimate(sch) >= self._estimate(direct):
             return False
+        win = T.build(sch, self.cfg)
         x_name = n.inputs[0]
         layer.programs.append(Program(win, lambda env: {n.name + "_I": cw.pack(_pad(env[x_name][0], pads, 0)[None]),
                                                         n.name + "_W": cw.pack_weights(w_dev)}, "conv"))
