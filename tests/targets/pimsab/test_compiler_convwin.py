@@ -197,3 +197,17 @@ def test_partial_accumulators_and_result_buffer():
     x, wt = rng.integers(-128, 128, (2, 8, 5, 5)), rng.integers(-128, 128, (8, 3, 3, 4))
     out, _ = prog.run({"I": cw.pack(x), "W": wt})
     assert np.array_equal(cw.unpack(out["O"]), _conv(x, wt))
+
+
+def test_serial_pin_keeps_loops_off_tiles_and_crams():
+    """``s.serial`` (used by convwin for its window loops): the search never spreads those loops; the
+    pinned stride-2 window program beats the occupancy-first choice that spreads r, s over CRAMs."""
+    cw = convwin.plan(1, 8, 10, 10, 8, 3, 3, 2)
+    s = convwin.schedule(cw, T.i(8), T.i(8), crams=16)
+    L = {lp.name: lp for lp in s.leaves}
+    assert set(s.pin_serial) == {L["p"], L["r"], L["s"]}
+    prog = T.build(s, SMALL)
+    assert not {L["p"], L["r"], L["s"]} & (set(prog.candidate.arrays) | set(prog.candidate.tiles))
+    s.serial(L["z"])
+    with pytest.raises(T.CompileError, match="pinned loop z"):
+        T.build(s, SMALL)
