@@ -147,10 +147,9 @@ def schedule(cw: ConvWindows, in_type: T.DType, w_type: T.DType, acc: int = 32, 
              prefix: str = "", crams: int = 0) -> T.Schedule:
     """O[g, m, (zo,) z] = Σ_{c,(p,)r,s} I[g, c, (p,) (zo·chunk +) z + r·W + s]·W[c, (p,) r, s, m], loops
     ordered g, zo, p, r, s, m | z (bitlines), c so the window loops (r, s) are the innermost loops the
-    input's reloads depend on.  The phase and window loops are pinned serial and, with a stride and
-    C ≤ ``crams``, c to the CRAMs: the occupancy-first search would otherwise spread the phase and
-    window loops over the CRAMs, which loads the input once per CRAM group instead of sliding it
-    (measured slower)."""
+    input's reloads depend on.  The window loops are pinned serial and, with a stride and C ≤
+    ``crams``, c to the CRAMs: the occupancy-first search would otherwise spread the window loops over
+    the CRAMs, which loads the input once per CRAM group instead of sliding it (measured slower)."""
     _, wq, rq, sq = cw.grid
     st = cw.stride > 1
     I = T.tensor((cw.groups, cw.c) + ((cw.phases,) if st else ()) + (cw.span + cw.halo,), in_type, prefix + "I")
@@ -169,7 +168,7 @@ def schedule(cw: ConvWindows, in_type: T.DType, w_type: T.DType, acc: int = 32, 
     sch = T.schedule(T.compute(name, axes, T.sum(body, *red)))
     sch.reorder(*outer, *pp, rr, ss, mm, z, cc)
     sch.bitlines(z)
-    sch.serial(*pp, rr, ss)  # the window loops slide; on CRAMs they would reload the input per CRAM group
+    sch.serial(rr, ss)  # the window loops slide; on CRAMs they would reload the input per CRAM group
     if st and cw.c <= crams:
         sch.arrays(cc)
     return sch
