@@ -430,7 +430,8 @@ class Generator:
         only the window loops moved it forward; otherwise load it with its halo (and broadcast)."""
         win, t = self.windows[o.name], o.access.tensor
         dims = self.dims(o.access.index, t.shape)
-        parts = [const + sum(k * self.leaf_scalar(leaf, tv, sv) for leaf, k in co.items() if leaf is not self.nest.bitline)
+        b = self.nest.bitline
+        parts = [const + sum(k * self.leaf_scalar(leaf, tv, sv) for leaf, k in co.items() if leaf is not b)
                  for const, co in dims]
         others = tuple(p for i, p in enumerate(parts) if i != win.dim)
         key = (bf.name, slot, min(group))
