@@ -211,3 +211,15 @@ def test_serial_pin_keeps_loops_off_tiles_and_crams():
     s.serial(L["z"])
     with pytest.raises(T.CompileError, match="pinned loop z"):
         T.build(s, SMALL)
+
+
+@pytest.mark.parametrize("options", [dict(adaptive_precision=False), dict(bit_lifetime=False),
+                                     dict(reduction_codegen="explicit")])
+def test_windows_conv_build_options(options):
+    """Declared widths (Table 6), no bit-level lifetime, explicit halving reductions: still exact."""
+    cw = convwin.plan(2, 8, 5, 5, 8, 3, 3)
+    prog = T.build(convwin.schedule(cw, T.i(8), T.i(8)), SMALL, **options)
+    rng = np.random.default_rng(21)
+    x, wt = rng.integers(-128, 128, (2, 8, 5, 5)), rng.integers(-128, 128, (8, 3, 3, 8))
+    out, _ = prog.run({"I": cw.pack(x), "W": wt})
+    assert np.array_equal(cw.unpack(out["O"]), _conv(x, wt))
