@@ -223,3 +223,20 @@ def test_windows_conv_build_options(options):
     x, wt = rng.integers(-128, 128, (2, 8, 5, 5)), rng.integers(-128, 128, (8, 3, 3, 8))
     out, _ = prog.run({"I": cw.pack(x), "W": wt})
     assert np.array_equal(cw.unpack(out["O"]), _conv(x, wt))
+
+
+def test_window_shared_by_unaligned_tiles():
+    """Tiles zo = 2 x m = 16 on the 12 x 10 mesh are not mesh-aligned: the 16 tiles of a chunk (over two
+    mesh rows) still share its input through column trees (one load per column, then hops down the
+    column), and the result is exact."""
+    cw = convwin.plan(1, 4, 20, 20, 16, 3, 3)
+    assert cw.chunks == 2
+    s = convwin.schedule(cw, T.i(8), T.i(8))
+    L = {lp.name: lp for lp in s.leaves}
+    prog = T.build(s, "base", tiles={L["zo"]: 2, L["m"]: 16}, arrays={L["c"]: 4})
+    mn = _mnemonics(prog)
+    assert mn.count("load") == 24 and mn.count("tile_tx") == 8  # 12 columns per chunk; 4 + 4 shared columns
+    rng = np.random.default_rng(5)
+    x, wt = rng.integers(-128, 128, (1, 4, 20, 20)), rng.integers(-128, 128, (4, 3, 3, 16))
+    out, _ = prog.run({"I": cw.pack(x), "W": wt})
+    assert np.array_equal(cw.unpack(out["O"]), _conv(x, wt))

@@ -319,13 +319,16 @@ class Generator:
         lazy = row is not None
         row = self.buf_row[bf.name] + slot * bf.bits if row is None else row
         tv_of = dict(self.tiles)
-        for group in self._groups(o.leaves):
+        window = o.name in self.windows and not lazy and o.kind == "vector" and in_arr
+        for group in self._window_groups(o) if window else self._groups(o.leaves):
             sender = min(group)
             tv = tv_of[sender]
+            if window:
+                self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=True)  # bounds check
+                self._window(o, bf, slot, group, tv, sv, row, prec, tr)
+                continue
             if o.kind == "vector" and in_arr:
                 off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=True)
-                if o.name in self.windows and not lazy and self._window(o, bf, slot, group, tv, sv, row, prec, tr):
-                    continue
                 if len(group) == 1 and not lazy and self._slide(o, bf, slot, sender, row, prec, off, pid, tr):
                     continue
                 kw, fl = dict(size=self.size), {}
@@ -425,9 +428,18 @@ class Generator:
         self.b(tile, "load", row=row, addr=addr, size=cols, cram=last, p=prec, tr=tr)
         return True
 
-    def _window(self, o, bf, slot, group, tv, sv, row, prec, tr) -> bool:
+    def _window_groups(self, o) -> list[list[int]]:
+        """Tiles sharing a window operand: equal values of the tile loops it depends on, in any
+        mapping (its trees are point-to-point hops, not systolic chains along mesh rows/columns)."""
+        g: dict[tuple, list[int]] = {}
+        for tile, tv in self.tiles:
+            g.setdefault(tuple(tv[lp] for lp in self.tile_loops if lp in o.leaves), []).append(tile)
+        return list(g.values())
+
+    def _window(self, o, bf, slot, group, tv, sv, row, prec, tr) -> None:
         """Sliding window with a halo (:mod:`.window`): ``shift`` every tile's resident copy left when
-        only the window loops moved it forward; otherwise load it with its halo (and broadcast)."""
+        only the window loops moved it forward; otherwise load it with its halo and send it down each
+        mesh column (:func:`.window.column_trees`; every tile loads it when no halo pattern exists)."""
         win, t = self.windows[o.name], o.access.tensor
         dims = self.dims(o.access.index, t.shape)
         b = self.nest.bitline
@@ -442,14 +454,19 @@ class Generator:
                 for tile in group:
                     self.b(tile, "shift", rd=row, pd=prec, ra=row, pa=prec, dir=0, dist=D - st[2] - 1, size=self.size)
                 self.win_state[key] = (others, st[1], D)
-                return True
+                return
         halo = halo_pattern(dims, t.shape, parts, self.arr_val, self.n_arr, self.cfg.cram_cols, win)
-        if halo is None:
-            return False
+        if halo is None:  # (a valid element before the offset): plain loads, no sliding
+            off, pid = self.flat(t.name, o.access.index, t.shape, tv, sv, crams=True, bitlines=True)
+            addr = self.layout.load_region(t.name, pid, off, o.dram_bits, t.dtype.bits, t.dtype.signed, tr)
+            for tile in group:
+                self.b(tile, "load", row=row, addr=addr, p=prec, tr=tr, size=self.size)
+            self.win_state.pop(key, None)
+            return
         off, pat = halo
         addr = self.layout.load_region(t.name, self.layout.pattern(pat), off, o.dram_bits, t.dtype.bits,
                                        t.dtype.signed, tr)
-        for loader, rounds in column_trees(self.cfg.mesh_width, group):  # a large vector: see column_trees
+        for loader, rounds in column_trees(self.cfg.mesh_width, group):
             self.b(loader, "load", row=row, addr=addr, p=prec, tr=tr, size=self.size)
             for hops in rounds:
                 for src, dst in hops:
@@ -457,7 +474,6 @@ class Generator:
                     self.b(src, "tile_tx", **f)
                     self.b(dst, "tile_rx", **f)
         self.win_state[key] = (others, parts[win.dim], 0)
-        return True
 
     def _halving(self, acc_row: int, w: Width, final: Width, levels: int) -> None:
         """``reduction_codegen="explicit"``: at level i every CRAM c = 0 (mod 2^i) receives the partial

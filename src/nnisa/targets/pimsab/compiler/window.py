@@ -140,3 +140,4 @@ def column_trees(mesh_width: int, tiles) -> list[tuple[int, list[list[tuple[int,
             segs = nxt
         out.append((members[0], rounds))
     return out
+
