@@ -244,10 +244,12 @@ class Generator:
         out_buf = cand.buffers[0]
         rf_batch = None
         stacked = {o.name: self._rf_sequence(S, o) for o in nest.operands if o.name in cand.stack}
+        # window operands last: their large loads then queue on the DRAM channels behind the small ones
+        load_order = sorted(nest.operands, key=lambda o: o.name in self.windows)
         self.stack_slot: dict[str, int] = {}
         for step, combo in enumerate(itertools.product(*[range(cand.serial[lp]) for lp in S])):
             sv = dict(zip(S, combo))
-            for o in nest.operands:
+            for o in load_order:
                 if o.name in nest.lazy:
                     continue
                 bf = bufs[o.name]
