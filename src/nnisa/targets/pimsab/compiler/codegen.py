@@ -25,6 +25,7 @@ from .lang import Access, Bin, Cast, CompileError, Const, Expr, Loop, Select, Sh
 from .layout import Layout
 from .model import Candidate, Nest, dtype_prec, is_mac, log2_exact, mesh_aligned, strip, temp_layout
 from .widths import Width, const_formats, converts, round_float, width
+from .window import column_trees, find_window, halo_pattern
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ class Generator:
         self._linear: dict = {}
         self.out_index = tuple(nest.sched.op.axes)  # kept alive: caches are keyed by id()
         self._dims_cache: dict = {}
+        self.windows = {o.name: w for o in nest.operands
+                        if (w := find_window(nest, o, cand.tiles, cand.arrays, cfg.cram_cols)) is not None}
+        self.win_state: dict = {}
 
     # ------------------------------------------------------------------ placement and indices
     def _placement(self) -> list[tuple[int, dict[Loop, int]]]:
@@ -238,9 +242,13 @@ class Generator:
         bufs = {bf.name: bf for bf in cand.buffers}
         out_buf = cand.buffers[0]
         rf_batch = None
+        stacked = {o.name: self._rf_sequence(S, o) for o in nest.operands if o.name in cand.stack}
+        # window operands last: their large loads then queue on the DRAM channels behind the small ones
+        load_order = sorted(nest.operands, key=lambda o: o.name in self.windows)
+        self.stack_slot: dict[str, int] = {}
         for step, combo in enumerate(itertools.product(*[range(cand.serial[lp]) for lp in S])):
             sv = dict(zip(S, combo))
-            for o in nest.operands:
+            for o in load_order:
                 if o.name in nest.lazy:
                     continue
                 bf = bufs[o.name]
@@ -250,6 +258,14 @@ class Generator:
                     if idx // self.rf_per != rf_batch:
                         rf_batch = idx // self.rf_per
                         self._load_rf(o, self.rf_seq[rf_batch * self.rf_per:(rf_batch + 1) * self.rf_per])
+                    continue
+                if o.name in cand.stack:  # stacked scalars: one load for k consecutive steps
+                    seq, at = stacked[o.name]
+                    k = cand.stack[o.name]
+                    self.stack_slot[o.name] = at[step] % k
+                    if at[step] % k == 0 and resident.get(o.name) != at[step]:
+                        resident[o.name] = at[step]
+                        self._load_stacked(o, bf, seq[at[step]:at[step] + k])
                     continue
                 slot, key = self._slot(bf, o.leaves, sv)
                 if resident.get((bf.name, slot)) != key:
@@ -281,7 +297,7 @@ class Generator:
     def _view(self, o, bf, sv):
         if o.kind == "rf":
             return None
-        slot, _ = self._slot(bf, o.leaves, sv)
+        slot = self.stack_slot[o.name] if o.name in self.cand.stack else self._slot(bf, o.leaves, sv)[0]
         t = o.access.tensor.dtype
         return View(self.buf_row[bf.name] + slot * bf.bits, t.bits, t.signed, t.token if t.is_float else "")
 
@@ -304,9 +320,14 @@ class Generator:
         lazy = row is not None
         row = self.buf_row[bf.name] + slot * bf.bits if row is None else row
         tv_of = dict(self.tiles)
-        for group in self._groups(o.leaves):
+        window = o.name in self.windows and not lazy and o.kind == "vector" and in_arr
+        for group in self._window_groups(o) if window else self._groups(o.leaves):
             sender = min(group)
             tv = tv_of[sender]
+            if window:
+                self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=True)  # bounds check
+                self._window(o, bf, slot, group, tv, sv, row, prec, tr)
+                continue
             if o.kind == "vector" and in_arr:
                 off, pid = self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=True)
                 if len(group) == 1 and not lazy and self._slide(o, bf, slot, sender, row, prec, off, pid, tr):
@@ -331,9 +352,10 @@ class Generator:
                 size = kw["size"] if mn == "load" else 0
                 self.b.bcast(sender, row, size, prec, others, mode=self.mode, **fl)
 
-    def _rf_sequence(self, S) -> tuple[list[dict], list[int]]:
-        """Serial values at each change of the RF operand's values, and per step its index there."""
-        o = self.nest.rf_factor
+    def _rf_sequence(self, S, o=None) -> tuple[list[dict], list[int]]:
+        """Serial values at each change of the RF operand's values (or of ``o``'s), and per step its
+        index there."""
+        o = o or self.nest.rf_factor
         if o is None:
             return [], []
         seq, at, prev = [], [], None
@@ -345,6 +367,28 @@ class Generator:
                 prev = key
             at.append(len(seq) - 1)
         return seq, at
+
+    def _load_stacked(self, o, bf, batch: list[dict]) -> None:
+        """One scatter ``load_shf`` of the per-CRAM scalars of consecutive steps: step j's values are
+        bits [j·b, (j+1)·b) of one k·b-bit unsigned DRAM element per CRAM, i.e. slot j of the buffer."""
+        cfg, t, acc = self.cfg, o.access.tensor, o.access
+        prec = P.make("u", len(batch) * o.bits)
+        row = self.buf_row[bf.name]
+        tv_of = dict(self.tiles)
+        for group in self._groups(o.leaves):
+            sender, tv = min(group), tv_of[min(group)]
+            got = [self.flat(t.name, acc.index, t.shape, tv, sv, crams=True, bitlines=False,
+                             n_crams=cfg.crams_per_tile) for sv in batch]
+            off0 = min(off for off, _ in got)
+            parts = [np.where(self.layout.patterns[pid] >= 0, self.layout.patterns[pid] + (off - off0), -1)
+                     for off, pid in got]
+            pid = self.layout.pattern(np.concatenate(parts))
+            addr = self.layout.load_region(t.name, pid, off0, P.decode(prec).dram_bits, len(batch) * o.bits, False,
+                                           1, stack=len(batch))
+            self.b(sender, "load_shf", row=row, addr=addr, p=prec, tr=1, size=cfg.crams_per_tile, shf_en=1, shf=0)
+            others = [x for x in group if x != sender]
+            if others:
+                self.b.bcast(sender, row, 0, prec, others, mode=self.mode, shf=0)
 
     def _load_rf(self, o, batch: list[dict]) -> None:
         """One ``load_rf`` per tile of the RF values of several steps: step j's value for CRAM group g
@@ -384,6 +428,53 @@ class Generator:
         addr = self.layout.load_region(o.access.tensor.name, piece, off, o.dram_bits, o.bits, o.access.tensor.dtype.signed, tr)
         self.b(tile, "load", row=row, addr=addr, size=cols, cram=last, p=prec, tr=tr)
         return True
+
+    def _window_groups(self, o) -> list[list[int]]:
+        """Tiles sharing a window operand: equal values of the tile loops it depends on, in any
+        mapping (its trees are point-to-point hops, not systolic chains along mesh rows/columns)."""
+        g: dict[tuple, list[int]] = {}
+        for tile, tv in self.tiles:
+            g.setdefault(tuple(tv[lp] for lp in self.tile_loops if lp in o.leaves), []).append(tile)
+        return list(g.values())
+
+    def _window(self, o, bf, slot, group, tv, sv, row, prec, tr) -> None:
+        """Sliding window with a halo (:mod:`.window`): ``shift`` every tile's resident copy left when
+        only the window loops moved it forward; otherwise load it with its halo and send it down each
+        mesh column (:func:`.window.column_trees`; every tile loads it when no halo pattern exists)."""
+        win, t = self.windows[o.name], o.access.tensor
+        dims = self.dims(o.access.index, t.shape)
+        b = self.nest.bitline
+        parts = [const + sum(k * self.leaf_scalar(leaf, tv, sv) for leaf, k in co.items() if leaf is not b)
+                 for const, co in dims]
+        others = tuple(p for i, p in enumerate(parts) if i != win.dim)
+        key = (bf.name, slot, min(group))
+        st = self.win_state.get(key)
+        if st is not None and st[0] == others and (parts[win.dim] - st[1]) % win.cb == 0:
+            D = (parts[win.dim] - st[1]) // win.cb
+            if st[2] < D <= self.cfg.cram_cols - self.nest.bitline.extent:
+                for tile in group:
+                    self.b(tile, "shift", rd=row, pd=prec, ra=row, pa=prec, dir=0, dist=D - st[2] - 1, size=self.size)
+                self.win_state[key] = (others, st[1], D)
+                return
+        halo = halo_pattern(dims, t.shape, parts, self.arr_val, self.n_arr, self.cfg.cram_cols, win)
+        if halo is None:  # (a valid element before the offset): plain loads, no sliding
+            off, pid = self.flat(t.name, o.access.index, t.shape, tv, sv, crams=True, bitlines=True)
+            addr = self.layout.load_region(t.name, pid, off, o.dram_bits, t.dtype.bits, t.dtype.signed, tr)
+            for tile in group:
+                self.b(tile, "load", row=row, addr=addr, p=prec, tr=tr, size=self.size)
+            self.win_state.pop(key, None)
+            return
+        off, pat = halo
+        addr = self.layout.load_region(t.name, self.layout.pattern(pat), off, o.dram_bits, t.dtype.bits,
+                                       t.dtype.signed, tr)
+        for loader, rounds in column_trees(self.cfg.mesh_width, group):
+            self.b(loader, "load", row=row, addr=addr, p=prec, tr=tr, size=self.size)
+            for hops in rounds:
+                for src, dst in hops:
+                    f = dict(size=self.size, src_tile=src, dst_tile=dst, src_row=row, dst_row=row, p=prec)
+                    self.b(src, "tile_tx", **f)
+                    self.b(dst, "tile_rx", **f)
+        self.win_state[key] = (others, parts[win.dim], 0)
 
     def _halving(self, acc_row: int, w: Width, final: Width, levels: int) -> None:
         """``reduction_codegen="explicit"``: at level i every CRAM c = 0 (mod 2^i) receives the partial
@@ -555,7 +646,8 @@ class Generator:
             if self.explicit:
                 self._halving(acc_row, w, final, log2_exact(red_arr))
             else:
-                self.emit_all([self._row("reduce_tile", rd=acc_row, pd=_p(final), ra=acc_row, pa=_p(w),
+                src, acc_row = acc_row, self.buf_row.get("result", acc_row)  # partial sums → result rows
+                self.emit_all([self._row("reduce_tile", rd=acc_row, pd=_p(final), ra=src, pa=_p(w),
                                          levels=log2_exact(red_arr))])
             w = final
         out_t = nest.sched.op.dtype

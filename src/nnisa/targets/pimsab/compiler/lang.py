@@ -407,6 +407,7 @@ class Schedule:
     bitline: Loop | None = None
     pin_tiles: tuple[Loop, ...] = ()
     pin_arrays: tuple[Loop, ...] = ()
+    pin_serial: tuple[Loop, ...] = ()
     broadcast_mode: str = "systolic"
 
     def split(self, lp: Loop, factor: int) -> tuple[Loop, Loop]:
@@ -450,6 +451,10 @@ class Schedule:
     def arrays(self, *loops: Loop) -> None:
         """Pin these loops to the CRAM-array level."""
         self.pin_arrays = tuple(loops)
+
+    def serial(self, *loops: Loop) -> None:
+        """Keep these loops serial in the tile controller (neither tiles nor CRAMs)."""
+        self.pin_serial = tuple(loops)
 
     def broadcast(self, mode: str) -> None:
         """Inter-tile broadcast of shared operands: ``"systolic"`` or ``"one_to_many"``."""

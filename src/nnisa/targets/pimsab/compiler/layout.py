@@ -52,6 +52,7 @@ class Region:
     pattern: int
     offset: int
     fmt: str = ""  # "f32"/"f16"/"bf16": the elements are float bit patterns
+    stack: int = 1  # k > 1: element e packs tensor[offset + pattern[j·n + e]] in bits [j·b, (j+1)·b), b = prec/k
 
     @property
     def nbytes(self) -> int:
@@ -85,12 +86,14 @@ class Layout:
         return addr
 
     def load_region(self, tensor: str, pattern: int, offset: int, bits: int, prec_bits: int, signed: bool,
-                    tr: int) -> int:
-        """DRAM address of the region holding ``tensor[offset + pattern]`` (shared by equal loads)."""
-        key = ("ld", tensor, pattern, offset, tr)
+                    tr: int, stack: int = 1) -> int:
+        """DRAM address of the region holding ``tensor[offset + pattern]`` (shared by equal loads);
+        ``stack`` = k packs k pattern blocks side by side in each element (``Region.stack``)."""
+        key = ("ld", tensor, pattern, offset, tr, stack)
         if key in self._seen:
             return self._seen[key]
-        r = Region(tensor, 0, len(self.patterns[pattern]), bits, prec_bits, signed, tr, pattern, offset)
+        r = Region(tensor, 0, len(self.patterns[pattern]) // stack, bits, prec_bits, signed, tr, pattern, offset,
+                   stack=stack)
         r.addr = self._alloc(r.nbytes)
         self.regions.append(r)
         self._seen[key] = r.addr
@@ -119,6 +122,10 @@ class Layout:
         img = np.zeros(end, np.uint8)
         for r in self.regions:
             v = flat[r.tensor][self.patterns[r.pattern] + np.where(self.patterns[r.pattern] >= 0, r.offset, 0)]
+            if r.stack > 1:
+                b = r.prec_bits // r.stack
+                parts = v.view(np.uint64).reshape(r.stack, r.n) & np.uint64((1 << b) - 1)
+                v = sum(parts[j] << np.uint64(j * b) for j in range(r.stack)).view(np.int64)
             if r.tr:
                 data = pack_elements(v.view(np.uint64), r.bits)
             else:

@@ -19,6 +19,7 @@ from ..precision import make
 from .lang import (Access, Bin, Cast, CompileError, Const, Expr, Loop, Reduce, Schedule, Select, Shift, accesses,
                    children, declared_type)
 from .widths import Width, const_formats, converts, width
+from .window import find_window, window_saving
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Candidate:
     real_rows: int = 0
     nest: "Nest | None" = None
     stages: dict[str, int] = field(default_factory=dict)
+    stack: dict[str, int] = field(default_factory=dict)  # streamed per-CRAM scalars: steps per load
 
     def breakdown(self) -> str:
         return " + ".join(f"{b.name} {b.rows}" for b in self.buffers) + f" = {self.rows} wordlines"
@@ -360,9 +362,16 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     red_arr = math.prod(arrays.get(lp, 1) for lp in nest.red)
     if explicit and red_arr > 1:  # partner rows of the cram_tx_rx + add halving sequence
         bufs.append(Buffer("partner", "partner", out_w.bits))
+    partial = _partial_bits(nest, serial, red_arr, out_w, adaptive and not explicit)
+    if partial and bufs[0].slots > 1:
+        # several accumulators awaiting a reduce_tile hold per-CRAM partial sums only; the reduction
+        # writes the full width into one result buffer, stored from there
+        bufs[0].bits = partial
+        bufs.append(Buffer("result", "result", out_w.bits))
     cand.buffers = bufs
     cand.rows = sum(bf.rows for bf in bufs)
     cand.real_rows = cand.rows - tmp + real
+    _stack(nest, cand, cfg, arrays, q)
     if max(cand.rows, cand.real_rows) > cfg.cram_rows and not nest.lazy:
         # does not fit: load the streamed operands (reloaded every step) just in time into the
         # temporary region, where their rows are reused once consumed
@@ -386,9 +395,21 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
         n = W if o.kind == "vector" else (math.prod(arrays.get(lp, 1) for lp in o.leaves) or 1)
         share = math.prod(tiles.get(lp, 1) for lp in nest.dp if lp not in o.leaves) \
             if aligned or not any(lp in o.leaves for lp in tiles) else 1
-        traffic += n_t * loads * n * o.dram_bits / share
         flits = math.ceil(n * o.dram_bits / cfg.link_bits) if o.kind == "vector" else 1
-        per_tile_cycles += loads * (flits + 22 + (flits * 2 if share > 1 else 0))
+        win = find_window(nest, o, tiles, arrays, cfg.cram_cols) if o.name not in nest.lazy else None
+        outer = [lp for j, lp in enumerate(S) if j + 1 < bf.level and lp in o.leaves]
+        if win is not None and window_saving(win, serial, outer) > 1:
+            # sliding window (window.py): one halo load per run of the window loops, then shifts;
+            # a shared window goes down each mesh column from that column's DRAM channel
+            runs = loads // window_saving(win, serial, outer)
+            per_col = math.ceil(share / min(share, cfg.mesh_width))
+            traffic += n_t * runs * n * o.dram_bits / per_col
+            per_tile_cycles += runs * (flits + 22 + math.ceil(math.log2(per_col)) * (flits + 10)
+                                       + win.shift * o.bits + loads // runs)
+            continue
+        traffic += n_t * loads * n * o.dram_bits / share
+        k = cand.stack.get(o.name, 1)
+        per_tile_cycles += math.ceil(loads / k) * (k * flits + 22 + (k * flits * 2 if share > 1 else 0))
     out_stores = math.prod(serial[lp] for lp in S if lp in nest.out_leaves)
     res_bits = declared_bits(nest)
     if red_arr > 1:  # one store per result CRAM
@@ -416,6 +437,38 @@ def evaluate(nest: Nest, cfg: PimsabConfig, tiles: dict[Loop, int], arrays: dict
     cand.cycles = max(per_tile_cycles, traffic / cols / cfg.link_bits)
     cand.stages = stages
     return cand
+
+
+def _partial_bits(nest: Nest, serial: dict, red_arr: int, out_w: Width, adaptive: bool) -> int:
+    """Width of a per-CRAM partial sum before ``reduce_tile`` (the growing accumulator after the serial
+    reduction steps, §4.6) when it is narrower than the result; 0 otherwise."""
+    if red_arr <= 1 or not adaptive or nest.reduce is None or nest.reduce.kind != "sum" or out_w.fmt:
+        return 0
+    steps = math.prod(serial.get(lp, 1) for lp in nest.red)
+    bits = min(width(nest.body, True).bits + (math.ceil(math.log2(steps)) if steps > 1 else 0), out_w.bits)
+    return bits if bits < out_w.bits else 0
+
+
+#: steps whose per-CRAM scalars one scatter ``load_shf`` fetches at most (stacked bit groups)
+STACK = 4
+
+
+def _stack(nest: Nest, cand: Candidate, cfg: PimsabConfig, arrays: dict, q: int) -> None:
+    """Stacked loads: a streamed per-CRAM scalar (reloaded every step, e.g. a convolution weight)
+    is fetched for k consecutive steps by one scatter ``load_shf`` of k·bits rows (the k values
+    packed side by side in one DRAM element), which saves k − 1 request latencies.  Kept only
+    when the k slots fit the CRAM."""
+    for o, bf in zip(nest.operands, cand.buffers[1:]):
+        if (o.kind != "bcast" or bf.level != q + 1 or o.name in nest.lazy or o.access.tensor.dtype.is_float
+                or not any(arrays.get(lp, 1) > 1 for lp in o.leaves)):
+            continue
+        steps = math.prod(cand.serial[lp] for lp in o.leaves if lp in cand.serial)
+        k = min(STACK, 32 // o.bits, steps)
+        if k > 1 and max(cand.rows, cand.real_rows) + (k - 1) * o.bits <= cfg.cram_rows:
+            cand.stack[o.name] = k
+            bf.slots = k
+            cand.rows += (k - 1) * o.bits
+            cand.real_rows += (k - 1) * o.bits
 
 
 def declared_bits(nest: Nest) -> int:

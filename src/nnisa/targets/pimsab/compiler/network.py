@@ -6,7 +6,9 @@ Every device layer is one or two DSL programs that run back to back through DRAM
 idle machine (as the artifact sums per-layer runs):
 
 - Conv (group 1): the padded input is laid out on the host; O[e, f, m] = Σ x·w with the output
-  channels on the bitlines (i32 accumulation, adaptive precision), then a requantization program
+  channels on the bitlines (i32 accumulation, adaptive precision), or, when the model estimates it
+  faster, the pixels on the bitlines with shifted windows (:mod:`.convwin`; strides by input
+  phases, large images in chunks); then a requantization program
   y = clamp((acc + bias + 2^(s−1)) >> s) (``add`` with the bias vector, ``add_const`` for the
   rounding, a free right shift, ``min``/``max`` against constant rows).
 - Gemm: y[n] = Σ_k x[k]·W[k, n] with the outputs on the bitlines, then the same requantization.
@@ -31,8 +33,10 @@ import numpy as np
 from ....frontend.qeval import run_qnode
 from ....frontend.quant import QGraph, QNode
 from ..config import PimsabConfig
+from . import convwin, lang
 from . import dsl as T
-from . import lang
+from .model import analyse
+from .search import search
 
 HOST_LAYOUT = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Pad", "Concat", "Identity")
 
@@ -151,12 +155,41 @@ class Lowering:
             sch.bitlines(mi)
         else:
             sch.bitlines(m)
-        conv = T.build(sch, cfg)
         w_dev = w.transpose(1, 2, 3, 0)
+        if self._conv_windows(n, layer, sch, (C, Hp, Wp, M, kh, kw, max(sh, sw)), pads, w_dev):
+            return
+        conv = T.build(sch, cfg)
         x_name = n.inputs[0]
         layer.programs.append(Program(conv, lambda env: {xt.name: _pad(env[x_name][0], pads, 0), wt.name: w_dev},
                                       "conv"))
         self._requant(n, layer, E * F, M, conv, lambda out: out.reshape(E, F, M).transpose(2, 0, 1)[None])
+
+    def _estimate(self, sch: lang.Schedule) -> float:
+        """Estimated cycles of the best distribution of a schedule (search only, no code generation)."""
+        try:
+            return search(analyse(sch, self.cfg), self.cfg)[0].cycles
+        except lang.CompileError:
+            return float("inf")
+
+    def _conv_windows(self, n: QNode, layer: Layer, direct: lang.Schedule, shape: tuple, pads, w_dev) -> bool:
+        """The pixels-on-bitlines program (:mod:`.convwin`) when it applies and the model estimates it
+        faster than ``direct`` (output channels on the bitlines); True if it was chosen."""
+        C, Hp, Wp, M, kh, kw, stride = shape
+        cw = convwin.plan(1, C, Hp, Wp, M, kh, kw, stride, self.cfg.cram_cols)
+        if cw is None:
+            return False
+        acc = n.name + "_acc"
+        sch = convwin.schedule(cw, _t(n.in_bits[0]), _t(n.w_bits), 32, acc, n.name + "_", self.cfg.crams_per_tile)
+        if self._estimate(sch) >= self._estimate(direct):
+            return False
+        win = T.build(sch, self.cfg)
+        x_name = n.inputs[0]
+        layer.programs.append(Program(win, lambda env: {n.name + "_I": cw.pack(_pad(env[x_name][0], pads, 0)[None]),
+                                                        n.name + "_W": cw.pack_weights(w_dev)}, "conv"))
+        E, F = cw.out_hw
+        self._requant(n, layer, E * F, M, win, lambda out: out.reshape(E, F, M).transpose(2, 0, 1)[None],
+                      lambda env: cw.unpack(env[acc])[0].transpose(1, 2, 0))
+        return True
 
     def _gemm(self, n: QNode, layer: Layer) -> None:
         w = np.asarray(n.weight, np.int64)
@@ -178,8 +211,10 @@ class Lowering:
         layer.programs.append(Program(g, lambda env: {xt.name: env[x_name].reshape(-1), wt.name: w}, "gemm"))
         self._requant(n, layer, 1, N, g, lambda out: out.reshape(1, N)[:, :N0])
 
-    def _requant(self, n: QNode, layer: Layer, rows: int, channels: int, acc_prog: T.Compiled, finish) -> None:
-        """The requantization program of a Conv/Gemm accumulator laid out as (rows, channels)."""
+    def _requant(self, n: QNode, layer: Layer, rows: int, channels: int, acc_prog: T.Compiled, finish,
+                 acc_view: Callable[[dict], np.ndarray] | None = None) -> None:
+        """The requantization program of a Conv/Gemm accumulator laid out as (rows, channels)
+        (``acc_view``: env → that layout, when the accumulator program's output is laid out otherwise)."""
         shift = int(np.asarray(n.requant.shift).ravel()[0])
         bias = None if n.bias is None else np.asarray(n.bias, np.int64)
         if bias is not None and len(bias) < channels:
@@ -189,7 +224,8 @@ class Lowering:
         rq = _requant_program(n.name + "_y", shape, 32, bias, shift, n.clamp, self.cfg)
         acc_name = acc_prog.schedule.op.name
         inputs = {n.name + "_y_bias": bias.reshape(shape[1:])} if bias is not None and np.any(bias) else {}
-        layer.programs.append(Program(rq, lambda env: {n.name + "_y_acc": env[acc_name].reshape(shape), **inputs},
+        acc_view = acc_view or (lambda env: env[acc_name])
+        layer.programs.append(Program(rq, lambda env: {n.name + "_y_acc": acc_view(env).reshape(shape), **inputs},
                                       "requant"))
         layer.finish = lambda env: finish(env[n.name + "_y"])
 

@@ -43,8 +43,8 @@ def search(nest: Nest, cfg: PimsabConfig, *, adaptive: bool = True, bit_lifetime
            search_limit: int = 20000, explicit: bool = False) -> tuple[Candidate, dict]:
     """The best feasible candidate and search statistics; :class:`CompileError` when none fits."""
     s = nest.sched
-    pin_t, pin_a = set(s.pin_tiles), set(s.pin_arrays)
-    for lp in pin_t | pin_a:
+    pin_t, pin_a, pin_s = set(s.pin_tiles), set(s.pin_arrays), set(s.pin_serial)
+    for lp in pin_t | pin_a | pin_s:
         if lp not in nest.leaves or lp is nest.bitline:
             raise CompileError(f"pinned loop {lp.name} is not a non-bitline loop of the schedule")
     for lp in pin_t:
@@ -55,13 +55,15 @@ def search(nest: Nest, cfg: PimsabConfig, *, adaptive: bool = True, bit_lifetime
     def t_allowed(lp, e):
         if lp in pin_t:
             return [e]
-        if lp in pin_a:
+        if lp in pin_a or lp in pin_s:
             return [1]
         return divisors(e)
 
     def a_allowed(lp, e):
         if lp in pin_a:
             return [e]
+        if lp in pin_s:
+            return [1]
         ds = divisors(e)
         if lp.reduce:
             ds = [d for d in ds if log2_exact(d) is not None] if sum_red else [1]
