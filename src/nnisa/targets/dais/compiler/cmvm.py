@@ -297,6 +297,10 @@ class CMVMCompiler:
                 parent, sign, order = tree
                 M = [[A[j][c] - (sign[c] * A[j][parent[c]] if parent[c] >= 0 else 0) for c in range(n_out)]
                      for j in range(self.n)]
+        from .cmvm_emit import solve_fast
+        fast = solve_fast(self, M, live, parent, sign, order, _add_term)  # the numba path (same result)
+        if fast is not None:
+            return fast
         cols: list[dict] = []
         for c in range(n_out):
             terms = {}
@@ -353,18 +357,13 @@ class CMVMCompiler:
         return out
 
     def _coef_matrix(self) -> np.ndarray | None:
-        """Dense int64 ``[signal, input]`` coefficients (cached), or None if one reaches 2^62."""
+        """Dense int64 ``[signal, input]`` coefficients (cached), or None if one reaches 2^61."""
         C = getattr(self, "_coefs", None)
-        if C is None or len(C) != len(self.sig):
-            rows, cols, vals = [], [], []
-            for t, sg in enumerate(self.sig):
-                rows += [t] * len(sg.coef)
-                cols += sg.coef.keys()
-                vals += sg.coef.values()
-            if vals and max(map(abs, vals)).bit_length() > 61:
+        if C is None or len(C) != self.n + len(self.log):
+            from .cmvm_emit import dense_coefs
+            ok, C = dense_coefs(self._log_array(), self.n)
+            if not ok:
                 return None
-            C = np.zeros((len(self.sig), self.n), np.int64)
-            C[rows, cols] = vals
             self._coefs = C
         return C
 
