@@ -400,7 +400,7 @@ class CMVMCompiler:
             np.array([sg.f for sg in sig], np.int64), np.array([sg.slot for sg in sig], np.int64),
             int(self.fin), len(self.b))
         base, n = len(self.b), self.n
-        self.b.extend_ops(list(map(tuple, rows.tolist())))
+        self.b.extend_ops(rows)
         out = []  # as _out_terms, on the kernel's arrays (instance signal n + r has slot base + r)
         for t in template.out_terms:
             g = 0 if t is None else int(al_sg[t[0]])

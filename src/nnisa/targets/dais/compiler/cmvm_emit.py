@@ -364,7 +364,7 @@ def emit_kernel(cse_log, tsig, tsh, tsg, talive, cstart, clen, owner, n_out, ord
             hn += 1
             _hup(hd, hw, hs, hb, hg, hn - 1)
     m = nsig - n
-    return ok, rows[:m], log[:m], out_sig, out_sh, out_neg, out_slot
+    return ok, rows[:m].copy(), log[:m].copy(), out_sig, out_sh, out_neg, out_slot
 
 
 @nb.njit(cache=True)
@@ -444,7 +444,7 @@ def solve_fast(comp, M, live, parent, sign, order, add_term):
     if not ok:  # rebuild the reference's state from the CSE result and let it finish
         return _fallback(comp, cse_log, tsig, tsh, tsg, talive, cstart, clen, owner, n_out, parent, sign, order,
                          add_term)
-    comp.b.extend_ops(list(map(tuple, rows.tolist())))
+    comp.b.extend_ops(rows)
     comp.log = list(map(tuple, log.tolist()))
     comp._log_arr = log
     comp.out_terms = [None if s < 0 else (s, h, bool(g)) for s, h, g in

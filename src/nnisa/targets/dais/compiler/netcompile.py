@@ -143,7 +143,7 @@ class _Net(NetOps, NetExtraOps):
             return self.const(0, 0), 0
         slot, sh, neg = term
         sh -= F0
-        fv = int(self.b._ops[slot][6])
+        fv = int(self.b.op(slot)[6])
         if sh or neg:  # materialise ±v·2^sh as 0 ± v·2^sh (keeps the value exact)
             fz = max(fv - sh, 0)
             z = self.const(0, fz)
@@ -297,14 +297,15 @@ class _Net(NetOps, NetExtraOps):
         self.env[node.outputs[0]] = arr
 
     def report(self, node, n_before: int, **extra) -> None:
-        adders = sum(1 for o in self.b._ops[n_before:] if o[0] in (0, 1))
+        opc = self.b.ops_array(n_before)[:, 0]
+        adders = int(np.count_nonzero((opc == 0) | (opc == 1)))
         row = {"node": node.name, "op": node.op, "ops": len(self.b) - n_before, "adders": adders}
         row.update({k: v for k, v in extra.items() if v is not None})
         self.layers.append(row)
 
 
 def _kif_of(b: ProgramBuilder, slot: int):
-    o = b._ops[slot]
+    o = b.op(slot)
     return (o[4], o[5], o[6])
 
 
