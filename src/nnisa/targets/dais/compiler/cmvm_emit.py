@@ -23,7 +23,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .cmvm_nb import _bitlen, _grown
+from .cmvm_nb import _bitlen, _grown, replay_kernel
 
 #: coefficient magnitudes above this make the caller fall back (their ranges could leave int64)
 _COEF_LIMIT_BITS = 62
@@ -470,3 +470,120 @@ def _fallback(comp, cse_log, tsig, tsh, tsg, talive, cstart, clen, owner, n_out,
             add_term(cols[c], s, b, -sign[c] if neg else sign[c])
         comp.out_terms[c] = comp._accumulate(cols[c])
     return [None if t is None else (comp.sig[t[0]].slot, t[1], t[2]) for t in comp.out_terms]
+
+
+#: builder-slot placeholder of a position's own ops in :func:`replay_positions` (made absolute
+#: when the position is emitted)
+_MARK = -(1 << 50)
+
+
+@nb.njit(cache=True)
+def replay_positions(log, LOu, HIu, grp, live, f0, slot0, fin, out_sig, out_sh, out_neg):
+    """:func:`.cmvm_nb.replay_kernel` at every position ``p`` (rows of ``live``/``f0``/``slot0``,
+    bounds ``LOu/HIu[grp[p]]``, ``fin[p]``), plus each position's output terms.
+
+    A position's own ops are numbered from ``_MARK`` (their slots are known only when the caller
+    appends them).  Returns ``(rows, row_start, oslot, osh, oneg)``: position ``p``'s ops are
+    ``rows[row_start[p] : row_start[p + 1]]``; per position and template output ``c`` its slot
+    (``-1``: all-zero), shift and negation.
+    """
+    P, n = live.shape
+    n_out = len(out_sig)
+    m = log.shape[0]
+    rows = np.empty((P * m, 7), np.int64)
+    row_start = np.zeros(P + 1, np.int64)
+    oslot = -np.ones((P, n_out), np.int64)
+    osh = np.zeros((P, n_out), np.int64)
+    oneg = np.zeros((P, n_out), np.int64)
+    r = 0
+    for p in range(P):
+        g = grp[p]
+        rw, al_s, al_sh, al_sg = replay_kernel(log, LOu[g], HIu[g], live[p], f0[p], slot0[p], fin[p], _MARK)
+        for x in range(rw.shape[0]):
+            for y in range(7):
+                rows[r + x, y] = rw[x, y]
+        r += rw.shape[0]
+        row_start[p + 1] = r
+        for c in range(n_out):
+            t = out_sig[c]
+            if t < 0 or al_sg[t] == 0:
+                continue
+            s_ = al_s[t]
+            oslot[p, c] = slot0[p, s_] if s_ < n else _MARK + s_ - n
+            osh[p, c] = al_sh[t] + out_sh[c]
+            oneg[p, c] = 1 if (al_sg[t] < 0) != (out_neg[c] != 0) else 0
+    return rows[:r], row_start, oslot, osh, oneg
+
+
+class PositionReplay:
+    """A solved template replayed at every output position of a convolution, in chunks of positions.
+
+    Built by :func:`make_replay` from each position's inputs, the ``(slot, k, i, f)`` a fresh
+    ``CMVMCompiler`` would get; its :meth:`~.cmvm.CMVMCompiler.instantiate` is the reference:
+    :meth:`emit` appends position ``p``'s ops to the builder and returns the same output terms
+    (same ops and dtypes).  The exact bounds are computed once per distinct input-range pattern
+    (the interior positions of a layer usually share one); the kernel runs on chunks of
+    positions of about ``CHUNK_ROWS`` ops, so only one chunk's rows exist outside the builder.
+    """
+
+    CHUNK_ROWS = 1 << 20
+
+    def __init__(self, template, LOu, HIu, grp, live, f0, slots, fin):
+        outs = template.out_terms
+        self.out = (np.array([-1 if t is None else t[0] for t in outs], np.int64),
+                    np.array([0 if t is None else t[1] for t in outs], np.int64),
+                    np.array([0 if t is None else int(bool(t[2])) for t in outs], np.int64))
+        self.log = template._log_array()
+        self.args = (LOu, HIu, grp, live, f0, slots, fin)
+        self.step = max(1, self.CHUNK_ROWS // max(1, len(self.log)))
+        self.lo = self.hi = 0
+        self.chunk = None
+
+    def emit(self, p: int, builder) -> list[tuple[int, int, bool] | None]:
+        """Append position ``p``'s ops; per template output ``(slot, shift, negate)`` or None."""
+        if not self.lo <= p < self.hi:
+            LOu, HIu, grp, live, f0, slots, fin = self.args
+            self.lo, self.hi = p, min(p + self.step, len(grp))
+            sl = slice(self.lo, self.hi)
+            self.chunk = replay_positions(self.log, LOu, HIu, grp[sl], live[sl], f0[sl], slots[sl], fin[sl], *self.out)
+        rows, row_start, oslot, osh, oneg = self.chunk
+        q = p - self.lo
+        base = len(builder)
+        blk = rows[row_start[q]:row_start[q + 1]].copy()
+        ids = blk[:, 1:3]
+        ids += np.where(ids < -1, base - _MARK, 0)
+        builder.extend_ops(blk)
+        sl = oslot[q]
+        sl = np.where(sl < -1, sl + (base - _MARK), sl).tolist()
+        return [None if s < 0 else (s, h, bool(g)) for s, h, g in zip(sl, osh[q].tolist(), oneg[q].tolist())]
+
+
+def make_replay(template, slots: np.ndarray, kifs: np.ndarray) -> PositionReplay | None:
+    """:class:`PositionReplay` of ``template`` (a solved ``CMVMCompiler``) at the positions whose
+    inputs are ``slots`` (``[P, K]``, ``-1``: padding) and ``kifs`` (``[P, K, 3]``), or None when
+    the reference must run (``engine="python"``, no int64 headroom)."""
+    C = template._coef_matrix()
+    if C is None or template.engine == "python":
+        return None
+    slots = np.ascontiguousarray(slots, np.int64)
+    kifs = np.asarray(kifs, np.int64)
+    k, i, f = kifs[..., 0], kifs[..., 1], kifs[..., 2]
+    live = (k + i + f) > 0
+    fin = np.maximum(f.max(axis=1, initial=0), 0)
+    e = np.where(live, i + fin[:, None], 0)
+    if e.size and (int(e.max()) > 60 or int(e.min()) < 0 or int((fin[:, None] - f).max()) > 60):
+        return None
+    one = np.int64(1)
+    Lv = np.where(live & (k != 0), -(one << e), 0)
+    Hv = np.where(live, (one << e) - (one << np.where(live, fin[:, None] - f, 0)), 0)
+    bound = max(int(np.abs(Lv).max(initial=1)), int(np.abs(Hv).max(initial=1)), 1)
+    if (int(np.abs(C).max(initial=1)) * bound * max(template.n, 1)).bit_length() > 62:
+        return None
+    n = template.n
+    uniq, grp = np.unique(np.concatenate([Lv, Hv], axis=1), axis=0, return_inverse=True)
+    Lu, Hu = uniq[:, :n].T, uniq[:, n:].T
+    Cp, Cn = np.maximum(C, 0), np.minimum(C, 0)
+    LOu = np.ascontiguousarray((Cp @ Lu + Cn @ Hu).T)
+    HIu = np.ascontiguousarray((Cp @ Hu + Cn @ Lu).T)
+    return PositionReplay(template, LOu, HIu, grp.reshape(-1).astype(np.int64), np.ascontiguousarray(live),
+                          np.ascontiguousarray(f), slots, fin.astype(np.int64))
