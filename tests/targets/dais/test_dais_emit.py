@@ -21,6 +21,8 @@ from nnisa.targets.dais import program as prog_mod
 from nnisa.targets.dais.compiler import cmvm, cmvm_emit
 from nnisa.targets.dais.program import Program, ProgramBuilder
 
+from .helpers import random_template
+
 
 def _spy(monkeypatch, name):
     """Record whether ``cmvm_emit.<name>`` took its fast path (returned non-None)."""
@@ -86,13 +88,7 @@ def test_replay_at_all_positions_equals_instantiate(seed):
     reference's, appended between other ops."""
     rng = np.random.default_rng(seed)
     K, N, P = int(rng.integers(3, 20)), int(rng.integers(1, 8)), int(rng.integers(1, 12))
-    W = rng.integers(-64, 64, (K, N)).astype(float)
-    W[rng.random(W.shape) < 0.3] = 0
-    M, _ = cmvm._to_int_matrix(W)
-    scratch = ProgramBuilder(K)
-    tk = (1, 4, 2)
-    tmpl = cmvm.CMVMCompiler(scratch, [(scratch.add_op(-1, j, -1, 0, tk), *tk) for j in range(K)])
-    tmpl.solve(M)
+    tmpl = random_template(rng, K, N)
     kifs = np.zeros((P, K, 3), np.int64)
     for p in range(P):
         for j in range(K):

@@ -298,7 +298,7 @@ class CMVMCompiler:
                 M = [[A[j][c] - (sign[c] * A[j][parent[c]] if parent[c] >= 0 else 0) for c in range(n_out)]
                      for j in range(self.n)]
         from .cmvm_emit import solve_fast
-        fast = solve_fast(self, M, live, parent, sign, order, _add_term)  # the numba path (same result)
+        fast = solve_fast(self, M, live, parent, sign, order)  # the numba path (same result)
         if fast is not None:
             return fast
         cols: list[dict] = []
@@ -317,7 +317,12 @@ class CMVMCompiler:
                 complete = self._cse(cols)
             self.cse_info = {"cse_s": round(time.perf_counter() - t0, 3), "complete": complete,
                              "cse_steps": self._steps}
-        self.out_terms = [None] * n_out
+        return self._accumulate_columns(cols, parent, sign, order)
+
+    def _accumulate_columns(self, cols: list[dict], parent, sign, order) -> list[tuple[int, int, int] | None]:
+        """Sum every column's terms (in ``order``; a decomposition child also adds ``±`` its
+        parent's output); sets ``out_terms``, returns per column ``(slot, shift, negate)``."""
+        self.out_terms = [None] * len(cols)
         for c in order:
             if parent[c] >= 0 and self.out_terms[parent[c]] is not None:
                 s, b, neg = self.out_terms[parent[c]]

@@ -23,10 +23,32 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .cmvm_nb import _bitlen, _grown, replay_kernel
+from .cmvm_nb import _bitlen, put_adder, range_kif, replay_kernel, sum_coefs
 
 #: coefficient magnitudes above this make the caller fall back (their ranges could leave int64)
 _COEF_LIMIT_BITS = 62
+
+
+@nb.njit(cache=True)
+def _popcount(v):
+    c = 0
+    while v:
+        v &= v - 1
+        c += 1
+    return c
+
+
+@nb.njit(cache=True)
+def naf_count(M, live):
+    """Number of NAF terms of the live rows of ``M`` (what :func:`csd_terms` emits)."""
+    n, n_out = M.shape
+    cnt = 0
+    for j in range(n):
+        if live[j]:
+            for c in range(n_out):
+                v = abs(M[j, c])
+                cnt += _popcount(v ^ (3 * v))
+    return cnt
 
 
 @nb.njit(cache=True)
@@ -40,12 +62,7 @@ def csd_terms(M, live, block):
     column ``owner[s]``; a term is ``tsg · input[tsig] · 2^tsh``.
     """
     n, n_out = M.shape
-    cnt = 0
-    for j in range(n):
-        if live[j]:
-            for c in range(n_out):
-                v = abs(M[j, c])
-                cnt += _bitlen(v ^ (3 * v)) if v else 0  # NAF weight (at most 62 bits here)
+    cnt = naf_count(M, live)
     tsig = np.empty(cnt, np.int64)
     tsh = np.empty(cnt, np.int64)
     tsg = np.empty(cnt, np.int64)
@@ -80,36 +97,6 @@ def csd_terms(M, live, block):
                 owner[ns] = c
                 ns += 1
     return cstart[:ns], clen[:ns], owner[:ns], tsig[:t], tsh[:t], tsg[:t]
-
-
-@nb.njit(cache=True)
-def _popcount(v):
-    c = 0
-    while v:
-        v &= v - 1
-        c += 1
-    return c
-
-
-@nb.njit(cache=True)
-def naf_count(M, live):
-    """Number of NAF terms of the live rows of ``M`` (what :func:`csd_terms` emits)."""
-    n, n_out = M.shape
-    cnt = 0
-    for j in range(n):
-        if live[j]:
-            for c in range(n_out):
-                v = abs(M[j, c])
-                cnt += _popcount(v ^ (3 * v))
-    return cnt
-
-
-@nb.njit(cache=True)
-def _sar(x, s):
-    """``x >> s`` with Python's semantics for any ``s >= 0`` (LLVM leaves ``s >= 64`` undefined)."""
-    if s >= 63:
-        return -1 if x < 0 else 0
-    return x >> s
 
 
 @nb.njit(cache=True)
@@ -293,67 +280,16 @@ def emit_kernel(cse_log, tsig, tsh, tsg, talive, cstart, clen, owner, n_out, ord
                 s1, b1, g1, s2, b2, g2 = s2, b2, g2, s1, b1, g1
             p, q, d, rho = s1, s2, b2 - b1, g1 * g2
         # -- emit sig[p] + rho·sig[q]·2^d ------------------------------------------------------
-        need = cf_n + cf_len[p] + cf_len[q]
-        if need > len(cf_idx):
-            m2 = max(need, 2 * len(cf_idx))
-            cf_idx = _grown(cf_idx, cf_n, m2)
-            cf_val = _grown(cf_val, cf_n, m2)
-        i1, e1 = cf_start[p], cf_start[p] + cf_len[p]
-        i2, e2 = cf_start[q], cf_start[q] + cf_len[q]
         new = nsig
         nsig += 1
-        cf_start[new] = cf_n
-        lo = 0
-        hi = 0
-        dlim = np.int64(1) << max(0, _COEF_LIMIT_BITS - d) if d < _COEF_LIMIT_BITS else np.int64(0)
-        while i1 < e1 or i2 < e2:
-            if i2 >= e2 or (i1 < e1 and cf_idx[i1] < cf_idx[i2]):
-                j, cv = cf_idx[i1], cf_val[i1]
-                i1 += 1
-            else:
-                if abs(cf_val[i2]) >= dlim:
-                    ok = False
-                    break
-                sh = rho * (cf_val[i2] << d)
-                if i1 >= e1 or cf_idx[i2] < cf_idx[i1]:
-                    j, cv = cf_idx[i2], sh
-                else:
-                    j, cv = cf_idx[i1], cf_val[i1] + sh
-                    i1 += 1
-                i2 += 1
-            if cv != 0:
-                if abs(cv) >= climit:
-                    ok = False
-                    break
-                cf_idx[cf_n] = j
-                cf_val[cf_n] = cv
-                cf_n += 1
-                if cv > 0:
-                    lo += cv * L[j]
-                    hi += cv * H[j]
-                else:
-                    lo += cv * H[j]
-                    hi += cv * L[j]
+        cf_idx, cf_val, cf_n, lo, hi, ok = sum_coefs(cf_idx, cf_val, cf_start, cf_len, cf_n, p, q, new, d, rho, L, H,
+                                                     climit)
         if not ok:
             break
-        cf_len[new] = cf_n - cf_start[new]
         fn = max(sf[p], sf[q] - d)
-        if lo == 0 and hi == 0:
-            k, ii = 0, 1 - fn
-        else:
-            if fn >= fin:
-                a, bb = lo << (fn - fin), hi << (fn - fin)
-            else:
-                a, bb = _sar(lo, fin - fn), _sar(hi, fin - fn)
-            k, ii = (1 if lo < 0 else 0), _bitlen(max(-a, bb + 1) - 1) - fn
+        k, ii = range_kif(lo, hi, fn, fin)
         r = new - n
-        rows[r, 0] = 0 if rho > 0 else 1
-        rows[r, 1] = sslot[p]
-        rows[r, 2] = sslot[q]
-        rows[r, 3] = d
-        rows[r, 4] = k
-        rows[r, 5] = ii
-        rows[r, 6] = fn
+        put_adder(rows, r, rho, sslot[p], sslot[q], d, k, ii, fn)
         log[r, 0], log[r, 1], log[r, 2], log[r, 3] = p, q, d, rho
         sslot[new] = base + r
         sf[new] = fn
@@ -392,11 +328,10 @@ def dense_coefs(log, n):
     return True, C
 
 
-def solve_fast(comp, M, live, parent, sign, order, add_term):
+def solve_fast(comp, M, live, parent, sign, order):
     """``CMVMCompiler.solve`` after its decomposition step, on arrays (see the module docstring).
 
-    ``add_term`` is ``cmvm._add_term`` (for the fallback).  Returns the per-column
-    ``(slot, shift, negate)`` list (and fills ``comp.log``,
+    Returns the per-column ``(slot, shift, negate)`` list (and fills ``comp.log``,
     ``comp.out_terms``, ``comp.cse_info``; ``comp.sig`` keeps the inputs only), or None when the
     reference must run instead: ``engine="python"``, a compiler that already holds adders, entries
     or ranges without int64 headroom, or ``n ≥ 2^23`` (the CSE kernel's limit).  Same ops, log and
@@ -442,8 +377,7 @@ def solve_fast(comp, M, live, parent, sign, order, add_term):
                       np.array([s.slot for s in sig], np.int64), f0, width0, L, H, int(comp.fin), len(comp.b))
     ok, rows, log, out_sig, out_sh, out_neg, out_slot = res
     if not ok:  # rebuild the reference's state from the CSE result and let it finish
-        return _fallback(comp, cse_log, tsig, tsh, tsg, talive, cstart, clen, owner, n_out, parent, sign, order,
-                         add_term)
+        return _fallback(comp, cse_log, tsig, tsh, tsg, talive, cstart, clen, owner, n_out, parent, sign, order)
     comp.b.extend_ops(rows)
     comp.log = list(map(tuple, log.tolist()))
     comp._log_arr = log
@@ -453,9 +387,8 @@ def solve_fast(comp, M, live, parent, sign, order, add_term):
             zip(out_sig.tolist(), out_slot.tolist(), out_sh.tolist(), out_neg.tolist())]
 
 
-def _fallback(comp, cse_log, tsig, tsh, tsg, talive, cstart, clen, owner, n_out, parent, sign, order, add_term):
-    """The reference's replay and accumulation from the CSE kernel's result (no int64 headroom;
-    ``add_term`` is ``cmvm._add_term``)."""
+def _fallback(comp, cse_log, tsig, tsh, tsg, talive, cstart, clen, owner, n_out, parent, sign, order):
+    """The reference's replay and accumulation from the CSE kernel's result (no int64 headroom)."""
     for p, q, d, rho in cse_log.tolist():
         comp._new(p, q, d, rho)
     cols: list[dict] = [{} for _ in range(n_out)]
@@ -463,13 +396,7 @@ def _fallback(comp, cse_log, tsig, tsh, tsg, talive, cstart, clen, owner, n_out,
     for s, c in enumerate(owner.tolist()):
         lo, hi = int(cstart[s]), int(cstart[s] + clen[s])
         cols[c].update({(a, b): g for a, b, g, alive in zip(ts[lo:hi], tb[lo:hi], tg[lo:hi], ta[lo:hi]) if alive})
-    comp.out_terms = [None] * n_out
-    for c in order:
-        if parent[c] >= 0 and comp.out_terms[parent[c]] is not None:
-            s, b, neg = comp.out_terms[parent[c]]
-            add_term(cols[c], s, b, -sign[c] if neg else sign[c])
-        comp.out_terms[c] = comp._accumulate(cols[c])
-    return [None if t is None else (comp.sig[t[0]].slot, t[1], t[2]) for t in comp.out_terms]
+    return comp._accumulate_columns(cols, parent, sign, order)
 
 
 #: builder-slot placeholder of a position's own ops in :func:`replay_positions` (made absolute
