@@ -13,7 +13,9 @@ log and output terms (tested against the reference):
   its sparse coefficient vector, as in ``_new``.  The vectors of a column's accumulation adders are
   dropped when the column is done (only its output's is kept, for a decomposition child), so the
   memory is that of the CSE signals plus one column;
-* :func:`dense_coefs` – dense coefficient rows of all signals from the log (for templates).
+* :func:`dense_coefs` – dense coefficient rows of all signals from the log (for templates);
+* :func:`make_replay` / :func:`replay_positions` – a convolution template replayed at all output
+  positions at once (reference: one ``CMVMCompiler.instantiate`` per position).
 
 Every kernel reports int64 overflow instead of wrapping; the caller then takes the reference path.
 """
