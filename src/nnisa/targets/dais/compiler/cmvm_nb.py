@@ -425,6 +425,25 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                 head[tsig[x]] = n_link
                 n_link += 1
             cv_[i] = v + 1
+    # pair counts, sub-columns grouped by their first input (row blocks share their patterns: the
+    # table's working set stays one block's); counts do not depend on the order
+    first = np.zeros(n_in + 1, np.int64)
+    for c in range(n_cols):
+        if clen[c] > 0:
+            first[tsig[cstart[c]] + 1] += 1
+    for j in range(n_in):
+        first[j + 1] += first[j]
+    corder = np.empty(n_cols, np.int64)
+    nz = 0
+    for c in range(n_cols):
+        if clen[c] > 0:
+            corder[first[tsig[cstart[c]]]] = c
+            first[tsig[cstart[c]]] += 1
+            nz += 1
+    for ci in range(nz):
+        c = corder[ci]
+        nt = clen[c]
+        for x in range(cstart[c], cstart[c] + nt):
             if 2 * (hn[0] + nt) > (len(gt) >> 1):
                 gt = _pgrow(gt)
             for y in range(x + 1, cstart[c] + nt):
