@@ -24,3 +24,16 @@ def prog(ops, n_in, outs, *, inp_shifts=None, out_shifts=None, out_negs=None, ta
 def words(p):
     from nnisa.targets.dais.formats.binary import write_binary
     return write_binary(p)
+
+
+def random_template(rng, K: int, N: int, kif=(1, 4, 2)):
+    """A solved conv-style CMVM template: a random ``K×N`` matrix (about 30 % zeros, entries in
+    [-64, 64)) on ``K`` inputs of dtype ``kif`` in a scratch builder."""
+    from nnisa.targets.dais.compiler import cmvm
+    from nnisa.targets.dais.program import ProgramBuilder
+    W = rng.integers(-64, 64, (K, N)).astype(float)
+    W[rng.random(W.shape) < 0.3] = 0
+    scratch = ProgramBuilder(K)
+    tmpl = cmvm.CMVMCompiler(scratch, [(scratch.add_op(-1, j, -1, 0, kif), *kif) for j in range(K)])
+    tmpl.solve(cmvm._to_int_matrix(W)[0])
+    return tmpl

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from nnisa.targets.dais.compiler import cmvm, cmvm_nb
 from nnisa.targets.dais.program import ProgramBuilder
 
+from .helpers import random_template
+
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(-5, 5), st.integers(-3, 3), st.integers(0, 40)), max_size=300),
@@ -74,13 +76,7 @@ def test_instantiate_fast_equals_reference(seed, monkeypatch):
     and fractional inputs."""
     rng = np.random.default_rng(seed)
     K, N = int(rng.integers(3, 20)), int(rng.integers(1, 8))
-    W = rng.integers(-64, 64, (K, N)).astype(float)
-    W[rng.random(W.shape) < 0.3] = 0
-    M, _ = cmvm._to_int_matrix(W)
-    scratch = ProgramBuilder(K)
-    tk = (1, 4, 2)
-    tmpl = cmvm.CMVMCompiler(scratch, [(scratch.add_op(-1, j, -1, 0, tk), *tk) for j in range(K)])
-    tmpl.solve(M)
+    tmpl = random_template(rng, K, N)
     fast = cmvm.CMVMCompiler._instantiate_ranges
     used = []
     monkeypatch.setattr(cmvm.CMVMCompiler, "_instantiate_ranges",

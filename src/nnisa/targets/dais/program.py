@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import bisect
 import copy
 import functools
 import warnings
@@ -276,34 +277,81 @@ class Program:
 
 
 class ProgramBuilder:
-    """Incremental construction of a :class:`Program` (validated by :meth:`build`)."""
+    """Incremental construction of a :class:`Program` (validated by :meth:`build`).
+
+    Ops added one at a time are kept as tuples; bulk ops (:meth:`extend_ops` with an array) as
+    int64 blocks, so a network's hundreds of thousands of replayed adders never become Python
+    tuples.  :meth:`op` reads one op back; ``_ops`` lists them all (tuples, for tests).
+    """
 
     def __init__(self, n_in: int, spec_version: int = 1, inp_shifts=None):
         self.n_in = n_in
         self.spec_version = spec_version
         self.inp_shifts = list(inp_shifts) if inp_shifts is not None else [0] * n_in
-        self._ops: list[tuple] = []
-        self._qint: list = []
+        self._rows: list[tuple] = []            # ops after the last block, one tuple each
+        self._blocks: list[np.ndarray] = []     # earlier ops: [r, 7] int64 blocks, in order
+        self._starts: list[int] = []            # first slot of each block
+        self._n_blocked = 0
+        self._qint: dict[int, tuple] = {}
         self.tables: list[np.ndarray] = []
         self._table_index: dict[bytes, int] = {}
         self.outputs: tuple = ([], [], [])
 
     def __len__(self) -> int:
-        return len(self._ops)
+        return self._n_blocked + len(self._rows)
 
     def add_op(self, opcode: int, id0: int = -1, id1: int = -1, data: int = 0, dtype=(0, 0, 0),
                qint=None) -> int:
         """Append an op; returns its slot."""
         k, i, f = dtype
-        self._ops.append((opcode, id0, id1, _s64(int(data)), int(k), int(i), int(f)))
-        self._qint.append(None if qint is None else tuple(float(v) for v in qint))
-        return len(self._ops) - 1
+        self._rows.append((opcode, id0, id1, _s64(int(data)), int(k), int(i), int(f)))
+        slot = self._n_blocked + len(self._rows) - 1
+        if qint is not None:
+            self._qint[slot] = tuple(float(v) for v in qint)
+        return slot
 
-    def extend_ops(self, rows: list[tuple]) -> None:
-        """Append ops given as ``(opcode, id0, id1, data, k, I, f)`` tuples of Python ints
-        (``data`` within int64; no qint): the bulk form of :meth:`add_op`."""
-        self._ops.extend(rows)
-        self._qint.extend([None] * len(rows))
+    def extend_ops(self, rows) -> None:
+        """Append ops ``(opcode, id0, id1, data, k, I, f)``: a list of tuples of Python ints or an
+        ``[r, 7]`` int64 array (kept as a block), ``data`` within int64, no qint: the bulk form of
+        :meth:`add_op`."""
+        if isinstance(rows, np.ndarray):
+            if len(rows):
+                self._flush()
+                self._starts.append(self._n_blocked)
+                self._blocks.append(np.ascontiguousarray(rows, dtype=np.int64).reshape(-1, 7))
+                self._n_blocked += len(rows)
+        else:
+            self._rows.extend(rows)
+
+    def _flush(self) -> None:
+        if self._rows:
+            self._starts.append(self._n_blocked)
+            self._blocks.append(np.array(self._rows, dtype=np.int64).reshape(-1, 7))
+            self._n_blocked += len(self._rows)
+            self._rows = []
+
+    def op(self, slot: int) -> tuple:
+        """Op ``slot`` as a tuple ``(opcode, id0, id1, data, k, I, f)`` of Python ints."""
+        if slot < 0:
+            slot += len(self)
+        if slot >= self._n_blocked:
+            return self._rows[slot - self._n_blocked]
+        b = bisect.bisect_right(self._starts, slot) - 1
+        return tuple(self._blocks[b][slot - self._starts[b]].tolist())
+
+    def ops_array(self, start: int = 0) -> np.ndarray:
+        """``[n, 7]`` int64 array of the ops from slot ``start`` on."""
+        self._flush()
+        if not self._blocks:
+            return np.zeros((0, 7), np.int64)
+        b = max(0, bisect.bisect_right(self._starts, start) - 1)
+        arr = np.concatenate(self._blocks[b:]) if len(self._blocks) > b + 1 else self._blocks[b]
+        return arr[start - self._starts[b]:]
+
+    @property
+    def _ops(self) -> list[tuple]:
+        """Every op as a tuple (what the builder held before it kept blocks; used by tests)."""
+        return [tuple(r) for r in self.ops_array().tolist()]
 
     def add_table(self, entries) -> int:
         """Add a lookup table (deduplicated by content); returns its index."""
@@ -324,9 +372,9 @@ class ProgramBuilder:
 
     def build(self, **meta) -> Program:
         m = dict(meta)
-        if any(q is not None for q in self._qint):
-            m["qint"] = list(self._qint)
-        ops = np.array(self._ops, dtype=np.int64).reshape(-1, 7)
+        ops = self.ops_array()
+        if self._qint:
+            m["qint"] = [self._qint.get(i) for i in range(len(ops))]
         return Program.from_arrays(spec_version=self.spec_version, inp_shifts=self.inp_shifts,
                                    out_idxs=self.outputs[0], out_shifts=self.outputs[1],
                                    out_negs=self.outputs[2], ops=ops, tables=self.tables, meta=m)
@@ -457,8 +505,26 @@ def _lint(p, fa, fc, lo, hi, u0, u1) -> None:
 # statistics
 # ---------------------------------------------------------------------------------------------
 
+def _depths(p: Program) -> tuple[np.ndarray, np.ndarray]:
+    """``(levels, adder depth)`` per op: the numba kernel (:mod:`.program_nb`), else the references."""
+    from .program_nb import depths, opcode_flags
+    ok, lv, ad = depths(p.opcode.astype(np.int64), p.id0.astype(np.int64), p.id1.astype(np.int64),
+                        p.data_lo().astype(np.int64), opcode_flags(isa.USES_ID0), opcode_flags(isa.USES_ID1))
+    return (lv, ad) if ok else (_levels_py(p), _adder_depth_py(p))
+
+
 def _levels(p: Program) -> np.ndarray:
     """Adder depth: inputs and constants 0; an op is 1 + max of its operands' depth."""
+    return _depths(p)[0]
+
+
+def _adder_depth(p: Program) -> np.ndarray:
+    """Depth counting only adders/subtractors (the DA latency measure)."""
+    return _depths(p)[1]
+
+
+def _levels_py(p: Program) -> np.ndarray:
+    """Reference of :func:`_levels` (a plain loop)."""
     n = p.n_ops
     lv = [0] * n  # a list: indexing numpy arrays element by element is several times slower
     opc, a, c, lo = p.opcode.tolist(), p.id0.tolist(), p.id1.tolist(), p.data_lo().tolist()
@@ -487,7 +553,7 @@ def program_stats(p: Program) -> dict[str, Any]:
         spec = isa.BY_OPCODE.get(o)
         name = (spec.mnemonic if spec else f"op{o}") + ("-" if o < -1 else "")
         mnem[name] = mnem.get(name, 0) + c
-    lv = _levels(p)
+    lv, ad = _depths(p)
     quant = np.isin(opc, list(isa.QUANTIZING))
     return {
         "format": "legacy" if p.spec_version is None else f"v{p.spec_version}",
@@ -495,15 +561,15 @@ def program_stats(p: Program) -> dict[str, Any]:
         "opcodes": hist, "op_mix": mnem,
         "n_adders": int(add.sum()), "adder_bits": int(w[add].sum()),
         "depth": int(lv.max()) if len(lv) else 0,
-        "adder_depth": int(_adder_depth(p).max()) if p.n_ops else 0,
+        "adder_depth": int(ad.max()) if p.n_ops else 0,
         "max_width": int(w.max()) if len(w) else 0,
         "max_quant_width": int(w[quant].max()) if quant.any() else 0,
         "n_lut_entries": int(sum(len(t) for t in p.tables)),
     }
 
 
-def _adder_depth(p: Program) -> np.ndarray:
-    """Depth counting only adders/subtractors (the DA latency measure)."""
+def _adder_depth_py(p: Program) -> np.ndarray:
+    """Reference of :func:`_adder_depth` (a plain loop)."""
     n = p.n_ops
     d = [0] * n
     opc, a, c, lo = p.opcode.tolist(), p.id0.tolist(), p.id1.tolist(), p.data_lo().tolist()

@@ -297,6 +297,10 @@ class CMVMCompiler:
                 parent, sign, order = tree
                 M = [[A[j][c] - (sign[c] * A[j][parent[c]] if parent[c] >= 0 else 0) for c in range(n_out)]
                      for j in range(self.n)]
+        from .cmvm_emit import solve_fast
+        fast = solve_fast(self, M, live, parent, sign, order)  # the numba path (same result)
+        if fast is not None:
+            return fast
         cols: list[dict] = []
         for c in range(n_out):
             terms = {}
@@ -313,7 +317,12 @@ class CMVMCompiler:
                 complete = self._cse(cols)
             self.cse_info = {"cse_s": round(time.perf_counter() - t0, 3), "complete": complete,
                              "cse_steps": self._steps}
-        self.out_terms = [None] * n_out
+        return self._accumulate_columns(cols, parent, sign, order)
+
+    def _accumulate_columns(self, cols: list[dict], parent, sign, order) -> list[tuple[int, int, int] | None]:
+        """Sum every column's terms (in ``order``; a decomposition child also adds ``±`` its
+        parent's output); sets ``out_terms``, returns per column ``(slot, shift, negate)``."""
+        self.out_terms = [None] * len(cols)
         for c in order:
             if parent[c] >= 0 and self.out_terms[parent[c]] is not None:
                 s, b, neg = self.out_terms[parent[c]]
@@ -353,18 +362,13 @@ class CMVMCompiler:
         return out
 
     def _coef_matrix(self) -> np.ndarray | None:
-        """Dense int64 ``[signal, input]`` coefficients (cached), or None if one reaches 2^62."""
+        """Dense int64 ``[signal, input]`` coefficients (cached), or None if one reaches 2^61."""
         C = getattr(self, "_coefs", None)
-        if C is None or len(C) != len(self.sig):
-            rows, cols, vals = [], [], []
-            for t, sg in enumerate(self.sig):
-                rows += [t] * len(sg.coef)
-                cols += sg.coef.keys()
-                vals += sg.coef.values()
-            if vals and max(map(abs, vals)).bit_length() > 61:
+        if C is None or len(C) != self.n + len(self.log):
+            from .cmvm_emit import dense_coefs
+            ok, C = dense_coefs(self._log_array(), self.n)
+            if not ok:
                 return None
-            C = np.zeros((len(self.sig), self.n), np.int64)
-            C[rows, cols] = vals
             self._coefs = C
         return C
 
@@ -401,7 +405,7 @@ class CMVMCompiler:
             np.array([sg.f for sg in sig], np.int64), np.array([sg.slot for sg in sig], np.int64),
             int(self.fin), len(self.b))
         base, n = len(self.b), self.n
-        self.b.extend_ops(list(map(tuple, rows.tolist())))
+        self.b.extend_ops(rows)
         out = []  # as _out_terms, on the kernel's arrays (instance signal n + r has slot base + r)
         for t in template.out_terms:
             g = 0 if t is None else int(al_sg[t[0]])

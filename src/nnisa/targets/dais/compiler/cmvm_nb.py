@@ -187,6 +187,77 @@ def _merge_local(gt, hn, lt, lused, ln):
     return gt
 
 
+@nb.njit(cache=True)
+def sum_coefs(cf_idx, cf_val, cf_start, cf_len, cf_n, p, q, new, d, rho, L, H, climit):
+    """Sparse coefficient vector of signal ``new = sig[p] + rho·sig[q]·2^d`` appended at ``cf_n``
+    (signal ``s`` has entries ``cf_start[s] : cf_start[s] + cf_len[s]`` of ``cf_idx``/``cf_val``,
+    sorted by input; the arrays grow when full) and its exact range on the input bounds
+    ``L``/``H``.  Returns ``(cf_idx, cf_val, cf_n, lo, hi, ok)``; with ``climit > 0``, ``ok`` is
+    False (the vector unfinished) once a coefficient would reach ``climit`` or its shift leave
+    int64 (``climit = 0``: the caller checked the headroom)."""
+    need = cf_n + cf_len[p] + cf_len[q]
+    if need > len(cf_idx):
+        m2 = max(need, 2 * len(cf_idx))
+        cf_idx = _grown(cf_idx, cf_n, m2)
+        cf_val = _grown(cf_val, cf_n, m2)
+    i1, e1 = cf_start[p], cf_start[p] + cf_len[p]
+    i2, e2 = cf_start[q], cf_start[q] + cf_len[q]
+    cf_start[new] = cf_n
+    lo = 0
+    hi = 0
+    dlim = (np.int64(1) << (62 - d)) if d < 62 else np.int64(0)
+    while i1 < e1 or i2 < e2:
+        if i2 >= e2 or (i1 < e1 and cf_idx[i1] < cf_idx[i2]):
+            j, cv = cf_idx[i1], cf_val[i1]
+            i1 += 1
+        else:
+            if climit > 0 and abs(cf_val[i2]) >= dlim:
+                return cf_idx, cf_val, cf_n, lo, hi, False
+            sh = rho * (cf_val[i2] << d)
+            if i1 >= e1 or cf_idx[i2] < cf_idx[i1]:
+                j, cv = cf_idx[i2], sh
+            else:
+                j, cv = cf_idx[i1], cf_val[i1] + sh
+                i1 += 1
+            i2 += 1
+        if cv != 0:
+            if climit > 0 and abs(cv) >= climit:
+                return cf_idx, cf_val, cf_n, lo, hi, False
+            cf_idx[cf_n] = j
+            cf_val[cf_n] = cv
+            cf_n += 1
+            if cv > 0:
+                lo += cv * L[j]
+                hi += cv * H[j]
+            else:
+                lo += cv * H[j]
+                hi += cv * L[j]
+    cf_len[new] = cf_n - cf_start[new]
+    return cf_idx, cf_val, cf_n, lo, hi, True
+
+
+@nb.njit(cache=True)
+def put_adder(rows, r, rho, id0, id1, d, k, i, f):
+    """Row ``r`` of an op array: ``id0 + rho·id1·2^d`` (opcode 0, or 1 for ``rho < 0``), dtype ``(k, i, f)``."""
+    rows[r, 0], rows[r, 1], rows[r, 2], rows[r, 3] = (0 if rho > 0 else 1), id0, id1, d
+    rows[r, 4], rows[r, 5], rows[r, 6] = k, i, f
+
+
+@nb.njit(cache=True)
+def range_kif(lo, hi, f, fin):
+    """``(k, I)`` of the dtype with resolution ``2^-f`` holding the exact range ``[lo, hi]`` (units
+    of ``2^-fin``; ``f <= fin`` or both multiples): ``minimal_kif``, a zero range keeps 1 bit."""
+    if lo == 0 and hi == 0:
+        return 0, 1 - f
+    if f >= fin:
+        a, b = lo << (f - fin), hi << (f - fin)
+    elif fin - f >= 63:
+        a, b = -1 if lo < 0 else 0, -1 if hi < 0 else 0
+    else:
+        a, b = lo >> (fin - f), hi >> (fin - f)
+    return (1 if lo < 0 else 0), _bitlen(max(-a, b + 1) - 1) - f
+
+
 # Slice assignments (``a[:n] = b[:n]``) and ``np.sort`` are avoided in these kernels: numba compiles
 # their shape-error and quicksort machinery for seconds on a cold cache, for no speed gain here.
 @nb.njit(cache=True)
@@ -354,6 +425,25 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                 head[tsig[x]] = n_link
                 n_link += 1
             cv_[i] = v + 1
+    # pair counts, sub-columns grouped by their first input (row blocks share their patterns: the
+    # table's working set stays one block's); counts do not depend on the order
+    first = np.zeros(n_in + 1, np.int64)
+    for c in range(n_cols):
+        if clen[c] > 0:
+            first[tsig[cstart[c]] + 1] += 1
+    for j in range(n_in):
+        first[j + 1] += first[j]
+    corder = np.empty(n_cols, np.int64)
+    nz = 0
+    for c in range(n_cols):
+        if clen[c] > 0:
+            corder[first[tsig[cstart[c]]]] = c
+            first[tsig[cstart[c]]] += 1
+            nz += 1
+    for ci in range(nz):
+        c = corder[ci]
+        nt = clen[c]
+        for x in range(cstart[c], cstart[c] + nt):
             if 2 * (hn[0] + nt) > (len(gt) >> 1):
                 gt = _pgrow(gt)
             for y in range(x + 1, cstart[c] + nt):
@@ -450,49 +540,12 @@ def _cse_kernel(cstart, clen, tsig, tsh, tsg, n_in, width0, f0, L, H, fin, metho
                     n_new += 1
                     depth[new] = max(depth[p], depth[q]) + 1
                     # exact range of sig[p] + rho·sig[q]·2^d from the merged coefficient vectors
-                    need = cf_n + cf_len[p] + cf_len[q]
-                    if need > len(cf_idx):
-                        m2 = max(need, 2 * len(cf_idx))
-                        cf_idx = _grown(cf_idx, cf_n, m2)
-                        cf_val = _grown(cf_val, cf_n, m2)
-                    i1, e1 = cf_start[p], cf_start[p] + cf_len[p]
-                    i2, e2 = cf_start[q], cf_start[q] + cf_len[q]
-                    cf_start[new] = cf_n
-                    lo = 0
-                    hi = 0
-                    while i1 < e1 or i2 < e2:
-                        if i2 >= e2 or (i1 < e1 and cf_idx[i1] < cf_idx[i2]):
-                            j, cv = cf_idx[i1], cf_val[i1]
-                            i1 += 1
-                        elif i1 >= e1 or cf_idx[i2] < cf_idx[i1]:
-                            j, cv = cf_idx[i2], rho * (cf_val[i2] << d)
-                            i2 += 1
-                        else:
-                            j, cv = cf_idx[i1], cf_val[i1] + rho * (cf_val[i2] << d)
-                            i1 += 1
-                            i2 += 1
-                        if cv != 0:
-                            cf_idx[cf_n] = j
-                            cf_val[cf_n] = cv
-                            cf_n += 1
-                            if cv > 0:
-                                lo += cv * L[j]
-                                hi += cv * H[j]
-                            else:
-                                lo += cv * H[j]
-                                hi += cv * L[j]
-                    cf_len[new] = cf_n - cf_start[new]
+                    cf_idx, cf_val, cf_n, lo, hi, _ = sum_coefs(cf_idx, cf_val, cf_start, cf_len, cf_n, p, q, new, d,
+                                                                rho, L, H, 0)
                     fn = max(sf[p], sf[q] - d)
                     sf[new] = fn
-                    if lo == 0 and hi == 0:
-                        width[new] = 1
-                    else:
-                        if fn >= fin:
-                            a, bb = lo << (fn - fin), hi << (fn - fin)
-                        else:
-                            a, bb = lo >> (fin - fn), hi >> (fin - fn)
-                        nn = max(abs(a), bb + 1)
-                        width[new] = (1 if lo < 0 else 0) + _bitlen(nn - 1)
+                    kk, ii = range_kif(lo, hi, fn, fin)
+                    width[new] = kk + ii + fn
                 if 2 * (ln[0] + 3 * clen[c]) > (len(lt) >> 1):
                     while 2 * (ln[0] + 3 * clen[c]) > (len(lt) >> 1):
                         lt = _pgrow(lt)
@@ -591,21 +644,8 @@ def replay_kernel(log, LO, HI, live, f0, slot0, fin, base):
         else:
             lo, hi = -(HI[ti] >> a1), -(LO[ti] >> a1)
         f = max(sf[a0], sf[cs] - dd)
-        if lo == 0 and hi == 0:
-            k, i = 0, 1 - f
-        else:
-            if f >= fin:
-                x, y = lo << (f - fin), hi << (f - fin)
-            else:
-                x, y = lo >> (fin - f), hi >> (fin - f)
-            k, i = (1 if lo < 0 else 0), _bitlen(max(-x, y + 1) - 1) - f
-        rows[nrow, 0] = 0 if rr > 0 else 1
-        rows[nrow, 1] = sslot[a0]
-        rows[nrow, 2] = sslot[cs]
-        rows[nrow, 3] = dd
-        rows[nrow, 4] = k
-        rows[nrow, 5] = i
-        rows[nrow, 6] = f
+        k, i = range_kif(lo, hi, f, fin)
+        put_adder(rows, nrow, rr, sslot[a0], sslot[cs], dd, k, i, f)
         sf[nsig], sslot[nsig] = f, base + nrow
         al_s[ti], al_sh[ti], al_sg[ti] = nsig, a1, a2
         nsig += 1

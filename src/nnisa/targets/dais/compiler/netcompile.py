@@ -30,6 +30,7 @@ import numpy as np
 from ....core.errors import UnsupportedError
 from ....core.target import CompileResult
 from .cmvm import CMVMCompiler, _to_int_matrix
+from .cmvm_emit import make_replay
 
 #: default CSE work budget per layer, in greedy steps (heap pops): a layer's CSE stops after this
 #: many and its remaining terms go to plain adder trees (exact either way); ``cse_budget=None`` for
@@ -143,7 +144,7 @@ class _Net(NetOps, NetExtraOps):
             return self.const(0, 0), 0
         slot, sh, neg = term
         sh -= F0
-        fv = int(self.b._ops[slot][6])
+        fv = int(self.b.op(slot)[6])
         if sh or neg:  # materialise ±v·2^sh as 0 ± v·2^sh (keeps the value exact)
             fz = max(fv - sh, 0)
             z = self.const(0, fz)
@@ -230,6 +231,8 @@ class _Net(NetOps, NetExtraOps):
         qhi = np.array([0] + [v.hi for v in flat], np.int64)
         out = np.empty((M, P), dtype=object)
         n_before = len(self.b)
+        el_slot = np.array([v.slot for v in flat], np.int64)
+        el_kif = np.array([self.kif(v.slot) for v in flat], np.int64).reshape(-1, 3)
         cse = None
         for gi in range(g):
             chans = po[:, 0] + gi * (C // g)
@@ -243,11 +246,16 @@ class _Net(NetOps, NetExtraOps):
             tmpl.solve(Mi)
             cse = tmpl.cse_info
             Wp, Wn = np.maximum(Wm[gi], 0), np.minimum(Wm[gi], 0)
+            pad = cols[gi] == 0  # every position's inputs at once (the replay kernel's fast path)
+            rep = make_replay(tmpl, np.where(pad, -1, el_slot[cols[gi] - 1]),
+                              np.where(pad[..., None], 0, el_kif[cols[gi] - 1]))
             for p in range(P):
                 idx = cols[gi, p]
-                ins = [(flat[i - 1].slot, *self.kif(flat[i - 1].slot)) if i else (-1, 0, 0, 0) for i in idx]
-                comp = CMVMCompiler(self.b, ins, method="dummy")
-                terms = comp.instantiate(tmpl)
+                if rep is not None:
+                    terms = rep.emit(p, self.b)
+                else:  # the reference: one compiler per position
+                    ins = [(flat[i - 1].slot, *self.kif(flat[i - 1].slot)) if i else (-1, 0, 0, 0) for i in idx]
+                    terms = CMVMCompiler(self.b, ins, method="dummy").instantiate(tmpl)
                 alo = qlo[idx] @ Wp + qhi[idx] @ Wn
                 ahi = qhi[idx] @ Wp + qlo[idx] @ Wn
                 for c in range(Mg):
@@ -297,14 +305,15 @@ class _Net(NetOps, NetExtraOps):
         self.env[node.outputs[0]] = arr
 
     def report(self, node, n_before: int, **extra) -> None:
-        adders = sum(1 for o in self.b._ops[n_before:] if o[0] in (0, 1))
+        opc = self.b.ops_array(n_before)[:, 0]
+        adders = int(np.count_nonzero((opc == 0) | (opc == 1)))
         row = {"node": node.name, "op": node.op, "ops": len(self.b) - n_before, "adders": adders}
         row.update({k: v for k, v in extra.items() if v is not None})
         self.layers.append(row)
 
 
 def _kif_of(b: ProgramBuilder, slot: int):
-    o = b._ops[slot]
+    o = b.op(slot)
     return (o[4], o[5], o[6])
 
 

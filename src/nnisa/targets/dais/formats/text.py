@@ -82,12 +82,30 @@ def disassemble(p: Program, *, intervals: bool = True) -> str:
            f".outputs {p.n_out}"]
     for t, tab in enumerate(p.tables):
         out.append(f".table {t} [" + " ".join(map(str, tab.tolist())) + "]")
-    los, his = p.data_lo().tolist(), p.data_hi().tolist()
     qint = p.meta.get("qint")
-    cols = (p.opcode.tolist(), p.id0.tolist(), p.id1.tolist(), p.data.tolist(), p.k.tolist(), p.I.tolist(),
-            p.f.tolist(), los, his)
     addsub = {0: isa.BY_OPCODE[0].mnemonic, 1: isa.BY_OPCODE[1].mnemonic}
-    for i, (o, a, c, d, k, I, f, lo, hi) in enumerate(zip(*cols)):
+    arrays = (p.opcode, p.id0, p.id1, p.data, p.k, p.I, p.f, p.data_lo(), p.data_hi())
+    for s in range(0, p.n_ops, _CHUNK):  # chunks: a 10^6-op program's Python ints and lines stay small
+        out.append("\n".join(_op_lines(s, [a[s:s + _CHUNK].tolist() for a in arrays], qint, addsub, intervals)))
+    for j in range(p.n_out):
+        q, s, neg = int(p.out_idxs[j]), int(p.out_shifts[j]), int(p.out_negs[j])
+        src = "zero" if q < 0 else f"{'-' if neg else ''}%{q}"
+        if q < 0 and neg:
+            src = "-zero"
+        if neg not in (0, 1):
+            src = f"neg{neg} %{q}" if q >= 0 else f"neg{neg} zero"
+        out.append(f"out {j} = {src}" + (f" << {s}" if s else ""))
+    return "\n".join(out) + "\n"
+
+
+#: ops rendered per chunk by :func:`disassemble`
+_CHUNK = 1 << 16
+
+
+def _op_lines(start: int, cols: list, qint, addsub: dict, intervals: bool) -> list[str]:
+    """Text lines of the ops ``start, start + 1, ...`` given as per-field lists."""
+    out = []
+    for i, (o, a, c, d, k, I, f, lo, hi) in enumerate(zip(*cols), start):
         if (o == 0 or o == 1) and hi == (-1 if lo < 0 else 0):  # most ops: _structured's adder form, inline
             body = f"{addsub[o]} %{a}, %{c}, {lo}"
         else:
@@ -100,15 +118,7 @@ def disassemble(p: Program, *, intervals: bool = True) -> str:
         if intervals and k + I + f >= k:
             line += f" ; {_interval(k, I, f)}"
         out.append(line)
-    for j in range(p.n_out):
-        q, s, neg = int(p.out_idxs[j]), int(p.out_shifts[j]), int(p.out_negs[j])
-        src = "zero" if q < 0 else f"{'-' if neg else ''}%{q}"
-        if q < 0 and neg:
-            src = "-zero"
-        if neg not in (0, 1):
-            src = f"neg{neg} %{q}" if q >= 0 else f"neg{neg} zero"
-        out.append(f"out {j} = {src}" + (f" << {s}" if s else ""))
-    return "\n".join(out) + "\n"
+    return out
 
 
 _OP_RE = re.compile(r"^%(\d+)\s*=\s*(.*?)\s*:\s*\(\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\)\s*(.*)$", re.ASCII)
