@@ -17,6 +17,7 @@ _TWO = {OPCODE[m] for m in ("vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll
 _OBYW = {OPCODE[m] for m in ("vvmul", "vvsll", "vvsra", "vtanh", "vsigm", "vrsu", "vrsl")}
 _SETBW, _MVMUL, _LD, _ST = OPCODE["setbw"], OPCODE["mvmul"], OPCODE["ld"], OPCODE["st"]
 _LMV, _LLDI, _SEND, _RECV = OPCODE["lmv"], OPCODE["lldi"], OPCODE["send"], OPCODE["recv"]
+assert max(OPCODE.values()) < 32     # the row-time memo packs (len, opcode) as len << 5 | opcode
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -40,7 +41,7 @@ class CostModel:
         self.bw = cfg.chip_config.network_config.bus_width
         self.noc = 15.0          # typical per-flit latency (ns) of a mesh hop sequence
         self.widths: dict[int, tuple[int, int]] = {}
-        self._steps: dict[tuple[int, int], dict] = {}   # (ib, ob) → (op, len) → row time
+        self._steps: dict[tuple[int, int], dict] = {}   # (ib, ob) → len << 5 | op → row time
 
     def lr(self, nbytes: int) -> float:
         return _cdiv(nbytes, self.l_dw) * self.l_rd
@@ -72,7 +73,7 @@ class CostModel:
                     steps = self._steps[(ib, ob)] = {}
                 t += 1
             else:
-                key = (op, r[4])
+                key = r[4] << 5 | op        # (len, opcode): opcodes are < 32
                 dt = steps.get(key)
                 if dt is None:
                     dt = steps[key] = self._step(op, r[4], ib, ob)

@@ -224,6 +224,30 @@ class CoreEmitter:
             self.rows.append((_LMV, rd, rs, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
             done += n
 
+    def lmv_segments(self, dst: int, src: int, segments) -> None:
+        """``lmv(dst + off, src + g, size)`` for each ``(off, g, size)`` of ``segments`` (a
+        patch template), with the :meth:`near` / :meth:`lreg` cache hits inlined (hot: a few
+        segments per window).  Same rows and register use as the ``lmv`` calls."""
+        cache, rows = self.cache, self.rows
+        for off, g, size in segments:
+            if not 0 < size <= MAXLEN:
+                self.lmv(dst + off, src + g, size)
+                continue
+            s = src + g
+            rs = cache.get(s)
+            if rs is not None:
+                cache.move_to_end(s)
+                o = 0
+            else:
+                rs, o = self.near(s)
+            d = dst + off
+            rd = cache.get(d)
+            if rd is not None:
+                cache.move_to_end(d)
+            else:
+                rd = self.lreg(d)
+            rows.append((_LMV, rd, rs, 0, size, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
+
     def send(self, laddr: int, dst: int, size: int) -> None:
         done = 0
         while done < size:

@@ -126,8 +126,9 @@ def coarsen(tasks: list[Task], em: dict[int, CoreEmitter]) -> list[Task]:
 
 def _sync_rows(times: list[float], n: int, t: float | None = None) -> None:
     """Pad ``times`` to ``n`` rows (token recvs appended outside a task: time ``t`` or the last)."""
-    while len(times) < n:
-        times.append(t if t is not None else (times[-1] if times else 0.0))
+    k = n - len(times)
+    if k > 0:
+        times.extend([t if t is not None else (times[-1] if times else 0.0)] * k)
 
 
 def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bool = True,
