@@ -431,8 +431,7 @@ def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -
     cores = {}
     agm = {}
     for c, e in sorted(em.items()):
-        # (a list of row tuples, or already an array after the pipelined schedules' inserts)
-        arr = np.asarray(e.rows, dtype=DTYPE) if len(e.rows) else np.zeros(0, DTYPE)
+        arr = np.array(e.rows, dtype=DTYPE) if e.rows else np.zeros(0, DTYPE)
         cores[c] = arr
         agm[c] = list(e.group_xbars)
     extended = any(len(v) > STRICT_GROUPS for v in agm.values())

@@ -25,10 +25,7 @@ import bisect
 from collections import OrderedDict
 from operator import itemgetter
 
-import numpy as np
-
 from ..isa import OPCODE
-from ..program import DTYPE
 
 MAXLEN = 2047          # 11-bit len/size field
 _OFS_LIMIT = 1 << 27   # keep offsets well inside the signed 29-bit field
@@ -288,9 +285,7 @@ class CoreEmitter:
         self.msg_pos = len(self.rows)
 
     def merge_inserts(self) -> None:
-        """Splice the inserted rows (messages, token sends) into ``rows`` (stable by position,
-        then sequence).  The last step of a schedule: ``rows`` becomes the core's program as a
-        :data:`~nnisa.targets.pim.program.DTYPE` array (the splice is one ``np.insert``)."""
+        """Splice the inserted token sends into ``rows`` (stable by position, then sequence)."""
         if not self.inserts:
             return
         ins = sorted(self.inserts, key=itemgetter(0, 1))
@@ -298,10 +293,14 @@ class CoreEmitter:
         # an insert at position p goes before row p: a mark m (exclusive end) moves by the
         # number of inserts before it
         self.marks = {k: m + bisect.bisect_left(pos, m) for k, m in self.marks.items()}
-        rows = np.array(self.rows, dtype=DTYPE) if self.rows else np.zeros(0, DTYPE)
-        at = np.minimum(np.array(pos, dtype=np.int64), len(rows))
-        # (np.insert keeps the given order of equal positions: ``ins`` is sorted)
-        self.rows = np.insert(rows, at, np.array([t[2] for t in ins], dtype=DTYPE))
+        rows, out, prev = self.rows, [], 0
+        for p, _, row in ins:
+            p = max(prev, min(p, len(rows)))
+            out.extend(rows[prev:p])
+            out.append(row)
+            prev = p
+        out.extend(rows[prev:])
+        self.rows = out
         self.inserts = []
 
     def sync(self, ev: int, core: int) -> None:
