@@ -177,7 +177,7 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
     seq = 0
     tokens = 0
     messages = msg_bytes = 0
-    produced: dict[int, list] = {}       # task → its core-to-core output runs
+    produced: dict[int, dict] = {}       # task → buffer → [(task, run)]: its core-to-core output runs
     received: dict[tuple, list] = {}     # (core, region, producer task, run) → bytes already there
     times: dict[int, list[float]] = {c: [] for c in em}   # estimated end time of every row
 
@@ -283,9 +283,11 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
                 g_entry[g] = e = (img, least[0], least[1])
                 heapq.heappush(heap, e)
         t = tasks[i]
-        for c in t.cores:
+        tcores = t.cores
+        for c in tcores:
             if interleave:
-                em[c].tarena.reset()
+                ta = em[c].tarena
+                ta.top = ta.base        # (tarena.reset(), inlined)
             elif cur_layer[c] != t.layer:
                 em[c].arena.reset()
                 cur_layer[c] = t.layer
@@ -300,8 +302,12 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
             for d in t.deps:
                 pd = produced.get(d)
                 if pd is not None:
-                    for b, runs in pd.items():
-                        dep_runs.setdefault(b, []).extend([(d, run) for run in runs])
+                    for b, pairs in pd.items():
+                        got = dep_runs.get(b)
+                        if got is None:
+                            dep_runs[b] = list(pairs)
+                        else:
+                            got += pairs
         for nd in needs:
             nbuf, nlo, nhi = nd.buf, nd.lo, nd.hi
             for d, run in dep_runs.get(nbuf, ()):
@@ -357,35 +363,38 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
                 em[c].token_recv(p)
                 known[(c, p)] = pos
                 tokens += 1
-        before = {c: len(em[c].rows) for c in t.cores}
+        before = [len(em[c].rows) for c in tcores]
         t.run()
         end = start
-        for c in t.cores:
+        img = t.image
+        for c, b in zip(tcores, before):
             tc = times[c]
-            _sync_rows(tc, before[c], start)
-            end = max(end, cost.run(c, em[c].rows[before[c]:], max(start, tc[-1] if tc else 0.0), tc))
+            _sync_rows(tc, b, start)
+            rows = em[c].rows
+            end = max(end, cost.run(c, rows[b:], max(start, tc[-1] if tc else 0.0), tc))
+            em[c].marks[img] = len(rows)      # (em[c].mark(image), inlined)
         fin[i] = end
         endpos[i] = len(em[t.store].rows)
         if debug is not None:
-            debug.append((i, t.layer, t.image, t.store, before.get(t.store, 0), endpos[i], start, end))
+            debug.append((i, t.layer, t.image, t.store, before[tcores.index(t.store)] if t.store in tcores else 0,
+                          endpos[i], start, end))
         if t.runs is not None:
-            # by buffer (a need only takes runs of its own buffer), in the original order
+            # (producer, run) pairs by buffer (a need only takes runs of its own buffer), in the
+            # original order
             pd = produced[i] = {}
             for run in t.runs():
-                pd.setdefault(run.buf, []).append(run)
-        for c in t.cores:
-            em[c].mark(t.image)
+                pd.setdefault(run.buf, []).append((i, run))
         done[i] = True
         emitted += 1
-        for c in t.cores:
-            avail[c] = fin[i]
+        for c in tcores:
+            avail[c] = end
             head[c] += 1
-        cand = [queues[c][head[c]] for c in t.cores if head[c] < len(queues[c])]
+        cand = [queues[c][head[c]] for c in tcores if head[c] < len(queues[c])]
         for u in users[i]:
             pending[u] -= 1
             cand.append(u)
         for u in cand:
-            if not queued[u] and ready(u):
+            if not queued[u] and (pending[u] == 0 if interleave else ready(u)):
                 queued[u] = True
                 push(u)
     if emitted != n:  # pragma: no cover - impossible by construction (see module docstring)
