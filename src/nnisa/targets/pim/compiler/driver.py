@@ -444,10 +444,16 @@ def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -
 
 def _weights(em: dict[int, CoreEmitter], mats: list[MatLayer]) -> dict[tuple[int, int], np.ndarray]:
     out = {}
+    # (layer, replica, unit, row slice) → AG (the first one, as a linear search would find)
+    ags = {}
+    for li, l in enumerate(mats):
+        for r, rags in enumerate(l.plan.ags):
+            for a in rags:
+                ags.setdefault((li, r, a.unit, a.row_slice), a)
     for c, e in em.items():
-        for (li, r, u, h), g in e.groups.items():
-            l = mats[li]
-            ag = next(a for a in l.plan.ags[r] if a.unit == u and a.row_slice == h)
+        for key, g in e.groups.items():
+            l = mats[key[0]]
+            ag = ags[key]
             out[(c, g)] = l.matrix[ag.r0:ag.r1, ag.c0:ag.c1].astype(np.int8 if l.w_bits <= 8 else np.int32)
     return out
 
