@@ -362,8 +362,22 @@ class CoreEmitter:
     def vrs(self, op: str, d: int, a: int, bound: int, n: int) -> None:
         """vrsl / vrsu of ``n`` elements with scalar bound ``bound``."""
         code = OPCODE[op]
-        rd, ra = self.lreg(d), self.lreg(a)
-        rb = self.bound(bound)
+        # lreg(d), lreg(a) in that order, cache hits inlined (hot: the clamp of every batch)
+        cache = self.cache
+        rd = cache.get(d)
+        if rd is None:
+            rd = self.lreg(d)
+        else:
+            cache.move_to_end(d)
+        ra = cache.get(a)
+        if ra is None:
+            ra = self.lreg(a)
+        else:
+            cache.move_to_end(a)
+        if self.reg[4] != bound:     # bound(), inlined
+            self.rows.append((_SLDI, 4, 0, 0, 0, bound, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.reg[4] = bound
+        rb = 4
         done = 0
         while done < n:
             k = min(MAXLEN, n - done)

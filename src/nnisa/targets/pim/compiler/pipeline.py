@@ -221,7 +221,16 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
 
     def push(i: int) -> None:
         t = tasks[i]
-        dr = dep_ready[i] = max([0.0] + [fin[d] + 50 for d in t.deps] + [fin[d] for d in order_deps[i]])
+        dr = 0.0                 # = max(0, producers' ends + 50, previous batch's end)
+        for d in t.deps:
+            v = fin[d] + 50
+            if v > dr:
+                dr = v
+        for d in order_deps[i]:
+            v = fin[d]
+            if v > dr:
+                dr = v
+        dep_ready[i] = dr
         if not interleave:
             cores = t.cores
             a = avail[cores[0]] if len(cores) == 1 else max([avail[c] for c in cores])
