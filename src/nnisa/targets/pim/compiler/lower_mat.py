@@ -570,14 +570,19 @@ class MatCodegen:
             mvs += [(e.group_id((a.layer, a.replica, a.unit, a.row_slice), a.xbars), part, patch + a.r0 - k0)
                     for a, part in zip(my, parts)]
         step = nu * self.accb
+        widths = (self.ab, self.acc)
+        load = self._load_patch if band is None else self._load_patch_band
+        mvmul = e.mvmul
         for i, p in enumerate(range(q0, q1)):
-            e.setbw(self.ab, self.acc)
+            if e.widths != widths:
+                e.setbw(*widths)
             if band is None:
-                self._load_patch(e, p, patch, k0, k1)
+                load(e, p, patch, k0, k1)
             else:
-                self._load_patch_band(e, band, p, patch, k0, k1)
+                load(e, band, p, patch, k0, k1)
+            off = i * step
             for g, part, src in mvs:
-                e.mvmul(part + i * step, src, g, mbiw)
+                mvmul(part + off, src, g, mbiw)
         n = (q1 - q0) * nu
         if len(my) > 1:
             e.setbw(self.acc, self.acc)
