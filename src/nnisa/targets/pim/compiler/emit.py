@@ -349,6 +349,9 @@ class CoreEmitter:
             rb = self.lreg(b)
         else:
             cache.move_to_end(b)
+        if 0 < n <= MAXLEN:     # one chunk (the common case)
+            self.rows.append((code, rd, ra, rb, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            return
         done = 0
         while done < n:
             k = min(MAXLEN, n - done)
