@@ -98,3 +98,23 @@ def test_compile_restores_gc_state(enabled):
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@settings(max_examples=200, deadline=None)
+@given(_HISTORY, st.lists(st.tuples(st.integers(0, 40), _ADDR, _ADDR), max_size=10), st.integers(0, 4096),
+       st.sampled_from([1, 8]))
+def test_mvmuls_matches_mvmul_calls(history, mvs, offset, mbiw):
+    ref, fast = _emitter(history), _emitter(history)
+    for g, part, src in mvs:
+        ref.mvmul(part + offset, src, g, mbiw)
+    fast.mvmuls(mvs, offset, mbiw)
+    assert _state(fast) == _state(ref)
+
+
+@pytest.mark.parametrize("n", [0, 1, MAXLEN, MAXLEN + 1, 3 * MAXLEN + 5])
+def test_vv_chunks(n):
+    e = CoreEmitter(0, 1 << 20)
+    e.vv("vvadd", 100, 200, 300, n)
+    vv = [r for r in e.rows if r[0] == OPCODE["vvadd"]]
+    assert [r[4] for r in vv] == [min(MAXLEN, n - k) for k in range(0, n, MAXLEN)]
+    assert [(r[14], r[15]) for r in vv] == [(7 if k else 0, k) for k in range(0, n, MAXLEN)]

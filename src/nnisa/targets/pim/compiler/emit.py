@@ -228,7 +228,7 @@ class CoreEmitter:
         """``lmv(dst + off, src + g, size)`` for each ``(off, g, size)`` of ``segments`` (a
         patch template), with the :meth:`near` / :meth:`lreg` cache hits inlined (hot: a few
         segments per window).  Same rows and register use as the ``lmv`` calls."""
-        cache, rows = self.cache, self.rows
+        cache, rows, srt = self.cache, self.rows, self._sorted
         for off, g, size in segments:
             if not 0 < size <= MAXLEN:
                 self.lmv(dst + off, src + g, size)
@@ -239,7 +239,23 @@ class CoreEmitter:
                 cache.move_to_end(s)
                 o = 0
             else:
-                rs, o = self.near(s)
+                # near(s) after its cache miss, inlined (see near())
+                i = bisect.bisect_left(srt, s)
+                best = None
+                if i > 0:
+                    d = s - srt[i - 1]
+                    if d < _OFS_LIMIT:
+                        best = srt[i - 1]
+                        bd = d
+                if i < len(srt):
+                    d = srt[i] - s
+                    if d < _OFS_LIMIT and (best is None or d < bd):
+                        best = srt[i]
+                if best is not None:
+                    cache.move_to_end(best)
+                    rs, o = cache[best], s - best
+                else:
+                    rs, o = self.lreg(s), 0
             d = dst + off
             rd = cache.get(d)
             if rd is not None:
@@ -328,6 +344,22 @@ class CoreEmitter:
             self.rows.append((_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
             self.reg[6] = dst
         self.rows.append((_MVMUL, 6, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
+
+    def mvmuls(self, mvs, offset: int, mbiw: int) -> None:
+        """``mvmul(part + offset, src, group, mbiw)`` for each ``(group, part, src)`` of ``mvs``
+        (one window's array groups), with :meth:`mvmul`'s register handling inlined."""
+        cache, reg, rows = self.cache, self.reg, self.rows
+        for group, part, src in mvs:
+            rs = cache.get(src)
+            if rs is None:
+                rs = self.lreg(src)
+            else:
+                cache.move_to_end(src)
+            dst = part + offset
+            if reg[6] != dst:
+                rows.append((_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+                reg[6] = dst
+            rows.append((_MVMUL, 6, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
 
     def vv(self, op: str, d: int, a: int, b: int, n: int) -> None:
         """Binary vector op (vvadd, vvsub, vvmax, vvsll, vvsra, ...) of ``n`` elements."""

@@ -572,7 +572,6 @@ class MatCodegen:
         step = nu * self.accb
         widths = (self.ab, self.acc)
         load = self._load_patch if band is None else self._load_patch_band
-        mvmul = e.mvmul
         for i, p in enumerate(range(q0, q1)):
             if e.widths != widths:
                 e.setbw(*widths)
@@ -580,9 +579,7 @@ class MatCodegen:
                 load(e, p, patch, k0, k1)
             else:
                 load(e, band, p, patch, k0, k1)
-            off = i * step
-            for g, part, src in mvs:
-                mvmul(part + off, src, g, mbiw)
+            e.mvmuls(mvs, i * step, mbiw)
         n = (q1 - q0) * nu
         if len(my) > 1:
             e.setbw(self.acc, self.acc)
