@@ -41,6 +41,7 @@ class CostModel:
         self.bw = cfg.chip_config.network_config.bus_width
         self.noc = 15.0          # typical per-flit latency (ns) of a mesh hop sequence
         self.widths: dict[int, tuple[int, int]] = {}
+        self._messages: dict[int, float] = {}   # bytes → message time (memo)
         self._steps: dict[tuple[int, int], dict] = {}   # (ib, ob) → len << 5 | op → row time
 
     def lr(self, nbytes: int) -> float:
@@ -51,7 +52,11 @@ class CostModel:
 
     def message(self, nbytes: int) -> float:
         """Time a message of ``nbytes`` keeps its receiver busy (handshake, flits, local write)."""
-        return 2 * self.noc + _cdiv(nbytes, self.bw) * self.noc + self.lr(nbytes) + self.lw(nbytes)
+        t = self._messages.get(nbytes)
+        if t is None:
+            t = self._messages[nbytes] = (2 * self.noc + _cdiv(nbytes, self.bw) * self.noc + self.lr(nbytes)
+                                          + self.lw(nbytes))
+        return t
 
     def run(self, core: int, rows, t0: float, times: list[float]) -> float:
         """Estimated end of ``rows`` on ``core`` starting at ``t0``; appends every row's end
