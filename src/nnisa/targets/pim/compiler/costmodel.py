@@ -69,20 +69,21 @@ class CostModel:
         steps = self._steps.get((ib, ob))
         if steps is None:
             steps = self._steps[(ib, ob)] = {}
+        get = steps.get
         for r in rows:
             op = r[0]
-            if op == _SETBW:
+            if op != _SETBW:
+                dt = get(r[4] << 5 | op)        # (len, opcode): opcodes are < 32
+                if dt is None:
+                    dt = steps[r[4] << 5 | op] = self._step(op, r[4], ib, ob)
+                t += dt
+            else:
                 ib, ob = r[12], r[13]
                 steps = self._steps.get((ib, ob))
                 if steps is None:
                     steps = self._steps[(ib, ob)] = {}
+                get = steps.get
                 t += 1
-            else:
-                key = r[4] << 5 | op        # (len, opcode): opcodes are < 32
-                dt = steps.get(key)
-                if dt is None:
-                    dt = steps[key] = self._step(op, r[4], ib, ob)
-                t += dt
             append(t)
         self.widths[core] = (ib, ob)
         return t

@@ -463,6 +463,13 @@ class MatCodegen:
 
     def _in_rows_cols(self, q0: int, q1: int) -> tuple[int, int, int, int]:
         """Input rows/columns ``(y0, y1, x0, x1)`` the windows ``[q0, q1)`` of one row read."""
+        memo = self.__dict__.setdefault("_rows_cols", {})    # (asked for every task, by two users)
+        got = memo.get((q0, q1))
+        if got is None:
+            got = memo[(q0, q1)] = self._in_rows_cols_of(q0, q1)
+        return got
+
+    def _in_rows_cols_of(self, q0: int, q1: int) -> tuple[int, int, int, int]:
         l = self.l
         h, w, c = l.in_hwc
         if l.windows == 1:
