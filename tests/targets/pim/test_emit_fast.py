@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,8 +14,9 @@ from nnisa.core.errors import NnisaError
 from nnisa.frontend.models import make_lenet
 from nnisa.targets.pim.compiler import compile_model
 from nnisa.targets.pim.compiler.costmodel import CostModel
-from nnisa.targets.pim.compiler.emit import MAXLEN, CoreEmitter
+from nnisa.targets.pim.compiler.emit import MAXLEN, CoreEmitter, rows_to_array
 from nnisa.targets.pim.isa import OPCODE
+from nnisa.targets.pim.program import DTYPE
 
 from compiler_helpers import quantized, small_config
 
@@ -118,3 +120,24 @@ def test_vv_chunks(n):
     vv = [r for r in e.rows if r[0] == OPCODE["vvadd"]]
     assert [r[4] for r in vv] == [min(MAXLEN, n - k) for k in range(0, n, MAXLEN)]
     assert [(r[14], r[15]) for r in vv] == [(7 if k else 0, k) for k in range(0, n, MAXLEN)]
+
+
+_I32 = st.integers(-(1 << 31), (1 << 31) - 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 31), _I32, _I32, _I32, _I32, st.integers(-(1 << 63), (1 << 63) - 1),
+                          *([_I32] * 10)), max_size=50))
+def test_rows_to_array_matches_numpy_reference(rows):
+    got = rows_to_array(rows)
+    want = np.array(rows, dtype=DTYPE) if rows else np.zeros(0, DTYPE)
+    assert got.dtype == DTYPE and got.flags.writeable
+    assert got.tobytes() == want.tobytes()
+
+
+def test_rows_to_array_out_of_range_is_numpy_error():
+    row = (1, 0, 0, 0, 1 << 40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)    # len beyond int32
+    with pytest.raises(OverflowError):
+        np.array([row], dtype=DTYPE)
+    with pytest.raises(OverflowError):
+        rows_to_array([row])

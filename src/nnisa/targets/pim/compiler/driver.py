@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from ....core.errors import ConfigError, UnsupportedError
-from ..program import DTYPE, PimProgram
-from .emit import CoreEmitter
+from ..program import PimProgram
+from .emit import CoreEmitter, rows_to_array
 from .c2c import plan_c2c
 from .costmodel import CostModel
 from .fusion import GapFinishLayer, fuse_layers, size_partials
@@ -431,7 +431,7 @@ def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -
     cores = {}
     agm = {}
     for c, e in sorted(em.items()):
-        arr = np.array(e.rows, dtype=DTYPE) if e.rows else np.zeros(0, DTYPE)
+        arr = rows_to_array(e.rows)
         cores[c] = arr
         agm[c] = list(e.group_xbars)
     extended = any(len(v) > STRICT_GROUPS for v in agm.values())

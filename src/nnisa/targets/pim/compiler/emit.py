@@ -22,10 +22,14 @@ into chunks that fit the 11-bit ``len`` field (2047 elements or bytes).
 from __future__ import annotations
 
 import bisect
+import struct
 from collections import OrderedDict
 from operator import itemgetter
 
+import numpy as np
+
 from ..isa import OPCODE
+from ..program import DTYPE
 
 MAXLEN = 2047          # 11-bit len/size field
 _OFS_LIMIT = 1 << 27   # keep offsets well inside the signed 29-bit field
@@ -36,6 +40,34 @@ _SLDI, _SADDI, _SETBW, _MVMUL = OPCODE["sldi"], OPCODE["saddi"], OPCODE["setbw"]
 _LD, _ST, _LLDI, _LMV = OPCODE["ld"], OPCODE["st"], OPCODE["lldi"], OPCODE["lmv"]
 _SEND, _RECV, _WAIT, _SYNC = OPCODE["send"], OPCODE["recv"], OPCODE["wait"], OPCODE["sync"]
 _VAVG = OPCODE["vavg"]
+
+
+def _row_struct() -> struct.Struct:
+    """A ``struct`` layout byte-identical to one :data:`~nnisa.targets.pim.program.DTYPE`
+    record (native byte order, standard sizes, no padding: the dtype is packed)."""
+    codes = {1: "b", 2: "h", 4: "i", 8: "q"}
+    fmt = "=" + "".join(codes[DTYPE.fields[n][0].itemsize] for n in DTYPE.names)
+    s = struct.Struct(fmt)
+    assert s.size == DTYPE.itemsize and all(DTYPE.fields[n][0].kind == "i" for n in DTYPE.names)
+    return s
+
+
+_ROW_PACK = _row_struct().pack
+
+
+def rows_to_array(rows: list[tuple]) -> np.ndarray:
+    """Instruction rows (tuples in ``COLUMNS`` order) → a ``DTYPE`` array.
+
+    Same result as ``np.array(rows, dtype=DTYPE)`` (the reference, also used for an
+    out-of-range value, so the error is numpy's), ~2.5× faster: each row is packed to its
+    record bytes by ``struct`` and the buffer is viewed as records."""
+    if not rows:
+        return np.zeros(0, DTYPE)
+    try:
+        buf = b"".join([_ROW_PACK(*r) for r in rows])
+    except struct.error:
+        return np.array(rows, dtype=DTYPE)
+    return np.frombuffer(buf, dtype=DTYPE).copy()
 
 
 class LmemArena:
