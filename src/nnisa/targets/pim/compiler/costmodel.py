@@ -10,8 +10,6 @@ order tasks and to place ``send``/``recv`` where both partners are expected to b
 
 from __future__ import annotations
 
-from itertools import accumulate
-
 from ..isa import OPCODE
 
 _VEC = set(range(OPCODE["vvadd"], OPCODE["vrsl"] + 1))
@@ -45,7 +43,6 @@ class CostModel:
         self.widths: dict[int, tuple[int, int]] = {}
         self._messages: dict[int, float] = {}   # bytes → message time (memo)
         self._steps: dict[tuple[int, int], dict] = {}   # (ib, ob) → len << 5 | op → row time
-        self._runs: dict[tuple, tuple[list, tuple[int, int]]] = {}   # signature → (increments, widths)
 
     def lr(self, nbytes: int) -> float:
         return _cdiv(nbytes, self.l_dw) * self.l_rd
@@ -63,32 +60,7 @@ class CostModel:
 
     def run(self, core: int, rows, t0: float, times: list[float]) -> float:
         """Estimated end of ``rows`` on ``core`` starting at ``t0``; appends every row's end
-        time to ``times``.
-
-        The rows' time increments depend only on the starting widths and each row's opcode,
-        ``len`` and ``setbw`` widths: memoised per such signature (the batches of a unit
-        repeat theirs); the end times are the same running sum, left to right, as
-        :meth:`run_rows` (the reference)."""
-        ib, ob = self.widths.get(core, (8, 8))
-        # one int per row, distinct for any opcode < 32 and int32 len / ibiw / obiw columns
-        sig = (ib, ob, *[r[0] + (r[4] << 5) + (r[12] << 37) + (r[13] << 70) for r in rows])
-        got = self._runs.get(sig)
-        if got is None:
-            incs: list = []
-            self.run_rows(core, rows, 0.0, incs, increments=True)
-            got = self._runs[sig] = (incs, self.widths[core])
-        else:
-            self.widths[core] = got[1]
-        if not got[0]:
-            return t0
-        ends = accumulate(got[0], initial=t0)
-        next(ends)                   # (t0 itself)
-        times.extend(ends)
-        return times[-1]
-
-    def run_rows(self, core: int, rows, t0: float, times: list, increments: bool = False) -> float:
-        """:meth:`run` row by row (the reference); ``increments``: append every row's time
-        increment instead of its end time."""
+        time to ``times``."""
         ib, ob = self.widths.get(core, (8, 8))
         t = t0
         append = times.append
@@ -111,9 +83,8 @@ class CostModel:
                 if steps is None:
                     steps = self._steps[(ib, ob)] = {}
                 get = steps.get
-                dt = 1
                 t += 1
-            append(dt if increments else t)
+            append(t)
         self.widths[core] = (ib, ob)
         return t
 
