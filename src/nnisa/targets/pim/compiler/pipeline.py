@@ -36,19 +36,31 @@ from .costmodel import CostModel
 from .emit import CoreEmitter
 from .schedule import Task
 
+#: writes longer than this (bytes) are searched separately by :func:`_deps`
+_SHORT = 1024
+
+
 def _deps(tasks: list[Task]) -> None:
     """``task.deps`` = tasks of earlier layers whose written byte ranges overlap its reads."""
     writes = sorted((lo, hi, i) for i, t in enumerate(tasks) for lo, hi in t.writes)
-    los = [w[0] for w in writes]
-    maxlen = max((hi - lo for lo, hi, _ in writes), default=0)
+    # short and long writes apart: a read scans the writes starting up to the longest length
+    # before it, so a few long writes (ResNet-18: 1 % over 1 KiB, up to 3.5 KiB) would widen
+    # every scan
+    groups = []
+    for part in ([w for w in writes if w[1] - w[0] <= _SHORT], [w for w in writes if w[1] - w[0] > _SHORT]):
+        if part:
+            groups.append((part, [w[0] for w in part], max(hi - lo for lo, hi, _ in part)))
+    layer = [t.layer for t in tasks]
     for t in tasks:
         found = set()
+        tl = t.layer
         for a, b in t.reads:
-            j0 = bisect.bisect_right(los, a - maxlen)
-            j1 = bisect.bisect_left(los, b)
-            for lo, hi, i in writes[j0:j1]:
-                if hi > a and tasks[i].layer < t.layer:
-                    found.add(i)
+            for part, los, maxlen in groups:
+                j0 = bisect.bisect_right(los, a - maxlen)
+                j1 = bisect.bisect_left(los, b)
+                for lo, hi, i in part[j0:j1]:
+                    if hi > a and layer[i] < tl:
+                        found.add(i)
         t.deps = sorted(found)
 
 
