@@ -172,6 +172,7 @@ def _child_cpu(qg_path: str, schedule: str) -> None:
     import json
     import os
     import pickle
+
     from nnisa.targets.pim.compiler import compile_model
     from nnisa.targets.pim.config import default_config, load_config
     cfg_path = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "pim" / "pimsim_config.json"

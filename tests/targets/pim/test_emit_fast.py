@@ -7,6 +7,7 @@ import gc
 
 import numpy as np
 import pytest
+from compiler_helpers import quantized, small_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,8 +18,6 @@ from nnisa.targets.pim.compiler.costmodel import CostModel
 from nnisa.targets.pim.compiler.emit import MAXLEN, CoreEmitter, rows_to_array
 from nnisa.targets.pim.isa import OPCODE
 from nnisa.targets.pim.program import DTYPE
-
-from compiler_helpers import quantized, small_config
 
 _ADDR = st.integers(0, 1 << 16)
 # a history of register-cache traffic (lreg / near / lmv), then a patch template

@@ -14,7 +14,6 @@ matrix (correct, but uses ``g`` times the crossbars of a dense layout).
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -235,13 +235,9 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         t = tasks[i]
         dr = 0.0                 # = max(0, producers' ends + 50, previous batch's end)
         for d in t.deps:
-            v = fin[d] + 50
-            if v > dr:
-                dr = v
+            dr = max(dr, fin[d] + 50)
         for d in order_deps[i]:
-            v = fin[d]
-            if v > dr:
-                dr = v
+            dr = max(dr, fin[d])
         dep_ready[i] = dr
         if not interleave:
             cores = t.cores
