@@ -13,7 +13,12 @@ stream of images and simulated in pimsim timing mode: latency (first image in �
 (steady-state time per image), energy, instructions, crossbars, global-memory and core-to-core
 bytes per image, against PIMCOMP-NN's programs in the same timing model.
 
-Usage: ``python benchmarks/pim_compile.py [--repeat N] [--no-write] [--only compile|schedules]``
+The compile-time table (``## PIM compile time per schedule``, ``--only cpu``): CPU seconds of
+``compile_model`` of ResNet-18 per schedule, each run in a fresh process; ``--baseline-src DIR``
+alternates the runs with another source tree (A/B under the same load).
+
+Usage: ``python benchmarks/pim_compile.py [--repeat N] [--no-write] [--only compile|schedules|cpu]
+[--baseline-src DIR]``
 """
 
 from __future__ import annotations
@@ -157,11 +162,90 @@ which pimsim-nn charges its `mvmul` 0 ns: `nnisa sim` lints that as `mvmul_bitwi
 """
 
 
+#: compile-time goal of the element schedule (issue 14): CPU seconds, ResNet-18 from the QGraph
+ELEMENT_CPU_GOAL_S = 4.0
+CPU_SCHEDULES = ("element", "batch")
+
+
+def _child_cpu(qg_path: str, schedule: str) -> None:
+    """(Child process) CPU seconds of one ``compile_model`` of the pickled QGraph, as JSON."""
+    import json
+    import os
+    import pickle
+
+    from nnisa.targets.pim.compiler import compile_model
+    from nnisa.targets.pim.config import default_config, load_config
+    cfg_path = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "pim" / "pimsim_config.json"
+    cfg = load_config(cfg_path) if cfg_path.exists() else default_config(64, preset="conformance")
+    with open(qg_path, "rb") as f:
+        qg = pickle.load(f)
+    load = os.getloadavg()[0]
+    p0 = time.process_time()
+    compile_model(qg, cfg, schedule=schedule)
+    print(json.dumps({"cpu": time.process_time() - p0, "load": load}))
+
+
+def cpu_section(qg, repeat: int, baseline: str | None) -> str:
+    """Compile time of ResNet-18 per schedule: each run in a fresh process (``compile_model`` of
+    the quantized graph, the first compile of the process), this checkout and optionally a
+    baseline source tree alternating run by run (A/B under the same load)."""
+    import json
+    import os
+    import pickle
+    import subprocess
+    srcs = [("this checkout", str(Path(__file__).resolve().parents[1] / "src"))]
+    if baseline:
+        srcs.insert(0, ("baseline", baseline))
+    got: dict[tuple[str, str], list[dict]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        qg_path = os.path.join(d, "qg.pkl")
+        with open(qg_path, "wb") as f:
+            pickle.dump(qg, f)
+        for _ in range(repeat):
+            for sched in CPU_SCHEDULES:
+                for name, src in srcs:
+                    env = dict(os.environ, PYTHONPATH=src)
+                    out = subprocess.run([sys.executable, __file__, "--child-cpu", qg_path, sched], env=env,
+                                         capture_output=True, text=True, check=True).stdout
+                    r = json.loads(out.strip().splitlines()[-1])
+                    got.setdefault((name, sched), []).append(r)
+                    print(name, sched, r, flush=True)
+    lines = []
+    for sched in CPU_SCHEDULES:
+        for name, _ in srcs:
+            rs = got[(name, sched)]
+            cpus = sorted(r["cpu"] for r in rs)
+            loads = [r["load"] for r in rs]
+            goal = ""
+            if sched == "element" and name == "this checkout":
+                goal = f" (goal ≤ {ELEMENT_CPU_GOAL_S:.0f} s: {'met' if statistics.median(cpus) <= ELEMENT_CPU_GOAL_S else 'NOT met'} by the median)"
+            lines.append(f"| {sched}{goal} | {name} | {cpus[0]:.2f} | {statistics.median(cpus):.2f} | {cpus[-1]:.2f} | "
+                         f"{min(loads):.1f}–{max(loads):.1f} |")
+    base_note = (f"*baseline*: the source tree `{baseline}` (the code before this measurement's changes), "
+                 "run alternately with this checkout. " if baseline else "")
+    return f"""
+Machine: {machine()}; date {today()}; `python benchmarks/pim_compile.py --only cpu`.
+ResNet-18 (generated, random weights, 224×224), 8×8-core conformance configuration; CPU seconds
+(`time.process_time`) of one `compile_model` from the pow2-quantized graph (lowering, partition,
+replication, mapping, code generation, schedule, program arrays, weights), each run in a fresh
+process; {repeat} runs per row.  {base_note}Load: the 1-minute load average at each run's start
+(2 cores shared with other jobs: the same code varies by up to ~1.5× between runs).
+
+| schedule | code | min CPU (s) | median CPU (s) | max CPU (s) | load |
+| --- | --- | ---: | ---: | ---: | ---: |
+{chr(10).join(lines)}
+"""
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--child-cpu":
+        _child_cpu(sys.argv[2], sys.argv[3])
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
-    ap.add_argument("--only", choices=("compile", "schedules"), help="run one part only")
+    ap.add_argument("--only", choices=("compile", "schedules", "cpu"), help="run one part only")
+    ap.add_argument("--baseline-src", help="with --only cpu: a source tree to compare with (A/B)")
     args = ap.parse_args()
     from nnisa.frontend import load_model, quantize
     from nnisa.frontend.models import make_resnet18
@@ -174,6 +258,13 @@ def main() -> None:
     model = make_resnet18()
     calib = {"input": np.random.default_rng(0).random((2, 3, 224, 224)).astype(np.float32)}
     import os
+    if args.only == "cpu":
+        qg = quantize(load_model(model), calib, scale_mode="pow2")
+        section = cpu_section(qg, args.repeat, args.baseline_src)
+        print(section)
+        if not args.no_write:
+            update_section("PIM compile time per schedule", section)
+        return
     if args.only == "schedules":
         qg = quantize(load_model(model), calib, scale_mode="pow2")
         section = schedule_section(schedule_rows(cfg, qg))

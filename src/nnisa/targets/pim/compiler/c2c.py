@@ -197,6 +197,9 @@ def pieces(need: Need, run: Run, have: list[tuple[int, int]]) -> list[tuple[int,
     lo, hi = max(need.lo, run.lo), min(need.hi, run.hi)
     if lo >= hi:
         return []
+    if not have:              # (the first piece of this run: nothing to subtract)
+        have.append((lo, hi))
+        return [(run.addr + lo - run.lo, need.addr + lo - need.base, hi - lo)]
     todo = [(lo, hi)]
     for a, b in have:
         todo = [seg for x, y in todo for seg in ((x, min(y, a)), (max(x, b), y)) if seg[0] < seg[1]]

@@ -17,6 +17,7 @@ _TWO = {OPCODE[m] for m in ("vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll
 _OBYW = {OPCODE[m] for m in ("vvmul", "vvsll", "vvsra", "vtanh", "vsigm", "vrsu", "vrsl")}
 _SETBW, _MVMUL, _LD, _ST = OPCODE["setbw"], OPCODE["mvmul"], OPCODE["ld"], OPCODE["st"]
 _LMV, _LLDI, _SEND, _RECV = OPCODE["lmv"], OPCODE["lldi"], OPCODE["send"], OPCODE["recv"]
+assert max(OPCODE.values()) < 32     # the row-time memo packs (len, opcode) as len << 5 | opcode
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -40,7 +41,8 @@ class CostModel:
         self.bw = cfg.chip_config.network_config.bus_width
         self.noc = 15.0          # typical per-flit latency (ns) of a mesh hop sequence
         self.widths: dict[int, tuple[int, int]] = {}
-        self._steps: dict[tuple[int, int], dict] = {}   # (ib, ob) → (op, len) → row time
+        self._messages: dict[int, float] = {}   # bytes → message time (memo)
+        self._steps: dict[tuple[int, int], dict] = {}   # (ib, ob) → len << 5 | op → row time
 
     def lr(self, nbytes: int) -> float:
         return _cdiv(nbytes, self.l_dw) * self.l_rd
@@ -50,7 +52,11 @@ class CostModel:
 
     def message(self, nbytes: int) -> float:
         """Time a message of ``nbytes`` keeps its receiver busy (handshake, flits, local write)."""
-        return 2 * self.noc + _cdiv(nbytes, self.bw) * self.noc + self.lr(nbytes) + self.lw(nbytes)
+        t = self._messages.get(nbytes)
+        if t is None:
+            t = self._messages[nbytes] = (2 * self.noc + _cdiv(nbytes, self.bw) * self.noc + self.lr(nbytes)
+                                          + self.lw(nbytes))
+        return t
 
     def run(self, core: int, rows, t0: float, times: list[float]) -> float:
         """Estimated end of ``rows`` on ``core`` starting at ``t0``; appends every row's end
@@ -63,20 +69,21 @@ class CostModel:
         steps = self._steps.get((ib, ob))
         if steps is None:
             steps = self._steps[(ib, ob)] = {}
+        get = steps.get
         for r in rows:
             op = r[0]
-            if op == _SETBW:
+            if op != _SETBW:
+                dt = get(r[4] << 5 | op)        # (len, opcode): opcodes are < 32
+                if dt is None:
+                    dt = steps[r[4] << 5 | op] = self._step(op, r[4], ib, ob)
+                t += dt
+            else:
                 ib, ob = r[12], r[13]
                 steps = self._steps.get((ib, ob))
                 if steps is None:
                     steps = self._steps[(ib, ob)] = {}
+                get = steps.get
                 t += 1
-            else:
-                key = (op, r[4])
-                dt = steps.get(key)
-                if dt is None:
-                    dt = steps[key] = self._step(op, r[4], ib, ob)
-                t += dt
             append(t)
         self.widths[core] = (ib, ob)
         return t

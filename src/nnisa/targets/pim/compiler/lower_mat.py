@@ -192,18 +192,24 @@ class MatCodegen:
         rb = span * (x1 - x0) * c
         return [e.arena.alloc(rb), -1, -1, e.arena.alloc(rb), x0, x1 - x0]
 
+    def _geometry(self) -> tuple:
+        """The layer's window geometry (constant; read once per window by the band loader):
+        ``(ow, h, w, c, sh, sw, pt, pl, span, x_span)`` with ``x_span`` = the last tap's
+        column offset ``(kw - 1) · dw``."""
+        g = self.__dict__.get("_geom")
+        if g is None:
+            l = self.l
+            h, w, c = l.in_hwc
+            g = self._geom = (l.out_hw[1], h, w, c, l.strides[0], l.strides[1], l.pads[0], l.pads[1],
+                              (l.kernel[0] - 1) * l.dilations[0] + 1, (l.kernel[1] - 1) * l.dilations[1])
+        return g
+
     def _load_patch_band(self, e: CoreEmitter, band: list, p: int, patch: int, k0: int, k1: int) -> None:
         """Patch from a local band of input rows: rows are loaded from global memory once per
         band (one ``ld``), each window's patch is assembled with ``lmv`` (local) and ``lldi``."""
-        l = self.l
-        ow = l.out_hw[1]
+        ow, h, w, c, sh, sw, pt, pl, span, x_span = self.__dict__.get("_geom") or self._geometry()
         oy, ox = divmod(p, ow)
-        h, w, c = l.in_hwc
-        kh, kw = l.kernel
-        sh, sw = l.strides
-        dh, dw = l.dilations
-        span = (kh - 1) * dh + 1
-        iy0, ix0 = oy * sh - l.pads[0], ox * sw - l.pads[1]
+        iy0, ix0 = oy * sh - pt, ox * sw - pl
         need0, need1 = max(0, iy0), min(h, iy0 + span)
         baddr, by0, by1 = band[0], band[1], band[2]
         x_lo, rw = band[4], band[5]          # the band's first input column and row width
@@ -220,15 +226,13 @@ class MatCodegen:
                 self._ld_rows(e, baddr, nb0, nb1, x_lo, rw)
             by0, by1 = nb0, nb1
             band[1], band[2] = by0, by1
-        if iy0 >= 0 and ix0 >= 0 and iy0 + span <= h and ix0 + (kw - 1) * dw < w:
+        if iy0 >= 0 and ix0 >= 0 and iy0 + span <= h and ix0 + x_span < w:
             tpl = self._templates.get((k0, k1, rw))
             if tpl is None:
                 tpl = self._templates[(k0, k1, rw)] = self._interior_template(k0, k1, rw)
-            src = baddr + ((iy0 - by0) * rw + ix0 - x_lo) * c
-            for off, g, size in tpl:
-                e.lmv(patch + off, src + g, size)
+            e.lmv_segments(patch, baddr + ((iy0 - by0) * rw + ix0 - x_lo) * c, tpl)
             return
-        for off, g, size in _clip_segments(_patch_taps(l, oy, ox, baddr - (by0 * rw + x_lo) * c, rw), k0, k1):
+        for off, g, size in _clip_segments(_patch_taps(self.l, oy, ox, baddr - (by0 * rw + x_lo) * c, rw), k0, k1):
             if g < 0:
                 e.lldi(patch + off, 0, size)
             else:
@@ -361,8 +365,20 @@ class MatCodegen:
         # each core's rows of the unit's weights (the same for every batch)
         core_rows = {c: (min(a.r0 for a in by_core[c]), max(a.r1 for a in by_core[c])) for c in cores}
 
+        tarenas = [self.em[c].tarena for c in cores]
+
         def talloc() -> None:
-            # transient buffers of one batch
+            # transient buffers of one batch; the bump allocation depends only on the arenas'
+            # tops, so a repeat from the same tops (every task of the element schedule, whose
+            # transient arenas are reset per task) reuses the addresses and the mvmul lists
+            tops = tuple([a.top for a in tarenas])
+            memo = st.get("talloc")
+            if memo is not None and memo[0] == tops:
+                st.update(memo[1])
+                for a, top in zip(tarenas, memo[2]):
+                    a.top = top
+                    a.peak = max(a.peak, top)
+                return
             bufs = {}
             psize = bmax * nu * self.accb
             for c in cores:
@@ -371,13 +387,16 @@ class MatCodegen:
                 k0, k1 = core_rows[c]
                 patch = e.tarena.alloc(k1 - k0)
                 parts = [e.tarena.alloc(psize) for _ in my]
-                bufs[c] = (my, k0, k1, patch, parts, st["bands"][c])
+                # (the last item: the core's mvmul list, filled by the first _partials)
+                bufs[c] = (my, k0, k1, patch, parts, st["bands"][c], [])
             e_home = self.em[home]
-            st["bufs"] = bufs
-            st["rbuf"] = e_home.tarena.alloc(bmax * nu * self.accb) if len(cores) > 1 else None
-            st["obuf"] = e_home.tarena.alloc(bmax * nu * elem_bytes(self.ob))
+            new = {"bufs": bufs,
+                   "rbuf": e_home.tarena.alloc(bmax * nu * self.accb) if len(cores) > 1 else None,
+                   "obuf": e_home.tarena.alloc(bmax * nu * elem_bytes(self.ob))}
             if post is not None:
-                post.talloc(st, home, nu, bmax, r)
+                post.talloc(new, home, nu, bmax, r)
+            st.update(new)
+            st["talloc"] = (tops, new, tuple([a.top for a in tarenas]))
 
         def prepare() -> bool:
             self.ofs = ofs
@@ -444,6 +463,13 @@ class MatCodegen:
 
     def _in_rows_cols(self, q0: int, q1: int) -> tuple[int, int, int, int]:
         """Input rows/columns ``(y0, y1, x0, x1)`` the windows ``[q0, q1)`` of one row read."""
+        memo = self.__dict__.setdefault("_rows_cols", {})    # (asked for every task, by two users)
+        got = memo.get((q0, q1))
+        if got is None:
+            got = memo[(q0, q1)] = self._in_rows_cols_of(q0, q1)
+        return got
+
+    def _in_rows_cols_of(self, q0: int, q1: int) -> tuple[int, int, int, int]:
         l = self.l
         h, w, c = l.in_hwc
         if l.windows == 1:
@@ -542,21 +568,25 @@ class MatCodegen:
     def _partials(self, c: int, buf, q0: int, q1: int, nu: int) -> None:
         l = self.l
         e = self.em[c]
-        my, k0, k1, patch, parts, band = buf
+        my, k0, k1, patch, parts, band, mvs = buf
         mbiw = l.w_bits
         # the array groups' ids and source addresses are the same for every window (ids are
-        # assigned on first use: taken in the same order, and only if there is a window)
-        mvs = [(e.group_id((a.layer, a.replica, a.unit, a.row_slice), a.xbars), part, patch + a.r0 - k0)
-               for a, part in zip(my, parts)] if q1 > q0 else []
+        # assigned on first use: taken in the same order, and only if there is a window); kept
+        # with the buffers for the unit's next batches
+        if not mvs and q1 > q0:
+            mvs += [(e.group_id((a.layer, a.replica, a.unit, a.row_slice), a.xbars), part, patch + a.r0 - k0)
+                    for a, part in zip(my, parts)]
         step = nu * self.accb
+        widths = (self.ab, self.acc)
+        load = self._load_patch if band is None else self._load_patch_band
         for i, p in enumerate(range(q0, q1)):
-            e.setbw(self.ab, self.acc)
+            if e.widths != widths:
+                e.setbw(*widths)
             if band is None:
-                self._load_patch(e, p, patch, k0, k1)
+                load(e, p, patch, k0, k1)
             else:
-                self._load_patch_band(e, band, p, patch, k0, k1)
-            for g, part, src in mvs:
-                e.mvmul(part + i * step, src, g, mbiw)
+                load(e, band, p, patch, k0, k1)
+            e.mvmuls(mvs, i * step, mbiw)
         n = (q1 - q0) * nu
         if len(my) > 1:
             e.setbw(self.acc, self.acc)
