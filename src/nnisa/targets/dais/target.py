@@ -14,7 +14,6 @@ from ...frontend.prepare import QUANT_OPTIONS
 from ...core.target import CompileResult, SimResult, Stats, Target
 from . import isa
 from .formats import files
-from .formats.fastrender import disassemble_fast
 from .formats.text import assemble
 from .program import Program
 
@@ -73,6 +72,7 @@ class DaisTarget(Target):
         return assemble(text, file=file)
 
     def disassemble(self, program: Program, **options: Any) -> str:
+        from .formats.fastrender import disassemble_fast
         return disassemble_fast(program, intervals=options.get("intervals", True))
 
     def encode(self, program: Program, **options: Any) -> bytes:

@@ -13,7 +13,6 @@ from ....core.errors import UnsupportedError
 from ....core.fileio import decode_text, read_maybe_compressed, write_atomic
 from ..program import Program
 from .binary import read_binary, to_bytes
-from .fastrender import disassemble_fast, to_da4ml_json_fast
 from .jsonio import from_da4ml_json, from_nnisa_json, to_nnisa_json
 from .text import assemble
 
@@ -84,6 +83,7 @@ def program_bytes(program: Program, path: str | Path, **options: Any) -> bytes |
         from ..rtl import emit, module_name
         return emit(program, kind, latency_cutoff=options.get("latency_cutoff"),
                     name=options.get("top") or module_name(path))[0]
+    from .fastrender import disassemble_fast, to_da4ml_json_fast  # numba: only when writing these forms
     if kind == "text":
         return disassemble_fast(program)
     if options.get("json") == "nnisa":
