@@ -18,7 +18,7 @@ import numpy as np
 from .. import isa
 from ..program import Program, qint_floats
 from .jsonio import Raw, da4ml_document, lut_key_qints, to_da4ml_json
-from .rows_nb import INT, SKIP, STR, StringTable, render_rows
+from .rows_nb import INT, STR, StringTable, render_rows
 from .text import _structured, header_lines, op_suffix, output_lines
 
 #: ops rendered per kernel call (bounds the piece arrays: 16 pieces x 8 bytes x this)
@@ -42,6 +42,39 @@ def _dtype_ids(p: Program) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.reshape(-1)
 
 
+def _bodies(table: StringTable, o, a, c, d, lo, hi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Operand text of the common forms as 8 pieces ``str int str int str int str int`` per op:
+    ``(kinds, vals, covered)``; the other ops (``covered`` False) are left to the reference.
+
+    The forms and their conditions are :func:`.text._structured`'s: adders (sign-extended shift),
+    ``relu``/``quant`` (``id1 = -1``, no data), ``addc`` (``id1 = -1``) and ``mux``.
+    """
+    m = len(o)
+    kinds = np.zeros((8, m), np.int8)  # piece-major: each piece's column is contiguous
+    vals = np.zeros((8, m), np.int64)
+    covered = np.zeros(m, bool)
+
+    def put(mask, pieces):
+        idx = np.flatnonzero(mask)
+        if not len(idx):
+            return
+        for j, x in enumerate(pieces):
+            if isinstance(x, str):
+                kinds[j, idx], vals[j, idx] = STR, table.id(x)
+            else:
+                kinds[j, idx], vals[j, idx] = INT, x[idx]
+        covered[idx] = True
+
+    for opc in (0, 1):
+        put((o == opc) & (hi == np.where(lo < 0, -1, 0)), [f"{isa.BY_OPCODE[opc].mnemonic} %", a, ", %", c, ", ", lo])
+    for opc in (2, -2, 3, -3):
+        put((o == opc) & (c == -1) & (d == 0), [f"{isa.BY_OPCODE[opc].mnemonic} {'-' if opc < 0 else ''}%", a])
+    put((o == 4) & (c == -1), ["addc %", a, ", ", d])
+    for opc in (6, -6):
+        put(o == opc, ["mux %", lo, ", %", a, f", {'-' if opc < 0 else ''}%", c, ", ", hi])
+    return kinds, vals, covered
+
+
 def disassemble_fast(p: Program, *, intervals: bool = True) -> str:
     """:func:`.text.disassemble` (same text), rendered by the row kernel."""
     table = StringTable()
@@ -50,32 +83,25 @@ def disassemble_fast(p: Program, *, intervals: bool = True) -> str:
                          np.int64)[inv]
     qint = p.meta.get("qint")
     lo, hi = p.data_lo().astype(np.int64), p.data_hi().astype(np.int64)
-    o = p.opcode
-    adder = ((o == 0) | (o == 1)) & (hi == np.where(lo < 0, -1, 0))
-    mnem = np.where(o == 1, table.id(isa.BY_OPCODE[1].mnemonic), table.id(isa.BY_OPCODE[0].mnemonic))
-    body_kind = np.where(adder, INT, SKIP).astype(np.int8)
+    o = p.opcode.astype(np.int64)
     parts = []
-    for s in range(0, p.n_ops, CHUNK):
+    for s in range(0, p.n_ops, CHUNK):  # chunks: the piece arrays stay small
         e = min(s + CHUNK, p.n_ops)
-        ad = adder[s:e]
-        head = np.where(ad, mnem[s:e], 0)
-        other = np.flatnonzero(~ad)  # the other ops: the reference's operand text
-        cols = [x[s + other].tolist() for x in (o, p.id0, p.id1, p.data, lo, hi)]
-        for j, oi, a, c, d, lo_i, hi_i in zip(other.tolist(), *cols):
+        cols = (o[s:e], p.id0[s:e].astype(np.int64), p.id1[s:e].astype(np.int64), p.data[s:e], lo[s:e], hi[s:e])
+        kinds, vals, covered = _bodies(table, *cols)
+        other = np.flatnonzero(~covered)  # the rare forms: the reference's operand text
+        for j, oi, a, c, d, lo_i, hi_i in zip(other.tolist(), *(x[other].tolist() for x in cols)):
             body = _structured(oi, a, c, d, lo_i, hi_i)
-            head[j] = table.id(body if body is not None else f"raw {oi} {a} {c} {lo_i} {hi_i}")
+            kinds[0, j], vals[0, j] = STR, table.id(body if body is not None else f"raw {oi} {a} {c} {lo_i} {hi_i}")
         suf = suffix_id[s:e].copy()
         if qint is not None:
             for j in range(e - s):
                 if qint[s + j] is not None:
                     suf[j] = table.id(op_suffix(int(p.k[s + j]), int(p.I[s + j]), int(p.f[s + j]),
                                                 qint[s + j], intervals))
-        bk = body_kind[s:e]
-        lit = lambda t: ("mix", np.where(ad, STR, SKIP).astype(np.int8), table.id(t))  # noqa: E731
-        parts.append(render_rows(
-            ["%", ("int", np.arange(s, e)), " = ", ("str", head), lit(" %"), ("mix", bk, p.id0[s:e]),
-             lit(", %"), ("mix", bk, p.id1[s:e]), lit(", "), ("mix", bk, lo[s:e]), ("str", suf), "\n"],
-            e - s, table))
+        parts.append(render_rows(["%", ("int", np.arange(s, e)), " = ",
+                                  *(("mix", kinds[j], vals[j]) for j in range(8)), ("str", suf), "\n"],
+                                 e - s, table))
     head_text = "".join(line + "\n" for line in header_lines(p))
     return head_text + "".join(parts) + "".join(line + "\n" for line in output_lines(p))
 
