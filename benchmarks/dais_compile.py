@@ -59,18 +59,15 @@ print(json.dumps({"wall": wall, "cpu": r1.ru_utime - r0.ru_utime + r1.ru_stime -
 
 
 def _cli(model: str) -> dict:
-    """``nnisa compile -t dais MODEL -o TMP`` in a child: wall, CPU (user + sys), peak RSS, load before."""
-    import resource
+    """``nnisa compile -t dais MODEL -o TMP`` in a child under ``/usr/bin/time``: wall, CPU (user +
+    sys), the child's own peak RSS, load before."""
     import tempfile
-    import time
     load = os.getloadavg()[0]
-    r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run([sys.executable, "-m", "nnisa", "compile", "-t", "dais", model, "-o", out],
-                       capture_output=True, check=True)
-    wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"load": load, "wall": wall, "cpu": r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime,
-            "rss": r1.ru_maxrss / 1024}
+        r = subprocess.run(["/usr/bin/time", "-f", "TIME %e %U %S %M", sys.executable, "-m", "nnisa", "compile",
+                            "-t", "dais", model, "-o", out], capture_output=True, text=True, check=True)
+    wall, user, sys_, rss = (float(x) for x in r.stderr.strip().splitlines()[-1].split()[1:])
+    return {"load": load, "wall": wall, "cpu": user + sys_, "rss": rss / 1024}
 
 
 def main() -> None:
@@ -101,7 +98,7 @@ def main() -> None:
             "the bundle's text and da4ml JSON of the compiled program, reference Python renderers "
             "(`text.disassemble`, `jsonio.to_da4ml_json`) vs the row-kernel ones (`fastrender`), CPU s in the "
             "same child, outputs asserted equal.  CLI: `python -m nnisa compile -t dais MODEL -o DIR` in a "
-            "fresh process right after (bundle written; peak RSS = the largest child's so far).\n\n")
+            "fresh process right after, under `/usr/bin/time` (bundle written; its own peak RSS).\n\n")
     update_section("DAIS compile (issue 13 item 4)", head + "\n".join(rows))
 
 
