@@ -75,8 +75,8 @@ def main() -> None:
     ap.add_argument("--models", default="lenet,digits_cnn,digits_mlp")
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    rows = ["| model | run | load avg before | compile wall s | compile CPU s | peak MB | ops | adders | program hash "
-            "| text ref / fast CPU s | da4ml JSON ref / fast CPU s | CLI load | CLI wall s | CLI CPU s | CLI peak MB |",
+    rows = [("| model | run | load avg before | compile wall s | compile CPU s | peak MB | ops | adders | program hash "
+             "| text ref / fast CPU s | da4ml JSON ref / fast CPU s | CLI load | CLI wall s | CLI CPU s | CLI peak MB |"),
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in a.models.split(","):
         for run in range(a.repeat):

@@ -14,7 +14,7 @@ from nnisa.targets.dais.formats.fastrender import disassemble_fast, to_da4ml_jso
 from nnisa.targets.dais.formats.files import program_bytes, read_program, write_program
 from nnisa.targets.dais.formats.jsonio import to_da4ml_json
 from nnisa.targets.dais.formats.rows_nb import StringTable, render_rows
-from nnisa.targets.dais.formats.text import assemble, disassemble
+from nnisa.targets.dais.formats.text import disassemble
 from nnisa.targets.dais.program import Program
 
 from .helpers import prog

@@ -147,7 +147,7 @@ def lut_key_qints(p: Program) -> dict[int, tuple[float, float, float]]:
     return out
 
 
-def da4ml_document(p: Program, ops: "Raw") -> str:
+def da4ml_document(p: Program, ops: Raw) -> str:
     """The da4ml JSON document around the pre-rendered op rows ``ops``."""
     lo = p.data_lo()
     luts = None
