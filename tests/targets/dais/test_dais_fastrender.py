@@ -43,6 +43,8 @@ def test_fast_text_and_json_equal_reference(p, intervals, data):
     q = _with_meta(p, meta)
     assert disassemble_fast(q, intervals=intervals) == disassemble(q, intervals=intervals)
     assert to_da4ml_json_fast(q) == to_da4ml_json(q)
+    assert to_da4ml_json_fast(q, encoded=True) == to_da4ml_json(q).encode()
+    assert disassemble_fast(q, encoded=True) == disassemble(q).encode()
 
 
 def test_every_opcode_form_and_extreme_data():
@@ -87,8 +89,8 @@ def test_compiled_model_files_same_bytes_and_round_trip(model, tmp_path):
     import nnisa
     from nnisa.frontend.models import bundled_model_path
     p = nnisa.target("dais").compile(bundled_model_path(model)).program
-    assert program_bytes(p, "x.dais.txt") == disassemble(p)
-    assert program_bytes(p, "x.json") == to_da4ml_json(p)
+    assert program_bytes(p, "x.dais.txt") == disassemble(p).encode()
+    assert program_bytes(p, "x.json") == to_da4ml_json(p).encode()
     write_program(p, tmp_path / "m.dais.txt")
     assert to_bytes(read_program(tmp_path / "m.dais.txt")) == to_bytes(p)
     write_program(p, tmp_path / "m.json")
@@ -110,5 +112,5 @@ def test_lenet5_files_same_bytes(tmp_path):
     from nnisa.frontend.zoo import ZOO
     onnx.save(ZOO["lenet"][0](), tmp_path / "lenet.onnx")
     p = nnisa.target("dais").compile(tmp_path / "lenet.onnx").program
-    assert program_bytes(p, "x.dais.txt") == disassemble(p)
-    assert program_bytes(p, "x.json") == to_da4ml_json(p)
+    assert program_bytes(p, "x.dais.txt") == disassemble(p).encode()
+    assert program_bytes(p, "x.json") == to_da4ml_json(p).encode()

@@ -18,7 +18,7 @@ import numpy as np
 from .. import isa
 from ..program import Program, qint_floats
 from .jsonio import Raw, da4ml_document, lut_key_qints, to_da4ml_json
-from .rows_nb import INT, STR, StringTable, render_rows
+from .rows_nb import INT, STR, StringTable, render_rows_bytes
 from .text import _structured, header_lines, op_suffix, output_lines
 
 #: ops rendered per kernel call (bounds the piece arrays: 16 pieces x 8 bytes x this)
@@ -75,8 +75,9 @@ def _bodies(table: StringTable, o, a, c, d, lo, hi) -> tuple[np.ndarray, np.ndar
     return kinds, vals, covered
 
 
-def disassemble_fast(p: Program, *, intervals: bool = True) -> str:
-    """:func:`.text.disassemble` (same text), rendered by the row kernel."""
+def disassemble_fast(p: Program, *, intervals: bool = True, encoded: bool = False) -> str | bytes:
+    """:func:`.text.disassemble` (same text), rendered by the row kernel; ``encoded``: as UTF-8
+    bytes (for a file)."""
     table = StringTable()
     uniq, inv = _dtype_ids(p)
     suffix_id = np.array([table.id(op_suffix(k, i, f, None, intervals)) for k, i, f in uniq.tolist()],
@@ -99,11 +100,12 @@ def disassemble_fast(p: Program, *, intervals: bool = True) -> str:
                 if qint[s + j] is not None:
                     suf[j] = table.id(op_suffix(int(p.k[s + j]), int(p.I[s + j]), int(p.f[s + j]),
                                                 qint[s + j], intervals))
-        parts.append(render_rows(["%", ("int", np.arange(s, e)), " = ",
+        parts.append(render_rows_bytes(["%", ("int", np.arange(s, e)), " = ",
                                   *(("mix", kinds[j], vals[j]) for j in range(8)), ("str", suf), "\n"],
                                  e - s, table))
-    head_text = "".join(line + "\n" for line in header_lines(p))
-    return head_text + "".join(parts) + "".join(line + "\n" for line in output_lines(p))
+    head = "".join(line + "\n" for line in header_lines(p)).encode()
+    out = head + b"".join(parts) + "".join(line + "\n" for line in output_lines(p)).encode()
+    return out if encoded else out.decode()
 
 
 def _float_ids(values: np.ndarray, table: StringTable) -> np.ndarray:
@@ -115,12 +117,14 @@ def _float_ids(values: np.ndarray, table: StringTable) -> np.ndarray:
     return ids[inv.reshape(-1)] if len(uniq) else np.zeros(0, np.int64)
 
 
-def to_da4ml_json_fast(p: Program) -> str:
-    """:func:`.jsonio.to_da4ml_json` (same text), rendered by the row kernel."""
+def to_da4ml_json_fast(p: Program, *, encoded: bool = False) -> str | bytes:
+    """:func:`.jsonio.to_da4ml_json` (same text), rendered by the row kernel; ``encoded``: as
+    UTF-8 bytes (for a file)."""
     n = p.n_ops
     lat, cost = p.meta.get("latency"), p.meta.get("cost")
     if (lat and len(lat) != n) or (cost and len(cost) != n):
-        return to_da4ml_json(p)  # the reference's rows stop at the shortest list: keep its text
+        doc = to_da4ml_json(p)  # the reference's rows stop at the shortest list: keep its text
+        return doc.encode() if encoded else doc
     table = StringTable()
     fl = lambda v: _float_ids(np.asarray(v, np.float64) if v else np.zeros(n), table)  # noqa: E731
     lat_id, cost_id = fl(lat), fl(cost)
@@ -139,8 +143,11 @@ def to_da4ml_json_fast(p: Program) -> str:
     sep = np.full(n, table.id(","), np.int64)
     if n:
         sep[-1] = table.id("")
-    rows = [render_rows(["[", ("int", p.id0[s:e]), ",", ("int", p.id1[s:e]), ",", ("int", o[s:e]), ",",
+    rows = [render_rows_bytes(["[", ("int", p.id0[s:e]), ",", ("int", p.id1[s:e]), ",", ("int", o[s:e]), ",",
                          ("int", dd[s:e]), ",", ("str", q_id[s:e]), ",", ("str", lat_id[s:e]), ",",
                          ("str", cost_id[s:e]), "]", ("str", sep[s:e])], e - s, table)
             for s, e in ((s, min(s + CHUNK, n)) for s in range(0, n, CHUNK))]
-    return da4ml_document(p, Raw("".join(rows)))
+    # the document around a marker json.dumps never writes (it escapes NUL), then the rows' bytes
+    head, tail = da4ml_document(p, Raw("\x00")).split("\x00")
+    out = head.encode() + b"".join(rows) + tail.encode()
+    return out if encoded else out.decode()

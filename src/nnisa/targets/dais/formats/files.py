@@ -85,10 +85,10 @@ def program_bytes(program: Program, path: str | Path, **options: Any) -> bytes |
                     name=options.get("top") or module_name(path))[0]
     from .fastrender import disassemble_fast, to_da4ml_json_fast  # numba: only when writing these forms
     if kind == "text":
-        return disassemble_fast(program)
+        return disassemble_fast(program, encoded=True)
     if options.get("json") == "nnisa":
         return to_nnisa_json(program)
-    return to_da4ml_json_fast(program)
+    return to_da4ml_json_fast(program, encoded=True)
 
 
 def write_program(program: Program, path: str | Path, **options: Any) -> None:

@@ -103,6 +103,11 @@ class StringTable:
 def render_rows(columns: list, n: int, table: StringTable) -> str:
     """Text of ``n`` rows; ``columns`` are pieces: a ``str`` (a literal in every row), ``("int",
     values)`` or ``("str", ids)`` (per-row arrays or scalars), or ``("mix", kinds, values)``."""
+    return render_rows_bytes(columns, n, table).decode()
+
+
+def render_rows_bytes(columns: list, n: int, table: StringTable) -> bytes:
+    """:func:`render_rows` as UTF-8 bytes (what a file gets: no decode and re-encode)."""
     kinds = np.zeros((n, len(columns)), np.int8)
     vals = np.zeros((n, len(columns)), np.int64)
     for j, col in enumerate(columns):
@@ -115,4 +120,4 @@ def render_rows(columns: list, n: int, table: StringTable) -> str:
         else:
             kinds[:, j], vals[:, j] = col[1], col[2]
     buf, off = table.arrays()
-    return fill_rows(kinds, vals, buf, off).tobytes().decode()
+    return fill_rows(kinds, vals, buf, off).tobytes()
