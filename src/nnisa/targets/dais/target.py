@@ -14,7 +14,7 @@ from ...frontend.prepare import QUANT_OPTIONS
 from ...core.target import CompileResult, SimResult, Stats, Target
 from . import isa
 from .formats import files
-from .formats.text import assemble, disassemble
+from .formats.text import assemble
 from .program import Program
 
 class DaisTarget(Target):
@@ -72,7 +72,8 @@ class DaisTarget(Target):
         return assemble(text, file=file)
 
     def disassemble(self, program: Program, **options: Any) -> str:
-        return disassemble(program, intervals=options.get("intervals", True))
+        from .formats.fastrender import disassemble_fast
+        return disassemble_fast(program, intervals=options.get("intervals", True))
 
     def encode(self, program: Program, **options: Any) -> bytes:
         return files.encode(program, **options)

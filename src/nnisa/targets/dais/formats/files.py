@@ -13,8 +13,8 @@ from ....core.errors import UnsupportedError
 from ....core.fileio import decode_text, read_maybe_compressed, write_atomic
 from ..program import Program
 from .binary import read_binary, to_bytes
-from .jsonio import from_da4ml_json, from_nnisa_json, to_da4ml_json, to_nnisa_json
-from .text import assemble, disassemble
+from .jsonio import from_da4ml_json, from_nnisa_json, to_nnisa_json
+from .text import assemble
 
 TEXT_EXT = (".dais.txt", ".s", ".txt", ".asm")
 BINARY_EXT = (".bin", ".dais")
@@ -83,11 +83,12 @@ def program_bytes(program: Program, path: str | Path, **options: Any) -> bytes |
         from ..rtl import emit, module_name
         return emit(program, kind, latency_cutoff=options.get("latency_cutoff"),
                     name=options.get("top") or module_name(path))[0]
+    from .fastrender import disassemble_fast, to_da4ml_json_fast  # numba: only when writing these forms
     if kind == "text":
-        return disassemble(program)
+        return disassemble_fast(program, encoded=True)
     if options.get("json") == "nnisa":
         return to_nnisa_json(program)
-    return to_da4ml_json(program)
+    return to_da4ml_json_fast(program, encoded=True)
 
 
 def write_program(program: Program, path: str | Path, **options: Any) -> None:

@@ -106,12 +106,33 @@ def from_da4ml_json(obj, file=None):
 
 
 def to_da4ml_json(p: Program) -> str:
-    """Render as da4ml ``CombLogic`` JSON (``CombLogic.load`` reads it back to the same binary)."""
+    """Render as da4ml ``CombLogic`` JSON (``CombLogic.load`` reads it back to the same binary).
+
+    The readable reference; writers use :func:`.fastrender.to_da4ml_json_fast` (the same text).
+    """
     lat = p.meta.get("latency") or [0.0] * p.n_ops
     cost = p.meta.get("cost") or [0.0] * p.n_ops
     stored = p.meta.get("qint")
     qints = [tuple(stored[i]) if stored is not None and stored[i] is not None else qint_floats(k, i_, f)
              for i, (k, i_, f) in enumerate(zip(p.k.tolist(), p.I.tolist(), p.f.tolist()))]
+    for a, q in lut_key_qints(p).items():
+        qints[a] = q
+    lo = p.data_lo()
+    # the op rows are most of the document: rendered directly (json.dumps' exact text for these
+    # values; float texts memoised by value and sign, so 0.0 and -0.0 keep their own text)
+    fnum: dict = {}
+    num = lambda v: fnum.get((v, math.copysign(1.0, v))) or fnum.setdefault(  # noqa: E731
+        (v, math.copysign(1.0, v)), json.dumps(float(v)))
+    ops = Raw(",".join(
+        f"[{a},{c},{o},{lo_i if o == 8 else d},[{','.join(num(v) for v in q)}],{num(la)},{num(co)}]"
+        for a, c, o, d, lo_i, q, la, co in zip(p.id0.tolist(), p.id1.tolist(), p.opcode.tolist(), p.data.tolist(),
+                                               lo.tolist(), qints, lat, cost)))
+    return da4ml_document(p, ops)
+
+
+def lut_key_qints(p: Program) -> dict[int, tuple[float, float, float]]:
+    """da4ml ``qint`` of each LUT key op without a stored qint: narrowed to the table's domain."""
+    out = {}
     lo, hi = p.data_lo(), p.data_hi()
     for i in np.flatnonzero(p.opcode == 8).tolist():  # narrow LUT keys' qint first (they precede i)
         a = int(p.id0[i])
@@ -120,19 +141,15 @@ def to_da4ml_json(p: Program) -> str:
             lo_a = int_bounds(ka, ka + ia + fa)[0]
             qmin = Fraction(lo_a + int(hi[i])) * Fraction(2) ** -fa
             qmax = qmin + (len(p.tables[int(lo[i])]) - 1) * Fraction(2) ** -fa
-            qints[a] = (float(qmin), float(qmax), float(Fraction(2) ** -fa))
-            if minimal_kif(*qints[a]) != (ka, ia, fa):
+            out[a] = (float(qmin), float(qmax), float(Fraction(2) ** -fa))
+            if minimal_kif(*out[a]) != (ka, ia, fa):
                 raise DaisFormatError(f"op {i}: LUT key not representable as da4ml JSON")
-    # the op rows are most of the document: rendered directly (json.dumps' exact text for these
-    # values; the float texts are memoised, a program has few distinct ones)
-    fnum: dict = {}
-    num = lambda v: fnum.get(v) or fnum.setdefault(v, json.dumps(float(v)))  # noqa: E731
-    qtext: dict = {}
-    ops = _Raw(",".join(
-        f"[{a},{c},{o},{lo_i if o == 8 else d},"
-        f"{qtext.get(q) or qtext.setdefault(q, '[' + ','.join(num(v) for v in q) + ']')},{num(la)},{num(co)}]"
-        for a, c, o, d, lo_i, q, la, co in zip(p.id0.tolist(), p.id1.tolist(), p.opcode.tolist(), p.data.tolist(),
-                                               lo.tolist(), qints, lat, cost)))
+    return out
+
+
+def da4ml_document(p: Program, ops: Raw) -> str:
+    """The da4ml JSON document around the pre-rendered op rows ``ops``."""
+    lo = p.data_lo()
     luts = None
     if p.tables:
         luts = []
@@ -152,12 +169,12 @@ def to_da4ml_json(p: Program) -> str:
     doc = [[p.n_in, p.n_out], p.inp_shifts.tolist(), p.out_idxs.tolist(), p.out_shifts.tolist(),
            [bool(v) for v in p.out_negs.tolist()], ops, p.meta.get("carry_size", -1),
            p.meta.get("adder_size", 1), luts]
-    return "[" + ",".join(f"[{x.text}]" if isinstance(x, _Raw) else json.dumps(x, separators=(",", ":"))
+    return "[" + ",".join(f"[{x.text}]" if isinstance(x, Raw) else json.dumps(x, separators=(",", ":"))
                           for x in doc) + "]"
 
 
-class _Raw:
-    """Pre-rendered JSON array content (see :func:`to_da4ml_json`)."""
+class Raw:
+    """Pre-rendered JSON array content (see :func:`da4ml_document`)."""
 
     def __init__(self, text: str):
         self.text = text

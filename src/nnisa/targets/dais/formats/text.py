@@ -75,18 +75,31 @@ def _structured(o: int, a: int, c: int, d: int, lo: int, hi: int) -> str | None:
 
 
 def disassemble(p: Program, *, intervals: bool = True) -> str:
-    """Canonical assembly text of ``p``."""
+    """Canonical assembly text of ``p`` (the readable reference; writers use
+    :func:`.fastrender.disassemble_fast`, the same text)."""
+    out = header_lines(p)
+    qint = p.meta.get("qint")
+    addsub = {0: isa.BY_OPCODE[0].mnemonic, 1: isa.BY_OPCODE[1].mnemonic}
+    arrays = (p.opcode, p.id0, p.id1, p.data, p.k, p.I, p.f, p.data_lo(), p.data_hi())
+    for s in range(0, p.n_ops, _CHUNK):  # chunks: a 10^6-op program's Python ints and lines stay small
+        out.append("\n".join(_op_lines(s, [a[s:s + _CHUNK].tolist() for a in arrays], qint, addsub, intervals)))
+    return "\n".join(out + output_lines(p)) + "\n"
+
+
+def header_lines(p: Program) -> list[str]:
+    """The directive lines before the ops (version, firmware, inputs, outputs, tables)."""
     version = "legacy" if p.spec_version is None else str(p.spec_version)
     out = [f".dais {version}", f".firmware {p.firmware_version}",
            f".inputs {p.n_in}" + (" shifts " + " ".join(map(str, p.inp_shifts.tolist())) if p.n_in else ""),
            f".outputs {p.n_out}"]
     for t, tab in enumerate(p.tables):
         out.append(f".table {t} [" + " ".join(map(str, tab.tolist())) + "]")
-    qint = p.meta.get("qint")
-    addsub = {0: isa.BY_OPCODE[0].mnemonic, 1: isa.BY_OPCODE[1].mnemonic}
-    arrays = (p.opcode, p.id0, p.id1, p.data, p.k, p.I, p.f, p.data_lo(), p.data_hi())
-    for s in range(0, p.n_ops, _CHUNK):  # chunks: a 10^6-op program's Python ints and lines stay small
-        out.append("\n".join(_op_lines(s, [a[s:s + _CHUNK].tolist() for a in arrays], qint, addsub, intervals)))
+    return out
+
+
+def output_lines(p: Program) -> list[str]:
+    """The ``out j = ...`` lines after the ops."""
+    out = []
     for j in range(p.n_out):
         q, s, neg = int(p.out_idxs[j]), int(p.out_shifts[j]), int(p.out_negs[j])
         src = "zero" if q < 0 else f"{'-' if neg else ''}%{q}"
@@ -95,7 +108,7 @@ def disassemble(p: Program, *, intervals: bool = True) -> str:
         if neg not in (0, 1):
             src = f"neg{neg} %{q}" if q >= 0 else f"neg{neg} zero"
         out.append(f"out {j} = {src}" + (f" << {s}" if s else ""))
-    return "\n".join(out) + "\n"
+    return out
 
 
 #: ops rendered per chunk by :func:`disassemble`
@@ -112,13 +125,18 @@ def _op_lines(start: int, cols: list, qint, addsub: dict, intervals: bool) -> li
             body = _structured(o, a, c, d, lo, hi)
             if body is None:
                 body = f"raw {o} {a} {c} {lo} {hi}"
-        line = f"%{i} = {body} : ({k},{I},{f})"
-        if qint is not None and qint[i] is not None:
-            line += " qint(" + ",".join(repr(float(v)) for v in qint[i]) + ")"
-        if intervals and k + I + f >= k:
-            line += f" ; {_interval(k, I, f)}"
-        out.append(line)
+        out.append(f"%{i} = {body}" + op_suffix(k, I, f, None if qint is None else qint[i], intervals))
     return out
+
+
+def op_suffix(k: int, I: int, f: int, qint, intervals: bool) -> str:  # noqa: E741
+    """The text after an op's operands: dtype, stored qint, interval comment."""
+    line = f" : ({k},{I},{f})"
+    if qint is not None:
+        line += " qint(" + ",".join(repr(float(v)) for v in qint) + ")"
+    if intervals and k + I + f >= k:
+        line += f" ; {_interval(k, I, f)}"
+    return line
 
 
 _OP_RE = re.compile(r"^%(\d+)\s*=\s*(.*?)\s*:\s*\(\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\)\s*(.*)$", re.ASCII)
