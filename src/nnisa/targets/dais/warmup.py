@@ -7,7 +7,8 @@ network compiler reaches them; a convolution template's dense coefficients and i
 every position (``dense_coefs``, ``replay_positions`` with ``cmvm_nb.replay_kernel``); the program
 depths (``program_nb.depths``, via the statistics); the interpreter's lowering
 (``sim.kernel._dfs_order``, ``_allocate``) and execution kernels (``_run_serial`` for one thread,
-the parallel ``_run`` for more), for both semantics.
+the parallel ``_run`` for more), for both semantics; the bundle writers' row renderer
+(``formats.rows_nb.fill_rows``, through the fast text and da4ml JSON writers).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def warm_up() -> list[str]:
     rep = make_replay(tmpl, slots, kifs)
     for p in range(2):
         rep.emit(p, b)
+    from .formats.fastrender import disassemble_fast, to_da4ml_json_fast
+
+    disassemble_fast(prog, encoded=True)
+    to_da4ml_json_fast(prog, encoded=True)
     X = np.arange(64 * W.shape[0], dtype=np.float64).reshape(64, -1) % 97 - 48
     for semantics in ("default", "da4ml-compat"):
         it = Interpreter(prog, semantics=semantics)
@@ -44,4 +49,5 @@ def warm_up() -> list[str]:
             it.run(X, n_threads=threads)
     return ["CMVM compile (CSE, replay and accumulation kernels; row blocks, decomposition, depths)",
             "convolution template replay at all positions",
-            "interpreter lowering and run (1 and 2 threads, both semantics)"]
+            "interpreter lowering and run (1 and 2 threads, both semantics)",
+            "text and da4ml JSON row renderer"]
