@@ -264,6 +264,18 @@ def test_output_negations_fold_into_the_adder_tree():
         cosim(p, X, cut)
 
 
+@pytest.mark.parametrize("cutoff", [None, 2.0])
+def test_vhdl_cosim_folded_negations(cutoff):
+    """The VHDL of a CMVM layer whose negated outputs were folded, bit for bit (GHDL)."""
+    from nnisa.targets.dais.sim.rtl_engine import run_vhdl
+    require("ghdl")
+    W = np.random.default_rng(4).integers(-128, 128, (8, 8)).astype(float)
+    p = compile_matrix(W, (1, 7, 0), search=True)
+    assert any(o.folded for o in build_netlist(p).outputs)
+    X = edge_inputs(p, 300, 4)
+    assert run_vhdl(p, X, latency_cutoff=cutoff).tobytes() == exact(p, X).tobytes()
+
+
 @pytest.mark.parametrize("w", [1, 8, 62, 63, 64])
 def test_output_ports_decode_every_width(w):
     from nnisa.targets.dais.rtl.netlist import Netlist, Port
