@@ -232,6 +232,20 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
                   f"{pp.stats()['n_adders']} | {ours_p['luts']} | {theirs_p['luts']} | {rp:.3f} | {ours_p['ffs']} | "
                   f"{theirs_p['ffs']} | {ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s |",
                   flush=True)
+        # pipeline depth needs no synthesis: every row, synthesized or not
+        depth_rows = []
+        for name, p, comb, da_add, pp in rows:
+            _, da_stages = da4ml_rtl(comb, "depth", CUTOFF, work)
+            st = pp.stats()
+            depth_rows.append((name, st["n_adders"], st["adder_depth"], pp.meta.get("cse_max_depth"),
+                               build_netlist(pp, latency_cutoff=CUTOFF).n_stages, da_stages))
+    print(f"\nPipeline depth at latency_cutoff={CUTOFF}, every row (nnisa's pipelined program; no synthesis needed):\n")
+    print("| problem | nnisa adders (pipe) | adder depth | CSE depth bound | nnisa stages | da4ml stages |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, n_add, depth, bound, ours_st, da_st in depth_rows:
+        print(f"| {name} | {n_add} | {depth} | {bound if bound is not None else '—'} | {ours_st} | {da_st} |")
+    n_ok = sum(r[4] <= r[5] for r in depth_rows)
+    print(f"\nStages no more than da4ml's on {n_ok} of {len(depth_rows)} rows.")
     if skipped:
         why = "not in the synthesis cache" if cached_only else "time budget"
         print(f"\nNot synthesized ({why}; Yosys runs as WebAssembly on a shared 2-core machine): "
