@@ -323,6 +323,10 @@ def run_parts(args) -> None:
     if args.only in (None, "emit"):
         emission(args.quick)
     res = cosim(args.quick) if args.only in (None, "cosim") else None
+    if args.only == "luts" and not args.no_mlp_synth:  # the MLP row without the co-simulation part
+        from nnisa.frontend.models import bundled_model_path
+        from nnisa.targets.dais.compiler.netcompile import compile_model
+        res = compile_model(bundled_model_path("digits_mlp"))
     if args.only == "emitters":
         emitter_table(args.cases or 4, budget)
     if args.only in (None, "luts"):
