@@ -143,7 +143,9 @@ def da4ml_rtl(comb, name, cutoff, work: Path):
     from da4ml.codegen import RTLModel
     import contextlib
     import io
+    import shutil
     d = work / f"{name}_{cutoff}"
+    shutil.rmtree(d, ignore_errors=True)  # a previous row's stage files must not join this design's sources
     with contextlib.redirect_stdout(io.StringIO()):
         m = RTLModel(comb, name, d, flavor="verilog", latency_cutoff=cutoff if cutoff else -1)
         m.write()
