@@ -222,7 +222,7 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
             comb = CombLogic.load(f)
             rows.append(("digits MLP (same program, emitters only)", p, comb, p.stats()["n_adders"], p))
         rows.sort(key=lambda r: r[1].n_ops)
-        t_start, skipped, comb_only, ratios_p = time.perf_counter(), [], [], []
+        t_start, skipped, comb_only, ratios_p, empty = time.perf_counter(), [], [], [], []
         for name, p, comb, da_add, pp in rows:
             if budget_s is not None and time.perf_counter() - t_start > budget_s:
                 skipped.append(f"{name} ({p.n_ops} ops)")
@@ -233,6 +233,9 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
                 skipped.append(f"{name} ({p.n_ops} ops)")
                 continue
             ours, ours_p, ours_net, theirs, theirs_p, da_stages = res
+            if not theirs_p["luts"] or (theirs is not None and not theirs["luts"]):
+                empty.append(f"{name} ({p.n_ops} ops)")  # da4ml's design synthesized to no LUT at all
+                continue
             rp = ours_p["luts"] / theirs_p["luts"]
             depth_ok &= ours_net.n_stages <= da_stages
             if ours is None:  # only the pipelined pair was synthesized
@@ -267,6 +270,9 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
         why = "not in the synthesis cache" if cached_only else "time budget"
         print(f"\nNot synthesized ({why}; Yosys runs as WebAssembly on a shared 2-core machine): "
               f"{', '.join(skipped)}.")
+    if empty:
+        print(f"\nNot comparable (da4ml's design synthesized to 0 LUTs — its outputs do not depend on the "
+              f"inputs as written): {', '.join(empty)}.")
     if comb_only:
         print(f"\nPipelined pair only (the combinational designs were not synthesized in time): "
               f"{', '.join(comb_only)}.")
