@@ -1,14 +1,16 @@
 """DAIS → RTL: emission time, Verilator co-simulation (bit-exactness, samples/s next to the
 interpreter) and Yosys LUT/FF counts of nnisa's Verilog against da4ml 0.6.0's own Verilog.
 
-LUT comparison: the CMVM problems of ``benchmarks/dais_cmvm.py`` (same seeds) — nnisa's design is
-``compile_matrix(W, (1,7,0), search=True)`` emitted by nnisa; da4ml's is ``comb_trace(x, x @ W)``
-(its default CMVM solver) written by ``da4ml.codegen.RTLModel``.  Both go through the same
+LUT comparison: the CMVM problems of ``benchmarks/dais_cmvm.py`` (same seeds) — nnisa's combinational
+design is ``compile_matrix(W, (1,7,0), search=True)`` emitted by nnisa, its pipelined one
+``compile_matrix_for_cutoff(W, (1,7,0), CUTOFF, search=True)`` (fewest stages at the cutoff, adder
+bits within 5 %); da4ml's is ``comb_trace(x, x @ W)`` (its default CMVM solver) written by
+``da4ml.codegen.RTLModel``.  Both go through the same
 Yosys script (``synth_xilinx -flatten -nodsp``), combinational and pipelined at the same
 ``latency_cutoff``.  The digits MLP row runs nnisa's program through both emitters (da4ml has
 no ONNX front end): it compares the emitters alone.
 
-Usage: python benchmarks/dais_rtl.py [--quick] [--cases N] [--no-mlp-synth]
+Usage: python benchmarks/dais_rtl.py [--quick] [--cases N] [--no-mlp-synth] [--cached-only]
 """
 
 from __future__ import annotations
@@ -141,7 +143,9 @@ def da4ml_rtl(comb, name, cutoff, work: Path):
     from da4ml.codegen import RTLModel
     import contextlib
     import io
+    import shutil
     d = work / f"{name}_{cutoff}"
+    shutil.rmtree(d, ignore_errors=True)  # a previous row's stage files must not join this design's sources
     with contextlib.redirect_stdout(io.StringIO()):
         m = RTLModel(comb, name, d, flavor="verilog", latency_cutoff=cutoff if cutoff else -1)
         m.write()
@@ -154,34 +158,49 @@ def da4ml_rtl(comb, name, cutoff, work: Path):
     return srcs, stages
 
 
-def synth_both(p, comb, work: Path):
-    """Yosys counts of nnisa's design of ``p`` and da4ml's of ``comb``, combinational and pipelined
-    at ``CUTOFF``: ``(ours, ours_pipe, our_netlist_pipe, theirs, theirs_pipe, da4ml_stages)``."""
+def synth_both(p, comb, work: Path, p_pipe=None, cached_only=False):
+    """Yosys counts of nnisa's design of ``p`` (pipelined: of ``p_pipe``, default ``p``) and
+    da4ml's of ``comb``, combinational and pipelined at ``CUTOFF``: ``(ours, ours_pipe,
+    our_netlist_pipe, theirs, theirs_pipe, da4ml_stages)``; None if ``cached_only`` and one of the
+    four syntheses is not in the cache — except that with only the combinational pair missing,
+    ``ours`` and ``theirs`` are None (the pipelined pair alone is reported)."""
     from nnisa.targets.dais.rtl import emit
     from nnisa.targets.dais.rtl.synth import synthesize
-    ours = synthesize({"nn.v": emit(p, name="nn")[0]}, "nn")
-    text_p, net_p = emit(p, name="nnp", latency_cutoff=CUTOFF)
-    ours_p = synthesize({"nnp.v": text_p}, "nnp")
+    text_p, net_p = emit(p if p_pipe is None else p_pipe, name="nnp", latency_cutoff=CUTOFF)
     srcs, _ = da4ml_rtl(comb, "da", None, work)
-    theirs = synthesize(srcs, "da")
     srcs_p, da_stages = da4ml_rtl(comb, "dap", CUTOFF, work)
-    theirs_p = synthesize(srcs_p, "dap")
+    jobs = [({"nn.v": emit(p, name="nn")[0]}, "nn"), ({"nnp.v": text_p}, "nnp"), (srcs, "da"), (srcs_p, "dap")]
+    if cached_only:
+        got = [synthesize(s, t, cached_only=True) for s, t in jobs]
+        if got[1] is None or got[3] is None:
+            return None
+        if got[0] is None or got[2] is None:
+            got[0] = got[2] = None
+        return got[0], got[1], net_p, got[2], got[3], da_stages
+    ours, ours_p, theirs, theirs_p = (synthesize(s, t) for s, t in jobs)
     return ours, ours_p, net_p, theirs, theirs_p, da_stages
 
 
-def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None):
+def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=False):
     from da4ml.types import CombLogic
 
     from nnisa.targets.dais.compiler.cmvm import compile_matrix
     from nnisa.targets.dais.formats.jsonio import to_da4ml_json
+    from nnisa.targets.dais.rtl.depth import compile_matrix_for_cutoff
     from nnisa.targets.dais.rtl.netlist import build_netlist
     print(f"### LUTs and flip-flops: nnisa's Verilog vs da4ml 0.6.0's Verilog (Yosys `synth_xilinx -flatten "
           f"-nodsp`, same script both sides; pipelined at latency_cutoff={CUTOFF}; {load()} at the start)\n")
     print("Rows run from the smallest program to the largest"
-          + (f" until a budget of {budget_s / 60:.0f} min of synthesis is spent." if budget_s else ".") + "\n")
-    print("| problem | nnisa adders | da4ml adders | nnisa LUTs | da4ml LUTs | ratio | nnisa LUTs (pipe) | "
-          "da4ml LUTs (pipe) | nnisa FFs | da4ml FFs | nnisa stages | da4ml stages | synth time |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          + (f" until a budget of {budget_s / 60:.0f} min of synthesis is spent." if budget_s else ".")
+          + (" Only rows whose four syntheses are in the synthesis cache (filled one Yosys at a time "
+             "beforehand)." if cached_only else "") + "\n")
+    print(f"nnisa (pipe): `compile_matrix_for_cutoff(W, (1,7,0), {CUTOFF}, search=True)` — the fewest stages at "
+          "the cutoff (CSE adder-depth bound), adder bits within 5 % of the unbounded solution; negated outputs "
+          "folded into their adder trees (both designs).\n")
+    print("| problem | nnisa adders | da4ml adders | nnisa LUTs | da4ml LUTs | ratio | nnisa adders (pipe) | "
+          "nnisa LUTs (pipe) | da4ml LUTs (pipe) | ratio (pipe) | nnisa FFs | da4ml FFs | nnisa stages | "
+          "da4ml stages | synth time |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     ratios, depth_ok = [], True
     cases = CASES[:n_cases]
     with tempfile.TemporaryDirectory() as td:
@@ -190,8 +209,9 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None):
         for case in cases:
             name, W, comb = cmvm_problem(case)
             p = compile_matrix(W, (1, 7, 0), search=True)
+            pp = compile_matrix_for_cutoff(W, (1, 7, 0), CUTOFF, search=True)
             da_add = int(sum(op.opcode in (0, 1) for op in comb.ops))
-            rows.append((name, p, comb, da_add))
+            rows.append((name, p, comb, da_add, pp))
         if mlp_res is not None and mlp_synth:
             # da4ml pipelines by the ops' stored latencies: give it the arrival times of nnisa's own
             # schedule (the same 1-per-adder model), so both emitters pipeline the same program alike
@@ -200,27 +220,67 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None):
             f = work / "mlp.json"
             f.write_text(to_da4ml_json(p.replace(meta={**p.meta, "latency": [float(t) for t in arrival]})))
             comb = CombLogic.load(f)
-            rows.append(("digits MLP (same program, emitters only)", p, comb, p.stats()["n_adders"]))
+            rows.append(("digits MLP (same program, emitters only)", p, comb, p.stats()["n_adders"], p))
         rows.sort(key=lambda r: r[1].n_ops)
-        t_start, skipped = time.perf_counter(), []
-        for name, p, comb, da_add in rows:
+        t_start, skipped, comb_only, ratios_p, empty = time.perf_counter(), [], [], [], []
+        for name, p, comb, da_add, pp in rows:
             if budget_s is not None and time.perf_counter() - t_start > budget_s:
                 skipped.append(f"{name} ({p.n_ops} ops)")
                 continue
             t0 = time.perf_counter()
-            ours, ours_p, ours_net, theirs, theirs_p, da_stages = synth_both(p, comb, work)
-            r = ours["luts"] / theirs["luts"]
-            ratios.append((r, ours_p["luts"] / theirs_p["luts"]))
+            res = synth_both(p, comb, work, pp, cached_only)
+            if res is None:
+                skipped.append(f"{name} ({p.n_ops} ops)")
+                continue
+            ours, ours_p, ours_net, theirs, theirs_p, da_stages = res
+            if not theirs_p["luts"] or (theirs is not None and not theirs["luts"]):
+                empty.append(f"{name} ({p.n_ops} ops)")  # da4ml's design synthesized to no LUT at all
+                continue
+            rp = ours_p["luts"] / theirs_p["luts"]
             depth_ok &= ours_net.n_stages <= da_stages
+            if ours is None:  # only the pipelined pair was synthesized
+                comb_only.append(f"{name} ({p.n_ops} ops)")
+                ratios_p.append(rp)
+                print(f"| {name} | {p.stats()['n_adders']} | {da_add} | — | — | — | "
+                      f"{pp.stats()['n_adders']} | {ours_p['luts']} | {theirs_p['luts']} | {rp:.3f} | {ours_p['ffs']} | "
+                      f"{theirs_p['ffs']} | {ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s |",
+                      flush=True)
+                continue
+            r = ours["luts"] / theirs["luts"]
+            ratios.append((r, rp))
             print(f"| {name} | {p.stats()['n_adders']} | {da_add} | {ours['luts']} | {theirs['luts']} | {r:.3f} | "
-                  f"{ours_p['luts']} | {theirs_p['luts']} | {ours_p['ffs']} | {theirs_p['ffs']} | "
-                  f"{ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s |", flush=True)
+                  f"{pp.stats()['n_adders']} | {ours_p['luts']} | {theirs_p['luts']} | {rp:.3f} | {ours_p['ffs']} | "
+                  f"{theirs_p['ffs']} | {ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s |",
+                  flush=True)
+        # pipeline depth needs no synthesis: every row, synthesized or not
+        depth_rows = []
+        for name, p, comb, da_add, pp in rows:
+            _, da_stages = da4ml_rtl(comb, "depth", CUTOFF, work)
+            st = pp.stats()
+            depth_rows.append((name, st["n_adders"], st["adder_depth"], pp.meta.get("cse_max_depth"),
+                               build_netlist(pp, latency_cutoff=CUTOFF).n_stages, da_stages))
+    print(f"\nPipeline depth at latency_cutoff={CUTOFF}, every row (nnisa's pipelined program; no synthesis needed):\n")
+    print("| problem | nnisa adders (pipe) | adder depth | CSE depth bound | nnisa stages | da4ml stages |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, n_add, depth, bound, ours_st, da_st in depth_rows:
+        print(f"| {name} | {n_add} | {depth} | {bound if bound is not None else '—'} | {ours_st} | {da_st} |")
+    n_ok = sum(r[4] <= r[5] for r in depth_rows)
+    print(f"\nStages no more than da4ml's on {n_ok} of {len(depth_rows)} rows.")
     if skipped:
-        print(f"\nNot synthesized (time budget; Yosys runs as WebAssembly on a shared 2-core machine): "
+        why = "not in the synthesis cache" if cached_only else "time budget"
+        print(f"\nNot synthesized ({why}; Yosys runs as WebAssembly on a shared 2-core machine): "
               f"{', '.join(skipped)}.")
+    if empty:
+        print(f"\nNot comparable (da4ml's design synthesized to 0 LUTs — its outputs do not depend on the "
+              f"inputs as written): {', '.join(empty)}.")
+    if comb_only:
+        print(f"\nPipelined pair only (the combinational designs were not synthesized in time): "
+              f"{', '.join(comb_only)}.")
     r = np.array(ratios)
-    print(f"\nOver the {len(ratios)} rows above, LUT ratio nnisa/da4ml, combinational: median {np.median(r[:, 0]):.3f}, worst {r[:, 0].max():.3f}; "
-          f"pipelined: median {np.median(r[:, 1]):.3f}, worst {r[:, 1].max():.3f}.  Pipeline depth no larger "
+    rp = np.concatenate([r[:, 1], ratios_p])
+    print(f"\nOver the {len(ratios)} complete rows above, LUT ratio nnisa/da4ml, combinational: median "
+          f"{np.median(r[:, 0]):.3f}, worst {r[:, 0].max():.3f}; pipelined (all {len(rp)} rows): median "
+          f"{np.median(rp):.3f}, worst {rp.max():.3f}.  Pipeline depth no larger "
           f"than da4ml's at the same cutoff: {'yes' if depth_ok else 'NO'}.\n")
     print("Goal: median ≤ 1.0 and worst ≤ 1.05; depth ≤ da4ml's.\n")
     print(SYNTH_TIME_NOTE)
@@ -270,6 +330,8 @@ def main():
                     help="one part, recorded in its own RESULTS.md section 'DAIS RTL (<part>)'")
     ap.add_argument("--budget-min", type=float, default=None,
                     help="stop starting LUT rows after this many minutes of synthesis (rows run smallest first)")
+    ap.add_argument("--cached-only", action="store_true",
+                    help="LUT table: only rows whose syntheses are already cached (others listed as not synthesized)")
     ap.add_argument("--cold-cache", action="store_true",
                     help="build in an empty tool cache (Verilator's runtime and every design compile from scratch)")
     args = ap.parse_args()
@@ -289,11 +351,15 @@ def run_parts(args) -> None:
     if args.only in (None, "emit"):
         emission(args.quick)
     res = cosim(args.quick) if args.only in (None, "cosim") else None
+    if args.only == "luts" and not args.no_mlp_synth:  # the MLP row without the co-simulation part
+        from nnisa.frontend.models import bundled_model_path
+        from nnisa.targets.dais.compiler.netcompile import compile_model
+        res = compile_model(bundled_model_path("digits_mlp"))
     if args.only == "emitters":
         emitter_table(args.cases or 4, budget)
     if args.only in (None, "luts"):
         n = args.cases or (4 if args.quick else len(CASES))
-        lut_table(args.quick, n, res, not args.no_mlp_synth, budget)
+        lut_table(args.quick, n, res, not args.no_mlp_synth, budget, args.cached_only)
 
 
 if __name__ == "__main__":

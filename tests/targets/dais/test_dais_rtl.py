@@ -243,6 +243,39 @@ def test_cosim_degenerate_programs():
     assert eng.net.n_stages == 2 and eng.net.inputs[2].w == 1
 
 
+def test_output_negations_fold_into_the_adder_tree():
+    """-(a - b) swaps the subtractor's operands; -((a - b) + c) becomes (b - a) - c; an op read
+    twice, a right-shifting op or a negated input stays behind a negation block."""
+    ops = [(-1, 0, -1, 0, 0, 1, 7, 0), (-1, 1, -1, 0, 0, 1, 7, 0), (-1, 2, -1, 0, 0, 1, 7, 0),
+           (1, 0, 1, 2, 0, 1, 10, 0),          # 3: a - 4b, negated output: operands swapped
+           (1, 0, 1, 0, 0, 1, 8, 0),           # 4: a - b ...
+           (0, 4, 2, 1, 0, 1, 10, 0),          # 5: ... + 2c, negated output: (b - a) - 2c
+           (0, 0, 2, 0, 0, 1, 8, 0),           # 6: a + c, read by two outputs: stays
+           (1, 1, 2, 0, 0, 1, 9, -1)]          # 7: floor((b - c) / 2): drops a low bit, stays
+    p = prog(ops, 3, [3, 5, 6, 6, 7, 0], out_negs=[1, 1, 1, 0, 1, 1])
+    net = build_netlist(p)
+    assert [o.folded for o in net.outputs] == [True, True, False, False, False, False]
+    assert [o.neg for o in net.outputs] == [False, False, True, False, True, True]
+    assert net.nodes[3].ins == (1, 0) and net.nodes[5].p["sub"] == 1 and net.nodes[4].ins == (1, 0)
+    text = emit(p, name="fold")[0]
+    assert len(re.findall(r" neg\d+ \(", text)) == 3  # the three negation blocks left
+    X = edge_inputs(p, 400, 3)
+    for cut in (None, 1):
+        cosim(p, X, cut)
+
+
+@pytest.mark.parametrize("cutoff", [None, 2.0])
+def test_vhdl_cosim_folded_negations(cutoff):
+    """The VHDL of a CMVM layer whose negated outputs were folded, bit for bit (GHDL)."""
+    from nnisa.targets.dais.sim.rtl_engine import run_vhdl
+    require("ghdl")
+    W = np.random.default_rng(4).integers(-128, 128, (8, 8)).astype(float)
+    p = compile_matrix(W, (1, 7, 0), search=True)
+    assert any(o.folded for o in build_netlist(p).outputs)
+    X = edge_inputs(p, 300, 4)
+    assert run_vhdl(p, X, latency_cutoff=cutoff).tobytes() == exact(p, X).tobytes()
+
+
 @pytest.mark.parametrize("w", [1, 8, 62, 63, 64])
 def test_output_ports_decode_every_width(w):
     from nnisa.targets.dais.rtl.netlist import Netlist, Port
@@ -270,6 +303,8 @@ def test_planned_ranges_hold_every_interpreter_value():
             warnings.simplefilter("ignore")
             _, values = run_exact(p, X, record=True)
         for i, (nd, v) in enumerate(zip(net.nodes, values)):
+            if nd.p.get("negated"):  # an op folded into a negated output carries minus its value
+                v = -np.asarray(v, dtype=object)
             lo, hi = int(np.min(v)), int(np.max(v))
             assert nd.lo <= lo and hi <= nd.hi, (seed, i, nd.kind, (lo, hi), (nd.lo, nd.hi))
             assert nd.w >= wire_bits(lo, hi)[0]

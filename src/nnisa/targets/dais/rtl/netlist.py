@@ -115,6 +115,7 @@ class Port:
     scale_exp: int = 0
     lo: int = 0
     hi: int = 0
+    folded: bool = False   # output negation folded into its subtractor (see fold_output_negations)
 
 
 @dataclass
@@ -354,9 +355,67 @@ def build_netlist(p: Program, *, latency_cutoff: float | None = None) -> Netlist
         ww, ss = wire_bits(lo, hi)
         outputs.append(Port(f"out_{j}", ww, ss, src=q, neg=ng, scale_exp=int(p.out_shifts[j]) - F[q],
                             lo=lo, hi=hi))
+    fold_output_negations(nodes, outputs)
     net = Netlist(nodes, inputs, outputs, luts, latency_cutoff=latency_cutoff)
     _schedule(net, latency_cutoff)
     return net
+
+
+def fold_output_negations(nodes: list, outputs: list) -> int:
+    """Fold the negation of negated outputs into the adder tree that produces them.
+
+    A negation block costs a second carry chain (about one LUT per output bit), whereas
+    ``-(a·2^SHA - c·2^SHC) = c·2^SHC - a·2^SHA`` only swaps a subtractor's operands, and
+    ``-(a + c) = (-a) - c`` turns an adder into a subtractor when one operand can itself be
+    negated for free (recursively).  A node is rewritten only when its one reader is the output
+    or the node being negated, both operands are left-shifted (``SHA >= 0`` after the swap), no
+    low bits are dropped (``RS = 0``) and its exact value stays inside int64 (no mod-2^64 wrap);
+    it then carries the negated value (range ``[-hi, -lo]``) and the port is marked ``folded``
+    instead of ``neg``.  Returns the number of folded outputs.
+    """
+    readers = [0] * len(nodes)
+    for nd in nodes:
+        for j in nd.ins:
+            if j >= 0:
+                readers[j] += 1
+    for o in outputs:
+        if o.src >= 0:
+            readers[o.src] += 1
+
+    def plan(q: int, depth: int):
+        """Rewrites ``[(node, new ins, new params)]`` negating node ``q`` for free, or None."""
+        nd = nodes[q]
+        p = nd.p
+        if (depth > 32 or readers[q] != 1 or nd.kind != "shift_add" or len(nd.ins) != 2 or p["rs"]
+                or p["n"] >= 64 or sbits(-nd.hi, -nd.lo) >= 64):
+            return None
+        a, c = nd.ins
+        if p["sub"]:  # -(a - c) = c - a
+            return [(q, (c, a), dict(sub=1, sha=p["shc"], shc=p["sha"]))] if p["sha"] >= 0 else None
+        sub = plan(a, depth + 1)  # -(a + c) = (-a) - c
+        if sub is not None:
+            return sub + [(q, (a, c), dict(sub=1, sha=p["sha"], shc=p["shc"]))]
+        if p["sha"] >= 0:  # -(a + c) = (-c) - a
+            sub = plan(c, depth + 1)
+            if sub is not None:
+                return sub + [(q, (c, a), dict(sub=1, sha=p["shc"], shc=p["sha"]))]
+        return None
+
+    n = 0
+    for o in outputs:
+        if not o.neg or o.src < 0:
+            continue
+        steps = plan(o.src, 0)
+        if steps is None:
+            continue
+        for q, ins, prm in steps:
+            nd = nodes[q]
+            lo, hi = -nd.hi, -nd.lo
+            prm.update(n=sbits(lo, hi), negated=1)  # the wire carries minus the op's value
+            nodes[q] = Node("shift_add", ins, dict(nd.p, **prm), *wire_bits(lo, hi), lo, hi, nd.stage)
+        o.neg, o.folded = False, True
+        n += 1
+    return n
 
 
 def _clamp_sh(sh: int, n: int) -> int:
@@ -397,6 +456,24 @@ def op_delay(nd: Node, nodes: list) -> float:
     return 0.0
 
 
+def arrive(base: float, d: float, cutoff: float | None) -> float:
+    """Arrival time of an op of delay ``d`` whose last operand arrives at ``base``: an op that
+    would cross a multiple of the cutoff starts at that boundary instead."""
+    t = base + d
+    if cutoff and d and math.ceil(t / cutoff - 1e-9) > math.ceil(base / cutoff - 1e-9):
+        t = math.ceil(base / cutoff - 1e-9) * cutoff + d
+    return t
+
+
+def chain_stages(depth: int, cutoff: float) -> int:
+    """Pipeline stages of a chain of ``depth`` adders at ``cutoff`` (the schedule of
+    :func:`build_netlist`; 1 for no adder: the registered outputs)."""
+    t = 0.0
+    for _ in range(depth):
+        t = arrive(t, 1.0, cutoff)
+    return int(math.floor(t / (cutoff + 1e-9))) + 1
+
+
 def _schedule(net: Netlist, cutoff: float | None) -> None:
     nodes = net.nodes
     arr = [0.0] * len(nodes)
@@ -409,10 +486,7 @@ def _schedule(net: Netlist, cutoff: float | None) -> None:
             if arr[j] > base:
                 base = arr[j]
         d = 1.0 if k == "shift_add" else op_delay(nd, nodes)
-        t = base + d
-        if cutoff and d and math.ceil(t / cutoff - 1e-9) > math.ceil(base / cutoff - 1e-9):
-            t = math.ceil(base / cutoff - 1e-9) * cutoff + d
-        arr[i] = t
+        arr[i] = arrive(base, d, cutoff)
     net.arrival = arr
     if not cutoff:
         net.n_stages = 0

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from ....core.errors import OptionError
-from .tools import cached_dir, digest, run, yosys
+from .tools import cache_root, cached_dir, digest, run, yosys
 
 SCRIPTS = {
     "xilinx": "synth_xilinx -flatten -nodsp -top {top}",
@@ -25,14 +25,16 @@ SCRIPTS = {
 }
 
 
-def synthesize(sources: dict[str, str], top: str, script: str = "xilinx", *, timeout: float = 3600) -> dict:
+def synthesize(sources: dict[str, str], top: str, script: str = "xilinx", *, timeout: float = 3600,
+               cached_only: bool = False) -> dict | None:
     """Synthesize Verilog ``sources`` (file name → text) and count cells.
 
     Returns
     -------
-    dict
+    dict or None
         ``luts`` (LUT1–LUT6 and INV), ``ffs`` (flip-flops), ``carry`` (carry-chain cells), ``muxf``
-        (MUXF7/8), ``dsp``, ``cells`` (all), the per-type histogram, the script and Yosys' version.
+        (MUXF7/8), ``dsp``, ``cells`` (all), the per-type histogram, the script and Yosys' version;
+        None when ``cached_only`` and the result is not in the cache (Yosys is not run).
     """
     if script not in SCRIPTS:
         raise OptionError(f"synthesis script must be one of {tuple(SCRIPTS)}, not {script!r}")
@@ -50,6 +52,8 @@ def synthesize(sources: dict[str, str], top: str, script: str = "xilinx", *, tim
         for name in sources:
             (d / name).unlink()
 
+    if cached_only and not (cache_root() / key / ".done").exists():
+        return None
     out = cached_dir(key, _build)
     return parse_stat((out / "stat.json").read_text(), script=script, version=version)
 

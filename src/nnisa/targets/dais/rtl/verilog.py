@@ -137,7 +137,8 @@ def header_lines(net: Netlist, stats: dict, name: str, comment: str) -> list[str
     for p in net.inputs:
         out.append(f"{c}   {p.name}: {p.w} bits, f={p.f}")
     for p in net.outputs:
-        src = "constant 0" if p.src < 0 else f"{'-' if p.neg else ''}op {p.src}"
+        src = "constant 0" if p.src < 0 else f"{'-' if p.neg or p.folded else ''}op {p.src}" + \
+            (" (negation folded into the op: operands swapped)" if p.folded else "")
         out.append(f"{c}   {p.name}: {p.w} bits {'signed' if p.signed else 'unsigned'}, scale 2^{p.scale_exp}, {src}")
     return out
 
