@@ -154,10 +154,14 @@ class CoreEmitter:
         if r is not None:
             cache.move_to_end(value)
             return r, 0
-        # the nearest cached value (a sorted copy of the cache keys: two neighbours to compare;
-        # ``value`` is not cached, so the lower one is below it and the upper one above it;
-        # on a tie the lower one wins)
-        srt = self._sorted
+        return self._near_miss(value)
+
+    def _near_miss(self, value: int) -> tuple[int, int]:
+        """:meth:`near` after a cache miss: the nearest cached value within the offset limit (a
+        sorted copy of the cache keys: two neighbours to compare; ``value`` is not cached, so the
+        lower one is below it and the upper one above it; on a tie the lower one wins), else a new
+        register."""
+        cache, srt = self.cache, self._sorted
         i = bisect.bisect_left(srt, value)
         best = None
         if i > 0:
@@ -259,8 +263,9 @@ class CoreEmitter:
     def lmv_segments(self, dst: int, src: int, segments) -> None:
         """``lmv(dst + off, src + g, size)`` for each ``(off, g, size)`` of ``segments`` (a
         patch template), with the :meth:`near` / :meth:`lreg` cache hits inlined (hot: a few
-        segments per window).  Same rows and register use as the ``lmv`` calls."""
-        cache, rows, srt = self.cache, self.rows, self._sorted
+        segments per window; misses go through :meth:`_near_miss`).  Same rows and register use
+        as the ``lmv`` calls."""
+        cache, rows = self.cache, self.rows
         for off, g, size in segments:
             if not 0 < size <= MAXLEN:
                 self.lmv(dst + off, src + g, size)
@@ -271,23 +276,7 @@ class CoreEmitter:
                 cache.move_to_end(s)
                 o = 0
             else:
-                # near(s) after its cache miss, inlined (see near())
-                i = bisect.bisect_left(srt, s)
-                best = None
-                if i > 0:
-                    d = s - srt[i - 1]
-                    if d < _OFS_LIMIT:
-                        best = srt[i - 1]
-                        bd = d
-                if i < len(srt):
-                    d = srt[i] - s
-                    if d < _OFS_LIMIT and (best is None or d < bd):
-                        best = srt[i]
-                if best is not None:
-                    cache.move_to_end(best)
-                    rs, o = cache[best], s - best
-                else:
-                    rs, o = self.lreg(s), 0
+                rs, o = self._near_miss(s)
             d = dst + off
             rd = cache.get(d)
             if rd is not None:
