@@ -4,16 +4,8 @@ import json
 import subprocess
 import sys
 
-import pytest
 
-from nnisa.cli import main
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as ei:
-        main(args)
-    out = capsys.readouterr()
-    return ei.value.code, out.out, out.err
+from cli_runner import run_cli
 
 
 def test_targets_json(capsys):

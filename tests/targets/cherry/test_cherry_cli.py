@@ -8,15 +8,8 @@ import numpy as np
 import pytest
 
 from .cherry_progs import relu_dram, relu_text
-from nnisa.cli import main
+from cli_runner import run_cli
 from nnisa.frontend.models import bundled_model_path
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as ei:
-        main([str(a) for a in args])
-    out = capsys.readouterr()
-    return ei.value.code, out.out, out.err
 
 
 def test_program_workflow(tmp_path, capsys):

@@ -134,7 +134,7 @@ def test_tiebreak5_numba_equals_python(method, max_depth):
         b = ProgramBuilder(14)
         ins = [(b.add_op(-1, j, -1, 0, (1, 7, 0)), 1, 7, 0) for j in range(14)]
         res = cmvm.CMVMCompiler(b, ins, method=method, tiebreak=5, max_depth=max_depth, engine=engine).solve(M)
-        ops[engine] = (b._ops, res)
+        ops[engine] = (b.ops_array().tolist(), res)
     assert ops["python"] == ops["numba"]
     p = cmvm.compile_matrix(W, (1, 7, 0), method=method, tiebreak=5, max_depth=max_depth)
     assert verify_linear(p, W)

@@ -127,5 +127,5 @@ def test_cse_budget_is_deterministic_and_the_same_in_both_engines():
         comp = CMVMCompiler(b, ins, cse_budget=150, engine=engine)
         cols = comp.solve(M)
         assert comp.cse_info == {**comp.cse_info, "complete": False, "cse_steps": 150}
-        runs.append((comp.log, cols, b._ops))
+        runs.append((comp.log, cols, b.ops_array().tolist()))
     assert runs[0] == runs[1] == runs[2]

@@ -41,7 +41,7 @@ def _solve(M, kifs, engine, decompose=False, decompose_depth=None, **kw):
     ins = [(b.add_op(-1, j, -1, 0, kif), *kif) if sum(kif) > 0 else (-1, 0, 0, 0) for j, kif in enumerate(kifs)]
     comp = cmvm.CMVMCompiler(b, ins, engine=engine, **kw)
     res = comp.solve(M, decompose=decompose, decompose_depth=decompose_depth)
-    return b._ops, res, comp.log, comp.out_terms, comp.cse_info and {k: v for k, v in comp.cse_info.items()
+    return b.ops_array().tolist(), res, comp.log, comp.out_terms, comp.cse_info and {k: v for k, v in comp.cse_info.items()
                                                                       if k != "cse_s"}
 
 
@@ -111,7 +111,7 @@ def test_replay_at_all_positions_equals_instantiate(seed):
                        for j in range(K)]
                 terms.append(cmvm.CMVMCompiler(b, ins, method="dummy", engine="python").instantiate(tmpl))
             b.add_op(5, -1, -1, p, (0, 5, 0))  # an op between positions (the network's requant ops)
-        out[engine] = (terms, b._ops)
+        out[engine] = (terms, b.ops_array().tolist())
     assert out["fast"] == out["reference"]
 
 
@@ -164,7 +164,7 @@ def test_builder_blocks_read_back_like_tuples():
     b.extend_ops(np.zeros((0, 7), np.int64))
     assert len(b) == 5 and b.op(2) == (0, 0, 1, 2, 1, 10, 0) and b.op(-1) == (0, 3, 3, 0, 1, 10, 0)
     assert b.op(3) == (1, 2, 0, -3, 1, 9, 0) and all(type(v) is int for v in b.op(1))
-    assert b._ops[1:3] == [(-1, 1, -1, 0, 1, 7, 0), (0, 0, 1, 2, 1, 10, 0)]
+    assert b.ops_array().tolist()[1:3] == [[-1, 1, -1, 0, 1, 7, 0], [0, 0, 1, 2, 1, 10, 0]]
     assert b.ops_array(3).tolist() == [[1, 2, 0, -3, 1, 9, 0], [0, 3, 3, 0, 1, 10, 0]]
     b.set_outputs([4])
     p = b.build()

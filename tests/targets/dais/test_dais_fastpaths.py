@@ -47,7 +47,7 @@ def _solve(W, engine, **kw):
     b = ProgramBuilder(W.shape[0])
     ins = [(b.add_op(-1, j, -1, 0, (1, 7, 0)), 1, 7, 0) for j in range(W.shape[0])]
     res = cmvm.CMVMCompiler(b, ins, engine=engine, **kw).solve(M)
-    return b._ops, res
+    return b.ops_array().tolist(), res
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -90,7 +90,7 @@ def test_instantiate_fast_equals_reference(seed, monkeypatch):
             ins = [(b.add_op(-1, j, -1, 0, kif), *kif) if sum(kif) > 0 else (-1, 0, 0, 0)
                    for j, kif in enumerate(kifs)]
             comp = cmvm.CMVMCompiler(b, ins, method="dummy", engine=engine)
-            got[engine] = (comp.instantiate(tmpl), b._ops)
+            got[engine] = (comp.instantiate(tmpl), b.ops_array().tolist())
         assert got["numba"] == got["python"]
     assert len(used) == 4 and all(u is not None for u in used)
 

@@ -122,7 +122,7 @@ def _solve(W, engine, method, tb, md):
     b = ProgramBuilder(W.shape[0])
     ins = [(b.add_op(-1, j, -1, 0, (1, 7, 0)), 1, 7, 0) for j in range(W.shape[0])]
     res = CMVMCompiler(b, ins, method=method, tiebreak=tb, max_depth=md, engine=engine).solve(M)
-    return b._ops, res
+    return b.ops_array().tolist(), res
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from nnisa.cli import main
+from cli_runner import run_cli
 from nnisa.frontend import evaluate_quantized, load_model, quantize
 from nnisa.frontend.models import bundled_inputs_for, bundled_model_path
 from nnisa.targets.dais.compiler.netcompile import compile_qgraph
@@ -19,28 +19,21 @@ from .rtl_tools import require
 from .test_dais_netcompile import _mlp
 
 
-def cli(args, capsys):
-    with pytest.raises(SystemExit) as ei:
-        main(args)
-    out = capsys.readouterr()
-    return ei.value.code, out.out, out.err
-
-
 def test_convert_writes_verilog_and_vhdl(tmp_path, capsys):
     p = random_program(5, n_ops=40)
     src = tmp_path / "prog.dais"
     from nnisa.targets.dais.formats.files import write_program
     write_program(p, src)
-    code, _, err = cli(["convert", "-t", "dais", str(src), str(tmp_path / "layer0.v")], capsys)
+    code, _, err = run_cli(["convert", "-t", "dais", str(src), str(tmp_path / "layer0.v")], capsys)
     assert code == 0, err
     text = (tmp_path / "layer0.v").read_text()
     assert "module layer0 (" in text and "combinational" in text
-    code, _, err = cli(["convert", "-t", "dais", str(src), str(tmp_path / "net.vhd"), "-O", "latency_cutoff=2",
+    code, _, err = run_cli(["convert", "-t", "dais", str(src), str(tmp_path / "net.vhd"), "-O", "latency_cutoff=2",
                         "-O", "top=my_net"], capsys)
     assert code == 0, err
     text = (tmp_path / "net.vhd").read_text()
     assert "entity my_net is" in text and "rising_edge(clk)" in text
-    code, _, err = cli(["disasm", "-t", "dais", str(tmp_path / "layer0.v")], capsys)
+    code, _, err = run_cli(["disasm", "-t", "dais", str(tmp_path / "layer0.v")], capsys)
     assert code == 2 and "not read" in err and err.count("\n") == 1
 
 
@@ -52,7 +45,7 @@ def test_sim_engine_rtl_cli(tmp_path, capsys):
     write_program(p, src)
     X = edge_inputs(p, 400, 0)
     np.save(tmp_path / "x.npy", X)
-    code, out, err = cli(["sim", "-t", "dais", str(src), "--inputs", str(tmp_path / "x.npy"), "--outputs",
+    code, out, err = run_cli(["sim", "-t", "dais", str(src), "--inputs", str(tmp_path / "x.npy"), "--outputs",
                           str(tmp_path / "y.npy"), "-O", "engine=rtl", "--json"], capsys)
     assert code == 0, err
     rep = json.loads(out)
@@ -112,7 +105,7 @@ def test_compile_with_hdl_and_synth(tmp_path, capsys):
     import onnx
     onnx.save(model, tmp_path / "tiny.onnx")
     out = tmp_path / "out"
-    code, stdout, err = cli(["compile", "-t", "dais", str(tmp_path / "tiny.onnx"), "-o", str(out), "-O", "hdl=verilog",
+    code, stdout, err = run_cli(["compile", "-t", "dais", str(tmp_path / "tiny.onnx"), "-o", str(out), "-O", "hdl=verilog",
                              "-O", "latency_cutoff=2", "-O", "synth=true", "--json"], capsys)
     assert code == 0, err
     rep = json.loads(stdout)["report"]["rtl"]
@@ -120,6 +113,6 @@ def test_compile_with_hdl_and_synth(tmp_path, capsys):
     assert rep["pipeline_depth"] >= 1 and rep["synth"]["luts"] > 0 and 0 < rep["synth"]["ffs"] <= rep["register_bits"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert "tiny.v" in manifest["files"].values()
-    code, stdout, err = cli(["compile", "-t", "dais", str(tmp_path / "tiny.onnx"), "-o", str(tmp_path / "o2"),
+    code, stdout, err = run_cli(["compile", "-t", "dais", str(tmp_path / "tiny.onnx"), "-o", str(tmp_path / "o2"),
                              "-O", "hdl=vhdl", "--json"], capsys)
     assert code == 0, err and (tmp_path / "o2" / "tiny.vhd").exists()

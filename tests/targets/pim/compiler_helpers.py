@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cli_runner import run_cli as cli  # noqa: F401  (re-exported for the PIM tests)
+
 from nnisa.frontend import evaluate_quantized, load_model, quantize
 from nnisa.targets.pim.compiler import compile_model
 from nnisa.targets.pim.compiler.io import input_segments, read_output
@@ -62,13 +64,3 @@ def resnet18_quantized():
     qg = quantize(g, {"input": x}, scale_mode="pow2")
     path = SHARED_DIR / "conformance" / "pim" / "pimsim_config.json"
     return qg, (load_config(path) if path.exists() else small_config(64))
-
-
-def cli(args, capsys):
-    """Run ``nnisa <args>`` in-process: (exit code, stdout, stderr)."""
-    import pytest
-    from nnisa.cli import main
-    with pytest.raises(SystemExit) as ei:
-        main(args)
-    out = capsys.readouterr()
-    return ei.value.code, out.out, out.err

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from nnisa.cli import main
+from cli_runner import run_cli
 
 LISTING1 = """; Listing 1 of the paper
 .config base
@@ -17,13 +17,6 @@ LISTING1 = """; Listing 1 of the paper
     mult  r16, i16, r8, i8, r0, i8
     store 0x020000, r16, all, i16
 """
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as ei:
-        main([str(a) for a in args])
-    out = capsys.readouterr()
-    return ei.value.code, out.out, out.err
 
 
 def test_program_workflow(tmp_path, capsys):

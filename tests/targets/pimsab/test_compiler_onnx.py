@@ -64,14 +64,12 @@ def test_mlp_compile_result_reference():
 
 
 def test_cli_compile_and_run(tmp_path, capsys):
-    from nnisa.cli import main
+    from cli_runner import run_cli
 
     def cli(args):
-        with pytest.raises(SystemExit) as ei:
-            main(args)
-        out = capsys.readouterr()
-        assert ei.value.code == 0, out.err
-        return out.out
+        code, out, err = run_cli(args, capsys)
+        assert code == 0, err
+        return out
     path = str(bundled_model_path("digits_mlp"))
     cli(["compile", "-t", "pimsab", path, "-o", str(tmp_path / "mlp"), "--config", "pimsab_s"])
     assert (tmp_path / "mlp" / "manifest.json").exists()

@@ -281,7 +281,7 @@ class ProgramBuilder:
 
     Ops added one at a time are kept as tuples; bulk ops (:meth:`extend_ops` with an array) as
     int64 blocks, so a network's hundreds of thousands of replayed adders never become Python
-    tuples.  :meth:`op` reads one op back; ``_ops`` lists them all (tuples, for tests).
+    tuples.  :meth:`op` reads one op back; :meth:`ops_array` returns them all.
     """
 
     def __init__(self, n_in: int, spec_version: int = 1, inp_shifts=None):
@@ -347,11 +347,6 @@ class ProgramBuilder:
         b = max(0, bisect.bisect_right(self._starts, start) - 1)
         arr = np.concatenate(self._blocks[b:]) if len(self._blocks) > b + 1 else self._blocks[b]
         return arr[start - self._starts[b]:]
-
-    @property
-    def _ops(self) -> list[tuple]:
-        """Every op as a tuple (what the builder held before it kept blocks; used by tests)."""
-        return [tuple(r) for r in self.ops_array().tolist()]
 
     def add_table(self, entries) -> int:
         """Add a lookup table (deduplicated by content); returns its index."""

@@ -75,7 +75,7 @@ def _padded(n: int) -> int:
 
 def _bitlines(sch: T.Schedule, lp: T.Loop) -> T.Schedule:
     """Put ``lp`` on the bitlines (split by 256 when longer)."""
-    sch.bitlines(sch.split(lp, 256)[1] if lp.extent > 256 else lp)
+    sch.bitlines(lp, 256)
     return sch
 
 

@@ -438,11 +438,17 @@ class Schedule:
         for p, lp in zip(pos, loops):
             self.leaves[p] = lp
 
-    def bitlines(self, lp: Loop) -> None:
-        """Run ``lp`` across the bitlines of each CRAM (innermost data-parallel loop)."""
+    def bitlines(self, lp: Loop, width: int | None = None) -> Loop:
+        """Run ``lp`` across the bitlines of each CRAM (innermost data-parallel loop).
+
+        With ``width`` (e.g. the CRAM's columns), a loop longer than ``width`` is first split by
+        it and only its inner part goes on the bitlines.  Returns the loop placed there."""
         if lp not in self.leaves:
             raise CompileError(f"bitlines: {lp.name} is not a loop of this schedule")
+        if width is not None and lp.extent > width:
+            lp = self.split(lp, width)[1]
         self.bitline = lp
+        return lp
 
     def tiles(self, *loops: Loop) -> None:
         """Pin these loops to the tile level (the search keeps them fully across tiles)."""

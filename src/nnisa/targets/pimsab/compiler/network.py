@@ -150,11 +150,7 @@ class Lowering:
         c, r, s_ = T.red_loop(C, "c"), T.red_loop(kh, "r"), T.red_loop(kw, "s")
         body = T.i32(xt[c, e * sh + r, f * sw + s_]) * T.i32(wt[c, r, s_, m])
         sch = T.schedule(T.compute(n.name + "_acc", (e, f, m), T.sum(body, c, r, s_)))
-        if M > cfg.cram_cols:
-            mo, mi = sch.split(m, cfg.cram_cols)
-            sch.bitlines(mi)
-        else:
-            sch.bitlines(m)
+        sch.bitlines(m, cfg.cram_cols)
         w_dev = w.transpose(1, 2, 3, 0)
         if self._conv_windows(n, layer, sch, (C, Hp, Wp, M, kh, kw, max(sh, sw)), pads, w_dev):
             return
@@ -201,11 +197,7 @@ class Lowering:
         wt = T.tensor((K, N), _t(n.w_bits), n.name + "_w", const=True)
         j, k = T.loop(N, "n"), T.red_loop(K, "k")
         sch = T.schedule(T.compute(n.name + "_acc", (j,), T.sum(T.i32(xt[k]) * T.i32(wt[k, j]), k)))
-        if N > cfg.cram_cols:
-            jo, ji = sch.split(j, cfg.cram_cols)
-            sch.bitlines(ji)
-        else:
-            sch.bitlines(j)
+        sch.bitlines(j, cfg.cram_cols)
         g = T.build(sch, cfg)
         x_name = n.inputs[0]
         layer.programs.append(Program(g, lambda env: {xt.name: env[x_name].reshape(-1), wt.name: w}, "gemm"))
@@ -266,11 +258,7 @@ class Lowering:
         xt = T.tensor((C, cnt), _t(bits), n.name + "_x")
         c, p = T.loop(C, "c"), T.red_loop(cnt, "p")
         sch = T.schedule(T.compute(n.name + "_sum", (c,), T.sum(T.i(ws)(xt[c, p]), p), dtype=_t(ws)))
-        if C > cols:
-            co, ci = sch.split(c, cols)
-            sch.bitlines(ci)
-        else:
-            sch.bitlines(c)
+        sch.bitlines(c, cols)
         total = T.build(sch, self.cfg)
         h = cnt // 2
         a_max = (cnt << (bits - 1)) + h
@@ -285,11 +273,7 @@ class Lowering:
         sign = S >> (ws - 1)
         q = (T.i((a_max * m).bit_length() + 1)(T.select(sign, 0 - S, S) + h) * m) >> k
         sch2 = T.schedule(T.compute(n.name + "_y", (c2,), T.select(sign, 0 - q, q), dtype=_t(bits)))
-        if C > cols:
-            co, ci = sch2.split(c2, cols)
-            sch2.bitlines(ci)
-        else:
-            sch2.bitlines(c2)
+        sch2.bitlines(c2, cols)
         div = T.build(sch2, self.cfg)
         x_name = n.inputs[0]
         layer.programs.append(Program(total, lambda env: {xt.name: env[x_name][0].reshape(C, cnt)}, "sum"))
