@@ -64,10 +64,10 @@ def rows_to_array(rows: list[tuple]) -> np.ndarray:
     if not rows:
         return np.zeros(0, DTYPE)
     try:
-        buf = b"".join([_ROW_PACK(*r) for r in rows])
+        buf = bytearray().join([_ROW_PACK(*r) for r in rows])   # writable: viewed without a copy
     except struct.error:
         return np.array(rows, dtype=DTYPE)
-    return np.frombuffer(buf, dtype=DTYPE).copy()
+    return np.frombuffer(buf, dtype=DTYPE)
 
 
 class LmemArena:

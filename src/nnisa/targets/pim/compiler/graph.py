@@ -106,7 +106,7 @@ class Layer:
 class MatLayer(Layer):
     """Conv or Gemm: ``out = sat(rshift_round(patch @ W + bias, shift))`` per output window."""
 
-    matrix: np.ndarray = None          # (K, N) int64, rows in (ky, kx, c) order
+    matrix: np.ndarray = None          # (K, N) int8 (conv weights that fit) or int64, rows in (ky, kx, c) order
     bias: np.ndarray = None            # (N,) int64
     shift: np.ndarray = None           # (N,) int64 (negative = left shift)
     clamp: tuple[int, int] = (-128, 127)
@@ -241,7 +241,8 @@ def _matrix_hwc(n: QNode) -> np.ndarray:
         # fewer bytes: ResNet-18 has 11 M weights), widened afterwards
         if w.size and -128 <= int(w.min()) and int(w.max()) <= 127:
             w = w.astype(np.int8)
-        return np.ascontiguousarray(w.transpose(2, 3, 1, 0)).reshape(kh * kw * cg, m).astype(np.int64)
+        # kept narrow: the matrix is only sliced into the crossbars' int8/int32 images
+        return np.ascontiguousarray(w.transpose(2, 3, 1, 0)).reshape(kh * kw * cg, m)
     mg = m // g
     full = np.zeros((kh, kw, cg * g, m), np.int64)
     for j in range(g):
@@ -362,7 +363,11 @@ def _mat_layer(n: QNode, x: TensorRef, out: TensorRef, qg: QGraph) -> MatLayer:
     bias = np.broadcast_to(np.asarray(n.bias if n.bias is not None else 0, np.int64), (nout,)).copy()
     xmax = 1 << (x.bits - 1)
     half = np.where(shift > 0, np.left_shift(1, np.maximum(shift - 1, 0)), 0)
-    bound = int((np.abs(mat).sum(axis=0) * xmax + np.abs(bias) + half).max(initial=0))
+    # Σ|w| per output column from the original weights (``mat`` may be int8: no abs overflow; a
+    # grouped conv's dense matrix only adds zeros to each column)
+    w = np.asarray(n.weight, np.int64)
+    col_abs = np.abs(w).reshape(w.shape[0], -1).sum(axis=1) if n.op == "Conv" else np.abs(w).sum(axis=0)
+    bound = int((col_abs * xmax + np.abs(bias) + half).max(initial=0))
     try:
         acc = acc_width(bound)
     except OverflowError:
