@@ -9,8 +9,8 @@ bits within 5 %); da4ml's is ``comb_trace(x, x @ W)`` (its default CMVM solver) 
 Yosys script (``synth_xilinx -flatten -nodsp``), combinational and pipelined at the same
 ``latency_cutoff``.  The digits MLP row runs nnisa's program through both emitters (da4ml has
 no ONNX front end): it compares the emitters alone, on the program with its zero-width values
-written as one-bit constants (:func:`zero_width_as_constants`: da4ml's Verilog writer cannot
-express a zero-width value).
+written as one-bit constants (``Program.zero_width_as_constants``: da4ml's Verilog writer
+cannot express a zero-width value).
 
 Usage: python benchmarks/dais_rtl.py [--quick] [--cases N] [--no-mlp-synth] [--cached-only]
 """
@@ -141,29 +141,6 @@ def cmvm_problem(case):
     return f"CMVM {n_in}×{n_out} w{bits} s{sp:.0%}", W, comb_trace(x, x @ W.astype(np.float32))
 
 
-def zero_width_as_constants(p):
-    """``p`` with every zero-width op (value always 0) rewritten as a one-bit constant 0.
-
-    da4ml 0.6.0's Verilog writer declares a zero-width value as ``wire [-1:0]`` and reads it as
-    ``v[-1:0]``: an out-of-range select that Yosys takes as undefined (x), so every output cone
-    that reads one is optimised away (the digits MLP synthesized to 0 LUTs).  nnisa's compiler
-    emits such values (``0 ± v·2^s`` accumulators start from a zero-width 0; quantizing a range
-    that is all zero at the kept step).  The rewrite keeps every value (checked on random inputs
-    before use), so both emitters get the same program.
-    """
-    from nnisa.targets.dais.sim.interp import run
-    ops = p.ops_array()
-    z = (ops[:, 4] + ops[:, 5] + ops[:, 6]) == 0
-    if not z.any():
-        return p
-    ops[z, :5] = (5, -1, -1, 0, 0)  # the op's step kept: shifts that read it stay defined (§5.8)
-    ops[z, 5] = 1 - ops[z, 6]
-    q = p.replace(ops=ops)
-    X = np.random.default_rng(1).integers(-128, 128, (1024, p.n_in)).astype(np.float64)
-    assert np.array_equal(run(p, X), run(q, X)), "zero-width rewrite changed the outputs"
-    return q
-
-
 def da4ml_rtl(comb, name, cutoff, work: Path):
     from da4ml.codegen import RTLModel
     import contextlib
@@ -240,7 +217,7 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
         if mlp_res is not None and mlp_synth:
             # da4ml pipelines by the ops' stored latencies: give it the arrival times of nnisa's own
             # schedule (the same 1-per-adder model), so both emitters pipeline the same program alike
-            p = zero_width_as_constants(mlp_res.program)
+            p = mlp_res.program.zero_width_as_constants()
             arrival = build_netlist(p).arrival
             f = work / "mlp.json"
             f.write_text(to_da4ml_json(p.replace(meta={**p.meta, "latency": [float(t) for t in arrival]})))

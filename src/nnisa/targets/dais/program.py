@@ -243,6 +243,29 @@ class Program:
 
     __hash__ = None
 
+    def zero_width_as_constants(self) -> "Program":
+        """A copy with every zero-width op other than an input (its value is always 0) written as
+        a one-bit constant 0 at the op's own step (shifts that read it stay defined, §5.8); the
+        program itself when it has none.
+
+        The outputs are unchanged; the program is for consumers that cannot express a zero-width
+        value: da4ml 0.6.0's Verilog writer declares one as ``wire [-1:0] v`` and reads it as
+        ``v[-1:0]``, an out-of-range select that Yosys takes as undefined, so every output cone
+        reading it is optimised away.  nnisa's compilers emit such values (the zero constant a
+        ``0 ± v·2^s`` accumulator starts from; a quantization of an all-zero range).  A stored
+        da4ml ``qint`` of a rewritten op is dropped (it would carry the zero width again).
+        """
+        z = (self.width() == 0) & (self.opcode != -1)
+        if not z.any():
+            return self
+        ops = self.ops_array()
+        ops[z, :5] = (5, -1, -1, 0, 0)
+        ops[z, 5] = 1 - ops[z, 6]
+        meta = dict(self.meta)
+        if meta.get("qint") is not None:
+            meta["qint"] = [None if zi else q for q, zi in zip(meta["qint"], z.tolist())]
+        return self.replace(ops=ops, meta=meta)
+
     def prune(self) -> "Program":
         """Explicit dead-code elimination (never implicit, D11)."""
         live = np.zeros(self.n_ops, bool)

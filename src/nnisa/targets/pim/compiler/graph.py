@@ -238,10 +238,10 @@ def _matrix_hwc(n: QNode) -> np.ndarray:
     g = n.attrs.get("group", 1)
     if g == 1:
         # one transposing copy, made on int8 when the weights fit (the strided copy moves 8×
-        # fewer bytes: ResNet-18 has 11 M weights), widened afterwards
+        # fewer bytes: ResNet-18 has 11 M weights) and kept int8: the matrix is only sliced into
+        # the crossbars' int8/int32 images
         if w.size and -128 <= int(w.min()) and int(w.max()) <= 127:
             w = w.astype(np.int8)
-        # kept narrow: the matrix is only sliced into the crossbars' int8/int32 images
         return np.ascontiguousarray(w.transpose(2, 3, 1, 0)).reshape(kh * kw * cg, m)
     mg = m // g
     full = np.zeros((kh, kw, cg * g, m), np.int64)
