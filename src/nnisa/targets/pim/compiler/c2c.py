@@ -11,8 +11,9 @@ copy the missing positions from the producer's output region into the consumer's
 
 * a ``send`` inserted into the producer's program after the producing code (and after the
   producer's last message, where the producer is estimated to reach the consumer's start —
-  the token rule of the element schedule), addressed through ``r31`` (reserved for inserted
-  messages: ``sldi r31`` + ``send``, so no register the emitter tracks is disturbed);
+  the token rule of the element schedule), addressed as ``r0`` + offset (``r0`` is always 0 and
+  the offset field holds the whole local address: no register set-up, so an insert at an earlier
+  position never disturbs the registers the emitter tracks);
 * the matching ``recv`` appended to the consumer's program before the task (a local ``lmv``
   when producer and consumer share the core).
 
@@ -33,9 +34,7 @@ from ..isa import OPCODE
 from .emit import MAXLEN, CoreEmitter
 from .graph import Lowered, MatLayer
 
-#: register reserved for the source address of inserted sends (never cached by the emitter)
-MSG_REG = 31
-_SLDI, _SEND, _RECV = OPCODE["sldi"], OPCODE["send"], OPCODE["recv"]
+_SEND, _RECV = OPCODE["send"], OPCODE["recv"]
 
 
 @dataclass
@@ -208,20 +207,18 @@ def pieces(need: Need, run: Run, have: list[tuple[int, int]]) -> list[tuple[int,
 
 
 def message_at(e: CoreEmitter, pos: int, seq: int, op: str, addr: int, peer: int, size: int) -> int:
-    """Insert ``sldi r31, addr`` + the ``send``/``recv`` chunks of ``size`` bytes at ``pos``
-    (>= the core's last message, so messages stay in creation order on every core); returns the
-    next sequence number (inserts at one position keep their order)."""
+    """Insert the ``send``/``recv`` chunks of ``size`` bytes at local address ``addr`` (``r0`` +
+    offset) at ``pos`` (>= the core's last message, so messages stay in creation order on every
+    core); returns the next sequence number (inserts at one position keep their order)."""
     assert pos >= e.msg_pos
     ins = e.inserts
-    ins.append((pos, seq, (_SLDI, MSG_REG, 0, 0, 0, addr, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
-    seq += 1
     done = 0
     while done < size:
         n = min(MAXLEN, size - done)
         if op == "send":
-            row = (_SEND, 0, MSG_REG, 0, n, 0, 0, 0, 0, peer, 0, 0, 0, 0, 0, done)
+            row = (_SEND, 0, 0, 0, n, 0, 0, 0, 0, peer, 0, 0, 0, 0, 0, addr + done)
         else:
-            row = (_RECV, MSG_REG, 0, 0, n, 0, 0, 0, 0, peer, 0, 0, 0, 0, 0, done)
+            row = (_RECV, 0, 0, 0, n, 0, 0, 0, 0, peer, 0, 0, 0, 0, 0, addr + done)
         ins.append((pos, seq, row))
         seq += 1
         done += n

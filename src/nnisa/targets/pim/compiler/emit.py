@@ -9,8 +9,7 @@ r3     low word of the global *destination* address (st)
 r4     scalar bound of vrsl / vrsu
 r5     element stride of vavg
 r6     destination of mvmul
-r7–r30 cache of local addresses (least recently used is replaced)
-r31    source address of sends inserted by the pipelined schedules (``c2c.py``)
+r7–r31 cache of local addresses (least recently used is replaced)
 ====== ==============================================================
 
 Addresses already in a register are reused; otherwise the emitter prefers an ``offset`` on a
@@ -33,7 +32,7 @@ from ..program import DTYPE
 
 MAXLEN = 2047          # 11-bit len/size field
 _OFS_LIMIT = 1 << 27   # keep offsets well inside the signed 29-bit field
-_POOL = tuple(range(7, 31))   # r31: inserted messages (c2c.py)
+_POOL = tuple(range(7, 32))
 _NPOOL = len(_POOL)
 
 _SLDI, _SADDI, _SETBW, _MVMUL = OPCODE["sldi"], OPCODE["saddi"], OPCODE["setbw"], OPCODE["mvmul"]
