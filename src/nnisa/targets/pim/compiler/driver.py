@@ -440,6 +440,9 @@ def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -
     agm = {}
     for c, e in sorted(em.items()):
         arr = rows_to_array(e.rows)
+        # the array replaces the row tuples (~200 bytes each), so the next core's packing reuses
+        # their memory (fewer fresh pages: a first compile pays a page fault per 4 KiB touched)
+        e.rows = arr
         cores[c] = arr
         agm[c] = list(e.group_xbars)
     extended = any(len(v) > STRICT_GROUPS for v in agm.values())

@@ -21,6 +21,7 @@ into chunks that fit the 11-bit ``len`` field (2047 elements or bytes).
 from __future__ import annotations
 
 import bisect
+from bisect import bisect_left
 import struct
 from collections import OrderedDict
 from operator import itemgetter
@@ -261,10 +262,9 @@ class CoreEmitter:
 
     def lmv_segments(self, dst: int, src: int, segments) -> None:
         """``lmv(dst + off, src + g, size)`` for each ``(off, g, size)`` of ``segments`` (a
-        patch template), with the :meth:`near` / :meth:`lreg` cache hits inlined (hot: a few
-        segments per window; misses go through :meth:`_near_miss`).  Same rows and register use
-        as the ``lmv`` calls."""
-        cache, rows = self.cache, self.rows
+        patch template), with :meth:`near` (hit and miss) and the :meth:`lreg` cache hit inlined
+        (hot: a few segments per window).  Same rows and register use as the ``lmv`` calls."""
+        cache, rows, srt = self.cache, self.rows, self._sorted   # (srt is only changed in place)
         for off, g, size in segments:
             if not 0 < size <= MAXLEN:
                 self.lmv(dst + off, src + g, size)
@@ -275,7 +275,23 @@ class CoreEmitter:
                 cache.move_to_end(s)
                 o = 0
             else:
-                rs, o = self._near_miss(s)
+                # _near_miss(s), inlined (hot: a patch source is rarely cached exactly)
+                i = bisect_left(srt, s)
+                best = None
+                if i:
+                    o = s - srt[i - 1]
+                    if o < _OFS_LIMIT:
+                        best = srt[i - 1]
+                if i < len(srt):
+                    d = srt[i] - s
+                    if d < _OFS_LIMIT and (best is None or d < o):
+                        best = srt[i]
+                        o = -d
+                if best is not None:
+                    cache.move_to_end(best)
+                    rs = cache[best]
+                else:
+                    rs, o = self.lreg(s), 0
             d = dst + off
             rd = cache.get(d)
             if rd is not None:
