@@ -8,7 +8,7 @@ r1     low word of the global *source* address (ld)
 r3     low word of the global *destination* address (st)
 r4     scalar bound of vrsl / vrsu
 r5     element stride of vavg
-r6     destination of mvmul
+r6     destination of mvmul (unless the destination is in the address cache)
 r7–r31 cache of local addresses (least recently used is replaced)
 ====== ==============================================================
 
@@ -376,14 +376,21 @@ class CoreEmitter:
             rs = self.lreg(src)
         else:
             self.cache.move_to_end(src)
-        if self.reg[6] != dst:     # _set(6, dst), inlined (hot)
-            self.rows.append((_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-            self.reg[6] = dst
-        self.rows.append((_MVMUL, 6, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
+        rd = self.cache.get(dst)   # a cached destination is used from there, else r6
+        if rd is not None:
+            self.cache.move_to_end(dst)
+        else:
+            rd = 6
+            if self.reg[6] != dst:     # _set(6, dst), inlined (hot)
+                self.rows.append((_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+                self.reg[6] = dst
+        self.rows.append((_MVMUL, rd, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
 
     def mvmuls(self, mvs, offset: int, mbiw: int) -> None:
         """``mvmul(part + offset, src, group, mbiw)`` for each ``(group, part, src)`` of ``mvs``
-        (one window's array groups), with :meth:`mvmul`'s register handling inlined."""
+        (one window's array groups), with :meth:`mvmul`'s register handling inlined, except that
+        a destination already in the address cache is used from there (the first window's partial
+        sums are: the reductions and the requantization address them), else through ``r6``."""
         cache, reg, rows = self.cache, self.reg, self.rows
         for group, part, src in mvs:
             rs = cache.get(src)
@@ -392,10 +399,15 @@ class CoreEmitter:
             else:
                 cache.move_to_end(src)
             dst = part + offset
-            if reg[6] != dst:
-                rows.append((_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-                reg[6] = dst
-            rows.append((_MVMUL, 6, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
+            rd = cache.get(dst)
+            if rd is not None:
+                cache.move_to_end(dst)
+            else:
+                rd = 6
+                if reg[6] != dst:
+                    rows.append((_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+                    reg[6] = dst
+            rows.append((_MVMUL, rd, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
 
     def vv(self, op: str, d: int, a: int, b: int, n: int) -> None:
         """Binary vector op (vvadd, vvsub, vvmax, vvsll, vvsra, ...) of ``n`` elements."""
