@@ -4,6 +4,7 @@ references (issue 14: element-schedule compile time)."""
 from __future__ import annotations
 
 import gc
+import struct
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from nnisa.core.errors import NnisaError
 from nnisa.frontend.models import make_lenet
 from nnisa.targets.pim.compiler import compile_model
 from nnisa.targets.pim.compiler.costmodel import CostModel
-from nnisa.targets.pim.compiler.emit import MAXLEN, CoreEmitter, rows_to_array
+from nnisa.targets.pim.compiler.emit import MAXLEN, CoreEmitter, pack_row, records_to_array
 from nnisa.targets.pim.isa import OPCODE
 from nnisa.targets.pim.program import DTYPE
 
@@ -70,7 +71,7 @@ def test_cost_model_run_matches_step_reference(ops, t0):
         rows.append(tuple(r))
     cm = CostModel()
     times: list[float] = []
-    end = cm.run(3, rows, t0, times)
+    end = cm.run(3, [pack_row(*r) for r in rows], t0, times)     # (the emitters' records)
     # reference: every row's time straight from _step, no memo
     ref = CostModel()
     ib, ob, t, want = 8, 8, t0, []
@@ -116,9 +117,10 @@ def test_mvmuls_matches_mvmul_calls(history, mvs, offset, mbiw):
 def test_vv_chunks(n):
     e = CoreEmitter(0, 1 << 20)
     e.vv("vvadd", 100, 200, 300, n)
-    vv = [r for r in e.rows if r[0] == OPCODE["vvadd"]]
-    assert [r[4] for r in vv] == [min(MAXLEN, n - k) for k in range(0, n, MAXLEN)]
-    assert [(r[14], r[15]) for r in vv] == [(7 if k else 0, k) for k in range(0, n, MAXLEN)]
+    arr = records_to_array(e.rows)
+    vv = arr[arr["op"] == OPCODE["vvadd"]]
+    assert vv["len"].tolist() == [min(MAXLEN, n - k) for k in range(0, n, MAXLEN)]
+    assert list(zip(vv["ofs_sel"].tolist(), vv["ofs_val"].tolist())) == [(7 if k else 0, k) for k in range(0, n, MAXLEN)]
 
 
 _I32 = st.integers(-(1 << 31), (1 << 31) - 1)
@@ -127,16 +129,24 @@ _I32 = st.integers(-(1 << 31), (1 << 31) - 1)
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 31), _I32, _I32, _I32, _I32, st.integers(-(1 << 63), (1 << 63) - 1),
                           *([_I32] * 10)), max_size=50))
-def test_rows_to_array_matches_numpy_reference(rows):
-    got = rows_to_array(rows)
+def test_records_match_numpy_reference(rows):
+    got = records_to_array([pack_row(*r) for r in rows])
     want = np.array(rows, dtype=DTYPE) if rows else np.zeros(0, DTYPE)
     assert got.dtype == DTYPE and got.flags.writeable
     assert got.tobytes() == want.tobytes()
 
 
-def test_rows_to_array_out_of_range_is_numpy_error():
+def test_out_of_range_field_is_an_encode_error(monkeypatch):
     row = (1, 0, 0, 0, 1 << 40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)    # len beyond int32
-    with pytest.raises(OverflowError):
-        np.array([row], dtype=DTYPE)
-    with pytest.raises(OverflowError):
-        rows_to_array([row])
+    with pytest.raises(struct.error):
+        pack_row(*row)
+    # compile_model reports a field out of range as the CLI's one-line EncodeError
+    from nnisa.core.errors import EncodeError
+    from nnisa.targets.pim.compiler import driver
+
+    def emit(low, em, *args, **kw):
+        next(iter(em.values())).rows.append(pack_row(*row))
+    monkeypatch.setattr(driver, "_emit_batch", emit)
+    qg, _ = quantized(make_lenet())
+    with pytest.raises(EncodeError, match="out of range"):
+        compile_model(qg, small_config(16), schedule="batch")

@@ -11,12 +11,16 @@ order tasks and to place ``send``/``recv`` where both partners are expected to b
 from __future__ import annotations
 
 from ..isa import OPCODE
+from .emit import REC_IBIW as _IBIW, REC_LEN as _LEN, REC_OBIW as _OBIW, pack_row
 
 _VEC = set(range(OPCODE["vvadd"], OPCODE["vrsl"] + 1))
 _TWO = {OPCODE[m] for m in ("vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll", "vvsra")}
 _OBYW = {OPCODE[m] for m in ("vvmul", "vvsll", "vvsra", "vtanh", "vsigm", "vrsu", "vrsl")}
 _SETBW, _MVMUL, _LD, _ST = OPCODE["setbw"], OPCODE["mvmul"], OPCODE["ld"], OPCODE["st"]
 _LMV, _LLDI, _SEND, _RECV = OPCODE["lmv"], OPCODE["lldi"], OPCODE["send"], OPCODE["recv"]
+_LEN1 = _LEN + 1
+# (records are native-endian: the len field's low byte comes first on the hosts we support)
+assert pack_row(0, 0, 0, 0, 0x0102, *[0] * 11)[_LEN:_LEN + 2] == b"\x02\x01"
 assert max(OPCODE.values()) < 32     # the row-time memo packs (len, opcode) as len << 5 | opcode
 
 
@@ -59,13 +63,14 @@ class CostModel:
         return t
 
     def run(self, core: int, rows, t0: float, times: list[float]) -> float:
-        """Estimated end of ``rows`` on ``core`` starting at ``t0``; appends every row's end
-        time to ``times``."""
+        """Estimated end of ``rows`` (instruction records, :func:`~.emit.pack_row`) on ``core``
+        starting at ``t0``; appends every row's end time to ``times``."""
         ib, ob = self.widths.get(core, (8, 8))
         t = t0
         append = times.append
         # a row's increment depends only on (opcode, len) and the current widths: memoised
-        # (the same float expression, so the sums are unchanged)
+        # (the same float expression, so the sums are unchanged).  The key is the record's
+        # opcode byte and the two low bytes of its len field (len <= 2047: 11 bits).
         steps = self._steps.get((ib, ob))
         if steps is None:
             steps = self._steps[(ib, ob)] = {}
@@ -73,12 +78,13 @@ class CostModel:
         for r in rows:
             op = r[0]
             if op != _SETBW:
-                dt = get(r[4] << 5 | op)        # (len, opcode): opcodes are < 32
+                key = (r[_LEN] | r[_LEN1] << 8) << 5 | op        # opcodes are < 32
+                dt = get(key)
                 if dt is None:
-                    dt = steps[r[4] << 5 | op] = self._step(op, r[4], ib, ob)
+                    dt = steps[key] = self._step(op, key >> 5, ib, ob)
                 t += dt
             else:
-                ib, ob = r[12], r[13]
+                ib, ob = r[_IBIW], r[_OBIW]
                 steps = self._steps.get((ib, ob))
                 if steps is None:
                     steps = self._steps[(ib, ob)] = {}

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import functools
 import gc
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ....core.errors import ConfigError, UnsupportedError
+from ....core.errors import ConfigError, EncodeError, UnsupportedError
 from ..program import PimProgram
-from .emit import CoreEmitter, rows_to_array
+from .emit import CoreEmitter, records_to_array
 from .c2c import plan_c2c
 from .costmodel import CostModel
 from .fusion import GapFinishLayer, fuse_layers, size_partials
@@ -258,16 +259,20 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
 
     pipe_stats = None
     stride = gmap["image_stride"]
-    if element:
-        # (the throughput schedule keeps every image's activations in its own global buffers)
-        cplan = plan_c2c(low, hw["lmem"], enabled=c2c and links and interleave and rounds == 1
-                         and mode == "element")
-        pipe_stats = _emit_element(low, em, workers, consts, links, batch, scratch_alloc,
-                                   interleave=interleave, lmem=hw["lmem"], images=images, stride=stride,
-                                   throughput=mode == "throughput", c2c=cplan, cost=CostModel(cfg),
-                                   pool_batch=pool_batch)
-    else:
-        _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images, stride)
+    try:
+        if element:
+            # (the throughput schedule keeps every image's activations in its own global buffers)
+            cplan = plan_c2c(low, hw["lmem"], enabled=c2c and links and interleave and rounds == 1
+                             and mode == "element")
+            pipe_stats = _emit_element(low, em, workers, consts, links, batch, scratch_alloc,
+                                       interleave=interleave, lmem=hw["lmem"], images=images, stride=stride,
+                                       throughput=mode == "throughput", c2c=cplan, cost=CostModel(cfg),
+                                       pool_batch=pool_batch)
+        else:
+            _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images, stride)
+    except struct.error as exc:    # (pack_row: a value out of its instruction field's range)
+        raise EncodeError(f"an instruction field is out of range of the program format ({exc})",
+                          hint="the model or configuration needs addresses beyond the PIM program's fields") from None
     scratch_base = SCRATCH_BASE
     t_gen = time.perf_counter()
     prog = _build_program(em, hw, cfg, images)
@@ -439,10 +444,8 @@ def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -
     cores = {}
     agm = {}
     for c, e in sorted(em.items()):
-        arr = rows_to_array(e.rows)
-        # the array replaces the row tuples (~200 bytes each), so the next core's packing reuses
-        # their memory (fewer fresh pages: a first compile pays a page fault per 4 KiB touched)
-        e.rows = arr
+        arr = records_to_array(e.rows)
+        e.rows = arr        # (frees the records before the next core's array is built)
         cores[c] = arr
         agm[c] = list(e.group_xbars)
     extended = any(len(v) > STRICT_GROUPS for v in agm.values())

@@ -52,22 +52,21 @@ def _row_struct() -> struct.Struct:
     return s
 
 
-_ROW_PACK = _row_struct().pack
+#: one instruction row as its ``DTYPE`` record bytes: ``pack_row(op, rd, ..., ofs_val)`` (the
+#: ``COLUMNS`` order).  The emitters keep records, not tuples: half the memory, and the program
+#: array is their concatenation (:func:`records_to_array`).  A value out of its field's range
+#: raises ``struct.error`` (``compile_model`` reports it as an :class:`EncodeError`).
+pack_row = _row_struct().pack
+#: byte offsets of the fields the cost model reads from a record
+REC_LEN = DTYPE.fields["len"][1]
+REC_IBIW, REC_OBIW = DTYPE.fields["ibiw"][1], DTYPE.fields["obiw"][1]
 
 
-def rows_to_array(rows: list[tuple]) -> np.ndarray:
-    """Instruction rows (tuples in ``COLUMNS`` order) → a ``DTYPE`` array.
-
-    Same result as ``np.array(rows, dtype=DTYPE)`` (the reference, also used for an
-    out-of-range value, so the error is numpy's), ~2.5× faster: each row is packed to its
-    record bytes by ``struct`` and the buffer is viewed as records."""
-    if not rows:
+def records_to_array(records: list[bytes]) -> np.ndarray:
+    """Instruction records (:func:`pack_row`) → a writable ``DTYPE`` array (one join, no copy)."""
+    if not records:
         return np.zeros(0, DTYPE)
-    try:
-        buf = bytearray().join([_ROW_PACK(*r) for r in rows])   # writable: viewed without a copy
-    except struct.error:
-        return np.array(rows, dtype=DTYPE)
-    return np.frombuffer(buf, dtype=DTYPE)
+    return np.frombuffer(bytearray().join(records), dtype=DTYPE)
 
 
 class LmemArena:
@@ -90,11 +89,11 @@ class LmemArena:
 
 
 class CoreEmitter:
-    """Instruction rows of one core (tuples in :data:`~nnisa.targets.pim.isa.COLUMNS` order)."""
+    """Instruction rows of one core (records of :func:`pack_row`, in program order)."""
 
     def __init__(self, cid: int, lmem_size: int):
         self.cid = cid
-        self.rows: list[tuple] = []
+        self.rows: list[bytes] = []
         self.reg = [0] * 32            # every register value is known (all start at 0)
         self.cache: OrderedDict[int, int] = OrderedDict()   # value -> register (LRU order)
         self.owner: dict[int, int] = {}                      # register -> cached value
@@ -111,7 +110,7 @@ class CoreEmitter:
         # element schedule: position (in ``rows``) just after the last send/recv, and token
         # sends inserted at earlier positions: (position, sequence, row)
         self.msg_pos = 0
-        self.inserts: list[tuple[int, int, tuple]] = []
+        self.inserts: list[tuple[int, int, bytes]] = []
         # streams: image → end (exclusive) of the last row of that image's work on this core
         self.marks: dict[int, int] = {}
 
@@ -122,7 +121,7 @@ class CoreEmitter:
     # ------------------------------------------------------------------ scalar / registers
     def _set(self, r: int, value: int) -> None:
         if self.reg[r] != value:
-            self.rows.append((_SLDI, r, 0, 0, 0, value, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.rows.append(pack_row(_SLDI, r, 0, 0, 0, value, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
             self.reg[r] = value
 
     def lreg(self, value: int) -> int:
@@ -143,7 +142,7 @@ class CoreEmitter:
         cache[value] = r
         bisect.insort(self._sorted, value)
         if self.reg[r] != value:    # _set, inlined (hot)
-            self.rows.append((_SLDI, r, 0, 0, 0, value, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.rows.append(pack_row(_SLDI, r, 0, 0, 0, value, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
             self.reg[r] = value
         return r
 
@@ -187,7 +186,7 @@ class CoreEmitter:
 
     def setbw(self, ibiw: int, obiw: int) -> None:
         if self.widths != (ibiw, obiw):
-            self.rows.append((_SETBW, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ibiw, obiw, 0, 0))
+            self.rows.append(pack_row(_SETBW, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ibiw, obiw, 0, 0))
             self.widths = (ibiw, obiw)
 
     def bound(self, value: int) -> int:
@@ -203,12 +202,12 @@ class CoreEmitter:
             lr, lo = self.near(laddr + done)
             go = self._gbase(1, gaddr + done)
             if lo == 0:
-                self.rows.append((_LD, lr, 0, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, go))
+                self.rows.append(pack_row(_LD, lr, 0, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, go))
             elif lo == go:
-                self.rows.append((_LD, lr, 0, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, go))
+                self.rows.append(pack_row(_LD, lr, 0, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, go))
             else:
                 lr = self.lreg(laddr + done)
-                self.rows.append((_LD, lr, 0, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, go))
+                self.rows.append(pack_row(_LD, lr, 0, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, go))
             done += n
 
     def ld_rep(self, laddr: int, gaddr: int, unit: int, size: int) -> None:
@@ -229,12 +228,12 @@ class CoreEmitter:
             lr, lo = self.near(laddr + done)
             go = self._gbase(3, gaddr + done)
             if lo == 0:
-                self.rows.append((_ST, 2, lr, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, go))
+                self.rows.append(pack_row(_ST, 2, lr, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, go))
             elif lo == go:
-                self.rows.append((_ST, 2, lr, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, go))
+                self.rows.append(pack_row(_ST, 2, lr, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, go))
             else:
                 lr = self.lreg(laddr + done)
-                self.rows.append((_ST, 2, lr, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, go))
+                self.rows.append(pack_row(_ST, 2, lr, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, go))
             done += n
 
     def lldi(self, laddr: int, byte: int, size: int) -> None:
@@ -242,7 +241,7 @@ class CoreEmitter:
         while done < size:
             n = min(MAXLEN, size - done)
             r, o = self.near(laddr + done)
-            self.rows.append((_LLDI, r, 0, 0, n, byte, 0, 0, 0, 0, 0, 0, 0, 0, 0, o))
+            self.rows.append(pack_row(_LLDI, r, 0, 0, n, byte, 0, 0, 0, 0, 0, 0, 0, 0, 0, o))
             done += n
 
     def lmv(self, dst: int, src: int, size: int) -> None:
@@ -250,14 +249,14 @@ class CoreEmitter:
             if size > 0:
                 rs, o = self.near(src)
                 rd = self.lreg(dst)
-                self.rows.append((_LMV, rd, rs, 0, size, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
+                self.rows.append(pack_row(_LMV, rd, rs, 0, size, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
             return
         done = 0
         while done < size:
             n = min(MAXLEN, size - done)
             rs, o = self.near(src + done)
             rd = self.lreg(dst + done)
-            self.rows.append((_LMV, rd, rs, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
+            self.rows.append(pack_row(_LMV, rd, rs, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
             done += n
 
     def lmv_segments(self, dst: int, src: int, segments) -> None:
@@ -298,14 +297,14 @@ class CoreEmitter:
                 cache.move_to_end(d)
             else:
                 rd = self.lreg(d)
-            rows.append((_LMV, rd, rs, 0, size, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
+            rows.append(pack_row(_LMV, rd, rs, 0, size, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
 
     def send(self, laddr: int, dst: int, size: int) -> None:
         done = 0
         while done < size:
             n = min(MAXLEN, size - done)
             r, o = self.near(laddr + done)
-            self.rows.append((_SEND, 0, r, 0, n, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, o))
+            self.rows.append(pack_row(_SEND, 0, r, 0, n, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, o))
             done += n
         self.msg_pos = len(self.rows)
 
@@ -314,7 +313,7 @@ class CoreEmitter:
         while done < size:
             n = min(MAXLEN, size - done)
             r, o = self.near(laddr + done)
-            self.rows.append((_RECV, r, 0, 0, n, 0, 0, 0, 0, src, 0, 0, 0, 0, 0, o))
+            self.rows.append(pack_row(_RECV, r, 0, 0, n, 0, 0, 0, 0, src, 0, 0, 0, 0, 0, o))
             done += n
         self.msg_pos = len(self.rows)
 
@@ -323,17 +322,17 @@ class CoreEmitter:
         """Insert a 1-byte ``send`` (local address r0 + 0, no register set-up) to ``dst`` after
         ``rows[:pos]``; ``pos`` must be >= ``msg_pos`` (message order is kept)."""
         assert pos >= self.msg_pos
-        self.inserts.append((pos, seq, (_SEND, 0, 0, 0, 1, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0)))
+        self.inserts.append((pos, seq, pack_row(_SEND, 0, 0, 0, 1, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0)))
         self.msg_pos = pos
 
     def token_send(self, dst: int) -> None:
         """Append a 1-byte ``send`` from local byte 0 (reserved) to ``dst``."""
-        self.rows.append((_SEND, 0, 0, 0, 1, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0))
+        self.rows.append(pack_row(_SEND, 0, 0, 0, 1, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0))
         self.msg_pos = len(self.rows)
 
     def token_recv(self, src: int) -> None:
         """Append a 1-byte ``recv`` from ``src`` into local byte 0 (reserved)."""
-        self.rows.append((_RECV, 0, 0, 0, 1, 0, 0, 0, 0, src, 0, 0, 0, 0, 0, 0))
+        self.rows.append(pack_row(_RECV, 0, 0, 0, 1, 0, 0, 0, 0, src, 0, 0, 0, 0, 0, 0))
         self.msg_pos = len(self.rows)
 
     def merge_inserts(self) -> None:
@@ -356,10 +355,10 @@ class CoreEmitter:
         self.inserts = []
 
     def sync(self, ev: int, core: int) -> None:
-        self.rows.append((_SYNC, 0, 0, 0, 0, 0, 0, 0, 0, core, ev, 0, 0, 0, 0, 0))
+        self.rows.append(pack_row(_SYNC, 0, 0, 0, 0, 0, 0, 0, 0, core, ev, 0, 0, 0, 0, 0))
 
     def wait(self, ev: int, val: int) -> None:
-        self.rows.append((_WAIT, 0, 0, 0, 0, 0, 0, 0, 0, 0, ev, val, 0, 0, 0, 0))
+        self.rows.append(pack_row(_WAIT, 0, 0, 0, 0, 0, 0, 0, 0, 0, ev, val, 0, 0, 0, 0))
 
     # ------------------------------------------------------------------ matrix / vector
     def group_id(self, key, xbars: int) -> int:
@@ -382,9 +381,9 @@ class CoreEmitter:
         else:
             rd = 6
             if self.reg[6] != dst:     # _set(6, dst), inlined (hot)
-                self.rows.append((_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+                self.rows.append(pack_row(_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
                 self.reg[6] = dst
-        self.rows.append((_MVMUL, rd, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
+        self.rows.append(pack_row(_MVMUL, rd, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
 
     def mvmuls(self, mvs, offset: int, mbiw: int) -> None:
         """``mvmul(part + offset, src, group, mbiw)`` for each ``(group, part, src)`` of ``mvs``
@@ -405,9 +404,9 @@ class CoreEmitter:
             else:
                 rd = 6
                 if reg[6] != dst:
-                    rows.append((_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+                    rows.append(pack_row(_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
                     reg[6] = dst
-            rows.append((_MVMUL, rd, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
+            rows.append(pack_row(_MVMUL, rd, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
 
     def vv(self, op: str, d: int, a: int, b: int, n: int) -> None:
         """Binary vector op (vvadd, vvsub, vvmax, vvsll, vvsra, ...) of ``n`` elements."""
@@ -430,17 +429,17 @@ class CoreEmitter:
         else:
             cache.move_to_end(b)
         if 0 < n <= MAXLEN:     # one chunk (the common case)
-            self.rows.append((code, rd, ra, rb, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.rows.append(pack_row(code, rd, ra, rb, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
             return
         done = 0
         while done < n:
             k = min(MAXLEN, n - done)
-            self.rows.append((code, rd, ra, rb, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7 if done else 0, done))
+            self.rows.append(pack_row(code, rd, ra, rb, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7 if done else 0, done))
             done += k
 
     def vv_ofs(self, op: str, d: int, a: int, b: int, n: int, sel: int, ofs: int) -> None:
         """One vector op with explicit registers for the bases and an element offset."""
-        self.rows.append((OPCODE[op], d, a, b, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, sel, ofs))
+        self.rows.append(pack_row(OPCODE[op], d, a, b, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, sel, ofs))
 
     def vrs(self, op: str, d: int, a: int, bound: int, n: int) -> None:
         """vrsl / vrsu of ``n`` elements with scalar bound ``bound``."""
@@ -458,17 +457,17 @@ class CoreEmitter:
         else:
             cache.move_to_end(a)
         if self.reg[4] != bound:     # bound(), inlined
-            self.rows.append((_SLDI, 4, 0, 0, 0, bound, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.rows.append(pack_row(_SLDI, 4, 0, 0, 0, bound, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
             self.reg[4] = bound
         rb = 4
         done = 0
         while done < n:
             k = min(MAXLEN, n - done)
-            self.rows.append((code, rd, ra, rb, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3 if done else 0, done))
+            self.rows.append(pack_row(code, rd, ra, rb, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3 if done else 0, done))
             done += k
 
     def vavg(self, d: int, a: int, stride: int, n: int, ofs: int) -> None:
         rd = self.lreg(d)
         ra = self.lreg(a)
         self._set(5, stride)
-        self.rows.append((_VAVG, rd, ra, 5, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ofs))
+        self.rows.append(pack_row(_VAVG, rd, ra, 5, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ofs))

@@ -32,7 +32,7 @@ from ....core.errors import UnsupportedError
 from ....frontend.float_eval import take_axes
 from ....frontend.quant import QNode, QTensor
 from ..isa import OPCODE
-from .emit import MAXLEN, CoreEmitter
+from .emit import MAXLEN, CoreEmitter, pack_row
 from .graph import Layer, TensorRef, acc_width
 from .lower_vec import requant_tail, split
 from .memory_plan import ConstPool, elem_bytes
@@ -192,7 +192,7 @@ def vmv(e: CoreEmitter, dst: int, src: int, n: int, stride: int) -> None:
     """``dst[i] = src[i·stride]`` for ``n`` elements at the current input width (one ``vmv``)."""
     rd, rs = e.lreg(dst), e.lreg(src)
     e._set(5, stride)
-    e.rows.append((_VMV, rd, rs, 5, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+    e.rows.append(pack_row(_VMV, rd, rs, 5, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
 
 def emit_runs(e: CoreEmitter, dst: int, src: int, ops: list[tuple[int, int, int, int]]) -> None:
