@@ -150,3 +150,19 @@ def test_out_of_range_field_is_an_encode_error(monkeypatch):
     qg, _ = quantized(make_lenet())
     with pytest.raises(EncodeError, match="out of range"):
         compile_model(qg, small_config(16), schedule="batch")
+
+
+_LEAN = {"pack_sldi": ("op", "rd", "imm"), "pack_lmv": ("op", "rd", "rs1", "len", "ofs_sel", "ofs_val"),
+         "pack_vec": ("op", "rd", "rs1", "rs2", "len", "ofs_sel", "ofs_val"),
+         "pack_mvmul": ("op", "rd", "rs1", "mbiw", "group"), "pack_setbw": ("op", "ibiw", "obiw"),
+         "pack_msg": ("op", "rd", "rs1", "len", "core", "ofs_val")}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(sorted(_LEAN)), st.lists(_I32, min_size=7, max_size=7), st.integers(0, 31))
+def test_lean_packers_equal_pack_row(name, values, op):
+    from nnisa.targets.pim.compiler import emit
+    fields = _LEAN[name]
+    args = dict(zip(fields, [op, *values]))
+    full = [args.get(n, 0) for n in DTYPE.names]
+    assert getattr(emit, name)(*[args[n] for n in fields]) == pack_row(*full)

@@ -31,7 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..isa import OPCODE
-from .emit import MAXLEN, CoreEmitter, pack_row
+from .emit import MAXLEN, CoreEmitter, pack_msg
 from .graph import Lowered, MatLayer
 
 _SEND, _RECV = OPCODE["send"], OPCODE["recv"]
@@ -216,9 +216,9 @@ def message_at(e: CoreEmitter, pos: int, seq: int, op: str, addr: int, peer: int
     while done < size:
         n = min(MAXLEN, size - done)
         if op == "send":
-            row = pack_row(_SEND, 0, 0, 0, n, 0, 0, 0, 0, peer, 0, 0, 0, 0, 0, addr + done)
+            row = pack_msg(_SEND, 0, 0, n, peer, addr + done)
         else:
-            row = pack_row(_RECV, 0, 0, 0, n, 0, 0, 0, 0, peer, 0, 0, 0, 0, 0, addr + done)
+            row = pack_msg(_RECV, 0, 0, n, peer, addr + done)
         ins.append((pos, seq, row))
         seq += 1
         done += n

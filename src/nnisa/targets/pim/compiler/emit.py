@@ -42,21 +42,34 @@ _SEND, _RECV, _WAIT, _SYNC = OPCODE["send"], OPCODE["recv"], OPCODE["wait"], OPC
 _VAVG = OPCODE["vavg"]
 
 
-def _row_struct() -> struct.Struct:
-    """A ``struct`` layout byte-identical to one :data:`~nnisa.targets.pim.program.DTYPE`
-    record (native byte order, standard sizes, no padding: the dtype is packed)."""
+def lean_packer(*names: str):
+    """``pack`` of a record where only the fields ``names`` (in ``COLUMNS`` order) are given
+    and every other field is 0 (zero pad bytes): fewer arguments to parse on the hot paths.
+    ``lean_packer("op", "rd", "imm")(op, rd, imm) == pack_row(op, rd, 0, 0, 0, imm, 0, ...)``."""
     codes = {1: "b", 2: "h", 4: "i", 8: "q"}
-    fmt = "=" + "".join(codes[DTYPE.fields[n][0].itemsize] for n in DTYPE.names)
-    s = struct.Struct(fmt)
-    assert s.size == DTYPE.itemsize and all(DTYPE.fields[n][0].kind == "i" for n in DTYPE.names)
-    return s
+    order = list(DTYPE.names)
+    assert [n for n in order if n in names] == list(names), "fields out of COLUMNS order"
+    fmt = "=" + "".join(codes[DTYPE.fields[n][0].itemsize] if n in names else f"{DTYPE.fields[n][0].itemsize}x"
+                        for n in order)
+    st = struct.Struct(fmt)
+    # (native order, standard sizes, no padding: byte-identical to a DTYPE record)
+    assert st.size == DTYPE.itemsize and all(DTYPE.fields[n][0].kind == "i" for n in DTYPE.names)
+    return st.pack
 
 
 #: one instruction row as its ``DTYPE`` record bytes: ``pack_row(op, rd, ..., ofs_val)`` (the
 #: ``COLUMNS`` order).  The emitters keep records, not tuples: half the memory, and the program
 #: array is their concatenation (:func:`records_to_array`).  A value out of its field's range
 #: raises ``struct.error`` (``compile_model`` reports it as an :class:`EncodeError`).
-pack_row = _row_struct().pack
+pack_row = lean_packer(*DTYPE.names)
+#: the hot row kinds' packers (the fields not named are 0)
+pack_sldi = lean_packer("op", "rd", "imm")
+pack_lmv = lean_packer("op", "rd", "rs1", "len", "ofs_sel", "ofs_val")
+pack_vec = lean_packer("op", "rd", "rs1", "rs2", "len", "ofs_sel", "ofs_val")
+pack_mvmul = lean_packer("op", "rd", "rs1", "mbiw", "group")
+pack_setbw = lean_packer("op", "ibiw", "obiw")
+pack_msg = lean_packer("op", "rd", "rs1", "len", "core", "ofs_val")      # send / recv
+
 #: byte offsets of the fields the cost model reads from a record
 REC_LEN = DTYPE.fields["len"][1]
 REC_IBIW, REC_OBIW = DTYPE.fields["ibiw"][1], DTYPE.fields["obiw"][1]
@@ -121,7 +134,7 @@ class CoreEmitter:
     # ------------------------------------------------------------------ scalar / registers
     def _set(self, r: int, value: int) -> None:
         if self.reg[r] != value:
-            self.rows.append(pack_row(_SLDI, r, 0, 0, 0, value, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.rows.append(pack_sldi(_SLDI, r, value))
             self.reg[r] = value
 
     def lreg(self, value: int) -> int:
@@ -142,7 +155,7 @@ class CoreEmitter:
         cache[value] = r
         bisect.insort(self._sorted, value)
         if self.reg[r] != value:    # _set, inlined (hot)
-            self.rows.append(pack_row(_SLDI, r, 0, 0, 0, value, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.rows.append(pack_sldi(_SLDI, r, value))
             self.reg[r] = value
         return r
 
@@ -186,7 +199,7 @@ class CoreEmitter:
 
     def setbw(self, ibiw: int, obiw: int) -> None:
         if self.widths != (ibiw, obiw):
-            self.rows.append(pack_row(_SETBW, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ibiw, obiw, 0, 0))
+            self.rows.append(pack_setbw(_SETBW, ibiw, obiw))
             self.widths = (ibiw, obiw)
 
     def bound(self, value: int) -> int:
@@ -249,14 +262,14 @@ class CoreEmitter:
             if size > 0:
                 rs, o = self.near(src)
                 rd = self.lreg(dst)
-                self.rows.append(pack_row(_LMV, rd, rs, 0, size, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
+                self.rows.append(pack_lmv(_LMV, rd, rs, size, 2 if o else 0, o))
             return
         done = 0
         while done < size:
             n = min(MAXLEN, size - done)
             rs, o = self.near(src + done)
             rd = self.lreg(dst + done)
-            self.rows.append(pack_row(_LMV, rd, rs, 0, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
+            self.rows.append(pack_lmv(_LMV, rd, rs, n, 2 if o else 0, o))
             done += n
 
     def lmv_segments(self, dst: int, src: int, segments) -> None:
@@ -297,14 +310,14 @@ class CoreEmitter:
                 cache.move_to_end(d)
             else:
                 rd = self.lreg(d)
-            rows.append(pack_row(_LMV, rd, rs, 0, size, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 if o else 0, o))
+            rows.append(pack_lmv(_LMV, rd, rs, size, 2 if o else 0, o))
 
     def send(self, laddr: int, dst: int, size: int) -> None:
         done = 0
         while done < size:
             n = min(MAXLEN, size - done)
             r, o = self.near(laddr + done)
-            self.rows.append(pack_row(_SEND, 0, r, 0, n, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, o))
+            self.rows.append(pack_msg(_SEND, 0, r, n, dst, o))
             done += n
         self.msg_pos = len(self.rows)
 
@@ -313,7 +326,7 @@ class CoreEmitter:
         while done < size:
             n = min(MAXLEN, size - done)
             r, o = self.near(laddr + done)
-            self.rows.append(pack_row(_RECV, r, 0, 0, n, 0, 0, 0, 0, src, 0, 0, 0, 0, 0, o))
+            self.rows.append(pack_msg(_RECV, r, 0, n, src, o))
             done += n
         self.msg_pos = len(self.rows)
 
@@ -322,17 +335,17 @@ class CoreEmitter:
         """Insert a 1-byte ``send`` (local address r0 + 0, no register set-up) to ``dst`` after
         ``rows[:pos]``; ``pos`` must be >= ``msg_pos`` (message order is kept)."""
         assert pos >= self.msg_pos
-        self.inserts.append((pos, seq, pack_row(_SEND, 0, 0, 0, 1, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0)))
+        self.inserts.append((pos, seq, pack_msg(_SEND, 0, 0, 1, dst, 0)))
         self.msg_pos = pos
 
     def token_send(self, dst: int) -> None:
         """Append a 1-byte ``send`` from local byte 0 (reserved) to ``dst``."""
-        self.rows.append(pack_row(_SEND, 0, 0, 0, 1, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0))
+        self.rows.append(pack_msg(_SEND, 0, 0, 1, dst, 0))
         self.msg_pos = len(self.rows)
 
     def token_recv(self, src: int) -> None:
         """Append a 1-byte ``recv`` from ``src`` into local byte 0 (reserved)."""
-        self.rows.append(pack_row(_RECV, 0, 0, 0, 1, 0, 0, 0, 0, src, 0, 0, 0, 0, 0, 0))
+        self.rows.append(pack_msg(_RECV, 0, 0, 1, src, 0))
         self.msg_pos = len(self.rows)
 
     def merge_inserts(self) -> None:
@@ -381,9 +394,9 @@ class CoreEmitter:
         else:
             rd = 6
             if self.reg[6] != dst:     # _set(6, dst), inlined (hot)
-                self.rows.append(pack_row(_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+                self.rows.append(pack_sldi(_SLDI, 6, dst))
                 self.reg[6] = dst
-        self.rows.append(pack_row(_MVMUL, rd, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
+        self.rows.append(pack_mvmul(_MVMUL, rd, rs, mbiw, group))
 
     def mvmuls(self, mvs, offset: int, mbiw: int) -> None:
         """``mvmul(part + offset, src, group, mbiw)`` for each ``(group, part, src)`` of ``mvs``
@@ -404,9 +417,9 @@ class CoreEmitter:
             else:
                 rd = 6
                 if reg[6] != dst:
-                    rows.append(pack_row(_SLDI, 6, 0, 0, 0, dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+                    rows.append(pack_sldi(_SLDI, 6, dst))
                     reg[6] = dst
-            rows.append(pack_row(_MVMUL, rd, rs, 0, 0, 0, mbiw, 0, group, 0, 0, 0, 0, 0, 0, 0))
+            rows.append(pack_mvmul(_MVMUL, rd, rs, mbiw, group))
 
     def vv(self, op: str, d: int, a: int, b: int, n: int) -> None:
         """Binary vector op (vvadd, vvsub, vvmax, vvsll, vvsra, ...) of ``n`` elements."""
@@ -429,12 +442,12 @@ class CoreEmitter:
         else:
             cache.move_to_end(b)
         if 0 < n <= MAXLEN:     # one chunk (the common case)
-            self.rows.append(pack_row(code, rd, ra, rb, n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.rows.append(pack_vec(code, rd, ra, rb, n, 0, 0))
             return
         done = 0
         while done < n:
             k = min(MAXLEN, n - done)
-            self.rows.append(pack_row(code, rd, ra, rb, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7 if done else 0, done))
+            self.rows.append(pack_vec(code, rd, ra, rb, k, 7 if done else 0, done))
             done += k
 
     def vv_ofs(self, op: str, d: int, a: int, b: int, n: int, sel: int, ofs: int) -> None:
@@ -457,13 +470,13 @@ class CoreEmitter:
         else:
             cache.move_to_end(a)
         if self.reg[4] != bound:     # bound(), inlined
-            self.rows.append(pack_row(_SLDI, 4, 0, 0, 0, bound, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            self.rows.append(pack_sldi(_SLDI, 4, bound))
             self.reg[4] = bound
         rb = 4
         done = 0
         while done < n:
             k = min(MAXLEN, n - done)
-            self.rows.append(pack_row(code, rd, ra, rb, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3 if done else 0, done))
+            self.rows.append(pack_vec(code, rd, ra, rb, k, 3 if done else 0, done))
             done += k
 
     def vavg(self, d: int, a: int, stride: int, n: int, ofs: int) -> None:
