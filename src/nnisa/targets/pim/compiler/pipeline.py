@@ -191,6 +191,7 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
     messages = msg_bytes = 0
     produced: dict[int, dict] = {}       # task → buffer → [(task, run)]: its core-to-core output runs
     received: dict[tuple, list] = {}     # (core, region, producer task, run) → bytes already there
+    present: set[tuple] = set()          # (core, region, lo, hi, image) of needs wholly received
     times: dict[int, list[float]] = {c: [] for c in em}   # estimated end time of every row
 
     def ready(i: int) -> bool:
@@ -312,6 +313,11 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
             t.prepare()
         needs = t.needs() if t.needs is not None else []
         covered = {nd.buf for nd in needs}
+        if needs:
+            # a need already wholly present (an earlier task of this image received every byte;
+            # each position has one producer, so no producer can add to it) has nothing to fetch
+            timg = t.image
+            needs = [nd for nd in needs if (nd.core, nd.key, nd.lo, nd.hi, timg) not in present]
         # core-to-core data: the positions the task's regions still lack, from its producers
         # (the producers' runs by buffer, in dependence order: taken once, not per need)
         dep_runs: dict[int, list] = {}
@@ -327,10 +333,12 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
                             got += pairs
         for nd in needs:
             nbuf, nlo, nhi = nd.buf, nd.lo, nd.hi
+            spans = []       # the need's bytes present after this (every overlapping run's part)
             for d, run in dep_runs.get(nbuf, ()):
                 rlo, rhi = run.lo, run.hi
                 if not (nlo < nhi and nlo < rhi and rlo < nhi and rlo < rhi):
                     continue     # no overlap: pieces() would find nothing
+                spans.append((rlo if rlo > nlo else nlo, rhi if rhi < nhi else nhi))
                 have = received.setdefault((nd.core, nd.key, d, rlo), [])
                 for src, dst, size in pieces(nd, run, have):
                     p, c = tasks[d].store, nd.core
@@ -353,6 +361,16 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
                     known[(c, p)] = max(known.get((c, p), -1), pos_p)
                     messages += 1
                     msg_bytes += size
+            if spans:
+                spans.sort()
+                reach = nlo
+                for a, b in spans:
+                    if a > reach:
+                        break
+                    if b > reach:
+                        reach = b
+                if reach >= nhi:
+                    present.add((nd.core, nd.key, nlo, nhi, t.image))
         # tokens: one per (producer core, loading core) not yet covered
         # (the last producing row of each producer core: the same for every loading core)
         need: dict[int, int] = {}
