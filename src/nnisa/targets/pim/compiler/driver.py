@@ -41,7 +41,7 @@ SCHEDULES = ("batch", "element", "throughput")
 ELEMENT_BATCH = 2
 #: default batch of a conv with a fused max-pool in the element schedule: its pool rows appear
 #: only when a whole conv row of the tile is done, so finer tasks would not start the consumer
-#: earlier (ResNet-18 conv1: 7,784 tasks at 2 → 2,556 at 32, latency 15.86 → 15.84 ms)
+#: earlier (ResNet-18 conv1: 7,784 tasks at 2 → 556 at 32, latency 15.86 → 15.84 ms)
 ELEMENT_POOL_BATCH = 32
 #: most images a stream program may hold (each image's code is generated separately)
 MAX_IMAGES = 256
