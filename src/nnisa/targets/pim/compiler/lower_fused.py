@@ -8,8 +8,10 @@ keeps the frontend's integer semantics, so fused programs stay bit-exact:
 * add: the residual slice of the batch is loaded (one ``ld``, or one per position when the unit
   holds part of the channels), then :func:`~.lower_vec.elt_arith` (the unfused Add's code);
 * pool: conv row ``y`` lives in slot ``y mod span`` of a ring of ``span`` conv rows; once the
-  last conv row a pool row needs is done, the pool row is a ``vvmax`` chain per pixel
-  (:func:`~.lower_vec.max_pixel`) and one store; padding rows/columns never contribute;
+  last conv row a pool row needs is done, the pool row is computed separably (max is
+  associative): one ``vvmax`` chain down its valid ring rows over the tile's whole width, then a
+  chain across each pixel's valid columns of that row (:func:`~.lower_vec.max_pixel` on a
+  one-row window), and one store; padding rows/columns never contribute;
 * gap: the batch is widened to the sum width (``vvsll`` by a zero vector) and added per
   position into the unit's channel sums; the replica's sums are stored once, as one row of the
   partial-sum buffer that :func:`gap_finish_tasks` averages.
@@ -18,6 +20,7 @@ keeps the frontend's integer semantics, so fused programs stay bit-exact:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from ....core.errors import UnsupportedError
 from .emit import CoreEmitter
@@ -48,8 +51,13 @@ class Epilogue:
         if self.add is not None:
             check_elt_shift(self.add.shift, self.add.out_bits, self.add.acc_bits, f"node {self.l.name} (Add)")
         if self.pool is not None:
-            self.span = (self.pool.kernel[0] - 1) * self.pool.dilations[0] + 1
+            p = self.pool
+            self.span = (p.kernel[0] - 1) * p.dilations[0] + 1
             self._tiles: dict[int, tuple] = {}
+            # the horizontal step of the separable pool: the same pool on one row (kernel 1 × kw)
+            self._across = SimpleNamespace(in_hwc=(1,) + tuple(p.in_hwc[1:]), kernel=(1, p.kernel[1]),
+                                           strides=(1, p.strides[1]), dilations=(1, p.dilations[1]),
+                                           pads=(0, p.pads[1]), name=p.name, op=p.op)
         if self.gap is not None:
             self.sb = self.l.out.bits          # the partial sums' width
             self.sbb = elem_bytes(self.sb)
@@ -122,8 +130,9 @@ class Epilogue:
             st["add_r"] = e.tarena.alloc(n0)
             st["add_A"], st["add_B"] = e.tarena.alloc(n0 * accb), e.tarena.alloc(n0 * accb)
         if self.pool is not None:
-            _, _, x0, x1, _, _ = self.tile(r)
+            _, _, x0, x1, c_lo, c_hi = self.tile(r)
             st["pool_row"] = e.tarena.alloc((x1 - x0) * self.l.N)
+            st["pool_down"] = e.tarena.alloc((c_hi - c_lo) * self.l.N)     # the vertical maxima
         if self.gap is not None:
             st["gap_w"] = e.tarena.alloc(n0 * self.sbb)
 
@@ -194,20 +203,31 @@ class Epilogue:
                 e.st(out + p * l.N + c0, obuf + i * nu, nu)
 
     def _pool_row(self, e: CoreEmitter, st: dict, py: int, r: int) -> None:
-        """Pool row ``py`` of the tile: ``vvmax`` chains on the ring (conv row ``iy`` in slot
-        ``iy mod span``, conv column ``c_lo`` at the slot's start), one store."""
+        """Pool row ``py`` of the tile (ring: conv row ``iy`` in slot ``iy mod span``, conv column
+        ``c_lo`` at the slot's start): the ``vvmax`` chain down the valid rows over the tile's
+        conv columns at once, then per pixel the chain across its valid columns; one store."""
         pool = self.pool
         ow2 = pool.out_hw[1]
         n = self.l.N
-        _, _, x0, x1, c_lo, _ = self.tile(r)
+        _, _, x0, x1, c_lo, c_hi = self.tile(r)
         ring, prow, rowb = st["ring"], st["pool_row"], st["ring_rowb"]
         if "out_region" in st:            # kept for core-to-core sends
             prow = st["out_region"] + (py - self.l.plan.pool_tiles[r][0]) * (x1 - x0) * n
-        span = self.span
         y0 = py * pool.strides[0] - pool.pads[0]
+        slots = [ring + (iy % self.span) * rowb for iy in (y0 + ky * pool.dilations[0] for ky in range(pool.kernel[0]))
+                 if 0 <= iy < pool.in_hwc[0]]
+        if not slots:
+            raise UnsupportedError("max-pool window without any input row", where=f"node {pool.name}")
         e.setbw(pool.out.bits, pool.out.bits)
+        down = slots[0]
+        if len(slots) > 1:
+            down = st["pool_down"]
+            width = (c_hi - c_lo) * n
+            e.vv("vvmax", down, slots[0], slots[1], width)
+            for a in slots[2:]:
+                e.vv("vvmax", down, down, a, width)
         for ox in range(x0, x1):
-            max_pixel(e, pool, lambda iy: ring + (iy % span) * rowb - c_lo * n, prow - x0 * n, y0,
+            max_pixel(e, self._across, lambda iy: down - c_lo * n, prow - x0 * n, 0,
                       ox * pool.strides[1] - pool.pads[1], ox)
         if st.get("gm_store", True):
             e.st(self.l.out.buf.addr + self.cg.ofs + (py * ow2 + x0) * n, prow, (x1 - x0) * n)
