@@ -314,8 +314,9 @@ def run_element(tasks: list[Task], em: dict[int, CoreEmitter], *, interleave: bo
         needs = t.needs() if t.needs is not None else []
         covered = {nd.buf for nd in needs}
         if needs:
-            # a need already wholly present (an earlier task of this image received every byte;
-            # each position has one producer, so no producer can add to it) has nothing to fetch
+            # a need already wholly present (an earlier task of this image received every byte)
+            # has nothing to fetch: a producer's output positions are its own (a duplicate producer
+            # would compute the same values, so skipping it would still be exact)
             timg = t.image
             needs = [nd for nd in needs if (nd.core, nd.key, nd.lo, nd.hi, timg) not in present]
         # core-to-core data: the positions the task's regions still lack, from its producers
