@@ -565,8 +565,26 @@ def _on_signal(signum, _frame):
     raise KeyboardInterrupt
 
 
+def _lost_interrupt_hook(unraisable) -> None:
+    """``sys.unraisablehook`` of the CLI: a KeyboardInterrupt (Ctrl-C, or SIGTERM/SIGHUP through
+    :func:`_on_signal`) raised while C code runs a Python callback — llvmlite's object cache
+    while numba compiles is a ctypes callback — cannot propagate and would be dropped, so the run
+    would go on and exit 0.  SIGINT is sent again shortly (it lands once the callback returned), so
+    the run still stops, cleans up and exits 130.  Anything else goes to the default hook."""
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        import os
+        import signal
+        import threading
+        timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+        timer.daemon = True
+        timer.start()
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def _install_signal_handlers() -> None:
     import signal
+    sys.unraisablehook = _lost_interrupt_hook
     for name in ("SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None:

@@ -30,3 +30,22 @@ def test_run_cleans_up_on_signal(tmp_path, sig):
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.strip().endswith("nnisa: interrupted")
     assert not list(tmp_path.glob("nnisa-run-*")), "temporary folder left behind"
+
+
+def test_interrupt_dropped_by_a_c_callback_is_delivered_again():
+    """A KeyboardInterrupt raised inside a ctypes callback (numba compiling) cannot propagate:
+    the CLI's unraisable hook sends SIGINT again, so the run still stops (a flaky exit 0 before)."""
+    import ctypes
+
+    from nnisa import cli
+    old_hook, old_int = sys.unraisablehook, signal.getsignal(signal.SIGINT)
+    sys.unraisablehook = cli._lost_interrupt_hook
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        callback = ctypes.CFUNCTYPE(None)(lambda: cli._on_signal(signal.SIGTERM, None))
+        with pytest.raises(KeyboardInterrupt):
+            callback()            # dropped at the C boundary ...
+            time.sleep(10)        # ... and delivered again here
+    finally:
+        sys.unraisablehook = old_hook
+        signal.signal(signal.SIGINT, old_int)
