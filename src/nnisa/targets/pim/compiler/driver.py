@@ -445,7 +445,7 @@ def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -
     agm = {}
     for c, e in sorted(em.items()):
         arr = records_to_array(e.rows)
-        e.rows = arr        # (frees the records before the next core's array is built)
+        e.rows = []         # (the records are in the array now: freed before the next core's join)
         cores[c] = arr
         agm[c] = list(e.group_xbars)
     extended = any(len(v) > STRICT_GROUPS for v in agm.values())
@@ -497,7 +497,7 @@ def _report(low, mats, plans, used, hw, prog, em, links, mapping, replication) -
                           "fused": l.fused})
     per_core = {}
     for c, e in sorted(em.items()):
-        per_core[str(c)] = {"instructions": len(e.rows), "groups": len(e.group_xbars),
+        per_core[str(c)] = {"instructions": len(prog.cores.get(c, ())), "groups": len(e.group_xbars),
                             "xbars": int(sum(e.group_xbars)), "lmem_peak": e.arena.peak}
     return {
         "hardware": hw,
