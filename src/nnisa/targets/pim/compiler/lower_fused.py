@@ -10,8 +10,8 @@ keeps the frontend's integer semantics, so fused programs stay bit-exact:
 * pool: conv row ``y`` lives in slot ``y mod span`` of a ring of ``span`` conv rows; once the
   last conv row a pool row needs is done, the pool row is computed separably (max is
   associative): one ``vvmax`` chain down its valid ring rows over the tile's whole width, then a
-  chain across each pixel's valid columns of that row (:func:`~.lower_vec.max_pixel` on a
-  one-row window), and one store; padding rows/columns never contribute;
+  chain across each pixel's valid columns of that row (:func:`~.lower_vec.max_pool_row`, shared
+  with the unfused pool), and one store; padding rows/columns never contribute;
 * gap: the batch is widened to the sum width (``vvsll`` by a zero vector) and added per
   position into the unit's channel sums; the replica's sums are stored once, as one row of the
   partial-sum buffer that :func:`gap_finish_tasks` averages.
@@ -20,12 +20,11 @@ keeps the frontend's integer semantics, so fused programs stay bit-exact:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 from ....core.errors import UnsupportedError
 from .emit import CoreEmitter
 from .fusion import GapFinishLayer, conv_cols_for, conv_rows_for
-from .lower_vec import check_elt_shift, elt_arith, elt_consts, max_pixel
+from .lower_vec import check_elt_shift, elt_arith, elt_consts, max_pool_row
 from .memory_plan import elem_bytes
 from .schedule import Task
 
@@ -51,13 +50,8 @@ class Epilogue:
         if self.add is not None:
             check_elt_shift(self.add.shift, self.add.out_bits, self.add.acc_bits, f"node {self.l.name} (Add)")
         if self.pool is not None:
-            p = self.pool
-            self.span = (p.kernel[0] - 1) * p.dilations[0] + 1
+            self.span = (self.pool.kernel[0] - 1) * self.pool.dilations[0] + 1
             self._tiles: dict[int, tuple] = {}
-            # the horizontal step of the separable pool: the same pool on one row (kernel 1 × kw)
-            self._across = SimpleNamespace(in_hwc=(1,) + tuple(p.in_hwc[1:]), kernel=(1, p.kernel[1]),
-                                           strides=(1, p.strides[1]), dilations=(1, p.dilations[1]),
-                                           pads=(0, p.pads[1]), name=p.name, op=p.op)
         if self.gap is not None:
             self.sb = self.l.out.bits          # the partial sums' width
             self.sbb = elem_bytes(self.sb)
@@ -216,19 +210,8 @@ class Epilogue:
         y0 = py * pool.strides[0] - pool.pads[0]
         slots = [ring + (iy % self.span) * rowb for iy in (y0 + ky * pool.dilations[0] for ky in range(pool.kernel[0]))
                  if 0 <= iy < pool.in_hwc[0]]
-        if not slots:
-            raise UnsupportedError("max-pool window without any input row", where=f"node {pool.name}")
         e.setbw(pool.out.bits, pool.out.bits)
-        down = slots[0]
-        if len(slots) > 1:
-            down = st["pool_down"]
-            width = (c_hi - c_lo) * n
-            e.vv("vvmax", down, slots[0], slots[1], width)
-            for a in slots[2:]:
-                e.vv("vvmax", down, down, a, width)
-        for ox in range(x0, x1):
-            max_pixel(e, self._across, lambda iy: down - c_lo * n, prow - x0 * n, 0,
-                      ox * pool.strides[1] - pool.pads[1], ox)
+        max_pool_row(e, pool, slots, st["pool_down"], (c_hi - c_lo) * n, c_lo, prow - x0 * n, range(x0, x1))
         if st.get("gm_store", True):
             e.st(self.l.out.buf.addr + self.cg.ofs + (py * ow2 + x0) * n, prow, (x1 - x0) * n)
 

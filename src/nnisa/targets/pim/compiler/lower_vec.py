@@ -19,6 +19,8 @@ is used.  All data is int8 in HWC order in global memory.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from ....core.errors import UnsupportedError
@@ -76,6 +78,7 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
             st["inbuf"] = e.tarena.alloc(span * rowb)
             st["obuf"] = e.tarena.alloc(ow * c)
             st["gbuf"] = e.tarena.alloc(kh * kw * c) if layer.kind == "avg" else None
+            st["down"] = e.tarena.alloc(rowb) if layer.kind == "max" else None
             e.setbw(bits, bits)
 
         for oy in range(r0, r1):
@@ -93,16 +96,41 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
                 inbuf, obuf, gbuf = st["inbuf"], st["obuf"], st["gbuf"]
                 if ya < yb:
                     e.ld(inbuf + (ya - y0) * rowb, ina + ya * rowb, (yb - ya) * rowb)
-                for ox in range(ow):
-                    x0 = ox * sw - pl
-                    if layer.kind == "max":
-                        max_pixel(e, layer, lambda iy: inbuf + (iy - y0) * rowb, obuf, y0, x0, ox)
-                    else:
-                        _avg_pixel(e, layer, inbuf, gbuf, obuf, y0, x0, oy, ox)
+                if layer.kind == "max":
+                    rows = [inbuf + ky * dh * rowb for ky in range(kh) if 0 <= y0 + ky * dh < h]
+                    max_pool_row(e, layer, rows, st["down"], rowb, 0, obuf, range(ow))
+                else:
+                    for ox in range(ow):
+                        _avg_pixel(e, layer, inbuf, gbuf, obuf, y0, ox * sw - pl, oy, ox)
                 e.st(outa + oy * ow * c, obuf, ow * c)
 
             yield Task(li, [core], [core], reads, [(outa + oy * ow * c, outa + (oy + 1) * ow * c)], core, run,
                        _where(layer), image=image)
+
+
+def max_pool_row(e: CoreEmitter, layer: PoolLayer, rows: list[int], down: int, width: int, col0: int, obuf: int,
+                 oxs) -> None:
+    """Max-pooled pixels ``oxs`` of one output row, computed separably (max is associative, so
+    the values are the per-pixel chain's): a ``vvmax`` chain down the valid input rows ``rows``
+    (local addresses; each holds ``width`` bytes from input column ``col0``) into ``down``, then
+    per pixel a chain across its valid columns of that row (:func:`max_pixel` on a one-row
+    window); pixel ``ox`` goes to ``obuf + ox·c``.  A 3×3 window: 2 ``vvmax`` per pixel and 2 per
+    row instead of 8 per pixel."""
+    if not rows:
+        raise UnsupportedError("max-pool window without any input row", where=_where(layer))
+    src = rows[0]
+    if len(rows) > 1:
+        e.vv("vvmax", down, rows[0], rows[1], width)
+        for a in rows[2:]:
+            e.vv("vvmax", down, down, a, width)
+        src = down
+    across = SimpleNamespace(in_hwc=(1,) + tuple(layer.in_hwc[1:]), kernel=(1, layer.kernel[1]),
+                             strides=(1, layer.strides[1]), dilations=(1, layer.dilations[1]),
+                             pads=(0, layer.pads[1]), name=layer.name, op=layer.op)
+    c, sw, pl = layer.in_hwc[2], layer.strides[1], layer.pads[1]
+    base = src - col0 * c
+    for ox in oxs:
+        max_pixel(e, across, lambda iy: base, obuf, 0, ox * sw - pl, ox)
 
 
 def max_pixel(e: CoreEmitter, layer: PoolLayer, row_addr, obuf: int, y0: int, x0: int, ox: int) -> None:
