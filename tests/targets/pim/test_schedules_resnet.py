@@ -62,7 +62,7 @@ class _Shifted:
 
 
 def test_throughput_period_goal(r18):
-    # issue 14 goal: period ≤ 13 ms (PIMCOMP-NN's shared batch program: 16.30 ms); measured 12.12 ms
+    # issue 14 goal: period ≤ 13 ms (PIMCOMP-NN's shared batch program: 16.30 ms); measured 12.08 ms
     qg, cfg = r18
     c = compile_model(qg, cfg, mode="throughput", images=24)
     assert c.program.pipeline_depth == c.report["element_schedule"]["stages"] > 10
@@ -73,7 +73,7 @@ def test_throughput_period_goal(r18):
 
 
 def test_element_latency_core_to_core_and_bit_exact(r18):
-    # goal ≤ 16 ms (PIMCOMP-NN's element program with its missing setbw: 80.6 ms); measured 15.83 ms
+    # goal ≤ 16 ms (PIMCOMP-NN's element program with its missing setbw: 80.6 ms); measured 15.81 ms
     qg, cfg = r18
     c = compile_model(qg, cfg, mode="element")
     es = c.report["element_schedule"]
@@ -90,7 +90,7 @@ def test_element_latency_core_to_core_and_bit_exact(r18):
 
 
 def test_batch_fusion_latency(r18):
-    # before issue 14: 35.36 ms; goal ≤ 29 ms; measured 28.50 ms (fusion + barrier phases)
+    # before issue 14: 35.36 ms; goal ≤ 29 ms; measured 28.49 ms (fusion + barrier phases)
     qg, cfg = r18
     fused = compile_model(qg, cfg)
     assert len(fused.report["fused"]) >= 9           # maxpool, 8 residual adds, the global average pool

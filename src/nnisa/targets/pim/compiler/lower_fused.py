@@ -208,10 +208,10 @@ class Epilogue:
         if "out_region" in st:            # kept for core-to-core sends
             prow = st["out_region"] + (py - self.l.plan.pool_tiles[r][0]) * (x1 - x0) * n
         y0 = py * pool.strides[0] - pool.pads[0]
-        slots = [ring + (iy % self.span) * rowb for iy in (y0 + ky * pool.dilations[0] for ky in range(pool.kernel[0]))
-                 if 0 <= iy < pool.in_hwc[0]]
+        span = self.span
         e.setbw(pool.out.bits, pool.out.bits)
-        max_pool_row(e, pool, slots, st["pool_down"], (c_hi - c_lo) * n, c_lo, prow - x0 * n, range(x0, x1))
+        max_pool_row(e, pool, lambda iy: ring + (iy % span) * rowb, y0, st["pool_down"], (c_hi - c_lo) * n, c_lo,
+                     prow - x0 * n, range(x0, x1))
         if st.get("gm_store", True):
             e.st(self.l.out.buf.addr + self.cg.ofs + (py * ow2 + x0) * n, prow, (x1 - x0) * n)
 

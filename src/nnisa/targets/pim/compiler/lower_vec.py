@@ -19,8 +19,6 @@ is used.  All data is int8 in HWC order in global memory.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 
 from ....core.errors import UnsupportedError
@@ -97,8 +95,8 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
                 if ya < yb:
                     e.ld(inbuf + (ya - y0) * rowb, ina + ya * rowb, (yb - ya) * rowb)
                 if layer.kind == "max":
-                    rows = [inbuf + ky * dh * rowb for ky in range(kh) if 0 <= y0 + ky * dh < h]
-                    max_pool_row(e, layer, rows, st["down"], rowb, 0, obuf, range(ow))
+                    max_pool_row(e, layer, lambda iy: inbuf + (iy - y0) * rowb, y0, st["down"], rowb, 0, obuf,
+                                 range(ow))
                 else:
                     for ox in range(ow):
                         _avg_pixel(e, layer, inbuf, gbuf, obuf, y0, ox * sw - pl, oy, ox)
@@ -108,65 +106,46 @@ def pool_tasks(layer: PoolLayer, em: dict[int, CoreEmitter], workers: list[int],
                        _where(layer), image=image)
 
 
-def max_pool_row(e: CoreEmitter, layer: PoolLayer, rows: list[int], down: int, width: int, col0: int, obuf: int,
-                 oxs) -> None:
-    """Max-pooled pixels ``oxs`` of one output row, computed separably (max is associative, so
-    the values are the per-pixel chain's): a ``vvmax`` chain down the valid input rows ``rows``
-    (local addresses; each holds ``width`` bytes from input column ``col0``) into ``down``, then
-    per pixel a chain across its valid columns of that row (:func:`max_pixel` on a one-row
-    window); pixel ``ox`` goes to ``obuf + ox·c``.  A 3×3 window: 2 ``vvmax`` per pixel and 2 per
-    row instead of 8 per pixel."""
+def max_pool_row(e: CoreEmitter, layer: PoolLayer, row_addr, y0: int, down: int, width: int, col0: int,
+                 obuf: int, oxs) -> None:
+    """Max-pooled pixels ``oxs`` of the output row whose window starts at input row ``y0``,
+    computed separably (max is associative, so the values are those of a per-pixel chain): a
+    ``vvmax`` chain down the valid input rows into ``down`` (``row_addr(iy)``: the local address
+    of input row ``iy``, ``width`` bytes from input column ``col0``), then per pixel a chain
+    across its valid columns of that row, with tap address = per-tap base register + element
+    offset ``ox·sw·C``; pixel ``ox`` goes to ``obuf + ox·C``.  A 3×3 window: 2 ``vvmax`` per pixel
+    and 2 per row instead of 8 per pixel."""
+    h, w, c = layer.in_hwc
+    kh, kw = layer.kernel
+    dh, dw = layer.dilations
+    sw, pl = layer.strides[1], layer.pads[1]
+    rows = [row_addr(iy) for iy in (y0 + ky * dh for ky in range(kh)) if 0 <= iy < h]
     if not rows:
-        raise UnsupportedError("max-pool window without any input row", where=_where(layer))
+        raise UnsupportedError("max-pool window without any input element", where=_where(layer))
     src = rows[0]
     if len(rows) > 1:
         e.vv("vvmax", down, rows[0], rows[1], width)
         for a in rows[2:]:
             e.vv("vvmax", down, down, a, width)
         src = down
-    across = SimpleNamespace(in_hwc=(1,) + tuple(layer.in_hwc[1:]), kernel=(1, layer.kernel[1]),
-                             strides=(1, layer.strides[1]), dilations=(1, layer.dilations[1]),
-                             pads=(0, layer.pads[1]), name=layer.name, op=layer.op)
-    c, sw, pl = layer.in_hwc[2], layer.strides[1], layer.pads[1]
     base = src - col0 * c
     for ox in oxs:
-        max_pixel(e, across, lambda iy: base, obuf, 0, ox * sw - pl, ox)
-
-
-def max_pixel(e: CoreEmitter, layer: PoolLayer, row_addr, obuf: int, y0: int, x0: int, ox: int) -> None:
-    """One max-pooled pixel: a ``vvmax`` chain over the valid taps of window (``y0``, ``x0``);
-    ``row_addr(iy)`` is the local address of input row ``iy`` (HWC, ``w·c`` bytes)."""
-    h, w, c = layer.in_hwc
-    kh, kw = layer.kernel
-    sw = layer.strides[1]
-    dh, dw = layer.dilations
-    taps = []
-    for ky in range(kh):
-        iy = y0 + ky * dh
-        if not 0 <= iy < h:
+        x0, o = ox * sw - pl, ox * sw * c
+        taps = [base + (kx * dw - pl) * c for kx in range(kw) if 0 <= x0 + kx * dw < w]
+        if not taps:
+            raise UnsupportedError("max-pool window without any input element", where=_where(layer))
+        d = obuf + ox * c
+        if len(taps) == 1:
+            e.lmv(d, taps[0] + o, c)
             continue
-        for kx in range(kw):
-            ix = x0 + kx * dw
-            if 0 <= ix < w:
-                # base (independent of ox) + element offset ox*sw*c
-                base = row_addr(iy) + (kx * dw - layer.pads[1]) * c
-                taps.append((base, ox * sw * c))
-    if not taps:
-        raise UnsupportedError("max-pool window without any input element", where=_where(layer))
-    d = obuf + ox * c
-    (b0, o0) = taps[0]
-    if len(taps) == 1:
-        e.lmv(d, b0 + o0, c)
-        return
-    rd = e.lreg(d)
-    (b1, o1) = taps[1]
-    r0, r1 = e.lreg(b0), e.lreg(b1)
-    rd = e.lreg(d)
-    e.vv_ofs("vvmax", rd, r0, r1, c, 6, o0)
-    for b, o in taps[2:]:
-        rb = e.lreg(b)
+        e.lreg(d)
+        r0, r1 = e.lreg(taps[0]), e.lreg(taps[1])
         rd = e.lreg(d)
-        e.vv_ofs("vvmax", rd, rd, rb, c, 4, o)
+        e.vv_ofs("vvmax", rd, r0, r1, c, 6, o)
+        for b in taps[2:]:
+            rb = e.lreg(b)
+            rd = e.lreg(d)
+            e.vv_ofs("vvmax", rd, rd, rb, c, 4, o)
 
 
 def _avg_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, gbuf: int, obuf: int, y0: int, x0: int,
