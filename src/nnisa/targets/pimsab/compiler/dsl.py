@@ -67,6 +67,19 @@ class Compiled:
         t = self.schedule.op.dtype
         return {k: host_float(wrap(v, t), t) for k, v in outs.items()}, res
 
+    def run_batch(self, values: list[dict[str, np.ndarray]], *, mode: str = "functional", **options: Any):
+        """:meth:`run` for many samples in one batched simulation; returns ``(outputs by name per
+        sample, SimResult of the first sample)``."""
+        from ..sim.simulate import simulate_pimsab_batch
+        res = simulate_pimsab_batch(self.program, config=self.config, inputs=[self.inputs(v) for v in values],
+                                    mode=mode, **options)
+        m, t = res[0].details.machine, self.schedule.op.dtype
+        if m is None:
+            return [{} for _ in values], res[0]
+        views = [m.dram.sample(b) for b in range(len(values))] if m.batch is not None else [m.dram]
+        outs = [self.layout.unpack(v.read) for v in views]
+        return [{k: host_float(wrap(v, t), t) for k, v in o.items()} for o in outs], res[0]
+
     def reference(self, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The exact NumPy result of the computation (declared wrap-around)."""
         return {self.schedule.op.name: reference(self.schedule.op, values)}

@@ -344,27 +344,45 @@ class NetRun:
 def run_network(qg: QGraph, layers: list[Layer], qinputs: dict[str, np.ndarray], *, mode: str = "functional",
                 cfg: PimsabConfig | None = None) -> NetRun:
     """Run the lowered graph on integer inputs (batch 1): device layers in the simulator, the rest
-    on the host.  ``mode="both"`` also times each program; ``"timing"`` only times (no values)."""
-    env: dict[str, np.ndarray] = {k: np.asarray(v, np.int64) for k, v in qinputs.items()}
+    on the host.  ``mode="both"`` also times each program; ``"timing"`` only times (no values).
+    Values come from the single-sample reference machine (:func:`run_network_batch`: many at once)."""
+    return _run_network(qg, layers, [qinputs], mode, batched=False)[0]
+
+
+def run_network_batch(qg: QGraph, layers: list[Layer], qinputs: list[dict[str, np.ndarray]], *,
+                      mode: str = "functional") -> list[NetRun]:
+    """:func:`run_network` for many samples: each device program runs once for all of them (a
+    batched functional machine, :mod:`..sim.batch`; with ``mode="both"`` one timing run); host
+    layers run per sample.  One :class:`NetRun` per sample (cycles and layer rows shared)."""
+    return _run_network(qg, layers, list(qinputs), mode, batched=True)
+
+
+def _run_network(qg: QGraph, layers: list[Layer], qinputs: list[dict[str, np.ndarray]], mode: str,
+                 batched: bool) -> list[NetRun]:
+    envs: list[dict[str, np.ndarray]] = [{k: np.asarray(v, np.int64) for k, v in q.items()} for q in qinputs]
     rows, total_c, total_e, total_i = [], 0, 0.0, 0
     for L in layers:
         n = L.node
         row: dict[str, Any] = {"layer": n.name, "op": n.op, "device": L.on_device, "cycles": 0, "energy_j": 0.0}
         if not L.on_device:
             if mode != "timing":
-                env[n.outputs[0]] = run_qnode(n, [env[i] for i in n.inputs if i in env], qg)
+                for env in envs:
+                    env[n.outputs[0]] = run_qnode(n, [env[i] for i in n.inputs if i in env], qg)
             row["note"] = L.host_reason
         else:
             for p in L.programs:
-                vals = p.feed(env) if mode != "timing" else None
                 if mode == "timing":
                     from ..sim.simulate import simulate_pimsab
                     res = simulate_pimsab(p.compiled.program, config=p.compiled.config.replace(functional=False),
                                           mode="timing")
-                    outs = {}
+                    outs = [{} for _ in envs]
+                elif batched:
+                    outs, res = p.compiled.run_batch([p.feed(env) for env in envs], mode=mode)
                 else:
-                    outs, res = p.compiled.run(vals, mode=mode)
-                env.update(outs)
+                    out, res = p.compiled.run(p.feed(envs[0]), mode=mode)
+                    outs = [out]
+                for env, out in zip(envs, outs):
+                    env.update(out)
                 if mode != "functional":
                     row["cycles"] += int(res.stats.cycles)
                     row["energy_j"] += float(res.stats.extra["energy_j"])
@@ -373,12 +391,13 @@ def run_network(qg: QGraph, layers: list[Layer], qinputs: dict[str, np.ndarray],
                                                        "cycles": int(res.stats.cycles or 0)})
                 total_i += len(p.compiled.program)
             if mode != "timing":
-                env[n.outputs[0]] = L.finish(env)
+                for env in envs:
+                    env[n.outputs[0]] = L.finish(env)
         total_c += row["cycles"]
         total_e += row["energy_j"]
         rows.append(row)
-    outs = {t.name: env[t.name] for t in qg.outputs if t.name in env}
-    return NetRun(outs, rows, total_c, total_e, total_i)
+    return [NetRun({t.name: env[t.name] for t in qg.outputs if t.name in env}, rows, total_c, total_e, total_i)
+            for env in envs]
 
 
 def lower_model(qg: QGraph, cfg: PimsabConfig) -> tuple[list[Layer], float]:

@@ -57,16 +57,24 @@ def parse_dump(spec: str) -> list[tuple[int, int]]:
     return out
 
 
-def _inputs_to_dram(m: Machine, inputs: dict[str, np.ndarray] | None) -> None:
-    """``dram_0x<addr>`` (or ``dram_<decimal>``) arrays are written at their address (raw bytes)."""
-    for name, arr in (inputs or {}).items():
+def _inputs_to_dram(m: Machine, inputs: dict[str, np.ndarray] | list[dict[str, np.ndarray]] | None) -> None:
+    """``dram_0x<addr>`` (or ``dram_<decimal>``) arrays are written at their address (raw bytes);
+    a batched machine takes one such dict per sample (the same names in each)."""
+    batch = inputs if isinstance(inputs, list) else [inputs or {}]
+    for name in batch[0] if batch else ():
         if not name.startswith("dram_"):
             raise OptionError(f"input {name!r}: PIMSAB inputs are DRAM images named dram_0x<address>")
         try:
             addr = int(name[5:], 0)
         except ValueError:
             raise OptionError(f"input {name!r}: bad address (expected dram_0x<hex address>)") from None
-        m.dram.write(addr, np.ascontiguousarray(arr), record=False)
+        if m.batch is None:
+            m.dram.write(addr, np.ascontiguousarray(batch[0][name]), record=False)
+        else:
+            try:
+                m.dram.write_samples(addr, [sample[name] for sample in batch])
+            except (KeyError, ValueError):
+                raise OptionError(f"input {name!r}: every sample of a batch needs it, with the same size") from None
 
 
 def _rf_recorder(prog: PimsabProgram) -> tuple[dict[int, tuple[int, ...]], Any]:
@@ -75,12 +83,15 @@ def _rf_recorder(prog: PimsabProgram) -> tuple[dict[int, tuple[int, ...]], Any]:
     mul, dot = ISA.by_mnemonic["mul_const"].opcode, ISA.by_mnemonic["dot_const"].opcode
     cols = ISA._col_index
 
+    def reg(rf: np.ndarray, k: int) -> int:   # the first sample's value in a batched machine
+        return int(rf[..., k].reshape(-1)[0])
+
     def record(m: Machine, tile: int, i: int, row: tuple) -> None:
         if row[0] == mul:
-            values[i] = (int(m.tile(tile).rf[row[cols["rb"]]]),)
+            values[i] = (reg(m.tile(tile).rf, row[cols["rb"]]),)
         elif row[0] == dot:
             rf = m.tile(tile).rf
-            values[i] = (int(rf[row[cols["xrf"]]]), int(rf[row[cols["yrf"]]]))
+            values[i] = (reg(rf, row[cols["xrf"]]), reg(rf, row[cols["yrf"]]))
     return values, record
 
 
@@ -89,6 +100,26 @@ def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str
                     gantt: str | None = None, log: str | None = None, dump: str | None = None,
                     max_cycles: int = 2_000_000_000, microops: bool = False, **_: Any) -> SimResult:
     """Simulate a program; see the module docstring."""
+    return _simulate(prog, config, inputs, None, mode, engine, trace, gantt, log, dump, max_cycles, microops)[0]
+
+
+def simulate_pimsab_batch(prog: PimsabProgram, *, inputs: list[dict[str, np.ndarray]], config: Any = None,
+                          mode: str | None = None, engine: str = "fast", trace: str | None = None,
+                          gantt: str | None = None, log: str | None = None, dump: str | None = None,
+                          max_cycles: int = 2_000_000_000, microops: bool = False, **_: Any) -> list[SimResult]:
+    """:func:`simulate_pimsab` for many samples (one ``inputs`` dict each) in one pass: the values of
+    every sample come from one batched functional run (:mod:`.batch`), cycles and energy from one
+    timing run (they do not depend on the data).  One :class:`SimResult` per sample; they share
+    the statistics and details.  Micro-op mode runs the samples one by one."""
+    if microops or not inputs:
+        return [simulate_pimsab(prog, config=config, inputs=x, mode=mode, engine=engine, trace=trace, gantt=gantt,
+                                log=log, dump=dump, max_cycles=max_cycles, microops=microops) for x in inputs]
+    return _simulate(prog, config, list(inputs), len(inputs), mode, engine, trace, gantt, log, dump, max_cycles,
+                     False)
+
+
+def _simulate(prog, config, inputs, batch, mode, engine, trace, gantt, log, dump, max_cycles,
+              microops) -> list[SimResult]:
     t0 = time.perf_counter()
     if config is None and prog.config_sha != ZERO_SHA and (name := preset_for_hash(prog.config_sha)):
         config = name
@@ -112,12 +143,12 @@ def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str
     rf_values = None
     if microops and not functional:
         raise OptionError("micro-op mode needs values (--mode functional or both, config functional=true)")
-    if functional and (not timing or cfg.cycle_mode == "bitexact" or microops):
+    if functional and (not timing or cfg.cycle_mode == "bitexact" or microops or batch is not None):
         if microops:
             from .microops import micro_machine
             run.machine = micro_machine(cfg, prog.segments)
         else:
-            run.machine = Machine(cfg, prog.segments)
+            run.machine = Machine(cfg, prog.segments, batch=batch)
         _inputs_to_dram(run.machine, inputs)
         rf_values, hook = _rf_recorder(prog) if cfg.cycle_mode == "bitexact" else (None, None)
         run_functional(prog, cfg, run.machine, hook=hook)
@@ -153,21 +184,28 @@ def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str
                 plot_gantt(tl, gantt)
             if trace:
                 write_chrome_trace(tl, trace)
-    outputs: dict[str, np.ndarray] = {}
+    per_sample: list[dict[str, np.ndarray]] = [{}] * (batch or 1)
     if run.machine is not None:
         if microops:
             extra["microops"] = run.machine.micro
-        outputs = run.machine.dram_outputs()
-        for addr, n in parse_dump(dump) if dump else []:
-            outputs[f"dram_0x{addr:x}"] = run.machine.dram.read(addr, n)
-        extra["dram_outputs"] = {k: int(v.size) for k, v in outputs.items()}
+        samples = [None] if batch is None else range(batch)
+        per_sample = []
+        for b in samples:
+            outputs = run.machine.dram_outputs(b)
+            dram = run.machine.dram if b is None else run.machine.dram.sample(b)
+            for addr, n in parse_dump(dump) if dump else []:
+                outputs[f"dram_0x{addr:x}"] = dram.read(addr, n)
+            per_sample.append(outputs)
+        extra["dram_outputs"] = {k: int(v.size) for k, v in per_sample[0].items()}
+        if batch is not None:
+            extra["batch"] = batch
     elif dump:
         raise OptionError("option dump needs values (--mode functional or both, config functional=true)")
     if warnings:
         extra["warnings"] = warnings
     stats.wall_s = time.perf_counter() - t0
     stats.extra = extra
-    return SimResult(outputs, stats, run)
+    return [SimResult(outputs, stats, run) for outputs in per_sample]
 
 
 def event_order(ops: TimingOps, tr: TimingResult) -> list[int]:
