@@ -125,14 +125,16 @@ def simulate_compiled(model, cfg: CherryConfig, inputs: dict[str, np.ndarray] | 
 
 
 def run_batch(compiled: CompileResult, inputs: dict[str, np.ndarray], progress=None):
-    """``Target.run_compiled``: one simulation per sample (statistics of the last one)."""
+    """``Target.run_compiled``: one simulation per sample; the cycle model runs on the first one
+    only (the programs' control does not depend on the data) and gives the statistics."""
     model = compiled.program
     n = len(next(iter(inputs.values())))
     outs: dict[str, list[np.ndarray]] = {}
     st = Stats()
     for i in range(n):
         sample = {k: np.asarray(v[i:i + 1]) for k, v in inputs.items()}
-        res, st, _ = simulate_compiled(model, model.config, sample)
+        res, st_i, _ = simulate_compiled(model, model.config, sample, mode="both" if i == 0 else "functional")
+        st = st_i if i == 0 else st
         for k, v in res.items():
             outs.setdefault(k, []).append(v[0] if v.shape[:1] == (1,) else v)
         if progress is not None:
