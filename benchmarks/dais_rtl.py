@@ -170,6 +170,38 @@ def da4ml_rtl(comb, name, cutoff, work: Path):
     return srcs, stages
 
 
+def _cached_pair(ours, theirs):
+    """Cached syntheses of both designs of a pair (nnisa's and da4ml's ``(sources, top)``) by one
+    Yosys: the one in use, else the other kind (native / WebAssembly) when it is installed and has
+    both; ``(None, None)`` otherwise (a pair is never split across two Yosys)."""
+    from nnisa.targets.dais.rtl.synth import synthesize
+    from nnisa.targets.dais.rtl.tools import HdlToolMissing, yosys_tool
+    first = yosys_tool()[0]
+    for kind in (first, "wasm" if first == "native" else "native"):
+        old = os.environ.get("NNISA_YOSYS")
+        os.environ["NNISA_YOSYS"] = kind
+        try:
+            got = [synthesize(s, t, cached_only=True) for s, t in (ours, theirs)]
+        except HdlToolMissing:
+            got = [None, None]
+        finally:
+            os.environ.pop("NNISA_YOSYS") if old is None else os.environ.__setitem__("NNISA_YOSYS", old)
+        if None not in got:
+            return tuple(got)
+    return None, None
+
+
+def _yosys_of(*results) -> str:
+    """'0.23 native', '0.70 wasm' (or both, comma-separated) of a row's synthesis results."""
+    seen = []
+    for r in results:
+        if r is not None:
+            v = f"{r['yosys'].split()[1]} {r.get('yosys_kind', '?')}"
+            if v not in seen:
+                seen.append(v)
+    return ", ".join(seen)
+
+
 def synth_both(p, comb, work: Path, p_pipe=None, cached_only=False):
     """Yosys counts of nnisa's design of ``p`` (pipelined: of ``p_pipe``, default ``p``) and
     da4ml's of ``comb``, combinational and pipelined at ``CUTOFF``: ``(ours, ours_pipe,
@@ -183,7 +215,9 @@ def synth_both(p, comb, work: Path, p_pipe=None, cached_only=False):
     srcs_p, da_stages = da4ml_rtl(comb, "dap", CUTOFF, work)
     jobs = [({"nn.v": emit(p, name="nn")[0]}, "nn"), ({"nnp.v": text_p}, "nnp"), (srcs, "da"), (srcs_p, "dap")]
     if cached_only:
-        got = [synthesize(s, t, cached_only=True) for s, t in jobs]
+        got = [None] * 4
+        got[0], got[2] = _cached_pair(jobs[0], jobs[2])
+        got[1], got[3] = _cached_pair(jobs[1], jobs[3])
         if got[1] is None or got[3] is None:
             return None
         if got[0] is None or got[2] is None:
@@ -212,8 +246,8 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
           "folded into their adder trees (both designs).\n")
     print("| problem | nnisa adders | da4ml adders | nnisa LUTs | da4ml LUTs | ratio | nnisa adders (pipe) | "
           "nnisa LUTs (pipe) | da4ml LUTs (pipe) | ratio (pipe) | nnisa FFs | da4ml FFs | nnisa stages | "
-          "da4ml stages | synth time |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "da4ml stages | synth time | Yosys |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     ratios, depth_ok = [], True
     cases = CASES[:n_cases]
     with tempfile.TemporaryDirectory() as td:
@@ -256,14 +290,15 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
                 ratios_p.append(rp)
                 print(f"| {name} | {p.stats()['n_adders']} | {da_add} | — | — | — | "
                       f"{pp.stats()['n_adders']} | {ours_p['luts']} | {theirs_p['luts']} | {rp:.3f} | {ours_p['ffs']} | "
-                      f"{theirs_p['ffs']} | {ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s |",
-                      flush=True)
+                      f"{theirs_p['ffs']} | {ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s | "
+                      f"{_yosys_of(ours_p, theirs_p)} |", flush=True)
                 continue
             r = ours["luts"] / theirs["luts"]
             ratios.append((r, rp))
             print(f"| {name} | {p.stats()['n_adders']} | {da_add} | {ours['luts']} | {theirs['luts']} | {r:.3f} | "
                   f"{pp.stats()['n_adders']} | {ours_p['luts']} | {theirs_p['luts']} | {rp:.3f} | {ours_p['ffs']} | "
-                  f"{theirs_p['ffs']} | {ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s |",
+                  f"{theirs_p['ffs']} | {ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s | "
+                  f"{_yosys_of(ours, theirs)}{' / pipe ' + _yosys_of(ours_p, theirs_p) if _yosys_of(ours_p, theirs_p) != _yosys_of(ours, theirs) else ''} |",
                   flush=True)
         # pipeline depth needs no synthesis: every row, synthesized or not
         depth_rows = []
@@ -297,6 +332,9 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
           f"than da4ml's at the same cutoff: {'yes' if depth_ok else 'NO'}.\n")
     print("Goal: median ≤ 1.0 and worst ≤ 1.05; depth ≤ da4ml's.\n")
     print(SYNTH_TIME_NOTE)
+    print("Yosys: the version and kind that synthesized the row (each row's four designs compare nnisa with da4ml "
+          "under one Yosys; a native `yosys` on PATH is used when present, the WebAssembly build otherwise; "
+          "`--cached-only` takes a row from either kind's cache).\n")
 
 
 def emitter_table(n_cases, budget_s=None):

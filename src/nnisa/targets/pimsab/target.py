@@ -90,6 +90,13 @@ class PimsabTarget(Target):
         from .sim.simulate import simulate_pimsab
         return simulate_pimsab(program, config=config, inputs=inputs, **options)
 
+    # --- native batching (issue 30): one pass for many samples; the rest of the face is per sample
+    def simulate_batch(self, program: PimsabProgram, *, config: Any = None, inputs=(), **options: Any):
+        """:meth:`simulate` for a list of ``inputs`` dicts in one batched pass (one
+        :class:`SimResult` per sample); see :func:`nnisa.targets.pimsab.sim.simulate.simulate_pimsab_batch`."""
+        from .sim.simulate import simulate_pimsab_batch
+        return simulate_pimsab_batch(program, config=config, inputs=list(inputs), **options)
+
     def compile(self, model: str | Path, *, config: Any = None, out_dir: str | Path | None = None,
                 **options: Any):
         """ONNX model → the frontend's quantized graph → per-layer DSL programs (spec §4.11); see

@@ -71,13 +71,16 @@ class Compiled:
         """:meth:`run` for many samples in one batched simulation; returns ``(outputs by name per
         sample, SimResult of the first sample)``."""
         from ..sim.simulate import simulate_pimsab_batch
-        res = simulate_pimsab_batch(self.program, config=self.config, inputs=[self.inputs(v) for v in values],
+        images = self.layout.pack_batch(values)
+        res = simulate_pimsab_batch(self.program, config=self.config, inputs=[{"dram_0x0": im} for im in images],
                                     mode=mode, **options)
         m, t = res[0].details.machine, self.schedule.op.dtype
         if m is None:
             return [{} for _ in values], res[0]
-        views = [m.dram.sample(b) for b in range(len(values))] if m.batch is not None else [m.dram]
-        outs = [self.layout.unpack(v.read) for v in views]
+        if m.batch is None:   # micro-op mode ran the samples one by one
+            outs = [self.layout.unpack(r.details.machine.dram.read) for r in res]
+        else:
+            outs = self.layout.unpack_batch(m.dram.read, len(values))
         return [{k: host_float(wrap(v, t), t) for k, v in o.items()} for o in outs], res[0]
 
     def reference(self, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
