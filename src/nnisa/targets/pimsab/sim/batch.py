@@ -37,6 +37,8 @@ def _uniform(arr: np.ndarray) -> np.ndarray:
 class BatchTileState:
     """CRAM rows (shared or per sample), mask/carry latches and RF of one tile for B samples."""
 
+    fast = True    # :mod:`.compute` may use the compiled kernels of :mod:`.cram_nb`
+
     def __init__(self, cfg: PimsabConfig, tile: int, batch: int) -> None:
         self.tile = tile
         self.B = batch

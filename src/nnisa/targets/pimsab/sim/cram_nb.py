@@ -95,3 +95,57 @@ def scatter_words(st: np.ndarray, off: int, values: np.ndarray, enable: np.ndarr
     [off, off+n) of the bytes, in place; ``enable`` (1 | B, n) or :data:`NO_ENABLE`."""
     if st.shape[0]:
         _scatter(st, off, np.ascontiguousarray(values, np.uint64), enable, enable.shape[0] > 0)
+
+
+@nb.njit(cache=True, inline="always")
+def _ext(v, bits, signed):
+    """Low ``bits`` of a uint64 pattern, sign-extended to 64 bits when ``signed``."""
+    if bits < 64:
+        v &= (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
+        if signed and (v >> np.uint64(bits - 1)) & np.uint64(1):
+            v |= ~((np.uint64(1) << np.uint64(bits)) - np.uint64(1))
+    return v
+
+
+@nb.njit(cache=True)
+def _mac(a, b, acc, pa, sa, pb, sb, pin, sin, pd, out):
+    B, n = out.shape
+    m = np.uint64(0xFFFFFFFFFFFFFFFF) if pd >= 64 else (np.uint64(1) << np.uint64(pd)) - np.uint64(1)
+    for s in range(B):
+        ia, ib, ic = min(s, a.shape[0] - 1), min(s, b.shape[0] - 1), min(s, acc.shape[0] - 1)
+        for i in range(n):
+            r = _ext(acc[ic, i], pin, sin) + _ext(a[ia, i], pa, sa) * _ext(b[ib, i], pb, sb)
+            out[s, i] = r & m
+
+
+def mac_words(a, b, acc, pa, pb, pin, pd: int) -> np.ndarray:
+    """Integer ``mac`` on word arrays ((1 | B, n) uint64 raw patterns; ``pa``/``pb``/``pin`` are
+    :class:`..precision.Precision`): ``(acc + a × b) mod 2^pd``, the kernel of
+    :func:`.compute.mac` (whose NumPy code is the reference)."""
+    out = np.empty((max(a.shape[0], b.shape[0], acc.shape[0]), a.shape[1]), np.uint64)
+    _mac(a, b, acc, pa.bits, pa.signed, pb.bits, pb.signed, pin.bits, pin.signed, pd, out)
+    return out
+
+
+@nb.njit(cache=True)
+def _group_sum(v, groups, g, inner, pa, sa, pd, out):
+    B = v.shape[0]
+    m = np.uint64(0xFFFFFFFFFFFFFFFF) if pd >= 64 else (np.uint64(1) << np.uint64(pd)) - np.uint64(1)
+    out[:] = 0
+    for s in range(B):
+        for q in range(groups):
+            base = q * g * inner
+            for i in range(inner):
+                acc = np.uint64(0)
+                for k in range(g):
+                    acc += _ext(v[s, base + k * inner + i], pa, sa)
+                out[s, base + i] = acc & m
+
+
+def group_sum_words(v, g: int, inner: int, pa, pd: int) -> np.ndarray:
+    """Integer reductions on (1 | B, groups·g·inner) words: position ``q·g·inner + i`` gets the sum
+    of the g elements ``q·g·inner + k·inner + i`` (k < g), mod 2^pd; every other position 0
+    (``reduce_tile``: inner = CRAM columns; ``reduce_cram``: inner = 1)."""
+    out = np.empty(v.shape, np.uint64)
+    _group_sum(np.ascontiguousarray(v), v.shape[1] // (g * inner), g, inner, pa.bits, pa.signed, pd, out)
+    return out
