@@ -6,6 +6,7 @@
 3. A small ``nnisa compare`` of the bundled models: every target compiles and simulates them on
    their test images, compared with onnxruntime, side by side (one row per target and model; a
    target that cannot take a model says why).
+Step 2 runs in a second process while step 3 runs (``NNISA_DEMO_JOBS=1``: one after the other).
 Pictures go to ``demo_out/`` (latency against energy and the per-target breakdown of step 3, a
 per-core Gantt chart of PIMCOMP-NN's ResNet-18).
 
