@@ -12,13 +12,13 @@ the host, in float, and say so in their report.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from ..core.errors import ConfigError, UnsupportedError
-from ..core.options import OptionSpec
+from ..core.options import option, option_specs
 from .calibration import METHODS, calibration_inputs
 from .ir import Graph, Node
 from .quant import LUT_OPS, MOVE_OPS, QGraph, quantize
@@ -28,14 +28,26 @@ QUANTIZABLE = set(MOVE_OPS) | set(LUT_OPS) | {
     "Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Relu", "Clip", "AveragePool", "GlobalAveragePool",
     "ReduceMean", "ReduceSum", "Max", "Min", "Concat", "Softmax"}
 
+@dataclass
+class QuantOptions:
+    """The quantization options every quantizing target takes (``-O key=value`` of compile/run,
+    and ``--calibration FILE`` as ``calib``); a target's compile options extend this class."""
+
+    calibration: str = option("max", "activation range: max-abs, a percentile of |x|, or min MSE", choices=METHODS)
+    percentile: float = option(99.99, "percentile of |x| for calibration=percentile", minimum=50.0, maximum=100.0)
+    per_channel: bool = option(True, "one weight scale per output channel (else per tensor)")
+    calib_samples: int = option(64, "size of the default calibration set", minimum=1, maximum=1 << 16)
+    #: calibration data (``--calibration FILE``: arrays or a .npy/.npz/.csv path); not an -O option
+    calib: Any = None
+
+    def quant_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`prepare_qgraph` these options give."""
+        return {"calib": self.calib, "calibration": self.calibration, "percentile": self.percentile,
+                "per_channel": self.per_channel, "calib_samples": self.calib_samples}
+
+
 #: the quantization options every compiling target declares (``-O key=value`` of compile/run)
-QUANT_OPTIONS = (
-    OptionSpec("calibration", str, "max", METHODS, "activation range: max-abs, a percentile of |x|, or min MSE"),
-    OptionSpec("percentile", float, 99.99, None, "percentile of |x| for calibration=percentile",
-               minimum=50.0, maximum=100.0),
-    OptionSpec("per_channel", bool, True, None, "one weight scale per output channel (else per tensor)"),
-    OptionSpec("calib_samples", int, 64, None, "size of the default calibration set", minimum=1, maximum=1 << 16),
-)
+QUANT_OPTIONS = option_specs(QuantOptions)
 
 #: a target's check: ``(node, graph) -> reason or None``
 Check = Callable[[Node, Graph], "str | None"]

@@ -56,19 +56,14 @@ def model_row(target_name: str, model_path: str | Path, *, samples: int = 4, con
 
 
 def bench_row(target_name: str, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
-    """Run a built-in workload (:meth:`Target.bench`) → a flat row (``time_ns`` counts as latency,
-    ``energy_j`` as energy)."""
+    """Run a built-in workload (:meth:`Target.bench`, its :class:`~nnisa.core.target.Stats`) → a flat row."""
     t = get_target(target_name)
-    if workload not in t.workloads():
-        t._unknown_workload(workload)
+    t.check_workload(workload)
     t0 = time.perf_counter()
-    rep = t.bench(workload, config=config, **options)
+    rep = t.bench(workload, config=config, **options).to_dict()
     row = {k: rep.get(k) for k in METRICS if k in rep}
-    if row.get("latency_ns") is None and isinstance(rep.get("time_ns"), (int, float)):
-        row["latency_ns"] = float(rep["time_ns"])
-    if row.get("energy_pj") is None and isinstance(rep.get("energy_j"), (int, float)):
-        row["energy_pj"] = float(rep["energy_j"]) * 1e12  # workloads that report joules (pimsab)
-    row.setdefault("wall_s", time.perf_counter() - t0)
+    if row.get("wall_s") is None:
+        row["wall_s"] = time.perf_counter() - t0
     row["area_proxy"], row["area_unit"] = _area(t, config, rep)
     row["extra"] = _scalars(rep, METRICS + ("summary",))
     return row

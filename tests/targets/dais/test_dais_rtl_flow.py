@@ -71,7 +71,7 @@ def test_compiled_network_with_lookup_tables_cosim():
 
 @pytest.fixture(scope="module")
 def digits_mlp_program():
-    from nnisa.targets.dais.compiler.netcompile import compile_model
+    from nnisa.targets.dais.compiler import compile_model
     res = compile_model(bundled_model_path("digits_mlp"))
     return res
 

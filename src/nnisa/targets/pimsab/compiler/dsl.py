@@ -61,8 +61,8 @@ class Compiled:
 
     def run(self, values: dict[str, np.ndarray], *, mode: str = "functional", **options: Any):
         """Simulate with these input tensors; returns ``(outputs by name, SimResult)``."""
-        from ..sim.simulate import simulate_pimsab
-        res = simulate_pimsab(self.program, config=self.config, inputs=self.inputs(values), mode=mode, **options)
+        from ..sim.simulate import simulate
+        res = simulate(self.program, config=self.config, inputs=self.inputs(values), mode=mode, **options)
         outs = self.layout.unpack(res.details.machine.dram.read) if res.details.machine is not None else {}
         t = self.schedule.op.dtype
         return {k: host_float(wrap(v, t), t) for k, v in outs.items()}, res

@@ -2,14 +2,15 @@
 
 The compiled folder holds one program image per device program (``NN_<layer>_<role>.psab``, the
 spec §2.6 container), the compile report (``compile_report.json``) and ``manifest.json``.
-:func:`run_compiled` runs a batch: every sample through the layers (device programs in the
-functional simulator, host layers with the frontend's integer semantics); the first sample is
+:func:`simulate_batch` runs samples through the layers (device programs in the functional
+simulator, host layers with the frontend's integer semantics); the first sample of a run is
 also timed, giving per-layer and total cycles and energy (the programs are data-independent in
 the ``simulator`` cycle mode).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -29,15 +30,14 @@ def quantized_graph(model, calib=None, bits: int = 8):
     from ....frontend.models import bundled_inputs_for
     g = load_model(model)
     if calib is None:
-        calib = bundled_inputs_for(model, samples=64) if isinstance(model, (str, Path)) else None
+        calib = bundled_inputs_for(model, samples=64) if isinstance(model, (str, os.PathLike)) else None
     if calib is None:  # spec §4.11: 8 samples of N(0, 1), seed 0
         shape = (8,) + tuple(g.inputs[0].shape[1:])
         calib = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     return quantize(g, calib, bits=bits, scale_mode="pow2", per_channel=False)
 
 
-def compile_model(model, *, config: Any = None, out_dir=None, calib=None, bits: int = 8,
-                  **_: Any) -> CompileResult:
+def compile_network(model, *, config: Any = None, out_dir=None, calib=None, bits: int = 8) -> CompileResult:
     """ONNX model → quantized graph → per-layer DSL programs (see the module docstring)."""
     t0 = time.perf_counter()
     cfg = load_config(config)
@@ -65,11 +65,10 @@ def compile_model(model, *, config: Any = None, out_dir=None, calib=None, bits: 
         from ....frontend import evaluate_quantized
         return evaluate_quantized(qg, encode(sample))
 
-    res = CompileResult(program=[p.compiled.program for _, p in programs], files=files, report=report,
-                        encode_inputs=encode, reference=reference,
-                        decode_outputs=lambda outs: {k: qg.dequantize(k, v)[0] for k, v in outs.items()})
-    res.qgraph, res.layers, res.config = qg, layers, cfg
-    return res
+    return CompileResult(program=[p.compiled.program for _, p in programs], files=files, report=report,
+                         encode_inputs=encode, reference=reference,
+                         decode_outputs=lambda outs: {k: qg.dequantize(k, v)[0] for k, v in outs.items()},
+                         qgraph=qg, layers=layers, config=cfg)
 
 
 def _brief(r: dict) -> dict:
@@ -97,33 +96,21 @@ def _write_bundle(out_dir, model, cfg: PimsabConfig, qg, programs, report) -> di
     return {role: str(out / n) for role, n in names.items()} | {"manifest": str(out / "manifest.json")}
 
 
-def run_compiled(compiled: CompileResult, inputs: dict[str, np.ndarray], progress=None):
-    """Simulate a batch (leading axis = samples); see the module docstring."""
-    qg, layers = compiled.qgraph, compiled.layers
-    n = len(next(iter(inputs.values())))
-    outs: dict[str, list] = {}
-    exact = []
-    stats = Stats()
-    t0 = time.perf_counter()
-    for i in range(n):
-        sample = {k: v[i] for k, v in inputs.items()}
-        q = compiled.encode_inputs(sample)
-        r = run_network(qg, layers, q, mode="both" if i == 0 else "functional")
-        if i == 0:
-            first = r
-        ref = compiled.reference(sample)
-        exact.append(all(np.array_equal(r.outputs[k], ref[k]) for k in ref))
-        for k, v in compiled.decode_outputs(r.outputs).items():
-            outs.setdefault(k, []).append(v)
-        if progress is not None:
-            progress(i + 1, n)
-    cfg = compiled.config
-    stats.cycles = first.cycles
-    stats.latency_ns = first.cycles / cfg.clock_ghz
-    stats.energy_pj = first.energy_j * 1e12
-    stats.instructions = first.instructions
-    stats.wall_s = time.perf_counter() - t0
-    stats.extra = {"timing_model": f"pimsab-{cfg.cycle_mode} (spec 3.2-3.5), layers back to back from an idle "
-                                  "machine; host layers 0 cycles",
-                   "layers": first.layers, "energy_j": first.energy_j}
-    return {k: np.stack(v) for k, v in outs.items()}, stats, {"bit_exact": bool(all(exact))}
+def simulate_batch(compiled: CompileResult, samples: list[dict[str, np.ndarray]],
+                   first: int) -> tuple[list[dict[str, np.ndarray]], Stats | None]:
+    """``PimsabTarget.simulate_batch``: each sample through the layers; the run's first sample
+    (``first == 0``) also timed, its figures the run's statistics (``None`` otherwise)."""
+    qg, layers, cfg = compiled.qgraph, compiled.layers, compiled.config
+    outs, stats = [], None
+    for i, sample in enumerate(samples):
+        t0 = time.perf_counter()
+        timed = first + i == 0
+        r = run_network(qg, layers, compiled.encode_inputs(sample), mode="both" if timed else "functional")
+        outs.append(r.outputs)
+        if timed:
+            stats = Stats(cycles=r.cycles, latency_ns=r.cycles / cfg.clock_ghz, energy_pj=r.energy_j * 1e12,
+                          instructions=r.instructions, wall_s=time.perf_counter() - t0,
+                          extra={"timing_model": f"pimsab-{cfg.cycle_mode} (spec 3.2-3.5), layers back to back "
+                                                 "from an idle machine; host layers 0 cycles",
+                                 "layers": r.layers, "energy_j": r.energy_j})
+    return outs, stats

@@ -358,8 +358,8 @@ def run_network(qg: QGraph, layers: list[Layer], qinputs: dict[str, np.ndarray],
             for p in L.programs:
                 vals = p.feed(env) if mode != "timing" else None
                 if mode == "timing":
-                    from ..sim.simulate import simulate_pimsab
-                    res = simulate_pimsab(p.compiled.program, config=p.compiled.config.replace(functional=False),
+                    from ..sim.simulate import simulate
+                    res = simulate(p.compiled.program, config=p.compiled.config.replace(functional=False),
                                           mode="timing")
                     outs = {}
                 else:

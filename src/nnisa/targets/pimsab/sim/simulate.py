@@ -17,7 +17,7 @@ import numpy as np
 
 from ....core.errors import ConfigError, OptionError, SimError
 from ....core.fileio import write_atomic
-from ....core.target import SimResult, Stats
+from ....core.target import SimResult, Stats, check_mode
 from ..config import PimsabConfig, load_config, preset_for_hash
 from ..isa import build_isa
 from ..program import PimsabProgram, ZERO_SHA, check_program
@@ -26,8 +26,9 @@ from .machine import Machine, run_functional
 from .ops import KIND_NAMES, MN_NAMES, TimingOps, classify, lower
 from .timing import STATES, TimingResult, run_timing
 
+__all__ = ["PimsabRun", "check_values", "parse_dump", "simulate"]
+
 ISA = build_isa()
-MODES = ("functional", "timing", "both")
 CLASSES = ("compute", "dram", "network")
 
 
@@ -84,18 +85,17 @@ def _rf_recorder(prog: PimsabProgram) -> tuple[dict[int, tuple[int, ...]], Any]:
     return values, record
 
 
-def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
-                    mode: str | None = None, engine: str = "fast", trace: str | None = None,
-                    gantt: str | None = None, log: str | None = None, dump: str | None = None,
-                    max_cycles: int = 2_000_000_000, microops: bool = False, **_: Any) -> SimResult:
-    """Simulate a program; see the module docstring."""
+def simulate(prog: PimsabProgram, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
+             mode: str | None = None, engine: str = "fast", timeline: bool = False, log: str | None = None,
+             dump: str | None = None, max_cycles: int = 2_000_000_000, microops: bool = False,
+             **_: Any) -> SimResult:
+    """Simulate a program; see the module docstring.  ``timeline``: ``SimResult.timeline`` (one
+    track per tile stream) of a timed run."""
     t0 = time.perf_counter()
     if config is None and prog.config_sha != ZERO_SHA and (name := preset_for_hash(prog.config_sha)):
         config = name
     cfg = load_config(config)
-    mode = mode or "both"
-    if mode not in MODES:
-        raise OptionError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    mode = check_mode(mode)
     bad = check_program(prog, cfg)
     if bad is not None:
         i, msg = bad
@@ -107,6 +107,7 @@ def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str
         warnings.append(f"program was built for {'preset ' + name if name else 'another configuration'}; "
                         f"simulated with {preset_for_hash(cfg.sha256) or 'the given configuration'}")
     run = PimsabRun(cfg)
+    tl = None
     functional = mode in ("functional", "both") and cfg.functional
     timing = mode in ("timing", "both")
     rf_values = None
@@ -145,14 +146,9 @@ def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str
                       "static_by_component_j": run.energy["static_by_component_j"]})
         if log:
             write_atomic(log, instruction_log(prog, run.ops, tr))
-        if gantt or trace:
+        if timeline:
             from .timeline import to_timeline
             tl = to_timeline(prog, run.ops, tr, cfg)
-            from ....report.timeline import plot_gantt, write_chrome_trace
-            if gantt:
-                plot_gantt(tl, gantt)
-            if trace:
-                write_chrome_trace(tl, trace)
     outputs: dict[str, np.ndarray] = {}
     if run.machine is not None:
         if microops:
@@ -167,7 +163,7 @@ def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str
         extra["warnings"] = warnings
     stats.wall_s = time.perf_counter() - t0
     stats.extra = extra
-    return SimResult(outputs, stats, run)
+    return SimResult(outputs, stats, run, timeline=tl)
 
 
 def event_order(ops: TimingOps, tr: TimingResult) -> list[int]:
