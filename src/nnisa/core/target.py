@@ -4,8 +4,8 @@ The CLI, the API and the sweeps speak only this interface.  A target is a :class
 subclass (its *face*, ``targets/<isa>/target.py``) that binds the parts' entry points:
 
 * required class attributes — ``name``, ``description``, ``file_formats`` (a
-  :class:`~nnisa.core.formats.FormatTable`), ``options`` — are checked when the class is
-  defined (:meth:`Target.__init_subclass__`);
+  :class:`~nnisa.core.formats.FormatTable`), ``options``, ``example`` (an :class:`Example`
+  program) — are checked when the class is defined (:meth:`Target.__init_subclass__`);
 * required methods — :meth:`~Target.isa_markdown`, :meth:`~Target.assemble`,
   :meth:`~Target.disassemble`, :meth:`~Target.stats`, :meth:`~Target.simulate` — are abstract:
   a target missing one cannot be constructed;
@@ -45,7 +45,7 @@ MODES = ("both", "functional", "timing")
 #: the fast/reference switch of a simulator (``-O engine=``; ``path`` is its deprecated old name)
 ENGINES = ("fast", "reference")
 
-__all__ = ["CAPABILITIES", "ENGINES", "MODES", "CompileResult", "RunResult", "SimResult", "Stats", "Target",
+__all__ = ["CAPABILITIES", "ENGINES", "MODES", "CompileResult", "Example", "RunResult", "SimResult", "Stats", "Target",
            "check_mode", "get_target", "register_target", "run_samples", "simulate_stacked", "take_engine", "target_names",
            "unregister_target"]
 
@@ -176,6 +176,36 @@ class CompileResult:
     layers: list[Any] | None = None
 
 
+@dataclass(frozen=True)
+class Example:
+    """A small program every target ships: the contract suite (``tests/contract``) assembles,
+    converts, simulates and benches it, and the docs show it.
+
+    Attributes
+    ----------
+    text
+        The program in the target's assembly text.
+    config
+        The ``--config`` it needs (``None``: the target's default).
+    inputs
+        Simulation inputs (name → nested lists or arrays), if the program reads any.
+    sim_options
+        Further options of :meth:`Target.simulate` the example needs (e.g. the cycle model that
+        records a timeline).
+    workload
+        A built-in workload of ``nnisa bench`` that runs in a second or two, if any.
+    """
+
+    text: str
+    config: Any = None
+    inputs: dict[str, Any] | None = None
+    sim_options: dict[str, Any] = field(default_factory=dict)
+    workload: str | None = None
+
+    def sim_inputs(self) -> dict[str, np.ndarray] | None:
+        return None if self.inputs is None else {k: np.asarray(v) for k, v in self.inputs.items()}
+
+
 class RunResult(NamedTuple):
     """:meth:`Target.run_compiled`: float outputs (batch first), the statistics and the checks."""
 
@@ -235,6 +265,8 @@ class Target(abc.ABC):
     file_formats: ClassVar[FormatTable]
     #: every ``-O key=value`` option the target accepts, per command (validated by the CLI)
     options: ClassVar[tuple[OptionSpec, ...]] = ()
+    #: a small program (text, config, inputs) the contract suite and the docs use
+    example: ClassVar[Example]
     #: ``simulate(..., timeline=True)`` returns a :class:`~nnisa.report.timeline.Timeline`
     has_timeline: ClassVar[bool] = False
     #: bundled model (``nnisa.frontend.models``) the demo runs on this target, if any
@@ -246,7 +278,7 @@ class Target(abc.ABC):
     demo_workloads: ClassVar[tuple[tuple[str, str | None], ...]] = ()
 
     _REQUIRED: ClassVar[dict[str, type]] = {"name": str, "description": str, "file_formats": FormatTable,
-                                             "options": tuple}
+                                             "options": tuple, "example": Example}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Check the required class attributes when a target class is defined."""

@@ -12,6 +12,7 @@ the host, in float, and say so in their report.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -127,7 +128,9 @@ def prepare_qgraph(model: Any, target: str, *, check: Check | None = None, calib
     Parameters
     ----------
     model
-        ONNX path / bytes / ``ModelProto`` (a :class:`QGraph` is returned unchanged).
+        ONNX path / bytes / ``ModelProto``, or a :class:`~nnisa.frontend.prepared.PreparedModel`
+        (imported once; the result is computed once per settings and copied), or a
+        :class:`QGraph` (returned unchanged).
     target : str
         Target name (messages).
     check : callable, optional
@@ -140,16 +143,27 @@ def prepare_qgraph(model: Any, target: str, *, check: Check | None = None, calib
     calib_samples : int
         Size of the default calibration set.
     """
-    from .onnx_import import load_model
+    from .prepared import PreparedModel, load_model
     if isinstance(model, QGraph):
         return model
     if calibration not in METHODS:
         raise ConfigError(f"unknown calibration method {calibration!r}; choose from {METHODS}")
+
+    def make(g: Graph) -> QGraph:
+        data = calibration_inputs(g, calib, samples=calib_samples)
+        return quantize(g, data, bits=bits, per_channel=per_channel, scale_mode=scale_mode, calibration=calibration,
+                        percentile=percentile)
+
+    if isinstance(model, PreparedModel):  # imported once; quantized once per settings (and calibration file)
+        model.check(lambda g: check_graph(g, target, check))
+        if calib is None or isinstance(calib, (str, os.PathLike)):
+            key = ("pow2" if scale_mode == "pow2" else scale_mode, bits, per_channel, calibration, percentile,
+                   calib_samples, None if calib is None else str(calib))
+            return model.quantized(key, make)
+        return make(model.graph())
     g = load_model(model)
     check_graph(g, target, check)
-    data = calibration_inputs(g, calib, samples=calib_samples)
-    return quantize(g, data, bits=bits, per_channel=per_channel, scale_mode=scale_mode, calibration=calibration,
-                    percentile=percentile)
+    return make(g)
 
 
 def split_float_tail(qg: QGraph) -> tuple[QGraph, Callable[[dict], dict] | None, list[str]]:

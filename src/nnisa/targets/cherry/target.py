@@ -10,7 +10,7 @@ from typing import Any
 
 from ...core.options import OptionSpec as O
 from ...core.options import option_specs
-from ...core.target import ENGINES, CompileResult, Stats, Target
+from ...core.target import Example, ENGINES, CompileResult, Stats, Target
 from . import isa
 from .compiler import compile_model
 from .config import PRESETS, CherryCompileOptions, CherryConfig, load_config
@@ -35,6 +35,9 @@ class CherryTarget(Target):
     file_formats = files.FORMATS
     has_timeline = True
     demo_workloads = (("fast_relu", None), ("matmul1024", "sz32"))
+    example = Example(".sz 4\n.loop 0 iterations=4\n.apu 0 = i\n.apu 1 = i\n.apu 2 = i\nstart_independent_loop 0\n"
+                      "    mem_read 0, 1\n    load 0, INPUT\n    relu\n    store 0, OUTPUT\n    mem_write 0, 2\n"
+                      "end_loop 0\n", inputs={"dram": [[-1.5] * 16, [2.0] * 16, [0.0] * 16]}, workload="fast_relu")
     options = (
         O("encoding", str, None, ("canonical", "cherrycore"), "instruction encoding written (default: config)",
           ("asm", "convert")),

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...core.options import OptionSpec as O
 from ...core.options import option_specs
-from ...core.target import CompileResult, Stats, Target, simulate_stacked
+from ...core.target import Example, CompileResult, Stats, Target, simulate_stacked
 from . import isa
 from .compiler import DaisCompileOptions, compile_model
 from .formats import files
@@ -30,6 +30,9 @@ class DaisTarget(Target):
     description = "da4ml Distributed Arithmetic Instruction Set (combinational fixed-point DA programs)"
     file_formats = files.FORMATS
     demo_workloads = (("cmvm-256", None),)
+    example = Example(".dais 1\n.inputs 2 shifts 0 0\n.outputs 2\n%0 = input 0 : (1,3,0)\n%1 = input 1 : (1,3,0)\n"
+                      "%2 = sub %0, %1, 0 : (1,4,0)\n%3 = add %2, %1, 2 : (1,5,0)\nout 0 = %3\nout 1 = -%2\n",
+                      inputs={"x": [[1, 2], [3, -4]]}, workload="cmvm-64")
     options = (
         O("format", str, "v1", ("v1", "v0", "legacy"), "binary format written", ("asm", "convert")),
         O("firmware_version", int, None, None, "firmware version stored in v1 binaries", ("asm", "convert"),

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...core.options import OptionSpec as O
 from ...core.options import option_specs
-from ...core.target import ENGINES, CompileResult, Stats, Target
+from ...core.target import Example, ENGINES, CompileResult, Stats, Target
 from .compiler import PimCompileOptions, compile_model
 from .compiler.options import SCHEDULES
 from .compiler.run import simulate_stream
@@ -37,6 +37,8 @@ class PimTarget(Target):
     has_timeline = True
     demo_variants = (("throughput, 16 images", {"schedule": "throughput", "images": 16}),)
     demo_workloads = (("resnet18-pimcomp", None),)
+    example = Example(".chip_cores 1\n.core 0\n  setbw 8, 8\n  sldi $r0, 0\n  sldi $r1, 64\n  sldi $r2, 128\n  lldi $r0, 3, 16\n"
+                      "  lldi $r1, -5, 16\n  vvadd $r2, $r0, $r1, 16\n  vrelu $r1, $r2, 16\n", workload="functional")
     options = (
         O("word_bits", int, 64, (32, 64), "instruction word size of NNPI binaries", ("isa", "asm", "convert")),
         O("extended", bool, False, None, "extended encoding (wider fields; needed for > 16 array groups)",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.options import OptionSpec as O
-from ...core.target import ENGINES, CompileResult, Stats, Target
+from ...core.target import Example, ENGINES, CompileResult, Stats, Target
 from .compiler import compile_model
 from .config import PRESETS, load_config
 from .formats.files import FORMATS, check, program_config
@@ -33,6 +33,7 @@ class PimsabTarget(Target):
     has_timeline = True
     demo_workloads = (("vadd", None), ("gemv", None))
     demo_model = "digits_cnn"
+    example = Example(".tile 0\nadd r16, i9, r0, i8, r8, i8\n", workload="vadd")
     options = (
         O("lenient", bool, False, None, "decode words with nonzero reserved bits", ("disasm", "stats", "convert")),
         O("engine", str, "fast", ENGINES, "timing engine: numba (fast) or the Python reference",

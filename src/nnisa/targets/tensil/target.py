@@ -11,7 +11,7 @@ from typing import Any
 
 from ...core.options import OptionSpec as O
 from ...core.options import option_specs
-from ...core.target import ENGINES, CompileResult, Stats, Target
+from ...core.target import Example, ENGINES, CompileResult, Stats, Target
 from .compiler import TensilCompileOptions, compile_model
 from .config import PRESETS, load_arch
 from .formats import files
@@ -36,6 +36,8 @@ class TensilTarget(Target):
     has_timeline = True
     demo_model = "digits_mlp"
     demo_workloads = (("resnet20-baseline", None),)
+    example = Example("loadweights local[0], 5\nmatmul local[5], acc[0], 2\n", config="tiny4x4",
+                      sim_options={"timing": "detailed"}, workload="scalesim-test")
     options = (
         O("extended", bool, False, None, ".tasm: spell instructions Tensil's dialect cannot (lossy otherwise)",
           ("asm", "convert")),

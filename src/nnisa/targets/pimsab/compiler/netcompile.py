@@ -25,16 +25,23 @@ from .network import lower_model, run_network
 
 
 def quantized_graph(model, calib=None, bits: int = 8):
-    """The frontend's quantized graph of a model (pow2 scales, per-tensor weights: spec Decision 13)."""
-    from ....frontend import load_model, quantize
+    """The frontend's quantized graph of a model (pow2 scales, per-tensor weights: spec Decision 13);
+    a prepared model is quantized once per ``bits`` (without ``calib``)."""
+    from ....frontend import PreparedModel, load_model, quantize
     from ....frontend.models import bundled_inputs_for
-    g = load_model(model)
-    if calib is None:
-        calib = bundled_inputs_for(model, samples=64) if isinstance(model, (str, os.PathLike)) else None
-    if calib is None:  # spec §4.11: 8 samples of N(0, 1), seed 0
-        shape = (8,) + tuple(g.inputs[0].shape[1:])
-        calib = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    return quantize(g, calib, bits=bits, scale_mode="pow2", per_channel=False)
+
+    def make(g):
+        data = calib
+        if data is None:
+            data = bundled_inputs_for(model, samples=64) if isinstance(model, (str, os.PathLike)) else None
+        if data is None:  # spec §4.11: 8 samples of N(0, 1), seed 0
+            shape = (8,) + tuple(g.inputs[0].shape[1:])
+            data = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        return quantize(g, data, bits=bits, scale_mode="pow2", per_channel=False)
+
+    if isinstance(model, PreparedModel) and calib is None:
+        return model.quantized(("pimsab", bits), make)
+    return make(load_model(model))
 
 
 def compile_network(model, *, config: Any = None, out_dir=None, calib=None, bits: int = 8) -> CompileResult:

@@ -37,6 +37,8 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
     ``timeline`` (the detailed model only): ``SimResult.timeline``, one track per unit."""
     engine = take_engine(options)
     mode = check_mode(mode)
+    if timeline and (timing != "detailed" or mode == "functional"):
+        raise OptionError("a timeline (--gantt/--trace) comes from the detailed cycle model: -O timing=detailed")
     if timing not in TIMING_MODELS:
         raise OptionError(f"unknown timing model {timing!r} (choose {', '.join(TIMING_MODELS)})")
     if config is not None:
