@@ -16,7 +16,7 @@ from nnisa.targets.pim.compiler import compile_program, quantize_model
 from nnisa.targets.pim.sim.functional import run_functional
 from nnisa.targets.pim.target import PimTarget
 
-from compiler_helpers import assert_bit_exact, quantized, run_sample, small_config
+from .compiler_helpers import assert_bit_exact, quantized, run_sample, small_config
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 from nnisa.targets.pim.compiler import compile_program
 
-from compiler_helpers import resnet18_quantized, run_sample
+from .compiler_helpers import resnet18_quantized, run_sample
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 import pytest
-from compiler_helpers import quantized, small_config
+from .compiler_helpers import quantized, small_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

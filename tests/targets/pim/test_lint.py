@@ -14,7 +14,7 @@ from nnisa.frontend.models import make_lenet
 from nnisa.targets.pim.compiler import compile_program
 from nnisa.targets.pim.lint import lint_program
 
-from compiler_helpers import cli, quantized, small_config
+from .compiler_helpers import cli, quantized, small_config
 
 PIM = get_target("pim")
 

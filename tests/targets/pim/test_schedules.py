@@ -20,7 +20,7 @@ from nnisa.targets.pim.compiler.throughput import layer_stages
 from nnisa.targets.pim.sim.stream import stream_figures
 from nnisa.targets.pim.sim.timing import simulate_timing
 
-from compiler_helpers import assert_bit_exact, quantized, small_config
+from .compiler_helpers import assert_bit_exact, quantized, small_config
 
 GM = -10          # the global memory's node in ``TimingResult.noc_bytes``
 
@@ -300,7 +300,7 @@ def test_cli_run_and_sim_report_latency_and_period(tmp_path, capsys):
 
 
 def test_cli_sim_of_a_throughput_bundle(tmp_path, capsys):
-    from compiler_helpers import cli
+    from .compiler_helpers import cli
     path = tmp_path / "mlp.onnx"
     onnx.save(make_mlp(), path)
     for images in (2, 6):                       # the MLP's pipeline has 3 stages

@@ -15,7 +15,7 @@ from nnisa.targets.pim.lint import lint_program
 from nnisa.targets.pim.sim.functional import run_functional
 from nnisa.targets.pim.sim.timing import simulate_timing
 
-from compiler_helpers import resnet18_quantized, run_sample
+from .compiler_helpers import resnet18_quantized, run_sample
 
 pytestmark = pytest.mark.slow
 

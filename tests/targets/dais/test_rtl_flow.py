@@ -16,7 +16,7 @@ from nnisa.targets.dais.sim.interp import run
 
 from .rtl_programs import edge_inputs, random_program
 from .rtl_tools import require
-from .test_dais_netcompile import _mlp
+from .test_netcompile import _mlp
 
 
 def test_convert_writes_verilog_and_vhdl(tmp_path, capsys):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tensil_data import BUILDS, ESTIMATOR, GOLDEN_CLASSES, build, tensil_dir, xor
+from .tensil_data import BUILDS, ESTIMATOR, GOLDEN_CLASSES, build, tensil_dir, xor
 
 from nnisa.cli import main
 from nnisa.targets.tensil.config import PRESETS
