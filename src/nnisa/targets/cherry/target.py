@@ -15,7 +15,7 @@ from . import isa
 from .compiler import compile_model
 from .config import PRESETS, CherryCompileOptions, CherryConfig, load_config
 from .formats import files
-from .formats.binary import decode_image, encode_image
+from .formats.binary import encode_image
 from .program import Program
 from .sim.simulate import simulate
 
@@ -71,8 +71,7 @@ class CherryTarget(Target):
         return encode_image(program, options.get("encoding"))
 
     def decode(self, data: bytes, *, config: Any = None, **options: Any) -> Program:
-        cfg = load_config(config)
-        return decode_image(data, cfg.sz, options.get("encoding") or cfg.encoding)
+        return files.decode(data, config=config, encoding=options.get("encoding"))
 
     def stats(self, program: Any, **options: Any) -> dict[str, Any]:
         return files.stats_of(program)

@@ -13,8 +13,8 @@ from ...core.options import OptionSpec as O
 from ...core.target import Example, ENGINES, CompileResult, Stats, Target
 from .compiler import compile_model
 from .config import PRESETS, load_config
-from .formats.files import FORMATS, check, program_config
-from .formats.image import decode_image, encode_image
+from .formats.files import FORMATS, decode, program_config
+from .formats.image import encode_image
 from .formats.text import assemble_text, disassemble
 from .isa import build_isa
 from .program import PimsabProgram
@@ -77,8 +77,7 @@ class PimsabTarget(Target):
 
     def decode(self, data: bytes, *, lenient: bool = False, file: str | None = None, config: Any = None,
                **options: Any) -> PimsabProgram:
-        prog = decode_image(data, lenient=lenient, file=file)
-        return check(prog, program_config(prog, config), file)
+        return decode(data, lenient=lenient, file=file, config=config)
 
     def stats(self, program: PimsabProgram, *, config: Any = None, **options: Any) -> dict[str, Any]:
         return program_stats(program, program_config(program, config))

@@ -26,7 +26,7 @@ from .binary import decode_image, decode_words, encode_image, encode_words
 from .bundle import CompiledModel, read_bundle
 from .text import assemble, disassemble
 
-__all__ = ["FORMATS", "assemble_for", "decode_packets", "encode_packets", "read_program", "stats_of", "text_of",
+__all__ = ["FORMATS", "assemble_for", "decode", "decode_packets", "encode_packets", "read_program", "stats_of", "text_of",
            "write_program"]
 
 MAX_PACKET_WORDS = 63
@@ -110,6 +110,11 @@ def assemble_for(text: str, *, file: str | None = None, config: Any = None, enco
 def _binary_setting(config: Any, encoding: str | None) -> tuple[int, str]:
     cfg = load_config(config)
     return cfg.sz, encoding or cfg.encoding
+
+
+def decode(data: bytes, *, config: Any = None, encoding: str | None = None) -> Program:
+    """A program image with the tile size and encoding of ``config`` (``encoding`` overrides it)."""
+    return decode_image(data, *_binary_setting(config, encoding))
 
 
 def _decoding(read):

@@ -16,7 +16,7 @@ from .text import assemble_text, disassemble
 IMAGE_EXT = (".psab", ".bin")
 TEXT_EXT = (".s", ".asm", ".pimsab", ".txt")
 
-__all__ = ["FORMATS", "check", "program_config", "read_program", "write_program"]
+__all__ = ["FORMATS", "check", "decode", "program_config", "read_program", "write_program"]
 
 
 def program_config(prog: PimsabProgram, config: Any = None) -> PimsabConfig:
@@ -38,12 +38,17 @@ def check(prog: PimsabProgram, cfg: PimsabConfig, file: str | None = None) -> Pi
     return prog
 
 
+def decode(data: bytes, *, lenient: bool = False, file: str | None = None, config: Any = None) -> PimsabProgram:
+    """A program image, checked against ``config`` (default: the preset it names, else base)."""
+    prog = decode_image(data, lenient=lenient, file=file)
+    return check(prog, program_config(prog, config), file)
+
+
 def _read_any(path: Path, *, config: Any = None, lenient: bool = False, **_: Any) -> PimsabProgram:
     """A program image (by extension or by its magic number) or assembly text."""
     data = read_bytes(path)
     if path.name.lower().endswith(IMAGE_EXT) or data[:4] == MAGIC:
-        prog = decode_image(data, lenient=lenient, file=str(path))
-        return check(prog, program_config(prog, config), str(path))
+        return decode(data, lenient=lenient, file=str(path), config=config)
     try:
         text = decode_text(data, str(path))
     except FormatError:
