@@ -40,6 +40,11 @@ ASM_EXT = {"pim": ".json", "dais": ".bin", "tensil": ".tprog", "pimsab": ".psab"
 _VOLATILE = re.compile(r"(_s|_seconds|wall|elapsed|^summary|per_s)$")
 
 
+def _bundled(model: str) -> Path:
+    from nnisa.frontend.models import bundled_model_path
+    return bundled_model_path(model)
+
+
 def cli(*args: object) -> tuple[int, str, str]:
     """``nnisa ARGS`` in this process → (exit code, stdout, stderr)."""
     from nnisa.cli import main
@@ -175,6 +180,40 @@ def conformance_records(tmp: Path, scratch: str) -> dict:
     return rec
 
 
+#: programs whose --gantt/--trace files are digested: target → (assembly text, sim arguments)
+TIMELINES = {
+    "pim": (".chip_cores 1\n.core 0\n  setbw 8, 8\n  sldi $r0, 0\n  sldi $r1, 64\n  lldi $r0, 3, 16\n"
+            "  vvadd $r1, $r0, $r0, 16\n  vrelu $r0, $r1, 16\n", ("--mode", "timing")),
+    "pimsab": (".tile 0\nadd r16, i9, r0, i8, r8, i8\nmult r16, i16, r0, i8, r8, i8\n", ("--mode", "timing")),
+    "cherry": (".sz 4\n.loop 0 iterations=8\n.apu 0 = i\n.apu 1 = i\n.apu 2 = i\nstart_independent_loop 0\n"
+               "    mem_read 0, 1\n    load 0, INPUT\n    relu\n    store 0, OUTPUT\n    mem_write 0, 2\n"
+               "end_loop 0\n", ("--mode", "timing")),
+}
+
+
+def timeline_records(tmp: Path, scratch: str) -> dict:
+    """Digests of the Gantt PNG and the Perfetto trace of small programs (and of a compiled PIM
+    bundle, and Tensil's XOR model in the detailed cycle model)."""
+    rec: dict = {}
+    cases = []
+    for t, (text, args) in TIMELINES.items():
+        src = tmp / f"tl_{t}.s"
+        src.write_text(text)
+        cases.append((t, src, args))
+    if (tmp / "pim_digits_cnn").is_dir():
+        cases.append(("pim", tmp / "pim_digits_cnn", ()))
+    xor = SHARED / "tensil" / "xor" / "xor.tmodel"
+    if xor.exists():
+        cases.append(("tensil", xor, ("--inputs", xor.parent / "xor_in.csv", "-O", "timing=detailed")))
+    for t, src, args in cases:
+        png, trace = tmp / f"{t}_{src.stem}.png", tmp / f"{t}_{src.stem}.json"
+        code, out, err = cli("sim", "-t", t, src, *args, "--gantt", png, "--trace", trace)
+        rec[f"{t}/{src.name}"] = {"exit": code, "err": mask(err.strip().splitlines()[-1:], scratch) if code else [],
+                                  "gantt": digest_bytes(png.read_bytes()) if png.exists() else None,
+                                  "trace": digest_bytes(trace.read_bytes()) if trace.exists() else None}
+    return rec
+
+
 def collect(targets=TARGETS, models=MODELS) -> dict:
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="nnisa-digests-") as d:
@@ -188,6 +227,8 @@ def collect(targets=TARGETS, models=MODELS) -> dict:
                 out[f"{t}/bench/{w}"] = json_result(("bench", "-t", t, w), scratch)
         print("conformance", file=sys.stderr, flush=True)
         out["conformance"] = conformance_records(tmp, scratch)
+        print("timelines", file=sys.stderr, flush=True)
+        out["timelines"] = timeline_records(tmp, scratch)
     return out
 
 
@@ -204,8 +245,15 @@ def main() -> int:
     ap.add_argument("-o", "--output", help="write the digests here (JSON)")
     ap.add_argument("--check", help="compare with this earlier output; exit 1 on a difference")
     ap.add_argument("--targets", default=",".join(TARGETS))
+    ap.add_argument("--only-timelines", action="store_true", help="only the --gantt/--trace digests")
     args = ap.parse_args()
-    got = collect(tuple(args.targets.split(",")))
+    if args.only_timelines:
+        with tempfile.TemporaryDirectory(prefix="nnisa-digests-") as d:
+            if "pim" in args.targets:
+                cli("compile", "-t", "pim", _bundled("digits_cnn"), "-o", Path(d) / "pim_digits_cnn")
+            got = {"timelines": timeline_records(Path(d), d)}
+    else:
+        got = collect(tuple(args.targets.split(",")))
     if args.output:
         Path(args.output).write_text(json.dumps(got, indent=1, sort_keys=True))
     if args.check:
