@@ -4,7 +4,7 @@ For vadd, gemv and gemm (the three workloads with a reference runtime in the iss
 and 33.2 s on a 2-core machine) it times, in one warm process (numba compiled once before):
 
 * generating the replay program (Python generators),
-* lowering + the numba timing engine + energy (``simulate_pimsab(mode="timing")``),
+* lowering + the numba timing engine + energy (``simulate(mode="timing")``),
 * the end-to-end ``nnisa bench`` job (generate + simulate + report),
 
 best of ``--repeat`` runs, and rewrites the ``## PIMSAB simulator`` section of
@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE))
 from _results import machine, peak_rss_mb, today, update_section  # noqa: E402
 
 from nnisa.targets.pimsab.config import preset  # noqa: E402
-from nnisa.targets.pimsab.sim.simulate import simulate_pimsab  # noqa: E402
+from nnisa.targets.pimsab.sim.simulate import simulate  # noqa: E402
 from nnisa.targets.pimsab.workloads.paper import GOLDEN, OFFICIAL_WALL_S  # noqa: E402
 from nnisa.targets.pimsab.workloads.registry import generate, run_workload  # noqa: E402
 
@@ -49,8 +49,8 @@ def main() -> int:
     rows = []
     for name in ("vadd", "gemv", "gemm"):
         t_gen, w = best(lambda: generate(name, cfg), args.repeat)
-        t_sim, res = best(lambda: simulate_pimsab(w.program, config=cfg, mode="timing"), args.repeat)
-        t_all, rep = best(lambda: run_workload(name, preset("base")), args.repeat)
+        t_sim, res = best(lambda: simulate(w.program, config=cfg, mode="timing"), args.repeat)
+        t_all, rep = best(lambda: run_workload(name, preset("base")).to_dict(), args.repeat)
         ref = OFFICIAL_WALL_S[name]
         rows.append((name, len(w.program), res.stats.cycles, GOLDEN.get(name, (None,))[0], t_gen, t_sim, t_all, ref))
         print(f"{name}: {len(w.program):,} instructions, {res.stats.cycles:,} cycles, generate {t_gen:.2f} s, "

@@ -12,13 +12,14 @@ the host, in float, and say so in their report.
 
 from __future__ import annotations
 
-from dataclasses import replace
+import os
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from ..core.errors import ConfigError, UnsupportedError
-from ..core.options import OptionSpec
+from ..core.options import option, option_specs
 from .calibration import METHODS, calibration_inputs
 from .ir import Graph, Node
 from .quant import LUT_OPS, MOVE_OPS, QGraph, quantize
@@ -28,14 +29,26 @@ QUANTIZABLE = set(MOVE_OPS) | set(LUT_OPS) | {
     "Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Relu", "Clip", "AveragePool", "GlobalAveragePool",
     "ReduceMean", "ReduceSum", "Max", "Min", "Concat", "Softmax"}
 
+@dataclass
+class QuantOptions:
+    """The quantization options every quantizing target takes (``-O key=value`` of compile/run,
+    and ``--calibration FILE`` as ``calib``); a target's compile options extend this class."""
+
+    calibration: str = option("max", "activation range: max-abs, a percentile of |x|, or min MSE", choices=METHODS)
+    percentile: float = option(99.99, "percentile of |x| for calibration=percentile", minimum=50.0, maximum=100.0)
+    per_channel: bool = option(True, "one weight scale per output channel (else per tensor)")
+    calib_samples: int = option(64, "size of the default calibration set", minimum=1, maximum=1 << 16)
+    #: calibration data (``--calibration FILE``: arrays or a .npy/.npz/.csv path); not an -O option
+    calib: Any = None
+
+    def quant_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`prepare_qgraph` these options give."""
+        return {"calib": self.calib, "calibration": self.calibration, "percentile": self.percentile,
+                "per_channel": self.per_channel, "calib_samples": self.calib_samples}
+
+
 #: the quantization options every compiling target declares (``-O key=value`` of compile/run)
-QUANT_OPTIONS = (
-    OptionSpec("calibration", str, "max", METHODS, "activation range: max-abs, a percentile of |x|, or min MSE"),
-    OptionSpec("percentile", float, 99.99, None, "percentile of |x| for calibration=percentile",
-               minimum=50.0, maximum=100.0),
-    OptionSpec("per_channel", bool, True, None, "one weight scale per output channel (else per tensor)"),
-    OptionSpec("calib_samples", int, 64, None, "size of the default calibration set", minimum=1, maximum=1 << 16),
-)
+QUANT_OPTIONS = option_specs(QuantOptions)
 
 #: a target's check: ``(node, graph) -> reason or None``
 Check = Callable[[Node, Graph], "str | None"]
@@ -115,7 +128,9 @@ def prepare_qgraph(model: Any, target: str, *, check: Check | None = None, calib
     Parameters
     ----------
     model
-        ONNX path / bytes / ``ModelProto`` (a :class:`QGraph` is returned unchanged).
+        ONNX path / bytes / ``ModelProto``, or a :class:`~nnisa.frontend.prepared.PreparedModel`
+        (imported once; the result is computed once per settings and copied), or a
+        :class:`QGraph` (returned unchanged).
     target : str
         Target name (messages).
     check : callable, optional
@@ -128,16 +143,27 @@ def prepare_qgraph(model: Any, target: str, *, check: Check | None = None, calib
     calib_samples : int
         Size of the default calibration set.
     """
-    from .onnx_import import load_model
+    from .prepared import PreparedModel, load_model
     if isinstance(model, QGraph):
         return model
     if calibration not in METHODS:
         raise ConfigError(f"unknown calibration method {calibration!r}; choose from {METHODS}")
+
+    def make(g: Graph) -> QGraph:
+        data = calibration_inputs(g, calib, samples=calib_samples)
+        return quantize(g, data, bits=bits, per_channel=per_channel, scale_mode=scale_mode, calibration=calibration,
+                        percentile=percentile)
+
+    if isinstance(model, PreparedModel):  # imported once; quantized once per settings (and calibration file)
+        model.check(lambda g: check_graph(g, target, check))
+        if calib is None or isinstance(calib, (str, os.PathLike)):
+            key = ("pow2" if scale_mode == "pow2" else scale_mode, bits, per_channel, calibration, percentile,
+                   calib_samples, None if calib is None else str(calib))
+            return model.quantized(key, make)
+        return make(model.graph())
     g = load_model(model)
     check_graph(g, target, check)
-    data = calibration_inputs(g, calib, samples=calib_samples)
-    return quantize(g, data, bits=bits, per_channel=per_channel, scale_mode=scale_mode, calibration=calibration,
-                    percentile=percentile)
+    return make(g)
 
 
 def split_float_tail(qg: QGraph) -> tuple[QGraph, Callable[[dict], dict] | None, list[str]]:

@@ -90,7 +90,7 @@ def test_targets_and_isa(capsys):
     ("mult r16, i16, r0, i8, r8, i8", ["-O", "max_cycles=10"], 4, "time limit"),
     ("add r16, i9, r0, i8, r8, i8", ["-O", "bogus=1"], 2, "unknown option"),
     ("add r16, i9, r0, i8, r8, i8", ["--config", "nope"], 2, "not a preset"),
-    ("add r16, i9, r0, i8, r8, i8", ["--mode", "fast"], 2, "--mode must be one of"),
+    ("add r16, i9, r0, i8, r8, i8", ["--mode", "fast"], 2, "unknown simulation mode"),
     ("max r16, f32, r0, f32, r40, f32", ["--mode", "timing"], 2, "bitexact"),
 ])
 def test_errors_are_one_line(tmp_path, capsys, text, args, code, message):

@@ -5,12 +5,17 @@ from __future__ import annotations
 import pytest
 
 from nnisa.targets.pimsab.config import make_config, preset
-from nnisa.targets.pimsab.sim.simulate import check_values, simulate_pimsab
+from nnisa.targets.pimsab.sim.simulate import check_values, simulate
 from nnisa.targets.pimsab.workloads import conv, matmul, vector
 from nnisa.targets.pimsab.workloads.paper import GOLDEN
 from nnisa.targets.pimsab.workloads.registry import run_workload
 
 BASE = preset("base")
+
+
+def figures(*args, **kw) -> dict:
+    """The figures of a workload run (``nnisa bench``'s fields) as a dict."""
+    return run_workload(*args, **kw).to_dict()
 #: what nnisa's timing model gives for the golden replays (the official simulator's figures are
 #: in GOLDEN; docs/pimsab.md explains the difference)
 NNISA_CYCLES = {"vadd": 30984, "gemv": 109998}
@@ -18,7 +23,7 @@ NNISA_CYCLES = {"vadd": 30984, "gemv": 109998}
 
 @pytest.mark.parametrize("name", ["vadd", "gemv"])
 def test_golden_traffic_energy_and_cycles(name):
-    res = run_workload(name, BASE)
+    res = figures(name, BASE)
     cycles, rd, wr, energy = GOLDEN[name]
     assert res["dram_read_bits"] == rd
     assert res["dram_write_bits"] == wr
@@ -33,7 +38,7 @@ def test_golden_traffic_energy_and_cycles(name):
                                        "docs/pimsab.md 'Why the two golden cycle totals are not exact'")
 @pytest.mark.parametrize("name", ["vadd", "gemv"])
 def test_golden_cycles_exact(name):
-    assert run_workload(name, BASE)["cycles"] in (GOLDEN[name][0] - 1, GOLDEN[name][0])
+    assert figures(name, BASE)["cycles"] in (GOLDEN[name][0] - 1, GOLDEN[name][0])
 
 
 def test_golden_gap_figures_of_the_docs():
@@ -53,7 +58,7 @@ def test_golden_gap_figures_of_the_docs():
 
 def test_vadd_values_small():
     w = vector.vadd(BASE, n=3 * 65536 + 1000, seed=1)
-    res = simulate_pimsab(w.program, config=BASE, mode="both")
+    res = simulate(w.program, config=BASE, mode="both")
     assert check_values(res.details, w.expected) == []
     assert res.stats.cycles > 0
 
@@ -61,20 +66,20 @@ def test_vadd_values_small():
 def test_gemv_values_small():
     cfg = make_config(dict(mesh_width=4, mesh_height=2, crams_per_tile=16))
     w = vector.gemv(cfg, m=4000, k=40, seed=2)
-    res = simulate_pimsab(w.program, config=cfg, mode="both")
+    res = simulate(w.program, config=cfg, mode="both")
     assert check_values(res.details, w.expected) == []
 
 
 def test_fir_values_small():
     cfg = make_config(dict(mesh_width=2, mesh_height=2, crams_per_tile=8))
     w = vector.fir(cfg, taps=8, outputs=3 * (cfg.tile_bitlines - cfg.cram_cols) - 100, seed=3)
-    res = simulate_pimsab(w.program, config=cfg, mode="both")
+    res = simulate(w.program, config=cfg, mode="both")
     assert check_values(res.details, w.expected) == []
 
 
 def test_nap_variants_are_slower_where_the_paper_says():
     for name in ("gemv", "conv2d"):
-        assert run_workload(name + "_nap", BASE)["cycles"] >= run_workload(name, BASE)["cycles"]
+        assert figures(name + "_nap", BASE)["cycles"] >= figures(name, BASE)["cycles"]
 
 
 def test_gemm_tiled_shapes_of_the_spec():
@@ -99,14 +104,14 @@ def test_conv_templates_of_the_spec():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["vadd", "gemv", "fir"])
 def test_paper_scale_functional_replays(name):
-    res = run_workload(name, BASE, check=True)
+    res = figures(name, BASE, check=True)
     assert res["values_checked"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["fir", "gemm", "conv2d", "resnet18", "bert"])
 def test_paper_scale_timing_replays(name):
-    res = run_workload(name, BASE)
+    res = figures(name, BASE)
     assert res["cycles"] > 0 and res["energy_j"] > 0
     if name in ("resnet18", "bert"):
         assert len(res["layers"]) == {"resnet18": 8, "bert": 6}[name]
@@ -116,7 +121,7 @@ def test_paper_scale_timing_replays(name):
                                       "sens_12x5", "sens_12x20", "sens_6x20", "sens_24x5", "abl_ring"])
 def test_small_workloads_run_on_every_preset(cfg_name):
     for name, kw in (("vadd", dict(scale=0.02)), ("gemv", dict(scale=0.02)), ("conv2d", {})):
-        res = run_workload(name, preset(cfg_name), **kw)
+        res = figures(name, preset(cfg_name), **kw)
         assert res["cycles"] > 0 and res["dram_read_bits"] > 0
 
 
@@ -125,4 +130,4 @@ def test_small_workloads_run_on_every_preset(cfg_name):
                                       "sens_24x5", "abl_all_off"])
 def test_paper_workloads_run_on_sensitivity_and_ablation_presets(cfg_name):
     for name in ("fir", "gemm", "resnet18", "bert"):
-        assert run_workload(name, preset(cfg_name))["cycles"] > 0
+        assert figures(name, preset(cfg_name))["cycles"] > 0

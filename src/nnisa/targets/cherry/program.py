@@ -230,3 +230,20 @@ def program_stats(prog: Program) -> dict[str, Any]:
                                      "jump": prog.header.jumps[a]} for a in range(MAX_LOOPS)
                       if prog.header.iterations[a] or prog.header.jumps[a]},
             "formulas_used": len(used_f)}
+
+
+@dataclass
+class Plan:
+    """Everything the runtime needs; JSON-able except the programs and constants."""
+
+    sz: int
+    tensors: list[dict[str, int]] = field(default_factory=list)
+    consts: dict[int, np.ndarray] = field(default_factory=dict)
+    programs: list[Program] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def dram_tiles(self) -> int:
+        return max((t["base"] + t["tiles"] for t in self.tensors), default=0)

@@ -24,8 +24,8 @@ from ....frontend.ir import Graph, Node
 from ....frontend.kernels import conv_weight_matrix
 from ..config import CherryConfig
 from .builder import Builder
-from .bundle import CompiledModel, write_bundle
-from .layout import conv_out_hw, mat_shape, nhwc, plain, pool_windows, to_matrix
+from ..formats.bundle import CompiledModel, write_bundle
+from ..layout import conv_out_hw, mat_shape, nhwc, plain, pool_windows, to_matrix
 
 SUPPORTED = ("Conv", "Gemm", "MatMul", "Relu", "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool",
              "GlobalAveragePool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity",
@@ -313,7 +313,7 @@ def lower_graph(g: Graph, cfg: CherryConfig) -> Builder:
     return lw.b
 
 
-def compile_model(model: str | Path, cfg: CherryConfig, out_dir: str | Path | None = None) -> CompileResult:
+def compile_network(model: str | Path, cfg: CherryConfig, out_dir: str | Path | None = None) -> CompileResult:
     """ONNX → a compiled Cherry model (bundle folder when ``out_dir`` is given)."""
     t0 = time.perf_counter()
     g = load_model(model)
@@ -325,5 +325,7 @@ def compile_model(model: str | Path, cfg: CherryConfig, out_dir: str | Path | No
     report.pop("units", None)
     cm.report = report
     files = write_bundle(cm, out_dir) if out_dir is not None else {}
-    return CompileResult(program=cm, files=files, report=report, encode_inputs=lambda x: x,
-                         decode_outputs=lambda y: y, sim_options={"config": cfg})
+    # the runtime takes and gives tensors with their batch axis of one sample
+    return CompileResult(program=cm, files=files, report=report, sim_options={"config": cfg}, config=cfg,
+                         encode_inputs=lambda x: {k: np.asarray(v)[None] for k, v in x.items()},
+                         decode_outputs=lambda y: {k: v[0] if v.shape[:1] == (1,) else v for k, v in y.items()})

@@ -22,6 +22,7 @@ dtype comes from the exact integer range of its value, so no op can wrap.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,14 +32,7 @@ from ....core.errors import UnsupportedError
 from ....core.target import CompileResult
 from .cmvm import CMVMCompiler, _to_int_matrix
 from .cmvm_emit import make_replay
-
-#: default CSE work budget per layer, in greedy steps (heap pops): a layer's CSE stops after this
-#: many and its remaining terms go to plain adder trees (exact either way); ``cse_budget=None`` for
-#: no limit.  Counted in work, not seconds, so the same model gives the same program on every run.
-DEFAULT_CSE_BUDGET = 500_000
-#: default row-block size of a layer's CSE (:meth:`CMVMCompiler._cse_blocks`; ``None``: one block).
-#: LeNet-5 (load 8): 32 rows → 471 MB, 583,544 ops; one block → 985 MB, 562,118 ops
-DEFAULT_CSE_BLOCK_ROWS = 32
+from .options import DEFAULT_CSE_BLOCK_ROWS, DEFAULT_CSE_BUDGET, DaisCompileOptions
 from ..program import Program, ProgramBuilder, minimal_kif
 from .netextra import EXTRA_OPS, NetExtraOps
 from .netops import NetOps
@@ -386,36 +380,35 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     return prog, net.layers
 
 
-def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_depth=None, bits: int = 8,
-                  cse_budget: int | None = DEFAULT_CSE_BUDGET, cse_block_rows: int | None = DEFAULT_CSE_BLOCK_ROWS,
-                  calibration: str = "max", extra_outputs=None,
-                  percentile: float = 99.99, per_channel: bool = True, calib_samples: int = 64,
-                  **_ignored) -> CompileResult:
+def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir=None,
+                    extra_outputs=None) -> CompileResult:
     """ONNX model → check → quantize (pow2, frontend) → one DAIS program; writes ``model.dais`` etc.
 
     Every node DAIS cannot lower is reported at once before any work
     (:func:`~nnisa.frontend.prepare.check_graph`).  A trailing Softmax is a host step in float
-    (``report["host_tail"]``): DAIS has no exponential.  ``calib`` is the calibration data (arrays
-    or a ``.npy/.npz/.csv`` file; default: disjoint from ``run``'s samples), ``calibration`` the
-    range method (``max``, ``percentile``, ``mse``).
+    (``report["host_tail"]``): DAIS has no exponential.  ``options.calib`` is the calibration data
+    (arrays or a ``.npy/.npz/.csv`` file; default: disjoint from ``run``'s samples),
+    ``options.calibration`` the range method (``max``, ``percentile``, ``mse``).
 
     The report has ``adders``, ``adder_bits`` and ``depth`` (adder depth) at top level, plus
     ``n_ops``, per-layer rows and the compile time.  ``cse_budget`` bounds each layer's CSE
     in greedy steps (default :data:`DEFAULT_CSE_BUDGET`, ``None``: unlimited); ``cse_budget`` and
     ``cse_cut_short`` (indices of layers whose CSE hit the budget) are in the report.
+    With ``options.hdl`` the network is also written as RTL (:mod:`..rtl.flow`);
     ``extra_outputs(program, stem)`` may return ``({file name: text}, {report key: value})``: more
-    files for the bundle (e.g. RTL).
+    files for the bundle.
     """
     import time
 
     from ....frontend.prepare import prepare_qgraph, split_float_tail
+    o = options if options is not None else DaisCompileOptions()
+    bits, cse_budget, cse_block_rows = o.bits, o.cse_budget, o.cse_block_rows
     t0 = time.perf_counter()
-    full = prepare_qgraph(model, "dais", check=dais_check, calib=calib, bits=bits, per_channel=per_channel,
-                          calibration=calibration, percentile=percentile, calib_samples=calib_samples)
+    full = prepare_qgraph(model, "dais", check=dais_check, bits=bits, **o.quant_kwargs())
     if len(full.inputs) != 1 or len(full.outputs) != 1:
         raise UnsupportedError("DAIS compiles single-input, single-output graphs", file=full.source)
     qg, tail, tail_nodes = split_float_tail(full)
-    prog, layers = compile_qgraph(qg, method=method, max_depth=max_depth, cse_budget=cse_budget,
+    prog, layers = compile_qgraph(qg, method=o.method, max_depth=o.max_depth, cse_budget=cse_budget,
                                   cse_block_rows=cse_block_rows)
     st = prog.stats()
     report = {"n_ops": st["n_ops"], "adders": st["n_adders"], "n_adders": st["n_adders"],
@@ -426,17 +419,23 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
                                 if isinstance(r.get("cse"), dict) and r["cse"].get("complete") is False],
               "compile_s": round(time.perf_counter() - t0, 3),
               "input_scale": qg.inputs[0].scale, "output_scale": qg.outputs[0].scale,
-              "quantization": {"calibration": calibration, "per_channel": per_channel, "bits": bits,
+              "quantization": {"calibration": o.calibration, "per_channel": o.per_channel, "bits": bits,
                                "scale_mode": "pow2"},
               "note": "program inputs are the quantized integers q = QGraph.quantize_input(x), C order"}
     if tail is not None:
         report["host_tail"] = {"nodes": tail_nodes, "note": "DAIS has no exponential: these run on the host in "
                                "float on the program's integer outputs (not counted in adders/depth)"}
     t_in, t_out = qg.inputs[0], qg.outputs[0]
-    stem = Path(str(model)).stem if isinstance(model, (str, Path)) else "model"
+    stem = Path(model).stem if isinstance(model, (str, os.PathLike)) else "model"
     extra = {}
+    if o.hdl:
+        from ..rtl.flow import rtl_outputs
+        extra, rtl = rtl_outputs(prog, o.hdl, stem=stem, latency_cutoff=o.latency_cutoff, top=o.top,
+                                 synth=o.synth, synth_script=o.synth_script)
+        report["rtl"] = rtl
     if extra_outputs is not None:
-        extra, more = extra_outputs(prog, stem)
+        more_files, more = extra_outputs(prog, stem)
+        extra.update(more_files)
         report.update(more)
     files = {}
     if out_dir is not None:
@@ -458,11 +457,9 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
         x = np.asarray(sample[t_in.name] if t_in.name in sample else next(iter(sample.values())))
         return {"y": evaluate_quantized(qg, {t_in.name: x[None]})[t_out.name].reshape(1, -1)}
 
-    res = CompileResult(program=prog, files=files, report=report, encode_inputs=encode, decode_outputs=decode,
-                        reference=reference)
-    res.qgraph = qg  # for callers comparing against the frontend reference (the integer head)
-    res.float_tail = tail
-    return res
+    # one simulation runs every sample (the interpreter takes a batch); ``qgraph`` is the integer head
+    return CompileResult(program=prog, files=files, report=report, encode_inputs=encode, decode_outputs=decode,
+                         reference=reference, samples_per_run=None, qgraph=qg)
 
 
 def _write_bundle(prog: Program, out_dir, stem: str, t_in, t_out, bits: int, report: dict,

@@ -372,8 +372,8 @@ def _run_network(qg: QGraph, layers: list[Layer], qinputs: list[dict[str, np.nda
         else:
             for p in L.programs:
                 if mode == "timing":
-                    from ..sim.simulate import simulate_pimsab
-                    res = simulate_pimsab(p.compiled.program, config=p.compiled.config.replace(functional=False),
+                    from ..sim.simulate import simulate
+                    res = simulate(p.compiled.program, config=p.compiled.config.replace(functional=False),
                                           mode="timing")
                     outs = [{} for _ in envs]
                 elif batched:

@@ -13,8 +13,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ....core.errors import SimError, UnsupportedError
+from ....core.target import Stats
 from ..config import PimsabConfig
-from ..sim.simulate import check_values, simulate_pimsab
+from ..sim.simulate import check_values, simulate
 from . import conv, matmul, vector
 from .builder import Workload
 from .paper import A100, GOLDEN
@@ -71,8 +72,10 @@ def generate(name: str, cfg: PimsabConfig, *, scale: float = 1.0, bits: int | No
 
 
 def run_workload(name: str, cfg: PimsabConfig, *, scale: float = 1.0, bits: int | None = None,
-                 check: bool = False, seed: int = 0, engine: str = "fast") -> dict[str, Any]:
-    """Generate and simulate a workload; the figures of ``nnisa bench`` (JSON-safe)."""
+                 check: bool = False, seed: int = 0, engine: str = "fast") -> Stats:
+    """Generate and simulate a workload; the figures of ``nnisa bench`` (``latency_ns`` is the
+    replay's time, ``energy_pj`` its dynamic energy; ``time_ns``/``energy_j`` repeat them in the
+    paper's units)."""
     t0 = time.perf_counter()
     w = generate(name, cfg, scale=scale, bits=bits, seed=seed if check else None)
     t_gen = time.perf_counter() - t0
@@ -85,7 +88,7 @@ def run_workload(name: str, cfg: PimsabConfig, *, scale: float = 1.0, bits: int 
     brk: dict[str, float] = {}
     layers = []
     for part, k in zip(parts, weights):
-        res = simulate_pimsab(part.program, config=run_cfg, mode=mode, engine=engine)
+        res = simulate(part.program, config=run_cfg, mode=mode, engine=engine)
         st = res.stats
         if check:
             bad = check_values(res.details, part.expected)
@@ -124,7 +127,8 @@ def run_workload(name: str, cfg: PimsabConfig, *, scale: float = 1.0, bits: int 
     out["meta"] = {k: v for k, v in w.meta.items() if isinstance(v, (int, float, str))}
     out["wall_s"] = time.perf_counter() - t0
     out["summary"] = _summary(name, out, cfg, scale == 1.0 and bits is None)
-    return out
+    out["latency_ns"], out["energy_pj"] = out["time_ns"], out["energy_j"] * 1e12
+    return Stats.from_figures(out)
 
 
 def _summary(name: str, r: dict[str, Any], cfg: PimsabConfig, paper_size: bool) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tensil_data import BUILDS, build
+from .tensil_data import BUILDS, build
 
 from nnisa.cli import main
 from nnisa.targets.tensil.config import PRESETS

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from tensil_data import xor
-from tensil_models import concat_model, conv_model, resize_linear_model, resize_model, stride_model, xor_model
+from .tensil_data import xor
+from .tensil_models import concat_model, conv_model, resize_linear_model, resize_model, stride_model, xor_model
 
 from nnisa.api import run_model
 from nnisa.cli import main
@@ -152,7 +152,7 @@ def test_resnet20v2_beats_tensil_baseline(tmp_path):
 
 
 def test_sigmoid_tanh_through_the_lut_extension(tmp_path):
-    from tensil_models import smooth_model
+    from .tensil_models import smooth_model
     p = tmp_path / "smooth.onnx"
     onnx.save(smooth_model(), p)
     with pytest.raises(UnsupportedError, match="lut=true"):

@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 
 from ....core.errors import FormatError, SimError
-from ....core.target import CompileResult, Stats
+from ....core.target import Stats
 from ..config import CherryConfig
-from ..sim.element import tile_bytes
-from ..sim.machine import Machine
-from ..sim.run import make_timing, run_programs, stats_of, write_pictures
-from .builder import Plan
-from .layout import from_matrix, from_tiles, im2col_matrix, pool_windows, to_matrix, to_tiles
+from ..formats.bundle import CompiledModel
+from ..layout import from_matrix, from_tiles, im2col_matrix, pool_windows, to_matrix, to_tiles
+from ..program import Plan
+from .element import tile_bytes
+from .machine import Machine
+from .run import make_timing, recorded_timeline, run_programs, stats_of
 
 
 class Device:
@@ -111,32 +112,13 @@ def host_transform(op: str, x: np.ndarray, p: dict[str, Any]) -> np.ndarray:
     raise SimError(f"unknown host step {op!r}")
 
 
-def simulate_compiled(model, cfg: CherryConfig, inputs: dict[str, np.ndarray] | None, *, mode: str = "both",
-                      engine: str = "fast", trace: str | None = None, gantt: str | None = None):
-    """Run a compiled model (bundle) on one sample; returns (outputs, Stats, Device)."""
+def simulate_compiled(model: CompiledModel, cfg: CherryConfig, inputs: dict[str, np.ndarray] | None, *,
+                      mode: str = "both", engine: str = "fast", timeline: bool = False):
+    """Run a compiled model (bundle) on one sample; returns (outputs, Stats, Device, Timeline or None)."""
     t0 = time.perf_counter()
-    dev = Device(model.plan, cfg, mode, engine, record=bool(trace or gantt))
+    dev = Device(model.plan, cfg, mode, engine, record=timeline)
     if not inputs and mode != "timing":
         raise FormatError("a compiled Cherry model needs its inputs (--inputs X.npz with the model's input names)")
     outs = dev.run(inputs or {})
     st = dev.stats(time.perf_counter() - t0)
-    write_pictures(dev.tm, trace, gantt, "Cherry model")
-    return outs, st, dev
-
-
-def run_batch(compiled: CompileResult, inputs: dict[str, np.ndarray], progress=None):
-    """``Target.run_compiled``: one simulation per sample; the cycle model runs on the first one
-    only (the programs' control does not depend on the data) and gives the statistics."""
-    model = compiled.program
-    n = len(next(iter(inputs.values())))
-    outs: dict[str, list[np.ndarray]] = {}
-    st = Stats()
-    for i in range(n):
-        sample = {k: np.asarray(v[i:i + 1]) for k, v in inputs.items()}
-        res, st_i, _ = simulate_compiled(model, model.config, sample, mode="both" if i == 0 else "functional")
-        st = st_i if i == 0 else st
-        for k, v in res.items():
-            outs.setdefault(k, []).append(v[0] if v.shape[:1] == (1,) else v)
-        if progress is not None:
-            progress(i + 1, n)
-    return {k: np.stack(v) for k, v in outs.items()}, st, {"bit_exact": None}
+    return outs, st, dev, recorded_timeline(dev.tm, timeline, "Cherry model")

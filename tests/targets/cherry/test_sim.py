@@ -72,7 +72,7 @@ def test_host_link_slows_mem_read():
 def test_fast_relu_vector(encoding, fmt):
     d = relu_dram()
     prog = relu_program(encoding=encoding)
-    outs, st, _ = simulate_program([prog], CherryConfig(element_format=fmt, dram_tiles=128), {"dram": d})
+    outs, st, _, _ = simulate_program([prog], CherryConfig(element_format=fmt, dram_tiles=128), {"dram": d})
     assert np.array_equal(outs["dram"], np.maximum(d, 0))
     assert st.cycles == 328 and st.extra["issued_copies"] == 5 * 128
 

@@ -19,10 +19,9 @@ from ....core.bundle import BundleWriter, Manifest, TensorSpec, member, read_man
 from ....core.errors import FormatError
 from ....core.fileio import read_bytes
 from ..config import CherryConfig, load_config
-from ..formats.binary import decode_image, encode_image
-from ..formats.text import disassemble
-from ..program import program_stats
-from .builder import Plan
+from ..program import Plan, program_stats
+from .binary import decode_image, encode_image
+from .text import disassemble
 
 FORMAT = "nnisa-cherry-model"
 
@@ -47,6 +46,10 @@ class CompiledModel:
     def __len__(self) -> int:
         return sum(len(p) for p in self.plan.programs)
 
+    def text(self) -> str:
+        """Every program as canonical text, each after a ``; program N`` line (``programs.casm``)."""
+        return "\n".join(f"; program {i}\n" + disassemble(p) for i, p in enumerate(self.plan.programs))
+
     def stats(self) -> dict[str, Any]:
         """Static statistics over all programs."""
         mix: dict[str, int] = {}
@@ -69,7 +72,7 @@ def write_bundle(model: CompiledModel, out_dir: str | Path) -> dict[str, str]:
     plan = model.plan
     images = [encode_image(p) for p in plan.programs]
     offsets = np.cumsum([0] + [len(b) for b in images]).tolist()
-    text = "\n".join(f"; program {i}\n" + disassemble(p) for i, p in enumerate(plan.programs))
+    text = model.text()
     meta = {"sz": plan.sz, "tensors": plan.tensors, "steps": plan.steps, "inputs": plan.inputs,
             "outputs": plan.outputs, "program_offsets": offsets, "consts": sorted(plan.consts)}
     man = CherryManifest(target="cherry", program="programs.cisa", files={"text": "programs.casm"},

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend.kernels import _pad2d, _pool_geometry, _windows, conv_out_size, im2col
+from ...frontend.kernels import _pad2d, _pool_geometry, _windows, conv_out_size, im2col
 
 
 def tiles_of(rows: int, cols: int, sz: int) -> tuple[int, int]:

@@ -144,14 +144,14 @@ def test_conv_network_same_program_with_and_without_fast_paths(monkeypatch, tmp_
     position replay, Python CMVM) give the same program."""
     import onnx
 
-    from nnisa.targets.dais.compiler import netcompile
+    from nnisa.targets.dais.compiler import compile_model, netcompile
     path = tmp_path / "conv.onnx"
     onnx.save(_conv_model(1), path)
-    fast = netcompile.compile_model(str(path)).program
+    fast = compile_model(str(path)).program
     monkeypatch.setattr(netcompile, "make_replay", lambda *a: None)
     init = cmvm.CMVMCompiler.__init__
     monkeypatch.setattr(cmvm.CMVMCompiler, "__init__", lambda self, *a, **kw: init(self, *a, **{**kw, "engine": "python"}))
-    ref = netcompile.compile_model(str(path)).program
+    ref = compile_model(str(path)).program
     assert fast == ref and fast.stats() == ref.stats()
 
 

@@ -18,7 +18,7 @@ from nnisa.targets.dais.formats.text import disassemble
 from nnisa.targets.dais.program import Program
 
 from .helpers import prog
-from .test_dais_text_lossless import programs
+from .test_text_lossless import programs
 
 FLOATS = st.sampled_from([0.0, -0.0, 1.5, -2.25, 1e-300, 3e300, float("nan"), float("inf"), -float("inf"), 7.0])
 

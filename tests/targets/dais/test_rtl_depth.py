@@ -11,7 +11,7 @@ from nnisa.targets.dais.rtl.depth import compile_matrix_for_cutoff
 from nnisa.targets.dais.rtl.netlist import build_netlist, chain_stages
 
 from .rtl_programs import edge_inputs
-from .test_dais_rtl import cosim
+from .test_rtl import cosim
 
 
 def bench_matrix(n, bits, sparsity=0.0):

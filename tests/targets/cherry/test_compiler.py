@@ -13,8 +13,8 @@ from nnisa.core.target import get_target
 from nnisa.frontend.models import bundled_model_path, bundled_testset
 from nnisa.targets.cherry.compiler.builder import Builder
 from nnisa.targets.cherry.compiler.kernels import concat, fuse, transfer, zero_fill
-from nnisa.targets.cherry.compiler.layout import plain
-from nnisa.targets.cherry.compiler.runtime import Device
+from nnisa.targets.cherry.layout import plain
+from nnisa.targets.cherry.sim.runtime import Device
 from nnisa.targets.cherry.config import CherryConfig
 from nnisa.targets.cherry.sim.element import quantize
 

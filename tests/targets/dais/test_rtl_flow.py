@@ -16,7 +16,7 @@ from nnisa.targets.dais.sim.interp import run
 
 from .rtl_programs import edge_inputs, random_program
 from .rtl_tools import require
-from .test_dais_netcompile import _mlp
+from .test_netcompile import _mlp
 
 
 def test_convert_writes_verilog_and_vhdl(tmp_path, capsys):
@@ -71,7 +71,7 @@ def test_compiled_network_with_lookup_tables_cosim():
 
 @pytest.fixture(scope="module")
 def digits_mlp_program():
-    from nnisa.targets.dais.compiler.netcompile import compile_model
+    from nnisa.targets.dais.compiler import compile_model
     res = compile_model(bundled_model_path("digits_mlp"))
     return res
 

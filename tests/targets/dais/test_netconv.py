@@ -151,7 +151,7 @@ def test_template_instantiation_drops_padding_inputs():
     assert all(op.id0 >= 0 for op in p.ops if op.opcode in (0, 1))
 
 
-def test_dais_target_compile_report_and_run_compiled():
+def test_target_compile_report_and_run_compiled():
     from nnisa.core.target import get_target
     t = get_target("dais")
     assert t.demo_model == "digits_mlp"

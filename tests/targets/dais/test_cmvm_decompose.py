@@ -85,16 +85,16 @@ def test_decomposition_values_and_search():
 
 
 def test_default_cse_budget():
-    from nnisa.targets.dais.compiler import netcompile
+    from nnisa.targets.dais.compiler import DaisCompileOptions, netcompile
     assert netcompile.DEFAULT_CSE_BUDGET == 500_000
-    for fn in (netcompile.compile_qgraph, netcompile.compile_model):
-        assert inspect.signature(fn).parameters["cse_budget"].default == 500_000
+    assert inspect.signature(netcompile.compile_qgraph).parameters["cse_budget"].default == 500_000
+    assert DaisCompileOptions().cse_budget == 500_000
 
 
 def test_compile_model_reports_cut_short_layers():
     from onnx import TensorProto, helper, numpy_helper
 
-    from nnisa.targets.dais.compiler.netcompile import compile_model
+    from nnisa.targets.dais.compiler import compile_model
     rng = np.random.default_rng(0)
     W = rng.normal(0, 0.5, (48, 40)).astype(np.float32)
     g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "mm",

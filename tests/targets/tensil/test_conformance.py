@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tensil_data import BUILDS, ESTIMATOR, GOLDEN_CLASSES, build, tensil_dir, xor
+from .tensil_data import BUILDS, ESTIMATOR, GOLDEN_CLASSES, build, tensil_dir, xor
 
 from nnisa.cli import main
 from nnisa.targets.tensil.config import PRESETS
@@ -150,7 +150,7 @@ def test_xor_emulation_bit_exact():
     prog = read_program(xor(".tmodel"))
     x = read_csv_vectors(xor("_in.csv"), 2)
     for path in ("fast", "reference"):
-        res = emulate_model(prog.model, prog, {"x": x}, path=path)
+        res = emulate_model(prog.model, prog, {"x": x}, engine=path)
         assert res.raw["y"][0].tolist() == [[1, 0], [254, 0], [254, 0], [1, 0]]
         assert res.emulator.machine.dram0[4:8].tolist() == [[0, 0], [0, 204], [210, 0], [0, 0]]
 
@@ -158,7 +158,7 @@ def test_xor_emulation_bit_exact():
 def _classify(name, path="fast"):
     prog = read_program(build(name, ".tmodel"))
     x = read_csv_vectors(tensil_dir() / "cifar_10x32.csv", 32)
-    res = emulate_model(prog.model, prog, {"x:0": x}, path=path)
+    res = emulate_model(prog.model, prog, {"x:0": x}, engine=path)
     return res.raw["Identity:0"][:, 0, :]
 
 
@@ -179,8 +179,8 @@ def test_every_build_bit_identical(name):
 def test_reference_interpreter_matches_fast_on_resnet():
     prog = read_program(build("baseline", ".tmodel"))
     x = read_csv_vectors(tensil_dir() / "cifar_1x32.csv", 32)
-    fast = emulate_model(prog.model, prog, {"x:0": x}, path="fast").emulator.machine
-    ref = emulate_model(prog.model, prog, {"x:0": x}, path="reference").emulator.machine
+    fast = emulate_model(prog.model, prog, {"x:0": x}, engine="fast").emulator.machine
+    ref = emulate_model(prog.model, prog, {"x:0": x}, engine="reference").emulator.machine
     for mem in ("local", "acc", "dram0", "dram1", "weights", "regs"):
         assert np.array_equal(getattr(fast, mem), getattr(ref, mem)), mem
 

@@ -8,7 +8,7 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-from tensil_data import xor
+from .tensil_data import xor
 
 from nnisa.cli import main
 

@@ -18,7 +18,7 @@ import pytest
 da4ml = pytest.importorskip("da4ml", reason="da4ml 0.6.0 (test-only oracle) not installed")
 
 from nnisa.frontend.models import bundled_model_path  # noqa: E402
-from nnisa.targets.dais.compiler.netcompile import compile_model  # noqa: E402
+from nnisa.targets.dais.compiler import compile_model  # noqa: E402
 from nnisa.targets.dais.formats.jsonio import to_da4ml_json  # noqa: E402
 from nnisa.targets.dais.program import ProgramBuilder  # noqa: E402
 from nnisa.targets.dais.sim.interp import run  # noqa: E402
