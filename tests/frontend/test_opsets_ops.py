@@ -132,8 +132,8 @@ def test_newer_opset_than_onnx_knows_is_one_line():
 
 
 def test_every_unsupported_node_listed_at_once():
-    nodes = [helper.make_node("Erf", ["x"], ["a"], name="e1"), helper.make_node("Relu", ["a"], ["b"]),
-             helper.make_node("Erf", ["b"], ["c"], name="e2"), helper.make_node("Einsum", ["c", "c"], ["y"], name="es",
+    nodes = [helper.make_node("Hardmax", ["x"], ["a"], name="e1"), helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Hardmax", ["b"], ["c"], name="e2"), helper.make_node("Einsum", ["c", "c"], ["y"], name="es",
                                                                                equation="ij,ij->ij")]
     m = make_model(nodes, [("x", (1, 4))], [("y", (1, 4))])
     with pytest.raises(UnsupportedError) as ei:
