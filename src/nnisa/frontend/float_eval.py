@@ -195,17 +195,34 @@ def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
 
 
 _TRANSFORMER_OPS = ("LayerNorm", "Gelu", "Erf", "MaskedSoftmax", "Where", "Equal", "Less", "Greater", "Not",
-                    "Expand", "Cast")
+                    "Expand", "Cast", "Sqrt", "Reciprocal", "Exp", "Pow")
+
+
+def unary_function(op: str, x: np.ndarray, attrs: dict) -> np.ndarray:
+    """Float64 value of the elementwise functions Sqrt, Reciprocal, Exp, Pow, Gelu, Erf."""
+    v = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        if op == "Sqrt":
+            return np.sqrt(v)
+        if op == "Reciprocal":
+            return 1.0 / v
+        if op == "Exp":
+            return np.exp(v)
+        if op == "Pow":
+            return np.power(v, attrs["exponent"])
+        if op == "Gelu":
+            return gelu(v, attrs["approximate"])
+        return erf(v)
 
 
 def _run_transformer(op: str, a: dict, args: list[np.ndarray]) -> np.ndarray:
     x = args[0]
     if op == "LayerNorm":
         return layernorm(x, args[1], args[2], a["axis"], a["epsilon"]).astype(np.float32)
-    if op == "Gelu":
-        return gelu(x, a["approximate"]).astype(np.float32)
-    if op == "Erf":
-        return erf(x).astype(np.float32)
+    if op == "Pow" and len(args) == 2:  # by a tensor (float only)
+        return _f32(np.power(x, args[1]))
+    if op in ("Gelu", "Erf", "Sqrt", "Reciprocal", "Exp", "Pow"):
+        return unary_function(op, x, a).astype(np.float32)
     if op == "MaskedSoftmax":
         return masked_softmax(x, args[1], a["axis"]).astype(np.float32)
     if op == "Where":

@@ -69,7 +69,7 @@ def _sole_producer(g: Graph, x: str, ops: tuple[str, ...]) -> Node | None:
 
 def _channel_vector(c: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray | None:
     """``c`` as a per-channel (axis 1) vector if it broadcasts to ``out_shape`` along axis 1 only."""
-    if c.ndim > len(out_shape):
+    if c.ndim > len(out_shape) or len(out_shape) < 2:
         return None
     full = (1,) * (len(out_shape) - c.ndim) + tuple(c.shape)
     if any(d != 1 for k, d in enumerate(full) if k != 1) or full[1] not in (1, out_shape[1]):

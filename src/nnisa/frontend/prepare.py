@@ -56,6 +56,8 @@ def quantization_issue(n: Node, g: Graph, raw: set[str] | None = None) -> str | 
         if n.op in RAW_OPS:
             return f"{n.op} of a quantized activation has no integer semantics (only of ids/masks)"
         return why.get(n.op, f"{n.op} has no integer semantics in nnisa")
+    if n.op == "Pow" and "exponent" not in n.attrs:
+        return "Pow by a tensor has no integer semantics (only by a constant scalar: a lookup table)"
     if n.op == "Gather" and (n.inputs[1] not in g.initializers or n.inputs[0] not in raw):
         return "Gather of a constant table needs integer indices computed from the model inputs"
     if n.op == "Where" and n.inputs[0] not in raw:

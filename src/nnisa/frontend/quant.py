@@ -19,7 +19,7 @@ from nnisa.core.errors import ConfigError, UnsupportedError
 from . import kernels as K
 from .calibration import METHODS as CALIBRATION_METHODS
 from .calibration import calibrate
-from .float_eval import erf, gelu
+from .float_eval import unary_function
 from .ir import Graph, Node
 from . import quant_transformer as TX
 
@@ -28,7 +28,8 @@ SCALE_MODES = ("pow2", "multiplier")
 MOVE_OPS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "MaxPool", "Pad", "Slice", "Resize",
             "ReduceMax", "Expand")
 #: elementwise functions computed by a lookup table over the input codes
-LUT_OPS = ("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Gelu", "Erf")
+LUT_OPS = ("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Gelu", "Erf", "Sqrt", "Reciprocal", "Exp",
+           "Pow")
 # Ops that may follow a Softmax (they pass float values through unchanged).
 _FLOAT_PASS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Slice")
 # Intermediate scale of Add/Sub in multiplier mode: s_c = s_out * 2**-ADD_FRAC_BITS.
@@ -475,6 +476,8 @@ def _quantize_node(q: _Q, n: Node, act: Node | None) -> None:
             qn.const, qn.const_scale = np.clip(K.round_half_away(c / out.scale), lo, hi), out.scale
             qn.attrs["const_index"] = consts[0]
     elif op in LUT_OPS:
+        if op == "Pow" and "exponent" not in n.attrs:
+            raise q.err(n, "Pow by a tensor has no integer semantics (only by a constant scalar: a lookup table)")
         out = q.act(out_name, shape)
         qn.lut = _make_lut(op, n.attrs, ins[0], out)
     elif op == "Softmax" and _leads_to_output(g, n.outputs[0]):  # a trailing Softmax stays float (host tail)
@@ -537,14 +540,12 @@ def _make_lut(op: str, attrs: dict, x: QTensor, out: QTensor) -> np.ndarray:
         f = np.clip(attrs["alpha"] * v + attrs["beta"], 0, 1)
     elif op == "HardSwish":
         f = v * np.clip(v / 6 + 0.5, 0, 1)
-    elif op == "Gelu":
-        f = gelu(v, attrs["approximate"])
-    elif op == "Erf":
-        f = erf(v)
+    elif op in ("Gelu", "Erf", "Sqrt", "Reciprocal", "Exp", "Pow"):  # NaN (sqrt of a negative code) → 0
+        f = np.nan_to_num(unary_function(op, v, attrs), nan=0.0, posinf=np.inf, neginf=-np.inf)
     else:
         f = np.where(v >= 0, v, v * attrs["alpha"])
     olo, ohi = qrange(out.bits)
-    return np.clip(K.round_half_away(f / out.scale), olo, ohi)
+    return np.clip(K.round_half_away(np.clip(f / out.scale, olo - 1, ohi + 1)), olo, ohi)  # ±inf saturate
 
 
 def _leads_to_output(g: Graph, name: str) -> bool:

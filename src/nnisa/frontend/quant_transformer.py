@@ -73,36 +73,42 @@ def reciprocal(v: np.ndarray, bits: int) -> np.ndarray:
 # --------------------------------------------------------------------------- LayerNorm
 
 
-def layernorm_params(n: int, in_scale: float, in_bits: int, eps: float) -> tuple[int, int]:
-    """``(eps_q, recip_bits)`` of a LayerNorm over ``n`` elements of an ``in_bits`` input.
+def layernorm_params(n: int, in_scale: float, in_bits: int, eps: float) -> tuple[int, int, int]:
+    """``(eps_q, sqrt_shift k, recip_bits P)`` of a LayerNorm over ``n`` elements of an ``in_bits`` input.
 
-    ``eps_q = round(eps · n³ / s_x²)`` is epsilon in the units of ``Σ d²`` (``d = n·q - Σq``);
-    ``recip_bits = bitlen(r_max) + LN_RECIP_BITS`` with ``r_max`` the largest possible
-    ``isqrt(Σ d² + eps_q)``.  Raises :class:`ValueError` when ``Σ d²`` could exceed 2^62.
+    ``k`` is the largest shift with ``(max Σd² + eps·n³/s_x²) · 4^k < 2^62`` (``d = n·q - Σq``): the
+    square root is taken of ``W = (Σd² << 2k) + eps_q`` so even a row of nearly equal codes gets ~30
+    significant bits; ``eps_q = round(eps · n³ · 4^k / s_x²)`` is epsilon in those units.
+    ``P = bitlen(r_max) + LN_RECIP_BITS`` with ``r_max`` the largest root.  Raises
+    :class:`ValueError` when ``Σ d²`` could reach 2^62 (int16 inputs with a very long row).
     """
-    half = float(1 << (in_bits - 1))
-    d2_max = n ** 3 * half * half
-    eps_q = int(K.round_half_away(eps * n ** 3 / in_scale ** 2))
-    if d2_max + eps_q >= 2.0 ** 62:
+    half = 1 << (in_bits - 1)
+    eps_units = eps * n ** 3 / in_scale ** 2
+    w_max = n ** 3 * half * half + int(math.ceil(eps_units))
+    if w_max >= 1 << 62:
         raise ValueError(f"a LayerNorm over {n} elements of int{in_bits} needs more than 64-bit variance sums")
-    r_max = math.isqrt(int(d2_max) + eps_q)
-    return eps_q, int(r_max).bit_length() + LN_RECIP_BITS
+    k = (62 - w_max.bit_length()) // 2
+    eps_q = int(K.round_half_away(eps_units * 4.0 ** k))
+    return eps_q, k, math.isqrt(w_max << (2 * k)).bit_length() + LN_RECIP_BITS
 
 
-def layernorm_int(q: np.ndarray, axis: int, eps_q: int, recip_bits: int, frac_bits: int) -> np.ndarray:
+def layernorm_int(q: np.ndarray, axis: int, eps_q: int, sqrt_shift: int, recip_bits: int,
+                  frac_bits: int) -> np.ndarray:
     """The normalized value ``z ≈ 2^F · (x - mean) / sqrt(n·(var + eps))`` of LayerNorm, int64.
 
     Per row (the axes from ``axis`` on, ``n`` elements): ``s = Σq``, ``d = n·q - s``,
-    ``r = max(isqrt(Σd² + eps_q), 1)``, ``inv = floor(2^P / r)``, ``z = rshift_round(d·inv, P - F)``.
-    The real normalized value is ``sqrt(n) · z · 2^-F``; ``sqrt(n)`` is folded into the scale.
+    ``r = max(isqrt((Σd² << 2k) + eps_q), 1)``, ``inv = floor(2^P / r)``,
+    ``z = rshift_round(d·inv, P - F - k)``.  The real normalized value is ``sqrt(n) · z · 2^-F``;
+    ``sqrt(n)`` is folded into the quantized scale.
     """
     q = np.asarray(q, np.int64)
     lead = q.shape[:axis]
     n = int(np.prod(q.shape[axis:], dtype=np.int64))
     f = q.reshape(lead + (n,))
     d = n * f - f.sum(axis=-1, keepdims=True)
-    r = np.maximum(isqrt((d * d).sum(axis=-1, keepdims=True) + eps_q), 1)
-    z = _rshift(d * reciprocal(r, recip_bits), recip_bits - frac_bits)
+    w = ((d * d).sum(axis=-1, keepdims=True) << np.int64(2 * sqrt_shift)) + eps_q
+    r = np.maximum(isqrt(w), 1)
+    z = _rshift(d * reciprocal(r, recip_bits), recip_bits - frac_bits - sqrt_shift)
     return z.reshape(q.shape)
 
 
@@ -112,7 +118,7 @@ def quantize_layernorm(q, n: Node, qn, x) -> None:
     axis = n.attrs["axis"]
     cnt = int(np.prod(g.tensors[n.inputs[0]].shape[axis:], dtype=np.int64))
     try:
-        eps_q, recip_bits = layernorm_params(cnt, x.scale, x.bits, n.attrs["epsilon"])
+        eps_q, sqrt_shift, recip_bits = layernorm_params(cnt, x.scale, x.bits, n.attrs["epsilon"])
     except ValueError as e:
         raise q.err(n, str(e)) from None
     gamma = g.initializers[n.inputs[1]].astype(np.float64) * math.sqrt(cnt)
@@ -122,7 +128,7 @@ def quantize_layernorm(q, n: Node, qn, x) -> None:
     acc_scale = float(qn.w_scale) * 2.0 ** -LN_FRAC_BITS
     lim = (1 << 31) - 1
     qn.bias = np.clip(K.round_half_away(beta / acc_scale), -lim - 1, lim).astype(np.int64)
-    qn.attrs.update(eps_q=eps_q, recip_bits=recip_bits, frac_bits=LN_FRAC_BITS)
+    qn.attrs.update(eps_q=eps_q, sqrt_shift=sqrt_shift, recip_bits=recip_bits, frac_bits=LN_FRAC_BITS)
     return acc_scale
 
 
@@ -193,7 +199,7 @@ def run_transformer_qnode(n, args: list[np.ndarray]) -> np.ndarray:
     a = n.attrs
     x = args[0]
     if n.op == "LayerNorm":
-        z = layernorm_int(x, a["axis"], a["eps_q"], a["recip_bits"], a["frac_bits"])
+        z = layernorm_int(x, a["axis"], a["eps_q"], a["sqrt_shift"], a["recip_bits"], a["frac_bits"])
         return np.clip(n.requant.apply(z * n.weight + n.bias), lo, hi)
     if n.op in ("Softmax", "MaskedSoftmax"):
         keep = None
