@@ -298,7 +298,8 @@ def mixes_batch(nodes, tensors) -> bool:
                 or n.op == "Flatten" and a["axis"] == 0 or n.op == "Transpose" and a["perm"][0] != 0
                 or n.op in ("Squeeze", "Unsqueeze") and 0 in a["axes"]
                 or n.op in ("Slice", "Resize") and a.get("index") and a["index"][0] is not None
-                or n.op == "Concat" and a["axis"] == 0 or n.op.startswith("Reduce") and 0 in a["axes"]):
+                or n.op in ("Concat", "Softmax", "MaskedSoftmax", "LayerNorm") and a["axis"] == 0
+                or n.op.startswith("Reduce") and 0 in a["axes"]):
             return True
     return False
 

@@ -43,7 +43,7 @@ class _View:
         for n in f.nodes:
             for o in n.output:
                 self.prod[o] = n
-            for i in n.input:
+            for i in dict.fromkeys(n.input):  # a node reading a tensor twice (Mul(d, d)) is one use
                 if i:
                     self.cons.setdefault(i, []).append(n)
         self.outputs = set(f.outputs)
@@ -176,7 +176,7 @@ def _match_layernorm(v: _View, m1: onnx.NodeProto):
 def _affine_const(v: _View, name: str | None, norm_shape: tuple[int, ...]) -> np.ndarray | None:
     """A constant that broadcasts over the normalized axes only, as a ``norm_shape`` array."""
     c = v.f.consts.get(name) if name else None
-    if c is None or c.dtype.kind != "f" or c.ndim > len(norm_shape) + 1:
+    if c is None or c.dtype.kind != "f":
         return None
     lead = c.shape[: max(c.ndim - len(norm_shape), 0)]
     if any(d != 1 for d in lead):
