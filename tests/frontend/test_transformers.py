@@ -417,3 +417,11 @@ def test_digit_tokens():
     one = np.zeros((1, 1, 8, 8), f32)
     one[0, 0, 0, 1] = 1.0  # pixel (0, 1): second pixel of the first patch, level 2 → 2·3
     assert digit_tokens(one)[0, 1] == 6 and digit_tokens(one)[0, 2:].sum() == 0
+
+
+def test_docs_section_7_example_runs():
+    """The Python example of docs/frontend.md §7 runs as written."""
+    text = (Path(__file__).parents[2] / "docs" / "frontend.md").read_text()
+    section = text[text.index("## 7. Transformers"):]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/frontend.md §7", "exec"), {})
