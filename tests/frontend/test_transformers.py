@@ -425,3 +425,17 @@ def test_docs_section_7_example_runs():
     section = text[text.index("## 7. Transformers"):]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/frontend.md §7", "exec"), {})
+
+
+def test_api_keeps_token_ids_integer():
+    """``nnisa run``'s inputs and onnxruntime reference of a model with token ids: ids stay int64."""
+    from nnisa.api import check_inputs, default_inputs, onnx_reference
+    path = FIXTURES / "torch_encoder_mask_op17.onnx"
+    x = check_inputs(path, default_inputs(path, 2))
+    assert x["ids"].dtype == np.int64 and x["mask"].dtype == np.int64 and (x["mask"] == 1).all()
+    assert x["ids"].max() < 20  # the embedding table's rows
+    assert onnx_reference(path, x)["y"].shape == (2, 5)
+    ids, _ = bundled_testset("digits_bert")
+    got = onnx_reference(bundled_model_path("digits_bert"), check_inputs(bundled_model_path("digits_bert"),
+                                                                          {"input": ids[:2]}))
+    assert next(iter(got.values())).shape == (2, 10)
