@@ -112,6 +112,7 @@ def _cast(ctx, node, at) -> None:
 
 HANDLERS: dict[str, Any] = {
     "LayerNormalization": _layernorm, "Gelu": _gelu, "Erf": _erf, "Where": _elementwise, "Equal": _elementwise,
-    "Less": _elementwise, "Greater": _elementwise, "Not": _elementwise, "Expand": _expand, "Cast": _cast, "CastLike": _cast,
+    "Less": _elementwise, "Greater": _elementwise, "Not": _elementwise, "Expand": _expand, "Cast": _cast,
+    "CastLike": _cast,
     "Sqrt": _unary, "Reciprocal": _unary, "Exp": _unary, "Pow": _pow,
 }

@@ -1,4 +1,4 @@
-"""ONNX → IR: load, check, convert to opset 17, infer shapes, fold constants, lower, optimise.
+"""ONNX → IR: load, check, convert, infer shapes, fold constants and decomposed LayerNorm/GELU, lower, optimise.
 
 Public entry point: :func:`load_model`.
 """
