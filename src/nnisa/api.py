@@ -18,8 +18,8 @@ import numpy as np
 
 from .core.errors import FormatError
 from .core.target import Target, get_target, target_names
-from .frontend.prepared import (PreparedModel, check_inputs, compare_outputs, default_inputs, model_inputs,
-                                onnx_reference)
+from .frontend.prepared import (PreparedModel, check_inputs, compare_outputs, default_inputs, integer_inputs,
+                                model_inputs, onnx_reference)
 
 
 def target(name: str) -> Target:
@@ -87,4 +87,4 @@ def run_model(target_name: str, model_path: str | Path | PreparedModel, *,
 
 
 __all__ = ["target", "target_names", "read", "write", "run_model", "prepare_model", "PreparedModel",
-           "onnx_reference", "default_inputs", "check_inputs", "model_inputs", "compare_outputs"]
+           "onnx_reference", "default_inputs", "check_inputs", "model_inputs", "integer_inputs", "compare_outputs"]

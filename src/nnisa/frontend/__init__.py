@@ -1,4 +1,4 @@
-"""The ONNX frontend of nnisa: import, float reference, quantization, integer golden model.
+"""The ONNX frontend of nnisa: import, float reference, quantization, integer golden model (CNNs, RNNs, transformers).
 
 See ``docs/frontend.md`` for the API and the exact integer semantics.
 """

@@ -23,11 +23,12 @@ from ..core.options import option, option_specs
 from .calibration import METHODS, calibration_inputs
 from .ir import Graph, Node
 from .quant import LUT_OPS, MOVE_OPS, QGraph, quantize
+from .quant_transformer import RAW_OPS, raw_tensors
 
 #: IR ops :func:`~nnisa.frontend.quantize` gives integer semantics
 QUANTIZABLE = set(MOVE_OPS) | set(LUT_OPS) | {
     "Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Relu", "Clip", "AveragePool", "GlobalAveragePool",
-    "ReduceMean", "ReduceSum", "Max", "Min", "Concat", "Softmax"}
+    "ReduceMean", "ReduceSum", "Max", "Min", "Concat", "Softmax", "LayerNorm", "MaskedSoftmax", "Gather", "Where"}
 
 @dataclass
 class QuantOptions:
@@ -54,13 +55,26 @@ QUANT_OPTIONS = option_specs(QuantOptions)
 Check = Callable[[Node, Graph], "str | None"]
 
 
-def quantization_issue(n: Node, g: Graph) -> str | None:
-    """Why ``n`` cannot be quantized (None when it can)."""
+def quantization_issue(n: Node, g: Graph, raw: set[str] | None = None) -> str | None:
+    """Why ``n`` cannot be quantized (None when it can); ``raw``: :func:`raw_tensors` of ``g``."""
+    raw = raw_tensors(g) if raw is None else raw
+    if n.outputs[0] in raw:  # index/mask arithmetic stays exact
+        return None
+    acts = [i for i in n.inputs if i not in g.initializers]
+    if any(i in raw for i in acts) and not (n.op == "Gather" or n.op in ("MaskedSoftmax", "Where")):
+        return f"{n.op} of a tensor computed from integer model inputs (ids/mask) has no integer semantics"
     if n.op not in QUANTIZABLE:
         why = {"LRN": "LRN has no integer semantics in nnisa (float evaluation only)",
-               "Div": "Div by a tensor computed by the graph (or of integers) has no integer lowering",
-               "Gather": "embedding lookups (Gather of a constant table) have no integer lowering yet"}
+               "Div": "Div by a tensor computed by the graph (or of integers) has no integer lowering"}
+        if n.op in RAW_OPS:
+            return f"{n.op} of a quantized activation has no integer semantics (only of ids/masks)"
         return why.get(n.op, f"{n.op} has no integer semantics in nnisa")
+    if n.op == "Pow" and "exponent" not in n.attrs:
+        return "Pow by a tensor has no integer semantics (only by a constant scalar: a lookup table)"
+    if n.op == "Gather" and (n.inputs[1] not in g.initializers or n.inputs[0] not in raw):
+        return "Gather of a constant table needs integer indices computed from the model inputs"
+    if n.op == "Where" and n.inputs[0] not in raw:
+        return "Where needs a condition computed from integer model inputs (a mask)"
     if n.op == "Resize" and n.attrs.get("mode") == "linear":
         return "linear Resize has no integer semantics in nnisa (float targets only; nearest is supported)"
     if n.op in ("Conv", "Gemm") and n.inputs[1] not in g.initializers:
@@ -71,17 +85,7 @@ def quantization_issue(n: Node, g: Graph) -> str | None:
         return "Concat with a constant input is not supported in a quantized graph"
     if n.op in ("Max", "Min") and any(i in g.initializers for i in n.inputs):
         return f"{n.op} with a constant operand is not supported in a quantized graph"
-    if n.op == "Softmax" and not _float_tail_ok(g, n.outputs[0]):
-        return "Softmax must be the last op (it stays float: a host step)"
     return None
-
-
-def _float_tail_ok(g: Graph, name: str) -> bool:
-    cons = g.consumers(name)
-    if not cons:
-        return g.is_output(name)
-    return all(c.op in ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Slice")
-               and _float_tail_ok(g, c.outputs[0]) for c in cons)
 
 
 def check_graph(graph: Graph, target: str, check: Check | None = None) -> None:
@@ -98,8 +102,9 @@ def check_graph(graph: Graph, target: str, check: Check | None = None) -> None:
     """
     bad: list[tuple[tuple[str, str], str]] = []   # ((op, name), reason)
     seen: set[tuple[str, str]] = set()
+    raw = raw_tensors(graph)
     for n in graph.nodes:
-        why = quantization_issue(n, graph) or (check(n, graph) if check else None)
+        why = quantization_issue(n, graph, raw) or (check(n, graph) if check else None)
         # the nodes unrolled from one LSTM/GRU are reported once, under the ONNX node's name
         key = tuple(graph.origin[n.name].split(" ", 1)) if n.name in graph.origin else (n.op, n.name)
         if why and (key, why) not in seen:
@@ -177,10 +182,10 @@ def split_float_tail(qg: QGraph) -> tuple[QGraph, Callable[[dict], dict] | None,
         and the names of the tail's nodes.
     """
     from .qeval import run_qnode
-    tail = [n for n in qg.nodes if n.out_bits == 0]
+    tail = [n for n in qg.nodes if qg.tensors[n.outputs[0]].is_float]
     if not tail:
         return qg, None, []
-    head = [n for n in qg.nodes if n.out_bits != 0]
+    head = [n for n in qg.nodes if not qg.tensors[n.outputs[0]].is_float]
     produced = {o for n in tail for o in n.outputs}
     feeds = []
     for n in tail:

@@ -22,7 +22,7 @@ import numpy as np
 from ..core.errors import FormatError, NnisaError, UnsupportedError
 from .ir import Graph
 
-__all__ = ["PreparedModel", "check_inputs", "compare_outputs", "default_inputs", "load_model", "model_inputs",
+__all__ = ["PreparedModel", "check_inputs", "compare_outputs", "default_inputs", "integer_inputs", "load_model", "model_inputs",
            "onnx_reference"]
 
 
@@ -100,6 +100,25 @@ def load_model(model: Any) -> Graph:
     return import_onnx(model)
 
 
+_ORT_INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
+
+
+def integer_inputs(model_path: str | Path) -> dict[str, np.dtype]:
+    """Graph inputs of an integer or boolean type (token ids, attention masks) → numpy dtype."""
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(str(model_path), load_external_data=False)
+    init = {t.name for t in model.graph.initializer}
+    out = {}
+    for vi in model.graph.input:
+        if vi.name not in init and vi.type.tensor_type.elem_type:
+            dt = np.dtype(helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))
+            if dt.kind in "biu":
+                out[vi.name] = dt
+    return out
+
+
 def model_inputs(model_path: str | Path) -> dict[str, list[int | None]]:
     """Graph input name → declared shape (``None`` for a symbolic dimension) of an ONNX file.
 
@@ -130,7 +149,8 @@ def model_inputs(model_path: str | Path) -> dict[str, list[int | None]]:
 def check_inputs(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Match user inputs to the model's graph inputs: names (one array for a one-input model is
     taken whatever its name, e.g. ``x.npy``), numeric finite values, a leading sample axis and
-    the declared per-sample shape.  Returns float32 arrays by model input name."""
+    the declared per-sample shape.  Returns float32 arrays (integer inputs — token ids, masks —
+    keep their integer type) by model input name."""
     declared = model_inputs(model_path)
     given = dict(inputs)
     if len(declared) == 1 and len(given) == 1 and next(iter(declared)) not in given:
@@ -142,6 +162,7 @@ def check_inputs(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[
                           + (f" (missing {missing})" if missing else "") + (f" (unknown {extra})" if extra else ""))
     out: dict[str, np.ndarray] = {}
     n = None
+    ints = integer_inputs(model_path)
     for name, dims in declared.items():
         a = np.asarray(given[name])
         if a.dtype.kind not in "biuf":
@@ -153,7 +174,7 @@ def check_inputs(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[
         bad = [i for i, d in enumerate(dims[1:], 1) if d is not None and a.shape[i] != d]
         if bad:
             raise FormatError(f"input {name!r}: shape {a.shape}, but the model declares {dims[1:]} per sample")
-        a = a.astype(np.float32)
+        a = a.astype(ints.get(name, np.float32))
         if not np.isfinite(a).all():
             raise FormatError(f"input {name!r}: contains NaN or infinity")
         if n is not None and len(a) != n:
@@ -175,9 +196,14 @@ def default_inputs(model_path: str | Path, samples: int = 1, seed: int = 0) -> d
             return found
     except ImportError:
         pass
+    declared = model_inputs(model_path)
+    if integer_inputs(model_path):  # token ids over the embedding table, masks all ones
+        from .float_eval import random_inputs
+        from .onnx_import import load_model as import_onnx
+        return random_inputs(import_onnx(model_path), samples, seed)
     rng = np.random.default_rng(seed)
     return {name: rng.uniform(-1, 1, size=[samples] + [1 if d is None else d for d in dims[1:]]).astype(np.float32)
-            for name, dims in model_inputs(model_path).items()}
+            for name, dims in declared.items()}
 
 def onnx_reference(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Run a model with onnxruntime on float inputs (batch first, one run per sample).
@@ -198,8 +224,9 @@ def onnx_reference(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dic
     names = [o.name for o in sess.get_outputs()]
     n = len(next(iter(inputs.values())))
     outs: dict[str, list[np.ndarray]] = {k: [] for k in names}
+    types = {i.name: _ORT_INT_TYPES.get(i.type, np.float32) for i in sess.get_inputs()}  # token ids stay ints
     for i in range(n):
-        feed = {k: np.asarray(v[i:i + 1], dtype=np.float32) for k, v in inputs.items()}
+        feed = {k: np.asarray(v[i:i + 1], dtype=types.get(k, np.float32)) for k, v in inputs.items()}
         for k, v in zip(names, sess.run(names, feed)):
             outs[k].append(v[0])
     return {k: np.stack(v) for k, v in outs.items()}

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ....core.errors import FormatError
+from ....core.errors import FormatError, UnsupportedError
 from ....core.target import CompileResult, RunResult, Stats, run_samples
 from ..config import PimsabConfig, load_config, preset_for_hash
 from .network import lower_model, run_network, run_network_batch
@@ -52,6 +52,9 @@ def compile_network(model, *, config: Any = None, out_dir=None, calib=None, bits
     qg = quantized_graph(model, calib, bits)
     if len(qg.inputs) != 1:
         raise FormatError(f"PIMSAB compiles models with one input, this one has {len(qg.inputs)}")
+    if qg.inputs[0].raw:  # token ids (an embedding lookup): not a quantized tensor
+        raise UnsupportedError(f"input {qg.inputs[0].name!r} holds integer ids (an embedding lookup); PIMSAB "
+                               "compiles models with a float input", file=qg.source)
     layers, lower_s = lower_model(qg, cfg)
     programs = [(L, p) for L in layers for p in L.programs]
     report = {"compile_s": round(time.perf_counter() - t0, 3), "lowering_s": round(lower_s, 3),
