@@ -240,8 +240,9 @@ class Directive:
     """One registered directive of an assembly dialect.
 
     ``handler(assembler, line)`` (block directives: ``handler(assembler, line, body)`` with the
-    body's lines up to ``block_end``); ``args`` and ``doc`` document it; ``before_code`` refuses
-    it after the first instruction."""
+    body's lines up to ``block_end``, or ``body=None`` when the end is missing: the handler checks
+    its arguments, then the assembler reports the missing end); ``args`` and ``doc`` document
+    it; ``before_code`` refuses it after the first instruction."""
 
     name: str
     handler: Callable[..., Any]
@@ -398,7 +399,8 @@ class Assembler:
             if depth == 0:
                 break
             body.append(inner)
-        if depth:
+        if depth:  # the handler checks its own arguments first (body None), then this error
+            d.handler(self, line, None)
             raise self.error(f"{d.name} without {d.block_end}", line)
         d.handler(self, line, body)
 
