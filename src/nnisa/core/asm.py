@@ -118,9 +118,12 @@ def _split_keywords(spec: InstrSpec, tokens: list[tuple[int, str]], line: Line,
         return tokens, {}
     positional: list[tuple[int, str]] = []
     named: dict[str, tuple[int, str]] = {}
+    n_pos = sum(1 for o in spec.operands if not o.keyword)
     for col, tok in tokens:
         m = _KEYWORD.fullmatch(tok)
-        if m is None:
+        # a positional operand may contain '=' (Tensil's ``O = Max(I, R1)``): a token is an
+        # option when its key is one, or when no more positional operands are expected
+        if m is None or (m.group(1).lower() not in keys and not named and len(positional) < n_pos):
             if named:
                 raise AsmError(f"{spec.mnemonic}: positional operand {tok!r} after an option", file=file,
                                line=line.lineno, column=col)
@@ -180,8 +183,8 @@ def parse_operands(isa: ISA, spec: InstrSpec, tokens: list[tuple[int, str]], lin
                                + (f" ({f.doc})" if f.doc else ""), file=file, line=line.lineno, column=col)
             if f is not None and not f.fits(v):
                 lo, hi = f.value_range
-                raise AsmError(f"{spec.mnemonic} {c}={v} out of range {lo}..{hi} ({f.width}-bit field)",
-                               file=file, line=line.lineno, column=col)
+                msg = isa.range_message(spec, f, v) or f"{spec.mnemonic} {c}={v} out of range {lo}..{hi} ({f.width}-bit field)"
+                raise AsmError(msg, file=file, line=line.lineno, column=col)
             vals[index[c]] = v
     return tuple(vals)
 

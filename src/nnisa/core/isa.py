@@ -295,6 +295,10 @@ class ISA:
             raise KeyError(key)
         return s
 
+    def range_message(self, spec: InstrSpec, field: Field, value: int) -> str | None:
+        """A target's own wording of "``value`` does not fit ``field``" (None: the generic one)."""
+        return None
+
     # ------------------------------------------------------------------ facts
     def fact(self, key: str | int, name: str, default: Any = None) -> Any:
         """One per-opcode fact of an instruction (mnemonic or opcode)."""
