@@ -155,20 +155,26 @@ def cli(max_memory: str | None) -> None:
 
 
 @cli.command("targets")
+@click.option("--ops", "ops", is_flag=True, help="The operator matrix: which IR operators each compiler lowers "
+              "(device, host or refused).")
 @json_option
-def targets_cmd(as_json: bool) -> None:
+def targets_cmd(ops: bool, as_json: bool) -> None:
     """List the targets and what each supports."""
+    if ops:
+        _operators_cmd(as_json)
+        return
     rows = []
     for name in target_names():
         try:
             t = get_target(name)
             rows.append({"target": name, "description": t.description, "capabilities": t.capabilities(),
+                         "operators": t.operators(),
                          "formats": t.formats, "presets": t.config_presets(), "workloads": t.workloads(),
                          "options": [{"name": o.name, "type": o.type_name, "default": o.default,
                                       "choices": list(o.choices) if o.choices else None, "help": o.help,
                                       "commands": list(o.commands)} for o in t.options]})
         except NnisaError as exc:
-            rows.append({"target": name, "description": str(exc), "capabilities": [], "formats": {},
+            rows.append({"target": name, "description": str(exc), "capabilities": [], "operators": {}, "formats": {},
                          "presets": {}, "workloads": {}, "options": []})
     if as_json:
         emit_json({"targets": rows})
@@ -181,6 +187,24 @@ def targets_cmd(as_json: bool) -> None:
         table.add_row(r["target"], r["description"], ", ".join(r["capabilities"]), ", ".join(r["formats"]),
                       ", ".join(r["presets"]), ", ".join(r["workloads"]), str(len(r["options"])))
     table.caption = "options per command: nnisa COMMAND --help; everything: nnisa targets --json"
+    console().print(table)
+
+
+def _operators_cmd(as_json: bool) -> None:
+    """``nnisa targets --ops``: the target × operator matrix from the lowering tables."""
+    matrix = {name: get_target(name).operators() for name in target_names()}
+    if as_json:
+        emit_json({"operators": matrix})
+        return
+    from rich.table import Table
+    table = Table(title="operators each compiler lowers")
+    table.add_column("operator")
+    for name in matrix:
+        table.add_column(name, justify="center")
+    mark = {"device": "✓", "host": "host"}
+    for op in sorted({op for cov in matrix.values() for op in cov}):
+        table.add_row(op, *(mark.get(cov.get(op, ""), "–") for cov in matrix.values()))
+    table.caption = "✓ lowered to the target's code · host: run on the host · –: refused before any work"
     console().print(table)
 
 

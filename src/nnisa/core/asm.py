@@ -101,10 +101,20 @@ def lookup(isa: ISA, line: Line, file: str | None = None) -> InstrSpec:
 
 
 def parse_instruction(isa: ISA, line: Line, file: str | None = None) -> tuple:
-    """Parse an instruction line into an IR row tuple (column order of ``isa``)."""
-    spec = lookup(isa, line, file)
+    """Parse an instruction line into an IR row tuple (column order of ``isa``).
+
+    When several instructions share the spelling (their operands tell them apart, e.g. Tensil's
+    DataMove kinds), the first whose operands parse is taken; else the first one's error."""
+    lookup(isa, line, file)
     tokens = split_operands(line.tail, line.tail_col)
-    return parse_operands(isa, spec, tokens, line, file)
+    specs = isa.by_spelling.get(line.head.lower()) or isa.by_spelling[line.head]
+    first = None
+    for spec in specs:
+        try:
+            return parse_operands(isa, spec, tokens, line, file)
+        except AsmError as exc:
+            first = first or exc
+    raise first
 
 
 _KEYWORD = re.compile(r"\s*([A-Za-z_]\w*)\s*=(.*)", re.S)
@@ -202,7 +212,8 @@ def _plan(isa: ISA, spec: InstrSpec) -> tuple:
     ops = []
     for o in spec.operands:
         default = o.kind.default() if o.optional and not o.keyword else None
-        ops.append((o.kind.format, [index[c] for c in o.columns], f"{o.keyword}=" if o.keyword else "", default))
+        ops.append((o.kind.format, [index[c] for c in o.columns], f"{o.keyword}=" if o.keyword else "", default,
+                    o.kind.explicit))
     return spec.text, ops
 
 
@@ -217,15 +228,22 @@ def make_formatter(isa: ISA) -> Callable[[tuple], str]:
         mnem, plan = plans[row[0]]
         parts = []
         keys = []
+        omitted = []  # positional operands the kind omits: written out if a later one is printed
         trim = 0  # trailing positional operands at their default (the assembler fills them in)
-        for f, cols, key, default in plan:
+        for f, cols, key, default, explicit in plan:
             vals = tuple(row[c] for c in cols)
             tok = f(vals)
             if tok is None:
+                if not key:
+                    omitted.append((explicit, vals))
                 continue
             if key:
                 keys.append(key + tok)
                 continue
+            if omitted:
+                parts += [e(v) for e, v in omitted]
+                omitted.clear()
+                trim = 0
             parts.append(tok)
             trim = trim + 1 if default is not None and vals == default else 0
         if trim:

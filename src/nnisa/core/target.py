@@ -239,6 +239,20 @@ class Target:
         """Static statistics of a program (instruction mix, field ranges)."""
         self._unsupported("program statistics")
 
+    # --- operators --------------------------------------------------------------------------
+    #: the compiler's lowering table (``"package.module:NAME"``, imported on demand; None: no
+    #: compiler): ``nnisa targets --ops`` and ``docs/operators.md`` come from it
+    lowerings: str | None = None
+
+    def operators(self) -> dict[str, str]:
+        """Operator → ``device`` (lowered to the target's code) or ``host`` (run on the host),
+        from the lowering table (:mod:`nnisa.core.lowering`); empty without a compiler."""
+        if self.lowerings is None:
+            return {}
+        from .lowering import coverage
+        module, _, name = self.lowerings.partition(":")
+        return coverage(getattr(importlib.import_module(module), name))
+
     # --- built-in workloads ----------------------------------------------------------------
     def workloads(self) -> dict[str, str]:
         """Named built-in workloads for ``nnisa bench`` → one-line description."""

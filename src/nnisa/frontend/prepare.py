@@ -71,7 +71,7 @@ def _float_tail_ok(g: Graph, name: str) -> bool:
                and _float_tail_ok(g, c.outputs[0]) for c in cons)
 
 
-def check_graph(graph: Graph, target: str, check: Check | None = None) -> None:
+def check_graph(graph: Graph, target: str, check: Check | None = None, *, quantized: bool = True) -> None:
     """Raise one :class:`UnsupportedError` naming every node that ``target`` cannot compile.
 
     Parameters
@@ -82,11 +82,14 @@ def check_graph(graph: Graph, target: str, check: Check | None = None) -> None:
         Target name (for the message).
     check : callable, optional
         The target's own per-node check, run after the quantization check.
+    quantized : bool
+        Whether the target compiles the quantized graph (then every node must have integer
+        semantics); float targets (Tensil, Cherry) pass False.
     """
     bad: list[tuple[tuple[str, str], str]] = []   # ((op, name), reason)
     seen: set[tuple[str, str]] = set()
     for n in graph.nodes:
-        why = quantization_issue(n, graph) or (check(n, graph) if check else None)
+        why = (quantization_issue(n, graph) if quantized else None) or (check(n, graph) if check else None)
         # the nodes unrolled from one LSTM/GRU are reported once, under the ONNX node's name
         key = tuple(graph.origin[n.name].split(" ", 1)) if n.name in graph.origin else (n.op, n.name)
         if why and (key, why) not in seen:

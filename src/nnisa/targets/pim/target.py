@@ -24,6 +24,7 @@ class PimTarget(Target):
     """The crossbar processing-in-memory ISA (X. Chen), pimsim-nn dialect included."""
 
     name = "pim"
+    lowerings = "nnisa.targets.pim.compiler.lowerings:LOWERINGS"
     description = "Processing-in-memory crossbar ISA (pimsim-nn / PIMCOMP-NN compatible)"
     formats = {".json": "pimsim-nn JSON program", ".json.gz": "gzipped pimsim-nn JSON program",
                ".nnpi": "NNPI binary container", ".bin": "NNPI binary container",

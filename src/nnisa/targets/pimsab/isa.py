@@ -49,6 +49,9 @@ class Prec(OperandKind):
             return None
         return P.token(values[0])
 
+    def explicit(self, values):
+        return P.token(values[0])
+
 
 class Size(OperandKind):
     """A bitline count or ``all`` (0); as a keyword it is omitted when ``all``."""
@@ -67,6 +70,9 @@ class Size(OperandKind):
         if values[0] == 0:
             return None if self.omit_all else "all"
         return str(values[0])
+
+    def explicit(self, values):
+        return "all" if values[0] == 0 else str(values[0])
 
 
 class Addr(Int):

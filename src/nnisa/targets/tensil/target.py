@@ -27,6 +27,7 @@ class TensilTarget(Target):
     """Tensil's weight-stationary systolic-array TCU (v1.0.15), architecture-parameterised."""
 
     name = "tensil"
+    lowerings = "nnisa.targets.tensil.compiler.lower:LOWERINGS"
     description = "Tensil systolic-array TCU (v1.0.15): .tmodel/.tprog/.tdata, emulator, estimator"
     formats = {".tmodel": "Tensil model (program + consts + I/O map)", ".tprog": "Tensil binary program",
                ".tasm": "Tensil listing dialect", ".s": "canonical Tensil assembly", ".nasm": "canonical Tensil assembly",

@@ -27,7 +27,9 @@ def quantized_graph(model, calib=None, bits: int = 8):
     """The frontend's quantized graph of a model (pow2 scales, per-tensor weights: spec Decision 13)."""
     from ....frontend import load_model, quantize
     from ....frontend.models import bundled_inputs_for
+    from ....frontend.prepare import check_graph
     g = load_model(model)
+    check_graph(g, "pimsab")  # every node with integer semantics lowers (device or host): refuse the rest now
     if calib is None:
         calib = bundled_inputs_for(model, samples=64) if isinstance(model, (str, Path)) else None
     if calib is None:  # spec §4.11: 8 samples of N(0, 1), seed 0
