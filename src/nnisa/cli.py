@@ -192,20 +192,12 @@ def targets_cmd(ops: bool, as_json: bool) -> None:
 
 def _operators_cmd(as_json: bool) -> None:
     """``nnisa targets --ops``: the target × operator matrix from the lowering tables."""
-    matrix = {name: get_target(name).operators() for name in target_names()}
+    from .report.operators import operator_matrix, print_matrix
+    matrix = operator_matrix()
     if as_json:
         emit_json({"operators": matrix})
         return
-    from rich.table import Table
-    table = Table(title="operators each compiler lowers")
-    table.add_column("operator")
-    for name in matrix:
-        table.add_column(name, justify="center")
-    mark = {"device": "✓", "host": "host"}
-    for op in sorted({op for cov in matrix.values() for op in cov}):
-        table.add_row(op, *(mark.get(cov.get(op, ""), "–") for cov in matrix.values()))
-    table.caption = "✓ lowered to the target's code · host: run on the host · –: refused before any work"
-    console().print(table)
+    print_matrix(matrix, console())
 
 
 @cli.command("isa", cls=TargetCommand)

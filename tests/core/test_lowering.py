@@ -14,8 +14,8 @@ from onnx import TensorProto, helper
 
 from nnisa.cli import main
 from nnisa.core.errors import UnsupportedError
-from nnisa.core.lowering import DEVICE, HOST, OnHost, coverage, coverage_markdown, entry_fn, operator_matrix
-from nnisa.core.lowering import refusal, update_docs
+from nnisa.core.lowering import DEVICE, HOST, OnHost, coverage, entry_fn, refusal
+from nnisa.report.operators import coverage_markdown, operator_matrix, update_docs
 from nnisa.core.target import get_target, target_names
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "operators.md"
@@ -54,7 +54,7 @@ def test_matrix_cli_json_and_docs_come_from_the_tables(tmp_path, capsys):
     assert "| Div | – | – | – | – | ✓ |" in table  # only Cherry divides by a computed tensor
     copy = tmp_path / "operators.md"
     shutil.copy(DOCS, copy)
-    assert not update_docs(str(copy)), "docs/operators.md is stale: python -m nnisa.core.lowering docs/operators.md"
+    assert not update_docs(str(copy)), "docs/operators.md is stale: python -m nnisa.report.operators docs/operators.md"
 
 
 def test_refusal_names_the_operator():
