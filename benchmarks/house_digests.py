@@ -93,17 +93,22 @@ def isa_tables(out: dict) -> None:
         md = nnisa("isa", "-t", t).decode()
         out[f"isa/{t}"] = sha(md)
         out[f"isa/{t}/instructions"] = sha("\n".join(_instruction_cells(md)))
+        out[f"isa/{t}/syntax"] = sha("\n".join(_instruction_cells(md, ("mnemonic", "syntax"))))
 
 
-def _instruction_cells(md: str) -> list[str]:
-    """The rows of an ISA table reduced to the cells that define the instruction set (columns may be
-    added by a change; the instruction set must not change)."""
+#: the columns of ``nnisa isa`` that define the instruction set (opcodes, names, bit fields; DAIS's
+#: operand use, data, versions and result)
+SET_COLUMNS = ("opcode", "mnemonic", "fields (bits)", "id0", "id1", "data", "versions", "quantizing", "result")
+
+
+def _instruction_cells(md: str, columns: tuple[str, ...] = SET_COLUMNS) -> list[str]:
+    """The rows of an ISA table reduced to the cells of ``columns`` (a change may add columns or
+    document the assembly syntax better; the instruction set must not change)."""
     rows = [line for line in md.splitlines() if line.startswith("|")]
     if not rows:
         return [md]
     head = [c.strip() for c in rows[0].strip("|").split("|")]
-    keep = [i for i, c in enumerate(head) if c in ("opcode", "mnemonic", "syntax", "fields (bits)", "id0", "id1",
-                                                    "data", "versions", "quantizing", "result")]
+    keep = [i for i, c in enumerate(head) if c in columns]
     out = []
     for line in rows[2:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
