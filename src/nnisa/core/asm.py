@@ -193,7 +193,8 @@ def parse_operands(isa: ISA, spec: InstrSpec, tokens: list[tuple[int, str]], lin
                                + (f" ({f.doc})" if f.doc else ""), file=file, line=line.lineno, column=col)
             if f is not None and not f.fits(v):
                 lo, hi = f.value_range
-                msg = isa.range_message(spec, f, v) or f"{spec.mnemonic} {c}={v} out of range {lo}..{hi} ({f.width}-bit field)"
+                msg = (isa.range_message(spec, f, v)
+                       or f"{spec.mnemonic} {c}={v} out of range {lo}..{hi} ({f.width}-bit field)")
                 raise AsmError(msg, file=file, line=line.lineno, column=col)
             vals[index[c]] = v
     return tuple(vals)

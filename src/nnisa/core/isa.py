@@ -392,26 +392,40 @@ class ISA:
         """Boolean mask of the rows that cannot be encoded (unknown opcode, a field out of range,
         a column the instruction does not use not 0): the bulk check of the assemblers' fast
         paths, which then re-parse the first bad line for its exact error."""
+        lo, hi, mult, known = self._bounds()
         ops = rows[self.op_column].astype(np.int64)
-        bad = np.zeros(len(rows), bool)
-        for op in np.unique(ops).tolist():
-            s = self.by_opcode.get(op)
-            idx = np.flatnonzero(ops == op)
-            if s is None:
-                bad[idx] = True
-                continue
-            b = np.zeros(len(idx), bool)
-            for f in s.format.fields:
-                v = rows[f.name][idx].astype(np.int64)
-                lo, hi = f.value_range
-                b |= (v < lo) | (v > hi)
-                if f.multiple_of != 1:
-                    b |= (v % f.multiple_of) != 0
-            for c in self.columns[1:]:
-                if c not in self._used[op]:
-                    b |= rows[c][idx] != 0
-            bad[idx] = b
+        inside = (ops >= 0) & (ops < len(known))
+        op = np.where(inside, ops, 0)
+        bad = ~inside | ~known[op]
+        for j, c in enumerate(self.columns[1:]):
+            v = rows[c].astype(np.int64)
+            bad |= (v < lo[op, j]) | (v > hi[op, j])
+            if (mult[:, j] != 1).any():
+                bad |= v % mult[op, j] != 0
         return bad
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per (opcode, column): the value range (0..0 for a column the instruction does not use)
+        and the required multiple; and which opcodes exist (cached)."""
+        cached = getattr(self, "_bounds_cache", None)
+        if cached is not None:
+            return cached
+        n, m = max(s.opcode for s in self.instrs) + 1, len(self.columns) - 1
+        lo, hi = np.zeros((n, m), np.int64), np.zeros((n, m), np.int64)
+        mult, known = np.ones((n, m), np.int64), np.zeros(n, bool)
+        col = {c: j for j, c in enumerate(self.columns[1:])}
+        big = np.iinfo(np.int64)
+        for s in self.instrs:
+            if s.opcode < 0:
+                continue
+            known[s.opcode] = True
+            for f in s.format.fields:
+                a, b = f.value_range
+                j = col[f.name]
+                lo[s.opcode, j], hi[s.opcode, j] = max(a, big.min), min(b, big.max)
+                mult[s.opcode, j] = f.multiple_of
+        self._bounds_cache = (lo, hi, mult, known)
+        return self._bounds_cache
 
     def _const_words(self, s: InstrSpec, n: int) -> np.ndarray:
         if not self.wide:

@@ -222,7 +222,8 @@ FIELDS = {
     "R": {
         "pred": Field("pred", 120, 119, doc="0 always, 1 mask, 2 carry, 3 not carry"),
         "size": Field("size", 118, 98, doc="bitlines from 0 (0 = all)"),
-        "rd": Field("rd", 97, 88), "rd_rf": Field("rd", 97, 88, maximum=31), "pd": Field("pd", 87, 80, doc="precision byte"),
+        "rd": Field("rd", 97, 88), "rd_rf": Field("rd", 97, 88, maximum=31),
+        "pd": Field("pd", 87, 80, doc="precision byte"),
         "ra": Field("ra", 79, 70), "ra_rf": Field("ra", 79, 70, maximum=31), "pa": Field("pa", 69, 62),
         "rb": Field("rb", 61, 52), "rb_rf": Field("rb", 61, 52, maximum=31), "pb": Field("pb", 51, 44),
         "levels": Field("levels", 43, 39, minimum=1),

@@ -326,7 +326,8 @@ class ConfigRegister(OperandKind):
 def operands(arch: TensilArch) -> dict:
     """The operand table of ``arch`` (SIMD registers and ops depend on it)."""
     out = {"local": (Mem("local"), "a0", "s0"), "acc": (Mem("acc"), "a1", "s1"), "size": (Count(), "n"),
-           "count": (Count(), "a1"), "expr": (SimdExpr(arch.simd_registers_depth, bool(arch.lut)), "sd", "sop", "sl", "sr"),
+           "count": (Count(), "a1"),
+           "expr": (SimdExpr(arch.simd_registers_depth, bool(arch.lut)), "sd", "sop", "sl", "sr"),
            "w": (AccAddr(False), "a0"), "w_set": (AccAddr(True), "a0"), "r": (AccAddr(False), "a1"),
            "r_set": (AccAddr(True), "a1"), "reg": (ConfigRegister(), "reg"), "val": (Int(), "val"),
            "table": (Int(), "a1")}
@@ -355,7 +356,9 @@ class TensilISA(ISA):
 
     def range_message(self, spec, field: Field, value: int) -> str | None:
         lim = self.limits.get((spec.opcode, field.name))
-        return f"{spec.text}: {lim.label} {value} ≥ {lim.bound} {lim.value}" if lim is not None and value >= 0 else None
+        if lim is None or value < 0:
+            return None
+        return f"{spec.text}: {lim.label} {value} ≥ {lim.bound} {lim.value}"
 
 
 def _f(name: str, lo: int, width: int, limit: int | None = None) -> Field | None:

@@ -98,6 +98,9 @@ def _fits(t, v: dict) -> np.ndarray:
         ok &= v["id1"] == -1
     if "id0" not in t.used and t.opcode != -1:
         ok &= v["id0"] == -1
+    for p in t.parts:
+        if p[0] == "ref":  # "%-1" would not parse: raw
+            ok &= v[p[1]] >= 0
     if "data" not in t.used:
         return ok & (v["data"] == 0)
     for p in t.parts:

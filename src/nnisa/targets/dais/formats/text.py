@@ -121,9 +121,11 @@ class Template:
         """Whether this form prints the op losslessly."""
         if ("id1" not in self.used and c != -1) or ("id0" not in self.used and self.opcode != -1 and a != -1):
             return False
+        v = self.views(d, lo, hi) | {"id0": a, "id1": c}
+        if any(p[0] == "ref" and v[p[1]] < 0 for p in self.parts):  # "%-1" would not parse: raw
+            return False
         if "data" not in self.used:
             return d == 0
-        v = self.views(d, lo, hi)
         for p in self.parts:
             if p[0] == "enum" and not 0 <= v[p[1]] < len(p[2]):
                 return False
