@@ -36,8 +36,7 @@ TARGETS = ("pim", "dais", "tensil", "pimsab", "cherry")
 MODELS = ("digits_cnn", "digits_mlp")
 #: keys that hold wall-clock times or host paths (removed before hashing JSON)
 VOLATILE = ("compile_s", "compile_seconds", "wall_s", "simulate_s", "sim_s", "time_s", "elapsed_s", "seconds",
-            "out_dir",
-            "files", "program", "model", "source", "path", "peak_mb", "rss_mb", "timings", "wall")
+            "out_dir", "files", "program", "model", "source", "path", "peak_mb", "rss_mb", "timings", "wall")
 
 
 def sha(data: bytes | str) -> str:
