@@ -239,6 +239,16 @@ class Target:
         """Static statistics of a program (instruction mix, field ranges)."""
         self._unsupported("program statistics")
 
+    # --- built-in workloads ----------------------------------------------------------------
+    def workloads(self) -> dict[str, str]:
+        """Named built-in workloads for ``nnisa bench`` → one-line description."""
+        return {}
+
+    def bench(self, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
+        """Run a built-in workload; returns a JSON-safe dict with at least ``wall_s`` and the
+        figures the target models (``cycles``, ``latency_ns``/``time_ns``, ``energy_pj``, ...)."""
+        self._unsupported("built-in workloads")
+
     # --- operators --------------------------------------------------------------------------
     #: the compiler's lowering table (``"package.module:NAME"``, imported on demand; None: no
     #: compiler): ``nnisa targets --ops`` and ``docs/operators.md`` come from it
@@ -252,16 +262,6 @@ class Target:
         from .lowering import coverage
         module, _, name = self.lowerings.partition(":")
         return coverage(getattr(importlib.import_module(module), name))
-
-    # --- built-in workloads ----------------------------------------------------------------
-    def workloads(self) -> dict[str, str]:
-        """Named built-in workloads for ``nnisa bench`` → one-line description."""
-        return {}
-
-    def bench(self, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
-        """Run a built-in workload; returns a JSON-safe dict with at least ``wall_s`` and the
-        figures the target models (``cycles``, ``latency_ns``/``time_ns``, ``energy_pj``, ...)."""
-        self._unsupported("built-in workloads")
 
     # --- JIT kernels ------------------------------------------------------------------------
     def warm_up(self) -> list[str]:
