@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from ....core.errors import UnsupportedError
-from ....core.lowering import OnHost, entry_fn
+from ....core.lowering import OnHost, entry_fn, refusal
 from ....frontend.import_ops import repeat_factors
 from ....frontend.ir import Graph, Node
+from ....frontend.prepare import check_graph
 from .. import layout as L
 
 ACTIVATIONS = ("Relu", "LeakyRelu", "Clip")
@@ -189,6 +190,8 @@ class Lowering:
     # ------------------------------------------------------------------ main
     def run(self) -> "Lowering":
         g = self.g
+        # every node whose operator the table lacks is refused at once, before any lowering
+        check_graph(g, "tensil", lambda n, _: refusal(LOWERINGS, "Tensil", n.op), quantized=False)
         for t in g.inputs:
             v = self.new_var(t.name)
             v.is_input = True

@@ -19,9 +19,7 @@ import numpy as np
 
 from ....core.bundle import BundleWriter, Manifest, TensorSpec
 from ....core.target import CompileResult
-from ....core.lowering import refusal
 from ....frontend import load_model
-from ....frontend.prepare import check_graph
 from ..config import TensilArch, load_arch
 from ..formats.binary import encode_program
 from ..formats.model import Entry, TensilModel
@@ -31,7 +29,7 @@ from ..program import DTYPE, TensilProgram
 from ..sim.estimator import estimate
 from .. import layout as L
 from .codegen import CodeGen, codegen_summary
-from .lower import LOWERINGS, ArrayOp, Lowering, select_outputs
+from .lower import ArrayOp, Lowering, select_outputs
 
 
 class TensilManifest(Manifest):
@@ -67,7 +65,6 @@ def compile_model(model: str | Path, *, config: Any = None, out_dir: str | Path 
     graph = load_model(model)
     if outputs:
         select_outputs(graph, [o.strip() for o in outputs.split(",") if o.strip()])
-    check_graph(graph, "tensil", lambda n, g: refusal(LOWERINGS, "Tensil", n.op), quantized=False)
     low = Lowering(graph, N, softmax, arch.lut).run()
     gen = CodeGen(low, arch, strategy, reuse)
     rows = gen.generate()
