@@ -155,20 +155,26 @@ def cli(max_memory: str | None) -> None:
 
 
 @cli.command("targets")
+@click.option("--ops", "ops", is_flag=True, help="The operator matrix: which IR operators each compiler lowers "
+              "(device, host or refused).")
 @json_option
-def targets_cmd(as_json: bool) -> None:
+def targets_cmd(ops: bool, as_json: bool) -> None:
     """List the targets and what each supports."""
+    if ops:
+        _operators_cmd(as_json)
+        return
     rows = []
     for name in target_names():
         try:
             t = get_target(name)
             rows.append({"target": name, "description": t.description, "capabilities": t.capabilities(),
+                         "operators": t.operators(),
                          "formats": t.formats, "presets": t.config_presets(), "workloads": t.workloads(),
                          "options": [{"name": o.name, "type": o.type_name, "default": o.default,
                                       "choices": list(o.choices) if o.choices else None, "help": o.help,
                                       "commands": list(o.commands)} for o in t.options]})
         except NnisaError as exc:
-            rows.append({"target": name, "description": str(exc), "capabilities": [], "formats": {},
+            rows.append({"target": name, "description": str(exc), "capabilities": [], "operators": {}, "formats": {},
                          "presets": {}, "workloads": {}, "options": []})
     if as_json:
         emit_json({"targets": rows})
@@ -182,6 +188,16 @@ def targets_cmd(as_json: bool) -> None:
                       ", ".join(r["presets"]), ", ".join(r["workloads"]), str(len(r["options"])))
     table.caption = "options per command: nnisa COMMAND --help; everything: nnisa targets --json"
     console().print(table)
+
+
+def _operators_cmd(as_json: bool) -> None:
+    """``nnisa targets --ops``: the target × operator matrix from the lowering tables."""
+    from .report.operators import operator_matrix, print_matrix
+    matrix = operator_matrix()
+    if as_json:
+        emit_json({"operators": matrix})
+        return
+    print_matrix(matrix, console())
 
 
 @cli.command("isa", cls=TargetCommand)

@@ -439,6 +439,20 @@ class Target(abc.ABC):
         the target's own in ``extra``; ``extra["summary"]`` is its one line in ``nnisa demo``)."""
         self._unsupported("built-in workloads")
 
+    # --- operators --------------------------------------------------------------------------
+    #: the compiler's lowering table (``"package.module:NAME"``, imported on demand; None: no
+    #: compiler): ``nnisa targets --ops`` and ``docs/operators.md`` come from it
+    lowerings: str | None = None
+
+    def operators(self) -> dict[str, str]:
+        """Operator → ``device`` (lowered to the target's code) or ``host`` (run on the host),
+        from the lowering table (:mod:`nnisa.core.lowering`); empty without a compiler."""
+        if self.lowerings is None:
+            return {}
+        from .lowering import coverage
+        module, _, name = self.lowerings.partition(":")
+        return coverage(getattr(importlib.import_module(module), name))
+
     # --- JIT kernels ------------------------------------------------------------------------
     def warm_up(self) -> list[str]:
         """Compile this target's JIT (numba) kernels into their on-disk cache by running small

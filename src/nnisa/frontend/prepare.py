@@ -88,7 +88,7 @@ def quantization_issue(n: Node, g: Graph, raw: set[str] | None = None) -> str | 
     return None
 
 
-def check_graph(graph: Graph, target: str, check: Check | None = None) -> None:
+def check_graph(graph: Graph, target: str, check: Check | None = None, *, quantized: bool = True) -> None:
     """Raise one :class:`UnsupportedError` naming every node that ``target`` cannot compile.
 
     Parameters
@@ -99,12 +99,15 @@ def check_graph(graph: Graph, target: str, check: Check | None = None) -> None:
         Target name (for the message).
     check : callable, optional
         The target's own per-node check, run after the quantization check.
+    quantized : bool
+        Whether the target compiles the quantized graph (then every node must have integer
+        semantics); float targets (Tensil, Cherry) pass False.
     """
     bad: list[tuple[tuple[str, str], str]] = []   # ((op, name), reason)
     seen: set[tuple[str, str]] = set()
     raw = raw_tensors(graph)
     for n in graph.nodes:
-        why = quantization_issue(n, graph, raw) or (check(n, graph) if check else None)
+        why = (quantization_issue(n, graph, raw) if quantized else None) or (check(n, graph) if check else None)
         # the nodes unrolled from one LSTM/GRU are reported once, under the ONNX node's name
         key = tuple(graph.origin[n.name].split(" ", 1)) if n.name in graph.origin else (n.op, n.name)
         if why and (key, why) not in seen:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.asm import make_formatter
 from ...core.errors import DecodeError, EncodeError
 from .isa import LOOP_OPS, LOOP_VARS, MAX_FORMULAS, MAX_LOOPS, OP, REG_NAMES, cherry_isa
 
@@ -193,21 +194,9 @@ def loop_structure(rows: np.ndarray) -> dict[int, tuple[int, int]]:
 
 
 def format_instruction(prog: Program, row) -> str:
-    """One row as canonical text (trailing optional operands at their defaults are omitted)."""
-    isa = prog.isa
-    vals = tuple(int(v) for v in row)
-    spec = isa.by_opcode[vals[0]]
-    idx = isa._col_index
-    toks: list[tuple[str, bool]] = []
-    for o in spec.operands:
-        v = tuple(vals[idx[c]] for c in o.columns)
-        toks.append((o.kind.format(v), o.optional and v == o.kind.default()))
-    while toks and toks[-1][1]:
-        toks.pop()
-    parts = [t for t, _ in toks]
-    if spec.mnemonic in ("load", "store") and vals[idx["slot"]]:
-        parts.append(f"slot={vals[idx['slot']]}")
-    return spec.mnemonic + (" " + ", ".join(parts) if parts else "")
+    """One row as canonical text (the table's formatter: trailing optional operands at their
+    defaults omitted, ``slot=`` when set)."""
+    return make_formatter(prog.isa)(tuple(int(v) for v in row))
 
 
 def reg_name(code: int) -> str:

@@ -30,6 +30,7 @@ class CherryTarget(Target):
     """
 
     name = "cherry"
+    lowerings = "nnisa.targets.cherry.compiler.graph:LOWERINGS"
     description = "Cherry cisa: SZxSZ tile registers, looped address formulas, superscalar queues (float)"
     demo_model = "digits_cnn"
     file_formats = files.FORMATS

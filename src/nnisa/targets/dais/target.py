@@ -25,6 +25,7 @@ class DaisTarget(Target):
     """da4ml's DAIS (spec ``dais.md``).  Programs are :class:`~nnisa.targets.dais.program.Program`."""
 
     name = "dais"
+    lowerings = "nnisa.targets.dais.compiler.netcompile:LOWERINGS"
     #: bundled model used by ``nnisa demo`` / ``nnisa run`` for this target
     demo_model = "digits_mlp"
     description = "da4ml Distributed Arithmetic Instruction Set (combinational fixed-point DA programs)"

@@ -32,6 +32,7 @@ class PimTarget(Target):
     """The crossbar processing-in-memory ISA (X. Chen), pimsim-nn dialect included."""
 
     name = "pim"
+    lowerings = "nnisa.targets.pim.compiler.lowerings:LOWERINGS"
     description = "Processing-in-memory crossbar ISA (pimsim-nn / PIMCOMP-NN compatible)"
     file_formats = files.FORMATS
     has_timeline = True

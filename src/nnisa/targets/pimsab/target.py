@@ -28,6 +28,7 @@ class PimsabTarget(Target):
     """PIMSAB (bit-serial compute-in-SRAM tiles on a mesh) with the paper's workloads."""
 
     name = "pimsab"
+    lowerings = "nnisa.targets.pimsab.compiler.network:LOWERINGS"
     description = "PIMSAB bit-serial processing-in-SRAM (128-bit ISA, cycle/energy simulator, paper workloads)"
     file_formats = FORMATS
     has_timeline = True

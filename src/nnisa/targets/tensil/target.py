@@ -31,6 +31,7 @@ class TensilTarget(Target):
     """Tensil's weight-stationary systolic-array TCU (v1.0.15), architecture-parameterised."""
 
     name = "tensil"
+    lowerings = "nnisa.targets.tensil.compiler.lower:LOWERINGS"
     description = "Tensil systolic-array TCU (v1.0.15): .tmodel/.tprog/.tdata, emulator, estimator"
     file_formats = files.FORMATS
     has_timeline = True

@@ -29,12 +29,13 @@ from pathlib import Path
 import numpy as np
 
 from ....core.errors import UnsupportedError
+from ....core.lowering import OnHost, refusal
 from ....core.target import CompileResult
 from .cmvm import CMVMCompiler, _to_int_matrix
 from .cmvm_emit import make_replay
 from .options import DEFAULT_CSE_BLOCK_ROWS, DEFAULT_CSE_BUDGET, DaisCompileOptions
 from ..program import Program, ProgramBuilder, minimal_kif
-from .netextra import EXTRA_OPS, NetExtraOps
+from .netextra import NetExtraOps
 from .netops import NetOps
 
 #: pure data-movement nodes (C-order element list unchanged, batch 1)
@@ -50,15 +51,11 @@ class _Act:
     f: int    # the slot's dtype f
 
 
-#: IR ops the DAIS compiler lowers (the frontend's check runs before any work)
-DAIS_OPS = {"Gemm", "Conv", *MOVES, "Transpose", "Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
-            "HardSwish", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Sub", "Softmax", *EXTRA_OPS}
-
-
 def dais_check(n, g) -> str | None:
     """Why the DAIS compiler cannot lower float-graph node ``n`` (None when it can)."""
-    if n.op not in DAIS_OPS:
-        return f"operator {n.op} is not supported by the DAIS compiler"
+    why = refusal(LOWERINGS, "DAIS", n.op)
+    if why:
+        return why
     a = n.attrs
     if n.op == "Transpose" and a["perm"][0] != 0:
         return "Transpose must keep the batch axis first"
@@ -306,6 +303,24 @@ class _Net(NetOps, NetExtraOps):
         self.layers.append(row)
 
 
+def _clamp(net: _Net, node) -> None:
+    x = net.env[node.inputs[0]]
+    net.set_out(node, np.vectorize(lambda a: net.clamp(a, *node.clamp), otypes=[object])(x))
+
+
+#: the DAIS lowering table: IR op → lowering (``net, node``); the node check, ``nnisa targets --ops``
+#: and the docs come from it
+LOWERINGS = {
+    "Gemm": _Net.gemm, "Conv": _Net.conv, **dict.fromkeys((*MOVES, "Transpose"), _Net.move),
+    "Relu": _clamp, "Clip": _clamp, **dict.fromkeys(("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish"), _Net.lut),
+    "MaxPool": _Net.maxpool, "AveragePool": _Net.avgpool, "GlobalAveragePool": _Net.avgpool,
+    "Add": _Net.addsub, "Sub": _Net.addsub, "Slice": _Net.select, "Resize": _Net.select, "Concat": _Net.concat,
+    **dict.fromkeys(("ReduceMean", "ReduceMax", "ReduceSum"), _Net.reduce), "Max": _Net.minmax, "Min": _Net.minmax,
+    "Mul": _Net.mul, "MatMul": _Net.matmul,
+    "Softmax": OnHost("a trailing Softmax runs on the host in float (DAIS has no exponential)"),
+}
+
+
 def _kif_of(b: ProgramBuilder, slot: int):
     o = b.op(slot)
     return (o[4], o[5], o[6])
@@ -342,37 +357,10 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     for node in qg.nodes:
         if node.out_bits == 0:
             net.fail(node, f"float operator {node.op} cannot be compiled to DAIS")
-        if node.op == "Gemm":
-            net.gemm(node)
-        elif node.op == "Conv":
-            net.conv(node)
-        elif node.op in MOVES or node.op == "Transpose":
-            net.move(node)
-        elif node.op in ("Relu", "Clip"):
-            x = net.env[node.inputs[0]]
-            net.set_out(node, np.vectorize(lambda a: net.clamp(a, *node.clamp), otypes=[object])(x))
-        elif node.op in ("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish"):
-            net.lut(node)
-        elif node.op == "MaxPool":
-            net.maxpool(node)
-        elif node.op in ("AveragePool", "GlobalAveragePool"):
-            net.avgpool(node)
-        elif node.op in ("Add", "Sub"):
-            net.addsub(node)
-        elif node.op in ("Slice", "Resize"):
-            net.select(node)
-        elif node.op == "Concat":
-            net.concat(node)
-        elif node.op in ("ReduceMean", "ReduceMax", "ReduceSum"):
-            net.reduce(node)
-        elif node.op in ("Max", "Min"):
-            net.minmax(node)
-        elif node.op == "Mul":
-            net.mul(node)
-        elif node.op == "MatMul":
-            net.matmul(node)
-        else:
+        fn = LOWERINGS.get(node.op)
+        if fn is None or isinstance(fn, OnHost):
             net.fail(node, f"operator {node.op} is not supported by the DAIS compiler")
+        fn(net, node)
     outs = net.env[qg.outputs[0].name].reshape(-1)
     outs = [net._same_e(a) if a.e < 0 else a for a in outs]  # out shifts only scale down (q = v·2^-e, e >= 0)
     net.b.set_outputs([a.slot for a in outs], [-a.e for a in outs], [0] * len(outs))

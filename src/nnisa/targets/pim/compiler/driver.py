@@ -25,7 +25,7 @@ from .fusion import GapFinishLayer, fuse_layers, size_partials
 from .graph import ClampLayer, EltLayer, GapLayer, Lowered, MatLayer, PoolLayer, lower_graph
 from .lower_fused import gap_finish_tasks
 from .lower_extra import ExtraLayer
-from .lower_hook import lower_node
+from .lowerings import LOWERINGS, prepare_inputs
 from .lower_mat import MatCodegen
 from .lower_vec import clamp_tasks, elt_tasks, emit_clamp, emit_elt, emit_gap, emit_pool, gap_tasks, pool_tasks
 from .mapping import MappingError, map_ags
@@ -165,7 +165,7 @@ def compile_program(model, config=None, options: PimCompileOptions | None = None
         links = bool(getattr(cfg.nnisa, "core_links", True))
     qg = quantize_model(model, o.calib, bits=o.bits)
     t_q = time.perf_counter()
-    low = lower_graph(qg, lower_node)
+    low = lower_graph(qg, LOWERINGS, prepare_inputs)
     mats = [l for l in low.layers if isinstance(l, MatLayer)]
     plans = [partition(l, hw.rows, hw.cols, hw.xbars) for l in mats]
     for l, p in zip(mats, plans):

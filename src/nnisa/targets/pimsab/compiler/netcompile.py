@@ -31,7 +31,10 @@ def quantized_graph(model, calib=None, bits: int = 8):
     from ....frontend import PreparedModel, load_model, quantize
     from ....frontend.models import bundled_inputs_for
 
+    from ....frontend.prepare import check_graph
+
     def make(g):
+        check_graph(g, "pimsab")  # every node with integer semantics lowers (device or host): refuse the rest now
         data = calib
         if data is None:
             data = bundled_inputs_for(model, samples=64) if isinstance(model, (str, os.PathLike)) else None
