@@ -54,10 +54,10 @@ def test_config_forms_and_presets(tmp_path, capsys):
     src.write_text(".tile 0\nadd r16, i9, r0, i8, r8, i8\n")
     for cfg in ("abl_bus", "base,shuffle=off", "cycle_mode=bitexact"):
         code, out, _ = run_cli(["sim", "-t", "pimsab", src, "--config", cfg, "--mode", "timing", "--json"], capsys)
-        assert code == 0 and json.loads(out)["cycles"] == 9
+        assert code == 0 and json.loads(out)["cycles"] == 10  # 9-cycle add, dispatched at 0, ends at 9
     (tmp_path / "c.json").write_text('{"preset": "pimsab_s", "clock_ghz": 1.0}')
     code, out, _ = run_cli(["sim", "-t", "pimsab", src, "--config", tmp_path / "c.json", "--json"], capsys)
-    assert code == 0 and json.loads(out)["latency_ns"] == 9.0
+    assert code == 0 and json.loads(out)["latency_ns"] == 10.0
 
 
 def test_bench_lists_and_runs(capsys):
