@@ -19,6 +19,7 @@ from .formats.text import assemble_text, disassemble
 from .isa import build_isa
 from .program import PimsabProgram
 from .stats import program_stats
+from .workloads.params import BENCH_OPTIONS
 
 
 class PimsabTarget(Target):
@@ -44,6 +45,7 @@ class PimsabTarget(Target):
         O("bits", int, None, None, "element precision of the workload (int4..int8 sweeps, Fig. 20b)", ("bench",),
           minimum=1, maximum=32, nullable=True),
         O("check", bool, False, None, "also compute values and check them (vadd, gemv, fir)", ("bench",)),
+        *BENCH_OPTIONS,
     )
 
     def config_presets(self) -> dict[str, str]:
@@ -103,15 +105,16 @@ class PimsabTarget(Target):
 
     def workloads(self) -> dict[str, str]:
         from .workloads.registry import WORKLOADS
-        return {k: v[0] for k, v in WORKLOADS.items()}
+        return {k: v.description for k, v in WORKLOADS.items()}
 
-    def bench(self, workload: str, *, config: Any = None, scale: float = 1.0, bits: int | None = None,
-              check: bool = False, engine: str = "fast", **options: Any) -> dict[str, Any]:
-        """Generate and simulate one of the paper's workloads (timing mode; values with check)."""
+    def bench(self, workload: str, *, config: Any = None, scale: float = 1.0, check: bool = False,
+              engine: str = "fast", **params: Any) -> dict[str, Any]:
+        """Generate and simulate one of the paper's workloads (timing mode; values with check);
+        ``params``: the workload's parameters (``-O n=``, ``m=``, ``bits=``, ...)."""
         from .workloads.registry import run_workload
         if workload not in self.workloads():
             self._unknown_workload(workload)
-        return run_workload(workload, load_config(config), scale=scale, bits=bits, check=check, engine=engine)
+        return run_workload(workload, load_config(config), scale=scale, check=check, engine=engine, **params)
 
     def warm_up(self) -> list[str]:
         """Compile the numba timing engine (:mod:`.sim.engine_nb`) with a small vadd replay, the

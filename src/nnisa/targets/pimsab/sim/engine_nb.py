@@ -133,192 +133,6 @@ def _pop(fq, f, depth):
     fq[f, Q_LEN] -= 1
 
 
-@njit(cache=True, inline="always")
-def _dram_phase(c, r, now, kind, flits, key, bypass, op_tile, prm, slot, fq, nflits, nemask, queue, chan, submitted,
-                dram_busy, nfifo_r, PV):
-    """One cycle of DRAM channel ``c`` (router ``r``): accept, stream, count down (spec §3.5).
-    Returns the number of changes; the flits it injected into the router are counted by the caller."""
-    depth, banks, latency = prm[P_DEPTH], prm[P_BANKS], prm[P_LATENCY]
-    V = prm[P_VCS]
-    g = nfifo_r + c
-    ev = 0
-    injected = 0
-    # 1. accept the request at the head of the receive buffer
-    if fq[g, Q_LEN] > 0 and slot[g, fq[g, Q_HEAD], F_T] < now:
-        m = slot[g, fq[g, Q_HEAD], F_MSG]
-        if kind[m] == K_LOAD or not submitted[m]:
-            take = False
-            if bypass[m] and chan[c, CH_READY] < 0:
-                chan[c, CH_READY] = m
-                chan[c, CH_DONE] = 0
-                chan[c, CH_SETUP] = STORE_SETUP if kind[m] == K_STORE else 0
-                take = True
-            elif chan[c, CH_QLEN] < banks:
-                queue[c, chan[c, CH_QLEN], 0] = m
-                queue[c, chan[c, CH_QLEN], 1] = latency
-                chan[c, CH_QLEN] += 1
-                take = True
-            if take:
-                ev += 1
-                if kind[m] == K_LOAD:
-                    _pop(fq, g, depth)
-                else:
-                    submitted[m] = True
-    # 2. stream the ready request
-    m = chan[c, CH_READY]
-    if m >= 0:
-        dram_busy[c] += 1
-        if kind[m] == K_LOAD:
-            f = r * PV + D_ * V
-            if fq[f, Q_LEN] < depth:
-                _push(slot, fq, f, op_tile[m], 0, key[m], flits[m] - chan[c, CH_DONE], m, now)
-                nflits[r] += 1
-                nemask[r * 6 + D_] |= 1
-                injected = 1
-                ev += 1
-                chan[c, CH_DONE] += 1
-                if chan[c, CH_DONE] == flits[m]:
-                    chan[c, CH_READY] = -1
-        elif chan[c, CH_SETUP] > 0:
-            chan[c, CH_SETUP] -= 1
-            ev += 1
-        elif fq[g, Q_LEN] > 0 and slot[g, fq[g, Q_HEAD], F_T] < now and slot[g, fq[g, Q_HEAD], F_MSG] == m:
-            _pop(fq, g, depth)
-            ev += 1
-            chan[c, CH_DONE] += 1
-            if chan[c, CH_DONE] == flits[m]:
-                chan[c, CH_READY] = -1
-    # 3. count down; the oldest finished request becomes ready (streams next cycle)
-    n = chan[c, CH_QLEN]
-    for j in range(n):
-        if queue[c, j, 1] > 0:
-            queue[c, j, 1] -= 1
-    if n > 0 and queue[c, 0, 1] <= 0 and chan[c, CH_READY] < 0:
-        m = queue[c, 0, 0]
-        for j in range(n - 1):
-            queue[c, j, 0] = queue[c, j + 1, 0]
-            queue[c, j, 1] = queue[c, j + 1, 1]
-        chan[c, CH_QLEN] -= 1
-        chan[c, CH_READY] = m
-        chan[c, CH_DONE] = 0
-        chan[c, CH_SETUP] = STORE_SETUP if kind[m] == K_STORE else 0
-        ev += 1
-    return ev, injected
-
-
-@njit(cache=True, inline="always")
-def _router(r, now, prm, nb, chan_of, slot, fq, nflits, nemask, cnmask, conn, out_busy, d_busy, rr, hops, nfifo_r,
-            PV):
-    """Allocation then traversal of router ``r`` (inputs in the order D, L, N, S, W, E).
-    Returns (changes, flits that left the mesh into a DRAM receive buffer)."""
-    mesh_w, V, depth = prm[P_MESH_W], prm[P_VCS], prm[P_DEPTH]
-    base = r * PV
-    rrow, rcol = r // mesh_w, r % mesh_w
-    ev = 0
-    left = 0
-    for pi in range(6):  # 1. allocation
-        p = D_ if pi == 0 else (L_ if pi == 1 else pi - 2)
-        m_free = nemask[r * 6 + p] & ~cnmask[r * 6 + p]
-        if m_free == 0:
-            continue
-        nv = V if p < L_ else 1
-        for v in range(nv):
-            if not (m_free >> v) & 1:
-                continue
-            f = base + p * V + v
-            h = fq[f, Q_HEAD]
-            if slot[f, h, F_T] >= now:
-                continue
-            d = slot[f, h, F_DST]
-            drow, dcol = d // mesh_w, d % mesh_w
-            if drow < rrow:
-                out = N_
-            elif drow > rrow:
-                out = S_
-            elif dcol < rcol:
-                out = W_
-            elif dcol > rcol:
-                out = E_
-            elif slot[f, h, F_DRAM] != 0:
-                out = D_
-            else:
-                continue  # local: stays until the tile pops it
-            if out == D_:
-                if d_busy[r] == 0:
-                    d_busy[r] = 1
-                    conn[f, C_OUT] = D_
-                    conn[f, C_VC] = 0
-                    conn[f, C_REM] = slot[f, h, F_CNT]
-                    cnmask[r * 6 + p] |= 1 << v
-                    ev += 1
-                continue
-            dbase = nb[r, out] * PV + (out ^ 1) * V  # the neighbour's opposite input port
-            for ov in range(V):
-                g = dbase + ov
-                if out_busy[r, out, ov] == 0 and fq[g, Q_LEN] + (fq[g, Q_POP] == now) == 0:
-                    out_busy[r, out, ov] = 1
-                    conn[f, C_OUT] = out
-                    conn[f, C_VC] = ov
-                    conn[f, C_REM] = slot[f, h, F_CNT]
-                    cnmask[r * 6 + p] |= 1 << v
-                    ev += 1
-                    break
-    used = 0
-    for pi in range(6):  # 2. traversal, one flit per input and per output direction
-        p = D_ if pi == 0 else (L_ if pi == 1 else pi - 2)
-        m_go = cnmask[r * 6 + p] & nemask[r * 6 + p]
-        if m_go == 0:
-            continue
-        nv = V if p < L_ else 1
-        for kk in range(nv):
-            v = (rr[r, p] + kk) % nv
-            if not (m_go >> v) & 1:
-                continue
-            f = base + p * V + v
-            out = conn[f, C_OUT]
-            if (used >> out) & 1 or conn[f, C_REM] <= 0:
-                continue
-            h = fq[f, Q_HEAD]
-            if slot[f, h, F_T] >= now:
-                continue
-            if out == D_:
-                g = nfifo_r + chan_of[r]
-                if fq[g, Q_LEN] >= depth:  # the DRAM receive buffer is seen at once
-                    continue
-                grouter = -1
-            else:
-                grouter = nb[r, out]
-                g = grouter * PV + (out ^ 1) * V + conn[f, C_VC]
-                if fq[g, Q_LEN] + (fq[g, Q_POP] == now) >= depth:
-                    continue
-            _push(slot, fq, g, slot[f, h, F_DST], slot[f, h, F_DRAM], slot[f, h, F_KEY], slot[f, h, F_CNT],
-                  slot[f, h, F_MSG], now)
-            _pop(fq, f, depth)
-            fq[f, Q_POP] = now
-            nflits[r] -= 1
-            if fq[f, Q_LEN] == 0:
-                nemask[r * 6 + p] &= ~(1 << v)
-            ev += 1
-            if out == D_:
-                left += 1
-            else:
-                nflits[grouter] += 1
-                nemask[grouter * 6 + (out ^ 1)] |= 1 << conn[f, C_VC]
-                hops[r] += 1
-            used |= 1 << out
-            conn[f, C_REM] -= 1
-            if conn[f, C_REM] == 0:
-                if out == D_:
-                    d_busy[r] = 0
-                else:
-                    out_busy[r, out, conn[f, C_VC]] = 0
-                conn[f, C_OUT] = -1
-                cnmask[r * 6 + p] &= ~(1 << v)
-            rr[r, p] = (v + 1) % nv
-            break
-    return ev, left
-
-
 @njit(cache=True)
 def run_chunk(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_ids, prm, nb, chan_of, dram_routers,
               slot, fq, nflits, nemask, cnmask, conn, out_busy, d_busy, rr, queue, chan, submitted, ts, sc,
@@ -326,8 +140,8 @@ def run_chunk(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_i
     """Simulate up to ``budget`` cycles (skipped idle cycles count once).  Returns RUNNING (call
     again), DONE (``sc[S_NOW]`` = cycles), DEADLOCK, STUCK (every stream ended, flits undelivered)
     or TIME_LIMIT."""
-    V = prm[P_VCS]
-    depth, tdepth, max_cycles = prm[P_DEPTH], prm[P_TDEPTH], prm[P_MAX]
+    mesh_w, V = prm[P_MESH_W], prm[P_VCS]
+    depth, banks, latency, tdepth, max_cycles = prm[P_DEPTH], prm[P_BANKS], prm[P_LATENCY], prm[P_TDEPTH], prm[P_MAX]
     PV = 6 * V
     n_routers = nflits.shape[0]
     nfifo_r = n_routers * PV
@@ -453,17 +267,170 @@ def run_chunk(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_i
         # ------------------------------------------------------------------ routers (DRAM phase first)
         for r in range(n_routers):
             c = chan_of[r]
-            if c >= 0:
-                ev, inj = _dram_phase(c, r, now, kind, flits, key, bypass, op_tile, prm, slot, fq, nflits, nemask,
-                                      queue, chan, submitted, dram_busy, nfifo_r, PV)
-                events += ev
-                total_flits += inj
+            if c >= 0:  # the router's DRAM channel: accept, stream, count down (spec §3.5)
+                g = nfifo_r + c
+                # 1. accept the request at the head of the receive buffer
+                if fq[g, Q_LEN] > 0 and slot[g, fq[g, Q_HEAD], F_T] < now:
+                    m = slot[g, fq[g, Q_HEAD], F_MSG]
+                    if kind[m] == K_LOAD or not submitted[m]:
+                        take = False
+                        if bypass[m] and chan[c, CH_READY] < 0:
+                            chan[c, CH_READY] = m
+                            chan[c, CH_DONE] = 0
+                            chan[c, CH_SETUP] = STORE_SETUP if kind[m] == K_STORE else 0
+                            take = True
+                        elif chan[c, CH_QLEN] < banks:
+                            queue[c, chan[c, CH_QLEN], 0] = m
+                            queue[c, chan[c, CH_QLEN], 1] = latency
+                            chan[c, CH_QLEN] += 1
+                            take = True
+                        if take:
+                            events += 1
+                            if kind[m] == K_LOAD:
+                                _pop(fq, g, depth)
+                            else:
+                                submitted[m] = True
+                # 2. stream the ready request
+                m = chan[c, CH_READY]
+                if m >= 0:
+                    dram_busy[c] += 1
+                    if kind[m] == K_LOAD:
+                        f = r * PV + D_ * V
+                        if fq[f, Q_LEN] < depth:
+                            _push(slot, fq, f, op_tile[m], 0, key[m], flits[m] - chan[c, CH_DONE], m, now)
+                            nflits[r] += 1
+                            nemask[r * 6 + D_] |= 1
+                            total_flits += 1
+                            events += 1
+                            chan[c, CH_DONE] += 1
+                            if chan[c, CH_DONE] == flits[m]:
+                                chan[c, CH_READY] = -1
+                    elif chan[c, CH_SETUP] > 0:
+                        chan[c, CH_SETUP] -= 1
+                        events += 1
+                    elif fq[g, Q_LEN] > 0 and slot[g, fq[g, Q_HEAD], F_T] < now and slot[g, fq[g, Q_HEAD], F_MSG] == m:
+                        _pop(fq, g, depth)
+                        events += 1
+                        chan[c, CH_DONE] += 1
+                        if chan[c, CH_DONE] == flits[m]:
+                            chan[c, CH_READY] = -1
+                # 3. count down; the oldest finished request becomes ready (streams next cycle)
+                n = chan[c, CH_QLEN]
+                for j in range(n):
+                    if queue[c, j, 1] > 0:
+                        queue[c, j, 1] -= 1
+                if n > 0 and queue[c, 0, 1] <= 0 and chan[c, CH_READY] < 0:
+                    m = queue[c, 0, 0]
+                    for j in range(n - 1):
+                        queue[c, j, 0] = queue[c, j + 1, 0]
+                        queue[c, j, 1] = queue[c, j + 1, 1]
+                    chan[c, CH_QLEN] -= 1
+                    chan[c, CH_READY] = m
+                    chan[c, CH_DONE] = 0
+                    chan[c, CH_SETUP] = STORE_SETUP if kind[m] == K_STORE else 0
+                    events += 1
             if nflits[r] == 0:
                 continue
-            ev, left = _router(r, now, prm, nb, chan_of, slot, fq, nflits, nemask, cnmask, conn, out_busy, d_busy,
-                               rr, hops, nfifo_r, PV)
-            events += ev
-            total_flits -= left
+            base = r * PV
+            rrow, rcol = r // mesh_w, r % mesh_w
+            for p in (D_, L_, N_, S_, W_, E_):  # 1. allocation
+                m_free = nemask[r * 6 + p] & ~cnmask[r * 6 + p]
+                if m_free == 0:
+                    continue
+                nv = V if p < L_ else 1
+                for v in range(nv):
+                    if not (m_free >> v) & 1:
+                        continue
+                    f = base + p * V + v
+                    h = fq[f, Q_HEAD]
+                    if slot[f, h, F_T] >= now:
+                        continue
+                    d = slot[f, h, F_DST]
+                    drow, dcol = d // mesh_w, d % mesh_w
+                    if drow < rrow:
+                        out = N_
+                    elif drow > rrow:
+                        out = S_
+                    elif dcol < rcol:
+                        out = W_
+                    elif dcol > rcol:
+                        out = E_
+                    elif slot[f, h, F_DRAM] != 0:
+                        out = D_
+                    else:
+                        continue  # local: stays until the tile pops it
+                    if out == D_:
+                        if d_busy[r] == 0:
+                            d_busy[r] = 1
+                            conn[f, C_OUT] = D_
+                            conn[f, C_VC] = 0
+                            conn[f, C_REM] = slot[f, h, F_CNT]
+                            cnmask[r * 6 + p] |= 1 << v
+                            events += 1
+                        continue
+                    dbase = nb[r, out] * PV + (out ^ 1) * V  # the neighbour's opposite input port
+                    for ov in range(V):
+                        g = dbase + ov
+                        if out_busy[r, out, ov] == 0 and fq[g, Q_LEN] + (fq[g, Q_POP] == now) == 0:
+                            out_busy[r, out, ov] = 1
+                            conn[f, C_OUT] = out
+                            conn[f, C_VC] = ov
+                            conn[f, C_REM] = slot[f, h, F_CNT]
+                            cnmask[r * 6 + p] |= 1 << v
+                            events += 1
+                            break
+            used = 0
+            for p in (D_, L_, N_, S_, W_, E_):  # 2. traversal, one flit per input and per output direction
+                m_go = cnmask[r * 6 + p] & nemask[r * 6 + p]
+                if m_go == 0:
+                    continue
+                nv = V if p < L_ else 1
+                for kk in range(nv):
+                    v = (rr[r, p] + kk) % nv
+                    if not (m_go >> v) & 1:
+                        continue
+                    f = base + p * V + v
+                    out = conn[f, C_OUT]
+                    if (used >> out) & 1 or conn[f, C_REM] <= 0:
+                        continue
+                    h = fq[f, Q_HEAD]
+                    if slot[f, h, F_T] >= now:
+                        continue
+                    if out == D_:
+                        g = nfifo_r + chan_of[r]
+                        if fq[g, Q_LEN] >= depth:  # the DRAM receive buffer is seen at once
+                            continue
+                        grouter = -1
+                    else:
+                        grouter = nb[r, out]
+                        g = grouter * PV + (out ^ 1) * V + conn[f, C_VC]
+                        if fq[g, Q_LEN] + (fq[g, Q_POP] == now) >= depth:
+                            continue
+                    _push(slot, fq, g, slot[f, h, F_DST], slot[f, h, F_DRAM], slot[f, h, F_KEY], slot[f, h, F_CNT],
+                          slot[f, h, F_MSG], now)
+                    _pop(fq, f, depth)
+                    fq[f, Q_POP] = now
+                    nflits[r] -= 1
+                    if fq[f, Q_LEN] == 0:
+                        nemask[r * 6 + p] &= ~(1 << v)
+                    events += 1
+                    if out == D_:
+                        total_flits -= 1
+                    else:
+                        nflits[grouter] += 1
+                        nemask[grouter * 6 + (out ^ 1)] |= 1 << conn[f, C_VC]
+                        hops[r] += 1
+                    used |= 1 << out
+                    conn[f, C_REM] -= 1
+                    if conn[f, C_REM] == 0:
+                        if out == D_:
+                            d_busy[r] = 0
+                        else:
+                            out_busy[r, out, conn[f, C_VC]] = 0
+                        conn[f, C_OUT] = -1
+                        cnmask[r * 6 + p] &= ~(1 << v)
+                    rr[r, p] = (v + 1) % nv
+                    break
         now += 1
         if events != before:
             continue

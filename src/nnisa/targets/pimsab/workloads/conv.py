@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from .. import precision as P
 from ..config import PimsabConfig
 from .builder import Builder, Workload
+from .params import RESNET18_LAYERS
 from .vector import _grow
 
 
@@ -182,13 +183,19 @@ def conv2d(cfg: PimsabConfig, nap: bool = False, batch: int | None = None, bits:
     return w
 
 
-def resnet18(cfg: PimsabConfig, nap: bool = False) -> Workload:
-    """The 17 ResNet-18 conv layers: each distinct shape simulated once, counted with its multiplicity."""
+def resnet18(cfg: PimsabConfig, nap: bool = False, layer: str | None = None) -> Workload:
+    """The 17 ResNet-18 conv layers: each distinct shape simulated once, counted with its
+    multiplicity; ``layer`` (an artifact layer name such as ``conv3_1_2``) runs that layer alone."""
+    if layer is not None and layer not in RESNET18_LAYERS:
+        raise ValueError(f"no ResNet-18 layer {layer!r} (layers: {', '.join(RESNET18_LAYERS)})")
     parts, weights = [], []
-    for name, layer, count in RESNET18:
-        w = conv(cfg, layer, nap)
-        w.name = name
+    for name, shape, count in RESNET18:
+        if layer is not None and RESNET18_LAYERS[layer] != name:
+            continue
+        w = conv(cfg, shape, nap)
+        w.name = layer or name
         parts.append(w)
-        weights.append(count)
-    return Workload("resnet18_nap" if nap else "resnet18", parts[0].program, functional=False, parts=parts,
-                    weights=weights, meta=dict(layers=sum(weights)))
+        weights.append(1 if layer else count)
+    name = ("resnet18_nap" if nap else "resnet18") + (f"_{layer}" if layer else "")
+    return Workload(name, parts[0].program, functional=False, parts=parts, weights=weights,
+                    meta=dict(layers=sum(weights)))
