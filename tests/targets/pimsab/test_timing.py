@@ -210,7 +210,7 @@ def test_fast_engine_matches_reference(src):
     if isinstance(fast, str) or isinstance(ref, str):
         assert fast == ref
         return
-    assert fast.cycles == ref.cycles
+    assert fast.cycles == ref.cycles and fast.steps == ref.steps
     assert np.array_equal(fast.start, ref.start) and np.array_equal(fast.end, ref.end)
     assert np.array_equal(fast.op_state, ref.op_state)
     assert np.array_equal(fast.hops, ref.hops)

@@ -37,7 +37,7 @@ class PimsabTarget(Target):
         O("log", str, None, None, "write the per-instruction timing log (CSV) here", ("sim",)),
         O("dump", str, None, None, "also output DRAM ranges ADDR:LEN[,ADDR:LEN]", ("sim",)),
         O("max_cycles", int, 2_000_000_000, None, "simulated-time limit (exit 4 when reached)", ("sim",),
-          minimum=1),
+          minimum=1, maximum=2**60),
         O("microops", bool, False, None, "also run compute instructions bit-serially on a bit-plane model and "
           "check them (small configurations)", ("sim",)),
         O("scale", float, 1.0, None, "workload size factor (0.5 = half, 2 = double; Fig. 20a)", ("bench",),

@@ -39,8 +39,8 @@ C_OUT, C_VC, C_REM = range(3)
 CH_QLEN, CH_READY, CH_DONE, CH_SETUP = range(4)
 # tile controller: next op, state, finish cycle, flits left, second pass, current op, live
 T_PC, T_STATE, T_FINISH, T_REM, T_SECOND, T_CUR, T_LIVE = range(7)
-# scalars: cycle, live streams, flits in router FIFOs, change counter
-S_NOW, S_LIVE, S_FLITS, S_EVENTS = range(4)
+# scalars: cycle, live streams, flits in router FIFOs, change counter, cycles simulated (not skipped)
+S_NOW, S_LIVE, S_FLITS, S_EVENTS, S_STEPS = range(5)
 # parameters
 P_MESH_W, P_MESH_H, P_VCS, P_DEPTH, P_BANKS, P_LATENCY, P_TDEPTH, P_MAX = range(8)
 
@@ -101,7 +101,7 @@ def new_state(n_ops: int, tile_start: np.ndarray, n_routers: int, mesh_w: int, m
     ts[:, T_PC] = tile_start[:-1]
     ts[:, T_CUR] = -1
     ts[:, T_LIVE] = np.diff(tile_start) > 0
-    sc = np.zeros(4, np.int64)
+    sc = np.zeros(5, np.int64)
     sc[S_LIVE] = int(ts[:, T_LIVE].sum())
     prm = np.array([mesh_w, mesh_h, nvc, depth, banks, latency, tdepth, max_cycles], np.int64)
     return EngineState(prm, nb, chan_of, np.asarray(dram_routers, np.int64), np.zeros((nfifo, depth, 6), np.int64),
@@ -151,6 +151,7 @@ def run_chunk(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_i
     n_live = sc[S_LIVE]
     total_flits = sc[S_FLITS]
     events = sc[S_EVENTS]
+    steps = sc[S_STEPS]
     status = RUNNING
     for _ in range(budget):
         if n_live == 0 and total_flits == 0:
@@ -165,6 +166,7 @@ def run_chunk(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_i
             status = TIME_LIMIT
             break
         before = events
+        steps += 1
         # ------------------------------------------------------------------ tile controllers
         for k in range(n_t):
             if ts[k, T_LIVE] == 0:
@@ -465,4 +467,5 @@ def run_chunk(kind, cycles, flits, dst, key, bypass, op_tile, tile_start, tile_i
     sc[S_LIVE] = n_live
     sc[S_FLITS] = total_flits
     sc[S_EVENTS] = events
+    sc[S_STEPS] = steps
     return status

@@ -298,13 +298,7 @@ class RefResult:
     op_state: np.ndarray
     hops: np.ndarray
     dram_busy: np.ndarray
-
-
-class _Progress:
-    """Counts the changes of one cycle (anything but a countdown)."""
-
-    def __init__(self) -> None:
-        self.events = 0
+    steps: int
 
 
 def simulate_ref(ops: TimingOps, cfg: PimsabConfig, *, max_cycles: int = 50_000_000) -> RefResult:
@@ -332,10 +326,11 @@ def simulate_ref(ops: TimingOps, cfg: PimsabConfig, *, max_cycles: int = 50_000_
     depth = cfg.transfer_depth
     now = 0
     live = [f for f in fsms if len(f.ops)]
-    prog = _Progress()
+    steps = 0
     while live or any(r.busy() for r in routers):
         if now > max_cycles:
             raise SimTimeExceeded(f"simulated time limit of {max_cycles} cycles reached")
+        steps += 1
         before = _fingerprint(routers, drams, live)
         for f in live:
             _tile_step(f, ops, routers, now, depth, start, end, op_state)
@@ -369,7 +364,7 @@ def simulate_ref(ops: TimingOps, cfg: PimsabConfig, *, max_cycles: int = 50_000_
                     e[1] = max(0, e[1] - skip)
             now = target
     return RefResult(now, start, end, op_state,
-                     np.array([r.hops for r in routers]), np.array([d.busy_cycles for d in drams]))
+                     np.array([r.hops for r in routers]), np.array([d.busy_cycles for d in drams]), steps)
 
 
 def _fingerprint(routers: list[Router], drams: list["DramChannel"], live: list[TileFsm]) -> tuple:

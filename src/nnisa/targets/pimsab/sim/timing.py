@@ -26,6 +26,7 @@ class TimingResult:
     hops: np.ndarray           # per router
     dram_busy: np.ndarray      # per channel
     engine: str
+    steps: int = 0             # cycles simulated one by one (the others were skipped: only countdowns ran)
 
 
 def run_timing(ops: TimingOps, cfg: PimsabConfig, *, engine: str = "fast",
@@ -34,7 +35,7 @@ def run_timing(ops: TimingOps, cfg: PimsabConfig, *, engine: str = "fast",
     if engine == "reference":
         from .engine_ref import simulate_ref
         r = simulate_ref(ops, cfg, max_cycles=max_cycles)
-        return TimingResult(r.cycles, r.start, r.end, r.op_state, r.hops, r.dram_busy, "reference")
+        return TimingResult(r.cycles, r.start, r.end, r.op_state, r.hops, r.dram_busy, "reference", r.steps)
     from . import engine_nb as nb
     n = len(ops)
     routers = np.array(sorted({cfg.dram_router(t) for t in range(cfg.n_tiles)}), np.int64)
@@ -50,7 +51,7 @@ def run_timing(ops: TimingOps, cfg: PimsabConfig, *, engine: str = "fast",
         _deadlock(ops, st.start, st.end, cycles, int(st.sc[nb.S_FLITS]))
     if status == nb.TIME_LIMIT:
         raise SimTimeExceeded(f"simulated time limit of {max_cycles} cycles reached")
-    return TimingResult(cycles, st.start, st.end, st.op_state, st.hops, st.dram_busy, "fast")
+    return TimingResult(cycles, st.start, st.end, st.op_state, st.hops, st.dram_busy, "fast", int(st.sc[nb.S_STEPS]))
 
 
 def _deadlock(ops: TimingOps, start: np.ndarray, end: np.ndarray, cycle: int, flits: int) -> None:
