@@ -73,6 +73,34 @@ def test_bench_lists_and_runs(capsys):
     assert code == 0 and json.loads(out)["values_checked"]
 
 
+def test_bench_takes_the_official_workload_parameters(capsys):
+    code, out, _ = run_cli(["bench", "-t", "pimsab", "gemv", "-O", "m=30720", "--json"], capsys)
+    rep = json.loads(out)
+    assert code == 0 and rep["cycles"] == 58885 and rep["params"] == {"m": 30720, "k": 2048, "bits": 8}
+    assert "speedup_vs_a100" not in rep  # not the paper's size
+    code, out, _ = run_cli(["bench", "-t", "pimsab", "resnet18", "-O", "layer=conv3_1_2", "--json"], capsys)
+    assert code == 0 and json.loads(out)["cycles"] == 10404
+    code, out, _ = run_cli(["bench", "-t", "pimsab", "gemm_tiled", "-O", "m=384", "-O", "k=64", "-O", "n=384",
+                            "--json"], capsys)
+    assert code == 0 and json.loads(out)["cycles"] == 3734
+
+
+@pytest.mark.parametrize("args,message", [
+    (["vadd", "-O", "m=5"], "takes no option m"),
+    (["bert", "-O", "scale=2"], "no size to scale"),
+    (["gemv", "-O", "scale=0.5", "-O", "m=100"], "either scale or m"),
+    (["resnet18", "-O", "layer=conv9"], "layer"),
+    (["gemv", "-O", "k=0"], "minimum"),
+    (["gemv", "-O", "acc_bits=65"], "maximum"),
+    (["vadd", "-O", "n=10**9"], "expected int"),
+    (["gemm", "-O", "n=100000"], "instructions"),
+    (["gemm", "-O", "k=100"], "k >= crams_per_tile"),
+])
+def test_bench_parameter_errors_are_one_line(capsys, args, message):
+    code, _, err = run_cli(["bench", "-t", "pimsab", *args], capsys)
+    assert code == 2 and message in err and "Traceback" not in err, err
+
+
 def test_targets_and_isa(capsys):
     code, out, _ = run_cli(["targets", "--json"], capsys)
     row = next(r for r in json.loads(out)["targets"] if r["target"] == "pimsab")
