@@ -1,4 +1,4 @@
-"""Timing runs: one entry point over the numba engine and the Python reference (spec §3.3–§3.5)."""
+"""Timing runs: one entry point over the numba engine and the Python reference (spec §3.3–§3.5, §3.4a)."""
 
 from __future__ import annotations
 
