@@ -65,11 +65,11 @@ def _levels(layer: ConvLayer, cfg: PimsabConfig) -> int:
 
 
 def _accumulate(b: Builder, t: int, a: int, kk: int, nap: bool, bits: int) -> tuple[int, int]:
-    prod, i32 = P.make("i", 2 * bits), P.I32
+    prod, i32 = P.make("i", 2 * bits), P.make("i", 4 * bits)  # the intN variants accumulate in 4 x N bits
     if nap:
         b(t, "add", rd=0, pd=i32, ra=0, pa=prod, rb=0, pb=i32)
         return a, kk
-    a2 = min(a + 1, 32) if _grow(kk) else a
+    a2 = min(a + 1, 4 * bits) if _grow(kk) else a
     b(t, "add", rd=0, pd=P.make("i", a2), ra=0, pa=prod, rb=0, pb=P.make("i", a))
     return a2, kk + 1
 
@@ -78,7 +78,7 @@ def _output_body(b: Builder, t: int, L: ConvLayer, cfg: PimsabConfig, bits: int,
                  local_shuffle: bool) -> None:
     """One output group: for every (c_, r, s) an optional ``cram_local_shf`` of the input, a
     multiply and a growing-width accumulation; then the ``reduce_tile`` over the CRAMs."""
-    i8, i16, i32 = P.make("i", bits), P.make("i", 2 * bits), P.I32
+    i8, i16, i32 = P.make("i", bits), P.make("i", 2 * bits), P.make("i", 4 * bits)
     a, kk = 2 * bits, 0
     for _c in range(math.ceil(L.c / cfg.crams_per_tile)):
         for _r in range(L.r):
