@@ -20,6 +20,7 @@ from .isa import build_isa
 from .program import PimsabProgram
 from .sim.simulate import simulate
 from .stats import program_stats
+from .workloads.params import BENCH_OPTIONS
 
 __all__ = ["PimsabTarget"]
 
@@ -42,7 +43,7 @@ class PimsabTarget(Target):
         O("log", str, None, None, "write the per-instruction timing log (CSV) here", ("sim",)),
         O("dump", str, None, None, "also output DRAM ranges ADDR:LEN[,ADDR:LEN]", ("sim",)),
         O("max_cycles", int, 2_000_000_000, None, "simulated-time limit (exit 4 when reached)", ("sim",),
-          minimum=1),
+          minimum=1, maximum=2**60),
         O("microops", bool, False, None, "also run compute instructions bit-serially on a bit-plane model and "
           "check them (small configurations)", ("sim",)),
         O("scale", float, 1.0, None, "workload size factor (0.5 = half, 2 = double; Fig. 20a)", ("bench",),
@@ -50,6 +51,7 @@ class PimsabTarget(Target):
         O("bits", int, None, None, "element precision of the workload (int4..int8 sweeps, Fig. 20b)", ("bench",),
           minimum=1, maximum=32, nullable=True),
         O("check", bool, False, None, "also compute values and check them (vadd, gemv, fir)", ("bench",)),
+        *BENCH_OPTIONS,
     )
 
     def config_presets(self) -> dict[str, str]:
@@ -100,14 +102,16 @@ class PimsabTarget(Target):
 
     def workloads(self) -> dict[str, str]:
         from .workloads.registry import WORKLOADS
-        return {k: v[0] for k, v in WORKLOADS.items()}
+        return {k: v.description for k, v in WORKLOADS.items()}
 
-    def bench(self, workload: str, *, config: Any = None, scale: float = 1.0, bits: int | None = None,
-              check: bool = False, engine: str = "fast", **options: Any) -> Stats:
-        """Generate and simulate one of the paper's workloads (timing mode; values with check)."""
+    def bench(self, workload: str, *, config: Any = None, scale: float = 1.0, check: bool = False,
+              engine: str = "fast", **params: Any) -> Stats:
+        """Generate and simulate one of the paper's workloads (timing mode; values with check);
+        ``params``: the workload's parameters (``-O n=``, ``m=``, ``bits=``, ...)."""
         from .workloads.registry import run_workload
-        self.check_workload(workload)
-        return run_workload(workload, load_config(config), scale=scale, bits=bits, check=check, engine=engine)
+        if workload not in self.workloads():
+            self._unknown_workload(workload)
+        return run_workload(workload, load_config(config), scale=scale, check=check, engine=engine, **params)
 
     def warm_up(self) -> list[str]:
         """Compile the numba timing engine (:mod:`.sim.engine_nb`) with a small vadd replay, the

@@ -168,8 +168,8 @@ def _simulate(prog, config, inputs, batch, mode, engine, timeline, log, dump, ma
         stats.latency_ns = tr.cycles / cfg.clock_ghz
         stats.energy_pj = run.energy["dynamic_j"] * 1e12
         extra.update(timing_report(run.ops, tr, cfg))
-        extra.update({"timing_model": f"pimsab-{cfg.cycle_mode} (spec 3.2-3.5: official-simulator formulas, "
-                                      f"nnisa controller/NoC/DRAM model, {tr.engine} engine)",
+        extra.update({"timing_model": f"pimsab-{cfg.cycle_mode} (spec 3.2-3.5, 3.4a: the official simulator's "
+                                      f"formulas and controller/NoC/DRAM rules, {tr.engine} engine)",
                       "time_ns": tr.cycles / cfg.clock_ghz, "energy_j": run.energy["dynamic_j"],
                       "static_energy_j": run.energy["static_j"],
                       "energy_by_component_j": run.energy["dynamic_by_component_j"],
