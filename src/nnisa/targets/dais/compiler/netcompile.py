@@ -37,6 +37,8 @@ from .options import DEFAULT_CSE_BLOCK_ROWS, DEFAULT_CSE_BUDGET, DaisCompileOpti
 from ..program import Program, ProgramBuilder, minimal_kif
 from .netextra import NetExtraOps
 from .netops import NetOps
+from .netsize import check_size
+from ....frontend.quant import QGraph
 
 #: pure data-movement nodes (C-order element list unchanged, batch 1)
 MOVES = ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity")
@@ -63,29 +65,46 @@ def dais_check(n, g) -> str | None:
         return f"{n.op} along the batch axis is not supported"
     if n.op == "Concat" and a["axis"] == 0 or n.op.startswith("Reduce") and 0 in a["axes"]:
         return f"{n.op} along the batch axis is not supported"
-    if n.op == "MatMul" and n.inputs[1] in g.initializers:
-        return "MatMul of a rank > 2 activation by a constant is not supported (export a Gemm)"
+    if n.op == "Pad" and any(a["pads"][0::len(a["pads"]) // 2]):
+        return "Pad along the batch axis is not supported"
+    if n.op == "Gather" and len(n.inputs) > 1 and n.inputs[1] not in g.initializers:
+        return "Gather of a table computed by the graph is not supported"
     return None
 
 
 class _Net(NetOps, NetExtraOps):
     def __init__(self, qg, method: str, max_depth, cse_budget, cse_block_rows=None):
         self.qg = qg
-        t_in = qg.inputs[0]
-        shape = tuple(t_in.shape[1:])
-        n_in = int(np.prod(shape))
-        self.b = ProgramBuilder(n_in)
+        sizes = [int(np.prod(t.shape[1:], dtype=np.int64)) for t in qg.inputs]
+        self.b = ProgramBuilder(int(sum(sizes)))
         self.method, self.max_depth, self.cse_budget = method, max_depth, cse_budget
         self.cse_block_rows = cse_block_rows
         self.layers: list[dict] = []
-        bits = t_in.bits
-        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-        acts = np.empty(n_in, dtype=object)
-        for j in range(n_in):
-            acts[j] = _Act(self.b.add_op(-1, j, -1, 0, (1, bits - 1, 0)), 0, lo, hi, 0)
-        self.env: dict[str, np.ndarray] = {t_in.name: acts.reshape(shape)}
+        self.env: dict[str, np.ndarray] = {}
         self._consts: dict = {}
         self.Act = _Act
+        j0 = 0
+        for t_in, n_in in zip(qg.inputs, sizes):  # several inputs: one program input vector, in graph order
+            lo, hi = self._input_range(t_in)
+            kif = minimal_kif(lo, hi, 1)
+            acts = np.empty(n_in, dtype=object)
+            for j in range(n_in):
+                acts[j] = _Act(self.b.add_op(-1, j0 + j, -1, 0, kif), 0, lo, hi, 0)
+            self.env[t_in.name] = acts.reshape(tuple(t_in.shape[1:]))
+            j0 += n_in
+
+    def _input_range(self, t) -> tuple[int, int]:
+        """Integer range of a graph input: its quantized codes, or for raw token ids (read only by
+        ``Gather``) every index the embedding table accepts, negative ones included."""
+        if not t.raw:
+            return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+        users = [n for n in self.qg.nodes if t.name in n.inputs]
+        if not users or any(n.op != "Gather" for n in users):
+            raise UnsupportedError(f"integer input {t.name} is read by "
+                                   f"{sorted({n.op for n in users})}: DAIS takes raw integer inputs only as "
+                                   "Gather indices (token ids)", file=self.qg.source)
+        rows = max(int(np.asarray(n.weight).shape[n.attrs["axis"]]) for n in users)
+        return -rows, rows - 1
 
     def where(self, node) -> str:
         return f"node {node.name} ({node.op})"
@@ -176,15 +195,36 @@ class _Net(NetOps, NetExtraOps):
     # -- layers -----------------------------------------------------------------------------
     def gemm(self, node) -> None:
         W = np.asarray(node.weight, dtype=np.int64)
+        acts = self.env[node.inputs[0]].reshape(-1)
+        if len(acts) != W.shape[0]:
+            self.fail(node, f"Gemm expects {W.shape[0]} inputs, got {len(acts)}")
+        n_before = len(self.b)
+        out, cse = self.cmvm_row(node, list(acts), W)
+        self.set_out(node, out)
+        self.report(node, n_before, shape=list(W.shape), cse=cse)
+
+    def matmul_const(self, node) -> None:
+        """MatMul of an activation ``(..., K)`` by a constant ``(K, N)``: one CMVM per row (token)."""
+        W = np.asarray(node.weight, dtype=np.int64)
+        x = self.env[node.inputs[0]]
+        if W.ndim != 2 or x.ndim < 1 or x.shape[-1] != W.shape[0]:
+            self.fail(node, f"MatMul of {x.shape} by a constant {W.shape}: DAIS takes a (K, N) weight")
+        n_before = len(self.b)
+        rows = x.reshape(-1, W.shape[0])
+        out = np.empty((len(rows), W.shape[1]), dtype=object)
+        cse = None
+        for r, row in enumerate(rows):
+            out[r], cse = self.cmvm_row(node, list(row), W)
+        self.set_out(node, out.reshape(tuple(self.qg.tensors[node.outputs[0]].shape[1:])))
+        self.report(node, n_before, shape=list(W.shape), rows=len(rows), cse=cse)
+
+    def cmvm_row(self, node, acts: list, W: np.ndarray):
+        """``sat(R(q @ W + bias))`` of one input vector by CMVM (adders shared across the columns)."""
         K, N = W.shape
-        acts = list(self.env[node.inputs[0]].reshape(-1))
-        if len(acts) != K:
-            self.fail(node, f"Gemm expects {K} inputs, got {len(acts)}")
         shift, bias = self._shifts(node, N)
         # fold each input's 2^e into its weight row, so the CMVM output is the integer accumulator
         Wf = W.astype(np.float64) * np.array([2.0 ** -a.e for a in acts])[:, None]
         M, F0 = _to_int_matrix(Wf)
-        n_before = len(self.b)
         ins = [(a.slot, *self.kif(a.slot)) for a in acts]
         comp = CMVMCompiler(self.b, ins, method=self.method, max_depth=self.max_depth,
                             cse_budget=self.cse_budget,
@@ -197,8 +237,7 @@ class _Net(NetOps, NetExtraOps):
         out = np.empty(N, dtype=object)
         for c in range(N):
             out[c] = self.finish(cols[c], F0, int(alo[c]), int(ahi[c]), bias[c], int(shift[c]), node.clamp)
-        self.set_out(node, out)
-        self.report(node, n_before, shape=[K, N], cse=comp.cse_info)
+        return out, comp.cse_info
 
     def conv(self, node) -> None:
         from ....frontend import kernels as FK
@@ -312,7 +351,10 @@ def _clamp(net: _Net, node) -> None:
 #: and the docs come from it
 LOWERINGS = {
     "Gemm": _Net.gemm, "Conv": _Net.conv, **dict.fromkeys((*MOVES, "Transpose"), _Net.move),
-    "Relu": _clamp, "Clip": _clamp, **dict.fromkeys(("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish"), _Net.lut),
+    "Relu": _clamp, "Clip": _clamp,
+    **dict.fromkeys(("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Gelu", "Erf", "Sqrt", "Reciprocal",
+                     "Exp", "Pow"), _Net.lut),
+    "Pad": _Net.pad, "Gather": _Net.gather,
     "MaxPool": _Net.maxpool, "AveragePool": _Net.avgpool, "GlobalAveragePool": _Net.avgpool,
     "Add": _Net.addsub, "Sub": _Net.addsub, "Slice": _Net.select, "Resize": _Net.select, "Concat": _Net.concat,
     **dict.fromkeys(("ReduceMean", "ReduceMax", "ReduceSum"), _Net.reduce), "Max": _Net.minmax, "Min": _Net.minmax,
@@ -329,7 +371,7 @@ def _kif_of(b: ProgramBuilder, slot: int):
 def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
                    cse_budget: int | None = DEFAULT_CSE_BUDGET,
                    cse_block_rows: int | None = DEFAULT_CSE_BLOCK_ROWS) -> tuple[Program, list[dict]]:
-    """Compile a pow2 QGraph with one input and one output.
+    """Compile a pow2 QGraph (several inputs and outputs: concatenated in graph order, C order each).
 
     Parameters
     ----------
@@ -349,10 +391,9 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     Returns
     -------
     (Program, list of dict)
-        The program (inputs: ``q_x`` flattened in C order; outputs: ``q_y``) and per-layer costs.
+        The program (inputs: every ``q_x`` flattened in C order, concatenated; outputs: every
+        ``q_y`` likewise) and per-layer costs.
     """
-    if len(qg.inputs) != 1 or len(qg.outputs) != 1:
-        raise UnsupportedError("DAIS compiles single-input, single-output graphs", file=qg.source)
     net = _Net(qg, method, max_depth, cse_budget, cse_block_rows)
     for node in qg.nodes:
         if node.out_bits == 0:
@@ -361,7 +402,7 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
         if fn is None or isinstance(fn, OnHost):
             net.fail(node, f"operator {node.op} is not supported by the DAIS compiler")
         fn(net, node)
-    outs = net.env[qg.outputs[0].name].reshape(-1)
+    outs = np.concatenate([net.env[t.name].reshape(-1) for t in qg.outputs])  # several outputs: one vector
     outs = [net._same_e(a) if a.e < 0 else a for a in outs]  # out shifts only scale down (q = v·2^-e, e >= 0)
     net.b.set_outputs([a.slot for a in outs], [-a.e for a in outs], [0] * len(outs))
     prog = net.b.build(adder_size=1, carry_size=-1)
@@ -392,14 +433,19 @@ def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir
     o = options if options is not None else DaisCompileOptions()
     bits, cse_budget, cse_block_rows = o.bits, o.cse_budget, o.cse_block_rows
     t0 = time.perf_counter()
+    macs = None
+    if not isinstance(model, QGraph):  # the size, before quantization or any compile work
+        from ....frontend.prepare import check_graph
+        from ....frontend.prepared import load_model
+        g = load_model(model)
+        check_graph(g, "dais", dais_check)
+        macs = check_size(g, o.max_macs)
     full = prepare_qgraph(model, "dais", check=dais_check, bits=bits, **o.quant_kwargs())
-    if len(full.inputs) != 1 or len(full.outputs) != 1:
-        raise UnsupportedError("DAIS compiles single-input, single-output graphs", file=full.source)
     qg, tail, tail_nodes = split_float_tail(full)
     prog, layers = compile_qgraph(qg, method=o.method, max_depth=o.max_depth, cse_budget=cse_budget,
                                   cse_block_rows=cse_block_rows)
     st = prog.stats()
-    report = {"n_ops": st["n_ops"], "adders": st["n_adders"], "n_adders": st["n_adders"],
+    report = {"n_ops": st["n_ops"], "macs": macs, "adders": st["n_adders"], "n_adders": st["n_adders"],
               "adder_bits": st["adder_bits"], "depth": st["adder_depth"], "op_depth": st["depth"],
               "adder_depth": st["adder_depth"], "layers": layers, "cse_budget": cse_budget,
               "cse_block_rows": cse_block_rows,
@@ -413,7 +459,7 @@ def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir
     if tail is not None:
         report["host_tail"] = {"nodes": tail_nodes, "note": "DAIS has no exponential: these run on the host in "
                                "float on the program's integer outputs (not counted in adders/depth)"}
-    t_in, t_out = qg.inputs[0], qg.outputs[0]
+    t_ins, t_outs = list(qg.inputs), list(qg.outputs)
     stem = Path(model).stem if isinstance(model, (str, os.PathLike)) else "model"
     extra = {}
     if o.hdl:
@@ -427,30 +473,39 @@ def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir
         report.update(more)
     files = {}
     if out_dir is not None:
-        files = _write_bundle(prog, out_dir, stem, t_in, t_out, bits, report, extra)
+        files = _write_bundle(prog, out_dir, stem, t_ins, t_outs, bits, report, extra)
+    cuts = np.cumsum([int(np.prod(t.shape[1:], dtype=np.int64)) for t in t_outs])[:-1]
+
+    def _sample(sample, t):
+        if t.name in sample:
+            return np.asarray(sample[t.name])
+        if len(t_ins) == 1:
+            return np.asarray(next(iter(sample.values())))
+        raise UnsupportedError(f"no input {t.name!r} in the sample (inputs: {sorted(sample)})", file=qg.source)
 
     def encode(sample):
-        x = np.asarray(sample[t_in.name] if t_in.name in sample else next(iter(sample.values())))
-        return {"x": qg.quantize_input(t_in.name, x[None]).reshape(1, -1)}
+        return {"x": np.concatenate([np.asarray(qg.quantize_input(t.name, _sample(sample, t)[None]), np.float64)
+                                     .reshape(1, -1) for t in t_ins], axis=1)}
 
     def decode(outputs):
         y = np.asarray(outputs["y"])
-        q = y.reshape((len(y),) + tuple(t_out.shape[1:]))
+        parts = np.split(y, cuts, axis=1)
+        qs = {t.name: p.reshape((len(y),) + tuple(t.shape[1:])) for t, p in zip(t_outs, parts)}
         if tail is not None:
-            return {k: np.asarray(v, np.float32)[0] for k, v in tail({t_out.name: q}).items()}
-        return {t_out.name: (q * t_out.scale)[0].astype(np.float32)}
+            return {k: np.asarray(v, np.float32)[0] for k, v in tail(qs).items()}
+        return {t.name: (qs[t.name] * t.scale)[0].astype(np.float32) for t in t_outs}
 
     def reference(sample):
         from ....frontend import evaluate_quantized
-        x = np.asarray(sample[t_in.name] if t_in.name in sample else next(iter(sample.values())))
-        return {"y": evaluate_quantized(qg, {t_in.name: x[None]})[t_out.name].reshape(1, -1)}
+        res = evaluate_quantized(qg, {t.name: _sample(sample, t)[None] for t in t_ins})
+        return {"y": np.concatenate([np.asarray(res[t.name]).reshape(1, -1) for t in t_outs], axis=1)}
 
     # one simulation runs every sample (the interpreter takes a batch); ``qgraph`` is the integer head
     return CompileResult(program=prog, files=files, report=report, encode_inputs=encode, decode_outputs=decode,
                          reference=reference, samples_per_run=None, qgraph=qg)
 
 
-def _write_bundle(prog: Program, out_dir, stem: str, t_in, t_out, bits: int, report: dict,
+def _write_bundle(prog: Program, out_dir, stem: str, t_ins, t_outs, bits: int, report: dict,
                   extra: dict | None = None) -> dict[str, str]:
     """The output folder: ``<stem>.dais`` (program), ``.dais.txt``, ``.json``, report, manifest."""
     import orjson
@@ -462,8 +517,9 @@ def _write_bundle(prog: Program, out_dir, stem: str, t_in, t_out, bits: int, rep
              "report": "compile_report.json"}
     extra = extra or {}
     names.update({Path(n).suffix.lstrip(".") or n: n for n in extra})
-    tensors = [TensorSpec(name=t.name, shape=[int(d) for d in t.shape], bits=bits, scale=float(t.scale),
-                          layout="C-order, flattened") for t in (t_in, t_out)]
+    def spec(t):
+        return TensorSpec(name=t.name, shape=[int(d) for d in t.shape], bits=bits, scale=float(t.scale),
+                          layout="C-order, flattened")
     with BundleWriter(out_dir) as w:
         for role in ("dais", "dais.txt", "json"):
             w.write(names[role], program_bytes(prog, names[role]))
@@ -472,6 +528,6 @@ def _write_bundle(prog: Program, out_dir, stem: str, t_in, t_out, bits: int, rep
         w.write(names["report"], orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
                                               | orjson.OPT_NON_STR_KEYS))
         man = DaisManifest(program=names["dais"], files={k: v for k, v in names.items() if k != "dais"},
-                           inputs=[tensors[0]], outputs=[tensors[1]])
+                           inputs=[spec(t) for t in t_ins], outputs=[spec(t) for t in t_outs])
         out = w.commit(man)
     return {role: str(out / name) for role, name in names.items()} | {"manifest": str(out / "manifest.json")}

@@ -40,6 +40,51 @@ class NetExtraOps:
                 x = np.take(x, np.asarray(idx, np.int64), axis=ax)
         self.set_out(node, x)
 
+    def pad(self, node) -> None:
+        """Constant Pad (the pad value's code as a constant element); negative pads crop."""
+        x = self.env[node.inputs[0]]
+        pads = list(node.attrs["pads"])
+        r = len(pads) // 2
+        if pads[0] or pads[r]:
+            self.fail(node, "Pad along the batch axis is not supported")
+        before, after = pads[1:r], pads[r + 1:]
+        e = {a.e for a in x.reshape(-1)}
+        if len(e) > 1:
+            x = np.vectorize(self._same_e, otypes=[object])(x)
+            e = {0}
+        e0 = e.pop() if e else 0
+        qv = int(node.attrs["qvalue"])
+        crop = tuple(slice(max(-b, 0), n - max(-a, 0)) for b, a, n in zip(before, after, x.shape))
+        x = x[crop]
+        out = np.empty(tuple(n + max(b, 0) + max(a, 0) for n, b, a in zip(x.shape, before, after)), dtype=object)
+        # the constant is held at the tensor's exponent, so the padded tensor keeps one exponent
+        c = self.Act(self.const(qv, -e0) if e0 <= 0 else self.const(qv << e0, 0), e0, qv, qv, max(-e0, 0))
+        out[...] = c
+        out[tuple(slice(max(b, 0), max(b, 0) + n) for b, n in zip(before, x.shape))] = x
+        self.set_out(node, out)
+
+    def gather(self, node) -> None:
+        """Embedding rows by raw integer ids: one lookup table per table column, keyed by the id."""
+        table = np.asarray(node.weight, np.int64)
+        if int(node.attrs.get("axis", 0)) != 0 or table.ndim != 2:
+            self.fail(node, "DAIS gathers rows of a 2-D table (axis 0)")
+        ids = self.env[node.inputs[0]]
+        n_before = len(self.b)
+        V, H = table.shape
+        out = np.empty((ids.size, H), dtype=object)
+        for j, a in enumerate(ids.reshape(-1)):
+            k, i, f = self.kif(a.slot)
+            w = k + i + f
+            n = np.arange(-(1 << (w - 1)) if k else 0, (-(1 << (w - 1)) if k else 0) + (1 << w), dtype=np.int64)
+            rows = np.clip(np.where(n < 0, n + V, n), 0, V - 1)
+            for h in range(H):
+                entries = table[rows, h]
+                t = self.b.add_table(entries)
+                lo, hi = int(entries.min()), int(entries.max())
+                out[j, h] = self.Act(self.b.add_op(8, a.slot, -1, t, self._dt(lo, hi, 0)), 0, lo, hi, 0)
+        self.set_out(node, out.reshape(tuple(self.qg.tensors[node.outputs[0]].shape[1:])))
+        self.report(node, n_before, tables=len(self.b.tables))
+
     def concat(self, node) -> None:
         self._pow2(node, node.input_requants)
         axis = self._env_axis(node, node.attrs["axis"])
@@ -169,7 +214,7 @@ class NetExtraOps:
         """Activation × activation (attention): every output is an adder tree of opcode-7 products."""
         self._pow2(node, [node.requant])
         if node.weight is not None:
-            self.fail(node, "MatMul of a rank > 2 activation by a constant is not supported by DAIS (export a Gemm)")
+            return self.matmul_const(node)
         a, b = self.env[node.inputs[0]], self.env[node.inputs[1]]
         oshape = tuple(self.qg.tensors[node.outputs[0]].shape[1:])
         if a.ndim < 2 or b.ndim < 2:

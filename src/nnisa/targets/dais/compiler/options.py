@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ....core.options import option
 from ....frontend.prepare import QuantOptions
+from .netsize import DEFAULT_MAX_MACS
 
 #: default CSE work budget per layer, in greedy steps (heap pops): a layer's CSE stops after this
 #: many and its remaining terms go to plain adder trees (exact either way); ``cse_budget=None`` for
@@ -29,6 +30,8 @@ class DaisCompileOptions(QuantOptions):
                                     "unlimited); deterministic", minimum=0)
     cse_block_rows: int | None = option(DEFAULT_CSE_BLOCK_ROWS, "CSE row-block size (wide layers pair terms "
                                         "within blocks; none: whole matrix)", minimum=1, maximum=1 << 24)
+    max_macs: int | None = option(DEFAULT_MAX_MACS, "refuse networks above this many multiply-accumulates per "
+                                  "input (DAIS unrolls every MAC; none: no limit)", minimum=1)
     hdl: str | None = option(None, "also emit the network as RTL into the output folder",
                              choices=("verilog", "vhdl"), commands=("compile",))
     latency_cutoff: float | None = option(None, "RTL pipelining: adder delays per stage (none: combinational)",
