@@ -36,6 +36,7 @@ from .cmvm_emit import make_replay
 from .options import DEFAULT_CSE_BLOCK_ROWS, DEFAULT_CSE_BUDGET, DaisCompileOptions
 from ..program import Program, ProgramBuilder, minimal_kif
 from .netextra import NetExtraOps
+from .netnorm import NetNormOps
 from .netops import NetOps
 from .netsize import check_size
 from ....frontend.quant import QGraph
@@ -55,7 +56,10 @@ class _Act:
 
 def dais_check(n, g) -> str | None:
     """Why the DAIS compiler cannot lower float-graph node ``n`` (None when it can)."""
-    why = refusal(LOWERINGS, "DAIS", n.op)
+    why = refusal(LOWERINGS, "DAIS", n.op, dict.fromkeys(
+        ("Cast", "CastLike", "Equal", "Where", "Not", "Less", "Greater", "Expand"),
+        f"{n.op} of an attention mask computed from an integer input is not supported by the DAIS compiler "
+        "(it takes constant masks only: export the model without the mask input)"))
     if why:
         return why
     a = n.attrs
@@ -72,7 +76,7 @@ def dais_check(n, g) -> str | None:
     return None
 
 
-class _Net(NetOps, NetExtraOps):
+class _Net(NetOps, NetExtraOps, NetNormOps):
     def __init__(self, qg, method: str, max_depth, cse_budget, cse_block_rows=None):
         self.qg = qg
         sizes = [int(np.prod(t.shape[1:], dtype=np.int64)) for t in qg.inputs]
@@ -359,7 +363,7 @@ LOWERINGS = {
     "Add": _Net.addsub, "Sub": _Net.addsub, "Slice": _Net.select, "Resize": _Net.select, "Concat": _Net.concat,
     **dict.fromkeys(("ReduceMean", "ReduceMax", "ReduceSum"), _Net.reduce), "Max": _Net.minmax, "Min": _Net.minmax,
     "Mul": _Net.mul, "MatMul": _Net.matmul,
-    "Softmax": OnHost("a trailing Softmax runs on the host in float (DAIS has no exponential)"),
+    "Softmax": _Net.softmax, "MaskedSoftmax": _Net.softmax, "LayerNorm": _Net.layernorm,
 }
 
 
