@@ -61,9 +61,10 @@ def test_softmax_is_a_reported_host_tail(tmp_path):
     assert "Softmax" in " ".join(r["compile_report"]["host_tail"]["nodes"])
 
 
-def test_unsupported_nodes_reported_before_compiling(tmp_path):
+def test_matmul_rank3_by_constant_runs(tmp_path):
+    """Issue 26: a token-wise MatMul of a rank-3 activation by a constant is one CMVM per row."""
     nodes = [helper.make_node("MatMul", ["x", "w"], ["y"])]
     p = tmp_path / "m.onnx"
-    onnx.save(_model(nodes, [_f("w", rng.normal(size=(3, 3)))], [1, 4, 3], [1, 4, 3]), p)
-    with pytest.raises(UnsupportedError, match="export a Gemm"):
-        run_model("dais", p)
+    onnx.save(_model(nodes, [_f("w", rng.normal(size=(3, 5)))], [1, 4, 3], [1, 4, 5]), p)
+    r = run_model("dais", p, samples=4)
+    assert r["bit_exact"] is True and r["compile_report"]["layers"][0]["rows"] == 4

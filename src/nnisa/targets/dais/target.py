@@ -51,6 +51,14 @@ class DaisTarget(Target):
                                                  "calibration", "percentile", "per_channel", "calib_samples")),
     )
 
+    def config_presets(self) -> dict[str, str]:
+        return {"xc7": "per-action energies of 7-series FPGA logic (docs/dais.md, Energy)"}
+
+    def load_config(self, config: Any) -> Any:
+        """The energy table (:class:`~nnisa.targets.dais.energy.DaisEnergyConfig`)."""
+        from .energy import load_energy_config
+        return load_energy_config(config)
+
     def area_proxy(self, config: Any, report: dict[str, Any]) -> tuple[float, str] | None:
         """Total adder bits of the compiled network (an LUT-count proxy)."""
         bits = report.get("adder_bits")

@@ -341,7 +341,8 @@ class _Net(NetOps, NetExtraOps, NetNormOps):
     def report(self, node, n_before: int, **extra) -> None:
         opc = self.b.ops_array(n_before)[:, 0]
         adders = int(np.count_nonzero((opc == 0) | (opc == 1)))
-        row = {"node": node.name, "op": node.op, "ops": len(self.b) - n_before, "adders": adders}
+        row = {"node": node.name, "op": node.op, "first_op": n_before, "ops": len(self.b) - n_before,
+               "adders": adders}
         row.update({k: v for k, v in extra.items() if v is not None})
         self.layers.append(row)
 
@@ -410,7 +411,35 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     outs = [net._same_e(a) if a.e < 0 else a for a in outs]  # out shifts only scale down (q = v·2^-e, e >= 0)
     net.b.set_outputs([a.slot for a in outs], [-a.e for a in outs], [0] * len(outs))
     prog = net.b.build(adder_size=1, carry_size=-1)
-    return prog, net.layers
+    return prog, layer_figures(prog, net.layers)
+
+
+def layer_figures(prog: Program, layers: list[dict]) -> list[dict]:
+    """Each layer row (its ops ``first_op .. first_op + ops``) with ``adder_bits``, ``depth`` (the
+    adder depth reached at its last op, from the program inputs), ``adder_depth`` (the adders it
+    adds to the path: ``depth`` minus the depth of its operands) and its dynamic ``energy_pj`` per
+    input (:mod:`..energy`, default table)."""
+    from ..energy import load_energy_config, op_energy_pj
+    from ..program import _depths
+    if not prog.n_ops:
+        return layers
+    w = prog.width()
+    opc = prog.opcode
+    add = (opc == 0) | (opc == 1)
+    ad = _depths(prog)[1]
+    e = op_energy_pj(prog, load_energy_config(None))[0]
+    for row in layers:
+        lo, hi = row["first_op"], row["first_op"] + row["ops"]
+        if hi <= lo:
+            row.update(adder_bits=0, depth=0, adder_depth=0, energy_pj=0.0)
+            continue
+        ids = np.concatenate([prog.id0[lo:hi], prog.id1[lo:hi]]).astype(np.int64)
+        ext = ids[(ids >= 0) & (ids < lo)]
+        d_in = int(ad[ext].max()) if len(ext) else 0
+        d = int(ad[lo:hi].max())
+        row.update(adder_bits=int(w[lo:hi][add[lo:hi]].sum()), depth=d, adder_depth=max(d - d_in, 0),
+                   energy_pj=round(float(e[lo:hi].sum()), 3))
+    return layers
 
 
 def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir=None,
@@ -451,7 +480,7 @@ def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir
     st = prog.stats()
     report = {"n_ops": st["n_ops"], "macs": macs, "adders": st["n_adders"], "n_adders": st["n_adders"],
               "adder_bits": st["adder_bits"], "depth": st["adder_depth"], "op_depth": st["depth"],
-              "adder_depth": st["adder_depth"], "layers": layers, "cse_budget": cse_budget,
+              "adder_depth": st["adder_depth"], "layers": layers, **_energy(prog), "cse_budget": cse_budget,
               "cse_block_rows": cse_block_rows,
               "cse_cut_short": [i for i, r in enumerate(layers)
                                 if isinstance(r.get("cse"), dict) and r["cse"].get("complete") is False],
@@ -507,6 +536,12 @@ def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir
     # one simulation runs every sample (the interpreter takes a batch); ``qgraph`` is the integer head
     return CompileResult(program=prog, files=files, report=report, encode_inputs=encode, decode_outputs=decode,
                          reference=reference, samples_per_run=None, qgraph=qg)
+
+
+def _energy(prog: Program) -> dict:
+    from ..energy import energy_figures
+    f = energy_figures(prog)
+    return {k: f[k] for k in ("energy_per_input_pj", "latency_ns", "lut6_equivalents")}
 
 
 def _write_bundle(prog: Program, out_dir, stem: str, t_ins, t_outs, bits: int, report: dict,

@@ -94,6 +94,11 @@ class NetExtraOps:
             x = self.env[name]
             parts.append(np.vectorize(lambda a, r=req: self.rescale(a, r, node.clamp), otypes=[object])(x)
                          if x.size else x)
+        if node.const is not None:  # a constant input (class token), already at the output scale
+            c = np.asarray(node.const, np.int64)
+            c = c[0] if c.ndim == parts[0].ndim + 1 else c
+            parts.insert(int(node.attrs["const_index"]), np.vectorize(self._const_act, otypes=[object])(c)
+                         if c.size else c.astype(object))
         self.set_out(node, np.concatenate(parts, axis=axis))
         self.report(node, n_before)
 

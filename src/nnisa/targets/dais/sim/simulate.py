@@ -1,7 +1,8 @@
 """The DAIS ``simulate()`` entry point: a program on a batch of integer inputs → ``SimResult``.
 
 DAIS programs are combinational (no cycles): the figures are the program's static ones (ops,
-adders, depth) and the interpreter's wall time.  Engines: ``auto``/``compiled`` (numba),
+adders, depth), the interpreter's wall time, and energy and latency from the per-action table of
+:mod:`..energy` (``config``).  Engines: ``auto``/``compiled`` (numba),
 ``exact`` (the integer reference) and ``rtl`` (the emitted Verilog run by Verilator).
 """
 
@@ -46,4 +47,14 @@ def simulate(program: Program, *, config: Any = None, inputs: dict[str, np.ndarr
     extra["samples"] = int(y.shape[0])
     extra["executed_ops"] = int(program.n_ops * y.shape[0])
     extra["semantics"] = semantics
-    return SimResult(outputs={"y": y}, stats=Stats(instructions=int(program.n_ops), wall_s=wall, extra=extra))
+    return SimResult(outputs={"y": y}, stats=_stats(program, config, int(y.shape[0]), wall, extra))
+
+
+def _stats(program: Program, config: Any, samples: int, wall: float, extra: dict[str, Any]) -> Stats:
+    """The figures of a run of ``samples`` inputs: energy from the per-action table (``config``,
+    :mod:`..energy`), ``latency_ns`` of one input through the combinational logic."""
+    from ..energy import energy_figures
+    f = energy_figures(program, config, samples)
+    extra.update({k: v for k, v in f.items() if k not in ("energy_pj", "latency_ns")})
+    return Stats(instructions=int(program.n_ops), wall_s=wall, energy_pj=f["energy_pj"], latency_ns=f["latency_ns"],
+                 extra=extra)
