@@ -321,11 +321,7 @@ class _Net(NetOps, NetExtraOps, NetNormOps):
         out = np.empty(x.size, dtype=object)
         n_before = len(self.b)
         for j, a in enumerate(x.reshape(-1)):
-            k, i, f = self.kif(a.slot)
-            w = k + i + f
-            lo_a = -(1 << (w - 1)) if k else 0
-            n = np.arange(lo_a, lo_a + (1 << w), dtype=np.int64)
-            q = np.floor_divide(n, 1 << (a.e + f)) if a.e + f >= 0 else n << -(a.e + f)
+            q = self.key_codes(a)[1]
             entries = table_q[np.clip(q - qmin, 0, len(table_q) - 1)]
             t = self.b.add_table(entries)
             lo, hi = int(entries.min()), int(entries.max())
@@ -333,6 +329,15 @@ class _Net(NetOps, NetExtraOps, NetNormOps):
             out[j] = _Act(s, 0, lo, hi, 0)
         self.set_out(node, out.reshape(x.shape))
         self.report(node, n_before, tables=len(self.b.tables))
+
+    def key_codes(self, a: _Act) -> tuple[np.ndarray, np.ndarray]:
+        """Every integer a lookup keyed by ``a``'s slot can see (its dtype's whole range, the
+        table's index order) and the code ``q`` each one stands for."""
+        k, i, f = self.kif(a.slot)
+        w = k + i + f
+        lo_a = -(1 << (w - 1)) if k else 0
+        n = np.arange(lo_a, lo_a + (1 << w), dtype=np.int64)
+        return n, (np.floor_divide(n, 1 << (a.e + f)) if a.e + f >= 0 else n << -(a.e + f))
 
     # -- bookkeeping ----------------------------------------------------------------------------
     def set_out(self, node, arr: np.ndarray) -> None:

@@ -73,9 +73,7 @@ class NetExtraOps:
         V, H = table.shape
         out = np.empty((ids.size, H), dtype=object)
         for j, a in enumerate(ids.reshape(-1)):
-            k, i, f = self.kif(a.slot)
-            w = k + i + f
-            n = np.arange(-(1 << (w - 1)) if k else 0, (-(1 << (w - 1)) if k else 0) + (1 << w), dtype=np.int64)
+            n = self.key_codes(a)[1]
             rows = np.clip(np.where(n < 0, n + V, n), 0, V - 1)
             for h in range(H):
                 entries = table[rows, h]

@@ -203,11 +203,7 @@ class NetNormOps:
 
     def _exp_lookup(self, delta, lut: np.ndarray):
         """``lut[min(δ, len - 1)]`` by one lookup keyed by the slot of ``δ ≥ 0``."""
-        k, i, f = self.kif(delta.slot)
-        w = k + i + f
-        lo_a = -(1 << (w - 1)) if k else 0
-        n = np.arange(lo_a, lo_a + (1 << w), dtype=np.int64)
-        q = np.floor_divide(n, 1 << (delta.e + f)) if delta.e + f >= 0 else n << -(delta.e + f)
+        q = self.key_codes(delta)[1]
         entries = lut[np.clip(q, 0, len(lut) - 1)]
         t = self.b.add_table(entries)
         lo, hi = int(lut[min(delta.hi, len(lut) - 1)]), int(lut[max(min(delta.lo, len(lut) - 1), 0)])
