@@ -109,6 +109,17 @@ def test_encoders(tmp_path, name, build):
     assert r["bit_exact"] is True and r["top1_agreement"] >= 0.75
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["digits_vit", "digits_bert"])
+def test_bundled_encoders(name):
+    """The bundled encoders (≈ 318 k MACs, ≈ 0.6 M DAIS ops; minutes of compile time)."""
+    from nnisa.frontend.models import bundled_model_path
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = run_model("dais", bundled_model_path(name), samples=16)
+    assert r["bit_exact"] is True and r["top1_agreement"] >= 0.75
+
+
 def test_mask_input_refused_in_one_line(tmp_path):
     """A padding mask computed from an integer input is refused before any work, naming why."""
     from nnisa.core.errors import NnisaError
