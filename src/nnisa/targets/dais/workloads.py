@@ -45,8 +45,9 @@ def run_workload(name: str, config: Any = None) -> Stats:
         prog = compile_matrix(W, (1, 7, 0), method=method)
         t1 = time.perf_counter()
         st = prog.stats()
+        from .energy import energy_figures
         out = {"instructions": st["n_ops"], "adders": st["n_adders"], "adder_bits": st["adder_bits"],
-               "adder_depth": st["adder_depth"], "compile_s": t1 - t0}
+               "adder_depth": st["adder_depth"], "compile_s": t1 - t0, **energy_figures(prog, config)}
         if name == "cmvm-256":
             out["samples_per_s"] = _throughput(prog)
             out["summary"] = (f"{n}x{n} CMVM as adder trees ({st['n_ops']:,} ops): interpreter "
@@ -69,7 +70,8 @@ def run_workload(name: str, config: Any = None) -> Stats:
         y = next(iter(outs.values()))
         out = {"instructions": stats.instructions, "adders": c.report["adders"], "bit_exact": checks["bit_exact"],
                "accuracy": float((y.reshape(len(y), -1).argmax(1) == labels).mean()), "samples": len(x),
-               "compile_s": t1 - t0, "sim_s": time.perf_counter() - t1}
+               "compile_s": t1 - t0, "sim_s": time.perf_counter() - t1, **stats.to_dict()}
+        out.pop("wall_s", None)
     else:
         raise UnsupportedError(f"unknown workload {name!r}")
     out["wall_s"] = time.perf_counter() - t0
