@@ -21,20 +21,20 @@ def test_energy_by_hand():
     p = assemble(TEXT)
     cfg = load_energy_config("adder_pj_per_bit=0.1,static_uw_per_lut6=2,adder_delay_ns=0.5")
     f = energy_figures(p, cfg, samples=3)
-    assert f["dynamic_energy_pj"] == pytest.approx(3 * 11 * 0.1)
+    assert f["energy_dynamic_pj"] == pytest.approx(3 * 11 * 0.1)
     assert f["latency_ns"] == pytest.approx(1.0)
-    assert f["static_energy_pj"] == pytest.approx(3 * 11 * 2 * 1.0 * 1e-3)
-    assert f["energy_pj"] == pytest.approx(f["dynamic_energy_pj"] + f["static_energy_pj"])
+    assert f["energy_static_pj"] == pytest.approx(3 * 11 * 2 * 1.0 * 1e-3)
+    assert f["energy_pj"] == pytest.approx(f["energy_dynamic_pj"] + f["energy_static_pj"])
     assert f["energy_per_input_pj"] == pytest.approx(f["energy_pj"] / 3)
 
 
 def test_sim_reports_the_shared_vocabulary():
     p = assemble(TEXT)
     st = simulate(p, inputs={"x": np.array([[1.0, 2.0], [3.0, -4.0]])}).stats.to_dict()
-    for k in ("energy_pj", "dynamic_energy_pj", "static_energy_pj", "energy_per_input_pj", "latency_ns",
+    for k in ("energy_pj", "energy_dynamic_pj", "energy_static_pj", "energy_per_input_pj", "latency_ns",
               "instructions"):
         assert st[k] is not None and st[k] >= 0, k
-    assert st["energy_pj"] == pytest.approx(st["dynamic_energy_pj"] + st["static_energy_pj"])
+    assert st["energy_pj"] == pytest.approx(st["energy_dynamic_pj"] + st["energy_static_pj"])
 
 
 def test_bad_energy_config_is_one_line():

@@ -82,8 +82,8 @@ def op_energy_pj(program, cfg: DaisEnergyConfig) -> tuple[np.ndarray, np.ndarray
 
 
 def energy_figures(program, config: Any = None, samples: int = 1) -> dict[str, Any]:
-    """``energy_pj`` (all ``samples`` inputs) = ``dynamic_energy_pj`` + ``static_energy_pj``,
-    ``energy_per_input_pj``, ``latency_ns`` (one input through the combinational logic), the
+    """``energy_pj`` (all ``samples`` inputs) = ``energy_dynamic_pj`` + ``energy_static_pj``,
+    ``energy_per_input_pj``, ``inputs``, ``latency_ns`` (one input through the combinational logic), the
     breakdown per action class and the table used."""
     cfg = load_energy_config(config)
     e, lut6, classes = op_energy_pj(program, cfg)
@@ -91,7 +91,8 @@ def energy_figures(program, config: Any = None, samples: int = 1) -> dict[str, A
     dyn = float(e.sum())
     static = float(lut6.sum()) * cfg.static_uw_per_lut6 * latency_ns * 1e-3  # µW · ns = 1e-3 pJ
     per = dyn + static
-    return {"energy_pj": per * samples, "dynamic_energy_pj": dyn * samples, "static_energy_pj": static * samples,
-            "energy_per_input_pj": per, "latency_ns": latency_ns, "lut6_equivalents": float(lut6.sum()),
+    return {"energy_pj": per * samples, "energy_dynamic_pj": dyn * samples, "energy_static_pj": static * samples,
+            "energy_per_input_pj": per, "inputs": int(samples), "latency_ns": latency_ns,
+            "lut6_equivalents": float(lut6.sum()),
             "energy_breakdown_pj": {k: float(e[m].sum()) * samples for k, m in classes.items()},
             "energy_model": f"DAIS per-action table {cfg.name!r} (docs/dais.md, Energy)"}
