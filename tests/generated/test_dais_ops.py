@@ -118,7 +118,7 @@ def _gru_cell(seed: int) -> onnx.ModelProto:
     return model
 
 
-@pytest.mark.parametrize("seed", [0, 1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seed", [0, 1, *(pytest.param(s, marks=pytest.mark.slow) for s in (2, 3))])
 def test_two_inputs_two_outputs(seed):
     """A recurrent cell with its state: two graph inputs in one program, two outputs."""
     from nnisa.api import run_model
