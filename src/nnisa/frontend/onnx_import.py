@@ -679,6 +679,13 @@ def _lower(f: Folded, name: str, path: str | None) -> Graph:
                 g.origin[nn.name] = f"{node.op_type} {node.name}"
             for o in nn.outputs:
                 g.tensors[o] = info(o) if o in f.types else _helper_info(g, nn, o)
+            if nn.op in ("MaxPool", "AveragePool") and len(g.tensors[nn.inputs[0]].shape) == 4:
+                # ONNX shape inference keeps a ceil-mode window that starts past the input;
+                # onnxruntime and torch drop it (kernels.pool_out_size)
+                o = nn.outputs[0]
+                g.tensors[o] = TensorInfo(o, pool_output_shape(nn.attrs, g.tensors[nn.inputs[0]].shape),
+                                          g.tensors[o].dtype)
+    g.outputs = [g.tensors.get(t.name, t) for t in g.outputs]
     for o in g.outputs:
         if o.name in f.consts:
             raise UnsupportedError(f"graph output {o.name!r} is a constant", file=path)
