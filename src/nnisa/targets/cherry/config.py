@@ -138,9 +138,11 @@ class CherryCompileOptions:
                                         commands=("sim", "compile", "run"))
     host_link: bool | None = option(None, "model the host link for mem_read/mem_write (§4.5)", commands=("sim", "run"))
     race_check: bool | None = option(None, "re-run independent loops iteration-major and compare", commands=("sim",))
+    fit_sz: bool = option(True, "pick a larger SZ when the model does not fit device memory at the configured one",
+                          commands=("compile", "run"))
 
     def apply(self, config: Any) -> CherryConfig:
         """``config`` (anything :func:`load_config` takes) with these settings applied."""
         cfg = load_config(config)
-        changes = {k: v for k, v in asdict(self).items() if v is not None}
+        changes = {k: v for k, v in asdict(self).items() if v is not None and k != "fit_sz"}
         return cfg.with_(**changes) if changes else cfg

@@ -25,6 +25,15 @@ NEEDS_FIXUP = ("exp", "log", "div", "pow")
 MATMUL_UNROLL = 3
 
 
+class DeviceMemoryFull(ConfigError):
+    """A tensor would reach past device memory (or the formulas' reach)."""
+
+    def __init__(self, needed: int, limit: int, sz: int):
+        self.needed, self.limit, self.sz = needed, limit, sz
+        super().__init__(f"the model needs {needed} device-memory tiles at SZ={sz} with every dead tensor's "
+                         f"memory reused; the device holds {limit}")
+
+
 class Builder:
     """Builds a :class:`Plan` operator by operator.
 
@@ -37,24 +46,62 @@ class Builder:
         self.sz = cfg.sz
         self.plan = Plan(cfg.sz)
         self._ones: int | None = None
+        #: free device-memory ranges (base, tiles), sorted: tensors whose last use has passed
+        self._free: list[tuple[int, int]] = []
+        self._top = 0           # first tile never allocated
+        self.new: list[int] = []  # tensors allocated since the caller last cleared it
+        #: the largest figure asked for (reported in the refusal when it exceeds device memory)
+        self.needed = 0
 
     # ------------------------------------------------------------------ tensors
-    def tensor(self, batch: int, rows: int, cols: int) -> int:
+    def tensor(self, batch: int, rows: int, cols: int, fresh: bool = False) -> int:
+        """A device tensor; ``fresh`` ones never take freed memory (constants: uploaded before any
+        step runs, they must not share tiles with a tensor some step writes)."""
         rt, ct = tiles_of(rows, cols, self.sz)
-        base = self.plan.dram_tiles
         tiles = batch * rt * ct
-        if base + tiles > self.cfg.dram_tiles:
-            raise ConfigError(f"the model needs more than {self.cfg.dram_tiles} device-memory tiles "
-                              f"(SZ={self.sz}); use a larger tile size (--arch sz32) or dram_tiles")
+        base = self._allocate(tiles, fresh)
         self.plan.tensors.append({"base": base, "batch": batch, "rows": rows, "cols": cols, "rt": rt, "ct": ct,
                                   "tiles": tiles})
+        self.new.append(len(self.plan.tensors) - 1)
         return len(self.plan.tensors) - 1
+
+    def _allocate(self, tiles: int, fresh: bool) -> int:
+        """First fit in the freed ranges, else above everything allocated so far."""
+        for i, (b, n) in enumerate(() if fresh else self._free):
+            if n >= tiles:
+                self._free[i:i + 1] = [(b + tiles, n - tiles)] if n > tiles else []
+                return b
+        base = self._top
+        # formula values are signed 18 bits (§2.3): no tensor may reach past tile 131071
+        limit = min(self.cfg.dram_tiles, 131071)
+        if base + tiles > limit:
+            self.needed = max(self.needed, base + tiles)
+            raise DeviceMemoryFull(base + tiles, limit, self.sz)
+        self._top = base + tiles
+        return base
+
+    def free(self, tid: int) -> None:
+        """Return a tensor's device memory (its last use has been emitted; constants stay)."""
+        if tid in self.plan.consts:
+            return
+        t = self.plan.tensors[tid]
+        self._free.append((t["base"], t["tiles"]))
+        self._free.sort()
+        merged: list[tuple[int, int]] = []
+        for b, n in self._free:
+            if merged and merged[-1][0] + merged[-1][1] == b:
+                merged[-1] = (merged[-1][0], merged[-1][1] + n)
+            else:
+                merged.append((b, n))
+        if merged and merged[-1][0] + merged[-1][1] == self._top:  # give the top back
+            self._top = merged.pop()[0]
+        self._free = merged
 
     def const(self, mat: np.ndarray) -> int:
         """A constant tensor (B, R, C) uploaded by the runtime."""
         m = np.asarray(mat, np.float32)
         m = m.reshape((1,) * (3 - m.ndim) + m.shape) if m.ndim < 3 else m
-        tid = self.tensor(*m.shape)
+        tid = self.tensor(*m.shape, fresh=True)
         self.plan.consts[tid] = m
         return tid
 
@@ -62,10 +109,16 @@ class Builder:
         d = self.plan.tensors[t]
         return d["batch"], d["rows"], d["cols"]
 
-    def host(self, kind: str, src: int, dst_shape: tuple[int, int, int], **params: Any) -> int:
-        """A host layout step producing a new tensor."""
+    def host(self, kind: str, src: int | list[int], dst_shape: tuple[int, int, int], **params: Any) -> int:
+        """A host layout step producing a new tensor from one source tensor or several (``srcs``;
+        ``params["src_views"]`` then gives their views)."""
         dst = self.tensor(*dst_shape)
-        self.plan.steps.append({"kind": "host", "op": kind, "src": src, "dst": dst, "params": params})
+        step = {"kind": "host", "op": kind, "dst": dst, "params": params}
+        if isinstance(src, list):
+            step["srcs"] = src
+        else:
+            step["src"] = src
+        self.plan.steps.append(step)
         return dst
 
     def device(self, progs: list[Program]) -> None:
