@@ -46,6 +46,7 @@ class Builder:
         self.sz = cfg.sz
         self.plan = Plan(cfg.sz)
         self._ones: int | None = None
+        self._masks: dict[tuple[int, int, int], int] = {}
         #: free device-memory ranges (base, tiles), sorted: tensors whose last use has passed
         self._free: list[tuple[int, int]] = []
         self._top = 0           # first tile never allocated
@@ -93,8 +94,8 @@ class Builder:
                 merged[-1] = (merged[-1][0], merged[-1][1] + n)
             else:
                 merged.append((b, n))
-        if merged and merged[-1][0] + merged[-1][1] == self._top:  # give the top back
-            self._top = merged.pop()[0]
+        # the top is never lowered: fresh tensors (constants) must stay above every tile any
+        # step has written
         self._free = merged
 
     def const(self, mat: np.ndarray) -> int:
@@ -219,17 +220,23 @@ class Builder:
 
     # ------------------------------------------------------------------ elementwise (§6.4, §6.9)
     def _invmask(self, shape: tuple[int, int, int]) -> int | None:
+        """INVMASK (1 in the padding, 0 elsewhere) for ``shape``, one constant per shape."""
         b, r, c = shape
         if r % self.sz == 0 and c % self.sz == 0:
             return None
-        rt, ct = tiles_of(r, c, self.sz)
-        m = np.ones((1, rt * self.sz, ct * self.sz), np.float32)
-        m[:, :r, :c] = 0
-        # the INVMASK's own padding must be stored: keep it as a full padded matrix
-        return self.const(m)
+        if shape not in self._masks:
+            rt, ct = tiles_of(r, c, self.sz)
+            m = np.ones((b, rt * self.sz, ct * self.sz), np.float32)
+            m[:, :r, :c] = 0
+            # the INVMASK's own padding must be stored: keep it as a full padded matrix
+            self._masks[shape] = self.const(m)
+        return self._masks[shape]
 
     def elementwise(self, op: str, x: int, y: int | None = None) -> int:
-        """OUT = op(X[, Y]) with Y of the same shape or a broadcast batch of 1."""
+        """OUT = op(X[, Y]) with Y of the same shape or a broadcast batch of 1.
+
+        Tensors are contiguous batches of tiles, so same-shape operands are processed as one flat
+        range of tiles (blocked to the cache), not matrix by matrix."""
         shape = self.shape(x)
         if y is not None and self.shape(y)[1:] != shape[1:]:
             raise UnsupportedError(f"elementwise {op}: operand shapes {self.shape(x)} and {self.shape(y)} differ "
@@ -237,12 +244,13 @@ class Builder:
         out = self.tensor(*shape)
         b, r, c = shape
         rt, ct = tiles_of(r, c, self.sz)
-        per = rt * ct
-        mask = self._invmask(shape) if op in NEEDS_FIXUP else None
+        flat = y is None or self.shape(y)[0] == b
+        batches, per = (1, b * rt * ct) if flat else (b, rt * ct)
+        mask = self._invmask(shape if flat else (1, r, c)) if op in NEEDS_FIXUP else None
         nops = 1 + (y is not None) + (mask is not None)
         blk = min(per, self.cfg.cache_tiles // nops)
         progs: list[Program] = []
-        for bb in range(b):
+        for bb in range(batches):
             yb = None if y is None else (bb if self.shape(y)[0] > 1 else 0)
             for t0 in range(0, per, blk):
                 ts = min(blk, per - t0)

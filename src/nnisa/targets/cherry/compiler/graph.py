@@ -37,6 +37,7 @@ class _Lowering(FunctionLowerings):
         self.cfg = cfg
         self.b = Builder(cfg)
         self.env: dict[str, tuple[int, dict]] = {}
+        self._masked: dict[tuple[float, tuple[int, int, int]], int] = {}
 
     # helpers -------------------------------------------------------------------------
     def err(self, n: Node, msg: str) -> UnsupportedError:
@@ -65,8 +66,12 @@ class _Lowering(FunctionLowerings):
         return self.b.const(to_matrix(np.ascontiguousarray(full), view))
 
     def masked(self, value: float, view: dict) -> int:
-        """A constant ``value`` in every valid element of ``view`` (0 in the padding)."""
-        return self.b.const(np.full(mat_shape(view), value, np.float32))
+        """A constant ``value`` in every valid element of ``view`` (0 in the padding), one per
+        value and matrix shape."""
+        key = (float(value), mat_shape(view))
+        if key not in self._masked:
+            self._masked[key] = self.b.const(np.full(mat_shape(view), value, np.float32))
+        return self._masked[key]
 
     # ops ---------------------------------------------------------------------------------
     def lower(self, n: Node) -> None:
