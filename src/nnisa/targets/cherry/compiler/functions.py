@@ -273,6 +273,13 @@ class FunctionLowerings:
         return self._move(n, "pad", [n.inputs[0]], pads=[int(v) for v in n.attrs["pads"]],
                           value=float(n.attrs["value"]))
 
+    def op_Cast(self, n):
+        """Every device value is a float: a Cast to a float type is the identity (ids and masks
+        are exact small integers in either element format)."""
+        if not np.issubdtype(np.dtype(n.attrs["to"]), np.floating):
+            raise self.err(n, f"Cast to {n.attrs['to']}: Cherry holds floats only")
+        return self.value(n.inputs[0])
+
     def op_Expand(self, n):
         ys = self.shape(n.outputs[0])
         tid, cur = self.value(n.inputs[0])
