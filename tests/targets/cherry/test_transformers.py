@@ -4,6 +4,8 @@ onnxruntime (top-1 agreement on 16 samples, and the fp32 element format to 1e-4)
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import onnx
 import pytest
 
@@ -42,3 +44,10 @@ def test_bundled_transformers(name):
     r = run_model("cherry", bundled_model_path(name), inputs={inp: x[:16]})
     assert r["top1_agreement"] >= 0.75
     assert r["max_rel_error"] < 0.05
+
+
+def test_torch_attention_with_where_mask():
+    """A torch export whose causal mask is ``Where(mask, -inf, scores)`` before the Softmax."""
+    path = Path(__file__).resolve().parents[2] / "data" / "torch_exports" / "manual_attention.onnx"
+    r = run_model("cherry", path, samples=8, element_format="fp32")
+    assert r["top1_agreement"] == 1.0 and r["max_rel_error"] < 1e-4

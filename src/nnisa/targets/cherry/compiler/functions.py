@@ -273,6 +273,24 @@ class FunctionLowerings:
         return self._move(n, "pad", [n.inputs[0]], pads=[int(v) for v in n.attrs["pads"]],
                           value=float(n.attrs["value"]))
 
+    def op_Where(self, n):
+        """``b + c·(a − b)`` with the condition as 0/1 floats; constant infinities (mask fill values)
+        become ±1e30 so the products stay finite (a softmax then gives them weight 0 all the same)."""
+        ys = self.shape(n.outputs[0])
+        acts = [i for i in n.inputs if not self.is_const(i) and self.shape(i) == ys]
+        view = self.value(acts[0])[1] if acts else plain(ys)
+
+        def operand(name):
+            if self.is_const(name):
+                v = np.asarray(self.g.initializers[name], np.float64)
+                return self.const_like(np.clip(np.nan_to_num(v, posinf=1e30, neginf=-1e30), -1e30, 1e30), ys, view)
+            if self.shape(name) == ys:
+                return self.as_view(name, view)
+            tid, cur = self.value(name)
+            return self.b.host("broadcast", tid, mat_shape(view), src_view=cur, dst_view=view)
+        c, a, b = (operand(i) for i in n.inputs)
+        return self._ew("add", b, self._ew("mul", c, self._ew("sub", a, b))), view
+
     def op_Cast(self, n):
         """Every device value is a float: a Cast to a float type is the identity (ids and masks
         are exact small integers in either element format)."""
