@@ -30,8 +30,8 @@ class DeviceMemoryFull(ConfigError):
 
     def __init__(self, needed: int, limit: int, sz: int):
         self.needed, self.limit, self.sz = needed, limit, sz
-        super().__init__(f"the model needs {needed} device-memory tiles at SZ={sz} with every dead tensor's "
-                         f"memory reused; the device holds {limit}")
+        super().__init__(f"the model needs more than {needed - 1} device-memory tiles at SZ={sz} with every dead "
+                         f"tensor's memory reused; the device holds {limit}")
 
 
 class Builder:
@@ -47,6 +47,7 @@ class Builder:
         self.plan = Plan(cfg.sz)
         self._ones: int | None = None
         self._masks: dict[tuple[int, int, int], int] = {}
+        self._ones_tiles: dict[tuple[int, int], int] = {}
         #: free device-memory ranges (base, tiles), sorted: tensors whose last use has passed
         self._free: list[tuple[int, int]] = []
         self._top = 0           # first tile never allocated
@@ -398,14 +399,17 @@ class Builder:
         rows, cols = (r, n) if axis == 1 else (n, c)
         rt, ct = tiles_of(rows, cols, sz)
         parts = ct if axis == 1 else rt
-        ones = np.zeros((parts, sz, sz), np.float32)
-        for p in range(parts):
-            valid = min(sz, (cols if axis == 1 else rows) - p * sz)
-            if axis == 1:
-                ones[p, 0, :valid] = 1.0  # ONES_ROW
-            else:
-                ones[p, :valid, 0] = 1.0  # ONES_COL
-        cones_t = self.const(ones.reshape(1, parts * sz, sz))
+        key = (axis, rows if axis == 0 else cols)
+        if key not in self._ones_tiles:  # one constant per spread length
+            ones = np.zeros((parts, sz, sz), np.float32)
+            for p in range(parts):
+                valid = min(sz, (cols if axis == 1 else rows) - p * sz)
+                if axis == 1:
+                    ones[p, 0, :valid] = 1.0  # ONES_ROW
+                else:
+                    ones[p, :valid, 0] = 1.0  # ONES_COL
+            self._ones_tiles[key] = self.const(ones.reshape(1, parts * sz, sz))
+        cones_t = self._ones_tiles[key]
         out = self.tensor(b, rows, cols)
         xt = rt if axis == 1 else ct
         self._check_cache(xt + parts + rt * ct, "a broadcast")

@@ -113,16 +113,35 @@ class _Lowering(FunctionLowerings):
         tid, cur = self.value(n.inputs[0])
         p = {"kernel": list(a["kernel"]), "strides": list(a["strides"]), "pads": list(a["pads"]),
              "dilations": list(a["dilations"])}
+        bias = self.g.initializers.get(n.inputs[2]) if len(n.inputs) > 2 else None
+        bias = bias if bias is not None and np.any(bias) else None
+        if g == c == m and g > 1:
+            return self._depthwise(w, bias, tid, cur, p, (nb, c, e, f))
         if (kh, kw) == (1, 1) and tuple(a["strides"]) == (1, 1) and not any(a["pads"]) and cur["kind"] == "nhwc":
             x = tid  # strategy 1: channels-last activations are already the patch matrix
         else:
             x = self.b.host("im2col", tid, (1, nb * e * f, c * kh * kw), src_view=cur, **p)
-        bias = self.g.initializers.get(n.inputs[2]) if len(n.inputs) > 2 else None
-        init = None
-        if bias is not None and np.any(bias):
-            init = self.b.const(np.broadcast_to(bias.astype(np.float32), (1, nb * e * f, m)))
+        init = None if bias is None else self._bias_rows(bias, nb * e * f)
         out = self.b.matmul(x, self.b.const(wfull[None]), init=init)
         return out, nhwc((nb, m, e, f))
+
+    def _bias_rows(self, bias: np.ndarray, rows: int) -> int:
+        """The bias spread over ``rows`` output rows on the device (a temporary, not a constant
+        the size of the activation)."""
+        return self.b.broadcast(self.b.const(np.asarray(bias, np.float32).reshape(1, 1, -1)), 0, rows)
+
+    def _depthwise(self, w, bias, tid, cur, p, shape):
+        """Depthwise convolution without a block-diagonal weight matrix: the window tensor
+        (kh·kw, pixels, C) times each window position's weight row (spread on the device), summed
+        over the positions."""
+        nb, c, e, f = shape
+        kk = p["kernel"][0] * p["kernel"][1]
+        win = self.b.host("windows", tid, (kk, nb * e * f, c), src_view=cur, fill=0.0, ceil_mode=False, **p)
+        rows = self.b.const(np.asarray(w, np.float32).reshape(c, kk).T.reshape(kk, 1, c))
+        y = self.b.sum_leading(self.b.elementwise("mul", win, self.b.broadcast(rows, 0, nb * e * f)))
+        if bias is not None:
+            y = self.b.elementwise("add", y, self._bias_rows(bias, nb * e * f))
+        return y, nhwc(shape)
 
     def _matrix(self, name: str) -> int:
         s = self.shape(name)
@@ -337,7 +356,7 @@ def _fitting(g: Graph, cfg: CherryConfig, fit_sz: bool) -> tuple[Builder, Cherry
                                    f"{first.limit} it has: compiled at SZ={sz} ({b.plan.dram_tiles} tiles)")
             raise ConfigError(f"{first}; at SZ={sz} it needs {b.plan.dram_tiles} (--arch sz{sz}, or leave "
                               "-O fit_sz=true to let the compiler pick it)") from None
-        raise ConfigError(f"the model needs more device memory than Cherry has ({first.limit} tiles): "
+        raise ConfigError(f"the model needs more device memory than Cherry has ({first.limit} tiles): more than "
                           f"{', '.join(tried)} tiles; a larger dram_tiles (up to 131071, the reach of the "
                           "18-bit address formulas) or a smaller input would fit") from None
 
