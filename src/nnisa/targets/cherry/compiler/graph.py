@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ....core.errors import ConfigError, UnsupportedError
-from ....core.lowering import refusal
+from ....core.lowering import OnHost, entry_fn, refusal
 from ....core.target import CompileResult
 from ....frontend import load_model
 from ....frontend.ir import Graph, Node
@@ -75,7 +75,7 @@ class _Lowering(FunctionLowerings):
 
     # ops ---------------------------------------------------------------------------------
     def lower(self, n: Node) -> None:
-        fn = LOWERINGS.get(n.op)
+        fn = entry_fn(LOWERINGS[n.op]) if n.op in LOWERINGS else None
         if fn is None:
             raise self.err(n, refusal(LOWERINGS, "Cherry", n.op))
         self.env[n.outputs[0]] = fn(self, n)
@@ -302,7 +302,11 @@ class _Lowering(FunctionLowerings):
 
 #: the Cherry lowering table: IR op → ``fn(lowering, node)`` (the ``op_*`` methods); the node
 #: check, ``nnisa targets --ops`` and the docs come from it
-LOWERINGS = {name[3:]: getattr(_Lowering, name) for name in sorted(dir(_Lowering)) if name.startswith("op_")}
+#: data movement the runtime does between device tensors (§5.3): host steps, counted as host_bytes
+_HOST_STEPS = {op: "a layout step on the host (§5.3)" for op in ("Concat", "Slice", "Pad", "Resize", "Expand")}
+LOWERINGS = {name[3:]: (OnHost(_HOST_STEPS[name[3:]], getattr(_Lowering, name)) if name[3:] in _HOST_STEPS
+                        else getattr(_Lowering, name))
+             for name in sorted(dir(_Lowering)) if name.startswith("op_")}
 
 
 def lower_graph(g: Graph, cfg: CherryConfig) -> Builder:
