@@ -31,6 +31,10 @@ from .functions import FunctionLowerings
 from ..formats.bundle import CompiledModel, write_bundle
 from ..layout import conv_out_hw, mat_shape, nhwc, plain, pool_windows, to_matrix
 
+#: a bias matrix up to this many tiles is a constant; larger ones are spread on the device
+SMALL_CONST_TILES = 4096
+
+
 class _Lowering(FunctionLowerings):
     def __init__(self, g: Graph, cfg: CherryConfig):
         self.g = g
@@ -126,9 +130,14 @@ class _Lowering(FunctionLowerings):
         return out, nhwc((nb, m, e, f))
 
     def _bias_rows(self, bias: np.ndarray, rows: int) -> int:
-        """The bias spread over ``rows`` output rows on the device (a temporary, not a constant
-        the size of the activation)."""
-        return self.b.broadcast(self.b.const(np.asarray(bias, np.float32).reshape(1, 1, -1)), 0, rows)
+        """The bias over ``rows`` output rows: a constant matrix while it is small (no device work),
+        else spread on the device into a temporary (a constant the size of every activation would
+        fill device memory on large images)."""
+        row = np.asarray(bias, np.float32).reshape(1, 1, -1)
+        rt, ct = -(-rows // self.cfg.sz), -(-row.shape[2] // self.cfg.sz)
+        if rt * ct <= SMALL_CONST_TILES:
+            return self.b.const(np.broadcast_to(row, (1, rows, row.shape[2])))
+        return self.b.broadcast(self.b.const(row), 0, rows)
 
     def _depthwise(self, w, bias, tid, cur, p, shape):
         """Depthwise convolution without a block-diagonal weight matrix: the window tensor
