@@ -48,6 +48,7 @@ class Builder:
         self._ones: int | None = None
         self._masks: dict[tuple[int, int, int], int] = {}
         self._ones_tiles: dict[tuple[int, int], int] = {}
+        self._scalars: dict[float, int] = {}
         #: free device-memory ranges (base, tiles), sorted: tensors whose last use has passed
         self._free: list[tuple[int, int]] = []
         self._top = 0           # first tile never allocated
@@ -233,36 +234,59 @@ class Builder:
             self._masks[shape] = self.const(m)
         return self._masks[shape]
 
+    def scalar(self, value: float) -> int:
+        """One constant tile of ``value`` that :meth:`elementwise` broadcasts over a tensor without
+        padding (one tile instead of a tensor-sized constant)."""
+        key = float(value)
+        if key not in self._scalars:
+            self._scalars[key] = self.const(np.full((1, self.sz, self.sz), key, np.float32))
+        return self._scalars[key]
+
+    def has_padding(self, shape: tuple[int, int, int]) -> bool:
+        return bool(shape[1] % self.sz or shape[2] % self.sz)
+
     def elementwise(self, op: str, x: int, y: int | None = None) -> int:
-        """OUT = op(X[, Y]) with Y of the same shape or a broadcast batch of 1.
+        """OUT = op(X[, Y]) with Y of the same shape or a broadcast batch of 1, or one operand a
+        :meth:`scalar` tile (the other then without padding).
 
         Tensors are contiguous batches of tiles, so same-shape operands are processed as one flat
         range of tiles (blocked to the cache), not matrix by matrix."""
+        scalar_ids = set(self._scalars.values())
+        sx, sy = x in scalar_ids, y is not None and y in scalar_ids
+        if sx:
+            x, y = y, x  # shape and blocking follow the tensor operand
         shape = self.shape(x)
-        if y is not None and self.shape(y)[1:] != shape[1:]:
+        if (sx or sy) and self.has_padding(shape):
+            raise UnsupportedError(f"elementwise {op}: a scalar tile over a padded {shape} tensor")
+        if y is not None and not (sx or sy) and self.shape(y)[1:] != shape[1:]:
             raise UnsupportedError(f"elementwise {op}: operand shapes {self.shape(x)} and {self.shape(y)} differ "
                                    "(broadcasts are materialised by the compiler)")
         out = self.tensor(*shape)
         b, r, c = shape
         rt, ct = tiles_of(r, c, self.sz)
-        flat = y is None or self.shape(y)[0] == b
+        flat = y is None or sx or sy or self.shape(y)[0] == b
         batches, per = (1, b * rt * ct) if flat else (b, rt * ct)
         mask = self._invmask(shape if flat else (1, r, c)) if op in NEEDS_FIXUP else None
         nops = 1 + (y is not None) + (mask is not None)
         blk = min(per, self.cfg.cache_tiles // nops)
         progs: list[Program] = []
+        if sx or sy:
+            progs.append(K.transfer(self.sz, False, blk, self._tile0(y), 1, 1, 1, 1))
         for bb in range(batches):
             yb = None if y is None else (bb if self.shape(y)[0] > 1 else 0)
             for t0 in range(0, per, blk):
                 ts = min(blk, per - t0)
                 cx, cy, cm = 0, blk, blk * (1 + (y is not None))
                 progs.append(K.transfer(self.sz, False, cx, self._tile0(x, bb) + t0, 1, ts, ts, ts))
-                if y is not None:
+                if y is not None and not (sx or sy):
                     progs.append(K.transfer(self.sz, False, cy, self._tile0(y, yb) + t0, 1, ts, ts, ts))
                 if mask is not None:
                     progs.append(K.transfer(self.sz, False, cm, self._tile0(mask) + t0, 1, ts, ts, ts))
-                progs.append(K.elementwise(self.sz, op, ts, cx, cy if y is not None else None, cx,
-                                           cm if mask is not None else None))
+                if sx:  # the scalar is the first operand: X = the scalar tile, Y = the tensor
+                    progs.append(K.elementwise(self.sz, op, ts, cy, cx, cx, None, ystride=1, xstride=0))
+                else:
+                    progs.append(K.elementwise(self.sz, op, ts, cx, cy if y is not None else None, cx,
+                                               cm if mask is not None else None, ystride=0 if sy else 1))
                 progs.append(K.transfer(self.sz, True, cx, self._tile0(out, bb) + t0, 1, ts, ts, ts))
         self.device(progs)
         return out

@@ -71,7 +71,10 @@ class _Lowering(FunctionLowerings):
 
     def masked(self, value: float, view: dict) -> int:
         """A constant ``value`` in every valid element of ``view`` (0 in the padding), one per
-        value and matrix shape."""
+        value and matrix shape; a single :meth:`Builder.scalar` tile when ``view`` has no padding
+        (only elementwise operations take it)."""
+        if not self.b.has_padding(mat_shape(view)):
+            return self.b.scalar(value)  # one tile, no padding to keep at 0
         key = (float(value), mat_shape(view))
         if key not in self._masked:
             self._masked[key] = self.b.const(np.full(mat_shape(view), value, np.float32))

@@ -145,15 +145,15 @@ def matmul_compute(sz: int, cx: int, cw: int, cc: int, mb: int, kb: int, nb: int
 
 
 def elementwise(sz: int, op: str, tiles: int, cx: int, cy: int | None, co: int, cmask: int | None = None,
-                ystride: int = 1) -> Program:
+                ystride: int = 1, xstride: int = 1) -> Program:
     """OUT = op(X[, Y]) over ``tiles`` cache tiles, with the zero-padding fix-ups of §6.9.
 
     ``cmask`` is the cache address of an INVMASK tensor (1 in padding, 0 elsewhere; same tiling),
-    required for exp/log/div/pow.  ``ystride`` 0 broadcasts one Y tile.
+    required for exp/log/div/pow.  ``ystride`` (``xstride``) 0 broadcasts one Y (X) tile.
     """
     k = Kernel(sz)
     v = k.open(tiles, True)
-    fx = k.apu(_expr(cx, [(1, v)]))
+    fx = k.apu(_expr(cx, [(xstride, v)]))
     fo = k.apu(_expr(co, [(1, v)]))
     fy = k.apu(_expr(cy, [(ystride, v)])) if cy is not None else None
     fm = k.apu(_expr(cmask, [(1, v)])) if cmask is not None else None
