@@ -368,8 +368,8 @@ def _fitting(g: Graph, cfg: CherryConfig, fit_sz: bool) -> tuple[Builder, Cherry
                 tried.append(f"SZ={sz}: {exc.needed}")
                 continue
             if fit_sz:
-                return b, bigger, (f"SZ={cfg.sz} needs {first.needed} device-memory tiles, more than the "
-                                   f"{first.limit} it has: compiled at SZ={sz} ({b.plan.dram_tiles} tiles)")
+                return b, bigger, (f"at SZ={cfg.sz} the model needs more than the {first.limit} device-memory tiles "
+                                   f"the device has: compiled at SZ={sz} ({b.plan.dram_tiles} tiles)")
             raise ConfigError(f"{first}; at SZ={sz} it needs {b.plan.dram_tiles} (--arch sz{sz}, or leave "
                               "-O fit_sz=true to let the compiler pick it)") from None
         raise ConfigError(f"the model needs more device memory than Cherry has ({first.limit} tiles): more than "
