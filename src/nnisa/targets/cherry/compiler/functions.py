@@ -5,7 +5,7 @@ Every function is built from the ISA's tile operations (``exp`` = eˣ, ``log`` =
 the zero-padding invariant (§5.3) holds after each step:
 
 * Tanh = 1 − 2/(1 + e^{2x}); Log = log₂(x)·ln 2; Sqrt/Pow = ``pow``; Reciprocal = 1/x;
-* Clip(lo, hi) = hi − relu(hi − (lo + relu(x − lo))) (each side only when finite);
+* Clip(lo, hi): y = x + relu(lo − x), then y − relu(y − hi) (each side only when finite; exact inside);
   HardSigmoid = Clip(αx + β, 0, 1); HardSwish = x·HardSigmoid(x, 1/6, 1/2);
 * Erf (Abramowitz & Stegun 7.1.26, |error| ≤ 1.5e-7, below the cherry18 step):
   sign(x)·(1 − t·P(t)·e^{−x²}), t = 1/(1 + p|x|), |x| = relu(x) + relu(−x),
@@ -52,14 +52,14 @@ class FunctionLowerings:
         return x if c == 0.0 else self._ew("add", x, self._k(c, view))
 
     def _clip(self, x: int, view: dict, lo: float, hi: float) -> int:
+        """x + relu(lo − x), then y − relu(y − hi): inside the bounds both corrections are exactly 0,
+        so x passes unchanged (hi − relu(hi − x) would cancel every |x| below hi·2⁻²⁴ to 0)."""
         if lo == 0:
             x = self._ew("relu", x)
         elif np.isfinite(lo):
-            low = self._k(lo, view)
-            x = self._ew("add", self._ew("relu", self._ew("sub", x, low)), low)
+            x = self._ew("add", x, self._ew("relu", self._ew("sub", self._k(lo, view), x)))
         if np.isfinite(hi):
-            high = self._k(hi, view)
-            x = self._ew("sub", high, self._ew("relu", self._ew("sub", high, x)))
+            x = self._ew("sub", x, self._ew("relu", self._ew("sub", x, self._k(hi, view))))
         return x
 
     def _tanh(self, x: int, view: dict) -> int:
