@@ -79,8 +79,9 @@ def _model(op: str, path: Path) -> Path:
     return path
 
 
-#: an operator each target's table lacks (or that has no integer semantics on an integer machine)
-MISSING = {"pim": "Max", "dais": "Div", "tensil": "Max", "pimsab": "Div", "cherry": "Tanh"}
+#: an operator each target's table lacks (or that has no integer semantics on an integer machine);
+#: Cherry lowers every one-input float operator the frontend imports, so its case is one no one imports
+MISSING = {"pim": "Max", "dais": "Div", "tensil": "Max", "pimsab": "Div", "cherry": "Round"}
 
 
 @pytest.mark.parametrize("name", list(MISSING))

@@ -195,11 +195,11 @@ def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
 
 
 _TRANSFORMER_OPS = ("LayerNorm", "Gelu", "Erf", "MaskedSoftmax", "Where", "Equal", "Less", "Greater", "Not",
-                    "Expand", "Cast", "Sqrt", "Reciprocal", "Exp", "Pow")
+                    "Expand", "Cast", "Sqrt", "Reciprocal", "Exp", "Log", "Pow")
 
 
 def unary_function(op: str, x: np.ndarray, attrs: dict) -> np.ndarray:
-    """Float64 value of the elementwise functions Sqrt, Reciprocal, Exp, Pow, Gelu, Erf."""
+    """Float64 value of the elementwise functions Sqrt, Reciprocal, Exp, Log, Pow, Gelu, Erf."""
     v = np.asarray(x, np.float64)
     with np.errstate(all="ignore"):
         if op == "Sqrt":
@@ -208,6 +208,8 @@ def unary_function(op: str, x: np.ndarray, attrs: dict) -> np.ndarray:
             return 1.0 / v
         if op == "Exp":
             return np.exp(v)
+        if op == "Log":
+            return np.log(v)
         if op == "Pow":
             return np.power(v, attrs["exponent"])
         if op == "Gelu":
@@ -221,7 +223,7 @@ def _run_transformer(op: str, a: dict, args: list[np.ndarray]) -> np.ndarray:
         return layernorm(x, args[1], args[2], a["axis"], a["epsilon"]).astype(np.float32)
     if op == "Pow" and len(args) == 2:  # by a tensor (float only)
         return _f32(np.power(x, args[1]))
-    if op in ("Gelu", "Erf", "Sqrt", "Reciprocal", "Exp", "Pow"):
+    if op in ("Gelu", "Erf", "Sqrt", "Reciprocal", "Exp", "Log", "Pow"):
         return unary_function(op, x, a).astype(np.float32)
     if op == "MaskedSoftmax":
         return masked_softmax(x, args[1], a["axis"]).astype(np.float32)

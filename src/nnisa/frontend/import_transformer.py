@@ -61,7 +61,7 @@ def _layernorm_stats(ctx, node, x: str, axes: tuple[int, ...], eps: float) -> No
 
 
 def _unary(ctx, node, at) -> None:
-    """Sqrt, Reciprocal, Exp: elementwise functions (lookup tables when quantized)."""
+    """Sqrt, Reciprocal, Exp, Log: elementwise functions (lookup tables when quantized)."""
     ctx.emit(node.op_type, node.name, [node.input[0]], [node.output[0]])
 
 
@@ -114,5 +114,5 @@ HANDLERS: dict[str, Any] = {
     "LayerNormalization": _layernorm, "Gelu": _gelu, "Erf": _erf, "Where": _elementwise, "Equal": _elementwise,
     "Less": _elementwise, "Greater": _elementwise, "Not": _elementwise, "Expand": _expand, "Cast": _cast,
     "CastLike": _cast,
-    "Sqrt": _unary, "Reciprocal": _unary, "Exp": _unary, "Pow": _pow,
+    "Sqrt": _unary, "Reciprocal": _unary, "Exp": _unary, "Log": _unary, "Pow": _pow,
 }

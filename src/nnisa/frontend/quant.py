@@ -29,7 +29,7 @@ MOVE_OPS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity
             "ReduceMax", "Expand")
 #: elementwise functions computed by a lookup table over the input codes
 LUT_OPS = ("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Gelu", "Erf", "Sqrt", "Reciprocal", "Exp",
-           "Pow")
+           "Log", "Pow")
 # Ops that may follow a Softmax (they pass float values through unchanged).
 _FLOAT_PASS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Slice")
 # Intermediate scale of Add/Sub in multiplier mode: s_c = s_out * 2**-ADD_FRAC_BITS.
@@ -540,7 +540,7 @@ def _make_lut(op: str, attrs: dict, x: QTensor, out: QTensor) -> np.ndarray:
         f = np.clip(attrs["alpha"] * v + attrs["beta"], 0, 1)
     elif op == "HardSwish":
         f = v * np.clip(v / 6 + 0.5, 0, 1)
-    elif op in ("Gelu", "Erf", "Sqrt", "Reciprocal", "Exp", "Pow"):  # NaN (sqrt of a negative code) → 0
+    elif op in ("Gelu", "Erf", "Sqrt", "Reciprocal", "Exp", "Log", "Pow"):  # NaN (sqrt of a negative code) → 0
         f = np.nan_to_num(unary_function(op, v, attrs), nan=0.0, posinf=np.inf, neginf=-np.inf)
     else:
         f = np.where(v >= 0, v, v * attrs["alpha"])

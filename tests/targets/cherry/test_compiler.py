@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from nnisa.api import onnx_reference, run_model
-from nnisa.core.errors import UnsupportedError
+from nnisa.core.errors import ConfigError, UnsupportedError
 from nnisa.core.target import get_target
 from nnisa.frontend.models import bundled_model_path, bundled_testset
 from nnisa.targets.cherry.compiler.builder import Builder
@@ -225,9 +225,9 @@ def test_matmul_model_with_activation_operands(tmp_path):
 
 
 def test_unsupported_operator_is_one_line(tmp_path):
-    path = _model([helper.make_node("Tanh", ["x"], ["y"])], [_vi("x", [1, 4])], [_vi("y", [1, 4])], {},
-                  tmp_path / "m.onnx")
-    with pytest.raises(UnsupportedError, match=r"node .* \(Tanh\): operator Tanh is not supported"):
+    path = _model([helper.make_node("LRN", ["x"], ["y"], size=3)], [_vi("x", [1, 4, 2, 2])], [_vi("y", [1, 4, 2, 2])],
+                  {}, tmp_path / "m.onnx")
+    with pytest.raises(UnsupportedError, match=r"node .* \(LRN\): operator LRN is not supported"):
         get_target("cherry").compile(path)
 
 
@@ -268,3 +268,25 @@ def test_padded_ceil_maxpool_and_leaky_clip(tmp_path):
     x = rng.standard_normal((2, 3, 7, 7)).astype(np.float32) - 0.5
     rep = run_model("cherry", path, inputs={"x": x}, element_format="fp32")
     assert rep["max_abs_error"] < 1e-6
+
+
+def test_device_memory_is_reused_and_sz_is_picked(tmp_path):
+    """Dead tensors give their tiles back; a model too large for the configured SZ is compiled at a
+    larger one (and said so), or refused naming the figures when asked not to."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sigmoid", ["a"], ["b"]),
+             helper.make_node("Tanh", ["b"], ["c"]), helper.make_node("Exp", ["c"], ["y"])]
+    path = _model(nodes, [_vi("x", [1, 40, 40])], [_vi("y", [1, 40, 40])], {}, tmp_path / "m.onnx")
+    t = get_target("cherry")
+    roomy = t.compile(path, config="element_format=fp32")
+    plan = roomy.program.plan
+    assert roomy.report["dram_tiles"] < sum(t["tiles"] for t in plan.tensors)  # without reuse: the sum
+    x = rng.standard_normal((2, 40, 40)).astype(np.float32)
+    small = "element_format=fp32,dram_tiles=200"
+    fitted = t.compile(path, config=small)
+    assert fitted.report["sz"] == 16 and "compiled at SZ=16" in fitted.report["sz_note"]
+    out = t.run_compiled(fitted, {"x": x})[0]["y"]
+    np.testing.assert_allclose(out, onnx_reference(path, {"x": x})["y"], rtol=1e-4, atol=1e-5)
+    with pytest.raises(ConfigError, match=r"device-memory tiles at SZ=4.*--arch sz16"):
+        t.compile(path, config=small, fit_sz=False)
+    with pytest.raises(ConfigError, match=r"more device memory than Cherry has .*dram_tiles"):
+        t.compile(path, config="dram_tiles=8")

@@ -42,6 +42,10 @@ class CherryConfig(BaseModel):
         Optional host-link timing (§4.5).
     clock_ghz
         Clock for reported times.
+    e_fmul_pj, e_fadd_pj, e_fmul32_pj, e_fadd32_pj, e_special_ops, e_rf_pj_per_bit, e_sram_pj_per_bit, e_dram_pj_per_bit, static_mw_per_mb
+        The energy model (:mod:`~nnisa.targets.cherry.sim.energy`): pJ per multiply/add (cherry18
+        and fp32), multiply-adds per special function, pJ per bit of register file, L1 and device
+        memory, and static mW per MB of on-chip SRAM.
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True)
@@ -67,6 +71,16 @@ class CherryConfig(BaseModel):
     link_latency: int = 0
     link_bytes_per_cycle: int = 4
     clock_ghz: float = 1.0
+    # energy per action (docs/cherry.md §Energy: Horowitz, ISSCC 2014, 45 nm)
+    e_fmul_pj: float = 1.1
+    e_fadd_pj: float = 0.4
+    e_fmul32_pj: float = 3.7
+    e_fadd32_pj: float = 0.9
+    e_special_ops: float = 4.0
+    e_rf_pj_per_bit: float = 0.16
+    e_sram_pj_per_bit: float = 1.56
+    e_dram_pj_per_bit: float = 20.3
+    static_mw_per_mb: float = 10.0
 
     @model_validator(mode="after")
     def _check(self) -> "CherryConfig":
@@ -81,6 +95,9 @@ class CherryConfig(BaseModel):
             raise ValueError("cache_tiles must be divisible by 4 (four cache slots)")
         if self.iq_entries < 4:
             raise ValueError("iq_entries must be >= 4")
+        for key in type(self).model_fields:
+            if (key.startswith("e_") or key == "static_mw_per_mb") and getattr(self, key) < 0:
+                raise ValueError(f"{key} must be >= 0")
         if self.link_latency < 0 or self.clock_ghz <= 0:
             raise ValueError("link_latency must be >= 0 and clock_ghz > 0")
         return self
@@ -138,9 +155,11 @@ class CherryCompileOptions:
                                         commands=("sim", "compile", "run"))
     host_link: bool | None = option(None, "model the host link for mem_read/mem_write (§4.5)", commands=("sim", "run"))
     race_check: bool | None = option(None, "re-run independent loops iteration-major and compare", commands=("sim",))
+    fit_sz: bool = option(True, "pick a larger SZ when the model does not fit device memory at the configured one",
+                          commands=("compile", "run"))
 
     def apply(self, config: Any) -> CherryConfig:
         """``config`` (anything :func:`load_config` takes) with these settings applied."""
         cfg = load_config(config)
-        changes = {k: v for k, v in asdict(self).items() if v is not None}
+        changes = {k: v for k, v in asdict(self).items() if v is not None and k != "fit_sz"}
         return cfg.with_(**changes) if changes else cfg

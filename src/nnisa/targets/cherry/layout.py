@@ -93,7 +93,8 @@ def pool_windows(x: np.ndarray, p: dict) -> np.ndarray:
     attrs = {"kernel": tuple(p["kernel"]), "strides": tuple(p["strides"]), "pads": tuple(p["pads"]),
              "dilations": tuple(p.get("dilations", (1, 1))), "ceil_mode": bool(p.get("ceil_mode", False))}
     oh, ow, pads = _pool_geometry(attrs, h, w)
-    xp = _pad2d(x.astype(np.float32), pads, -np.finfo(np.float32).max)
+    fill = p.get("fill", -float(np.finfo(np.float32).max))  # AveragePool pads with 0
+    xp = _pad2d(x.astype(np.float32), pads, fill)
     win = _windows(xp, attrs["kernel"], attrs["strides"], attrs["dilations"], oh, ow)  # N,C,OH,OW,kh,kw
     kk = attrs["kernel"][0] * attrs["kernel"][1]
     return np.ascontiguousarray(win.transpose(4, 5, 0, 2, 3, 1).reshape(kk, n * oh * ow, c))

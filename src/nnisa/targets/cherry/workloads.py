@@ -69,7 +69,13 @@ def matmul_timing(cfg: CherryConfig, m: int, k: int, n: int) -> dict[str, Any]:
             "ipc": st.extra["ipc"], "ar_utilization": st.extra["ar_utilization"],
             "matmul_utilization": st.extra["matmul_utilization"], "ls_utilization": st.extra["ls_utilization"],
             "ram_utilization": st.extra["ram_utilization"], "gflops": st.extra["gflops"],
-            "compile_s": t1 - t0, "sim_s": time.perf_counter() - t1}
+            **_energy(st), "compile_s": t1 - t0, "sim_s": time.perf_counter() - t1}
+
+
+def _energy(st: Stats) -> dict[str, Any]:
+    """The time and energy figures of a run, in the shared vocabulary."""
+    return {"latency_ns": st.latency_ns, "energy_pj": st.energy_pj,
+            **{k: st.extra[k] for k in ("dynamic_energy_pj", "static_energy_pj", "energy_per_input_pj")}}
 
 
 def run_workload(name: str, cfg: CherryConfig) -> Stats:
@@ -87,7 +93,7 @@ def _figures(name: str, cfg: CherryConfig) -> dict[str, Any]:
         st = stats_of(machine, tm, [prog], time.perf_counter() - t0)
         ref = "" if cfg.superscalar_width != 16 else (" = the reference" if st.cycles == 328 else
                                                         " (reference 328)")
-        return {"sz": cfg.sz, "cycles": st.cycles, "reference_cycles_sw16": 328, "ipc": st.extra["ipc"],
+        return {"sz": cfg.sz, "cycles": st.cycles, "reference_cycles_sw16": 328, "ipc": st.extra["ipc"], **_energy(st),
                 "summary": f"fast ReLU of spec §7.1 over 128 tiles: {st.cycles} cycles{ref}, IPC "
                            f"{st.extra['ipc']:.2f}",
                 "wall_s": time.perf_counter() - t0}
@@ -100,11 +106,15 @@ def _figures(name: str, cfg: CherryConfig) -> dict[str, Any]:
         return res
     layers = []
     cycles = busy = 0
+    energy = {"energy_pj": 0.0, "dynamic_energy_pj": 0.0, "static_energy_pj": 0.0}
     for lname, pix, kdim, m, count in RESNET18_CONVS:
         r = matmul_timing(cfg, pix, kdim, m)
         layers.append({"layer": lname, "count": count, "M": pix, "K": kdim, "N": m, "cycles": r["cycles"],
                        "matmul_utilization": r["matmul_utilization"], "ipc": r["ipc"]})
         cycles += r["cycles"] * count
         busy += r["matmul_utilization"] * r["cycles"] * count
-    return {"sz": cfg.sz, "cycles": cycles, "matmul_utilization": busy / cycles, "layers": layers,
+        for k in energy:
+            energy[k] += r[k] * count
+    return {"sz": cfg.sz, "cycles": cycles, "latency_ns": cycles / cfg.clock_ghz, **energy,
+            "energy_per_input_pj": energy["energy_pj"], "matmul_utilization": busy / cycles, "layers": layers,
             "wall_s": time.perf_counter() - t0}

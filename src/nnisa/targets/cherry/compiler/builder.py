@@ -25,6 +25,15 @@ NEEDS_FIXUP = ("exp", "log", "div", "pow")
 MATMUL_UNROLL = 3
 
 
+class DeviceMemoryFull(ConfigError):
+    """A tensor would reach past device memory (or the formulas' reach)."""
+
+    def __init__(self, needed: int, limit: int, sz: int):
+        self.needed, self.limit, self.sz = needed, limit, sz
+        super().__init__(f"the model needs more than {needed - 1} device-memory tiles at SZ={sz} with every dead "
+                         f"tensor's memory reused; the device holds {limit}")
+
+
 class Builder:
     """Builds a :class:`Plan` operator by operator.
 
@@ -37,24 +46,65 @@ class Builder:
         self.sz = cfg.sz
         self.plan = Plan(cfg.sz)
         self._ones: int | None = None
+        self._masks: dict[tuple[int, int, int], int] = {}
+        self._ones_tiles: dict[tuple[int, int], int] = {}
+        self._scalars: dict[float, int] = {}
+        #: free device-memory ranges (base, tiles), sorted: tensors whose last use has passed
+        self._free: list[tuple[int, int]] = []
+        self._top = 0           # first tile never allocated
+        self.new: list[int] = []  # tensors allocated since the caller last cleared it
+        #: the largest figure asked for (reported in the refusal when it exceeds device memory)
+        self.needed = 0
 
     # ------------------------------------------------------------------ tensors
-    def tensor(self, batch: int, rows: int, cols: int) -> int:
+    def tensor(self, batch: int, rows: int, cols: int, fresh: bool = False) -> int:
+        """A device tensor; ``fresh`` ones never take freed memory (constants: uploaded before any
+        step runs, they must not share tiles with a tensor some step writes)."""
         rt, ct = tiles_of(rows, cols, self.sz)
-        base = self.plan.dram_tiles
         tiles = batch * rt * ct
-        if base + tiles > self.cfg.dram_tiles:
-            raise ConfigError(f"the model needs more than {self.cfg.dram_tiles} device-memory tiles "
-                              f"(SZ={self.sz}); use a larger tile size (--arch sz32) or dram_tiles")
+        base = self._allocate(tiles, fresh)
         self.plan.tensors.append({"base": base, "batch": batch, "rows": rows, "cols": cols, "rt": rt, "ct": ct,
                                   "tiles": tiles})
+        self.new.append(len(self.plan.tensors) - 1)
         return len(self.plan.tensors) - 1
+
+    def _allocate(self, tiles: int, fresh: bool) -> int:
+        """First fit in the freed ranges, else above everything allocated so far."""
+        for i, (b, n) in enumerate(() if fresh else self._free):
+            if n >= tiles:
+                self._free[i:i + 1] = [(b + tiles, n - tiles)] if n > tiles else []
+                return b
+        base = self._top
+        # formula values are signed 18 bits (§2.3): no tensor may reach past tile 131071
+        limit = min(self.cfg.dram_tiles, 131071)
+        if base + tiles > limit:
+            self.needed = max(self.needed, base + tiles)
+            raise DeviceMemoryFull(base + tiles, limit, self.sz)
+        self._top = base + tiles
+        return base
+
+    def free(self, tid: int) -> None:
+        """Return a tensor's device memory (its last use has been emitted; constants stay)."""
+        if tid in self.plan.consts:
+            return
+        t = self.plan.tensors[tid]
+        self._free.append((t["base"], t["tiles"]))
+        self._free.sort()
+        merged: list[tuple[int, int]] = []
+        for b, n in self._free:
+            if merged and merged[-1][0] + merged[-1][1] == b:
+                merged[-1] = (merged[-1][0], merged[-1][1] + n)
+            else:
+                merged.append((b, n))
+        # the top is never lowered: fresh tensors (constants) must stay above every tile any
+        # step has written
+        self._free = merged
 
     def const(self, mat: np.ndarray) -> int:
         """A constant tensor (B, R, C) uploaded by the runtime."""
         m = np.asarray(mat, np.float32)
         m = m.reshape((1,) * (3 - m.ndim) + m.shape) if m.ndim < 3 else m
-        tid = self.tensor(*m.shape)
+        tid = self.tensor(*m.shape, fresh=True)
         self.plan.consts[tid] = m
         return tid
 
@@ -62,10 +112,16 @@ class Builder:
         d = self.plan.tensors[t]
         return d["batch"], d["rows"], d["cols"]
 
-    def host(self, kind: str, src: int, dst_shape: tuple[int, int, int], **params: Any) -> int:
-        """A host layout step producing a new tensor."""
+    def host(self, kind: str, src: int | list[int], dst_shape: tuple[int, int, int], **params: Any) -> int:
+        """A host layout step producing a new tensor from one source tensor or several (``srcs``;
+        ``params["src_views"]`` then gives their views)."""
         dst = self.tensor(*dst_shape)
-        self.plan.steps.append({"kind": "host", "op": kind, "src": src, "dst": dst, "params": params})
+        step = {"kind": "host", "op": kind, "dst": dst, "params": params}
+        if isinstance(src, list):
+            step["srcs"] = src
+        else:
+            step["src"] = src
+        self.plan.steps.append(step)
         return dst
 
     def device(self, progs: list[Program]) -> None:
@@ -166,41 +222,71 @@ class Builder:
 
     # ------------------------------------------------------------------ elementwise (§6.4, §6.9)
     def _invmask(self, shape: tuple[int, int, int]) -> int | None:
+        """INVMASK (1 in the padding, 0 elsewhere) for ``shape``, one constant per shape."""
         b, r, c = shape
         if r % self.sz == 0 and c % self.sz == 0:
             return None
-        rt, ct = tiles_of(r, c, self.sz)
-        m = np.ones((1, rt * self.sz, ct * self.sz), np.float32)
-        m[:, :r, :c] = 0
-        # the INVMASK's own padding must be stored: keep it as a full padded matrix
-        return self.const(m)
+        if shape not in self._masks:
+            rt, ct = tiles_of(r, c, self.sz)
+            m = np.ones((b, rt * self.sz, ct * self.sz), np.float32)
+            m[:, :r, :c] = 0
+            # the INVMASK's own padding must be stored: keep it as a full padded matrix
+            self._masks[shape] = self.const(m)
+        return self._masks[shape]
+
+    def scalar(self, value: float) -> int:
+        """One constant tile of ``value`` that :meth:`elementwise` broadcasts over a tensor without
+        padding (one tile instead of a tensor-sized constant)."""
+        key = float(value)
+        if key not in self._scalars:
+            self._scalars[key] = self.const(np.full((1, self.sz, self.sz), key, np.float32))
+        return self._scalars[key]
+
+    def has_padding(self, shape: tuple[int, int, int]) -> bool:
+        return bool(shape[1] % self.sz or shape[2] % self.sz)
 
     def elementwise(self, op: str, x: int, y: int | None = None) -> int:
-        """OUT = op(X[, Y]) with Y of the same shape or a broadcast batch of 1."""
+        """OUT = op(X[, Y]) with Y of the same shape or a broadcast batch of 1, or one operand a
+        :meth:`scalar` tile (the other then without padding).
+
+        Tensors are contiguous batches of tiles, so same-shape operands are processed as one flat
+        range of tiles (blocked to the cache), not matrix by matrix."""
+        scalar_ids = set(self._scalars.values())
+        sx, sy = x in scalar_ids, y is not None and y in scalar_ids
+        if sx:
+            x, y = y, x  # shape and blocking follow the tensor operand
         shape = self.shape(x)
-        if y is not None and self.shape(y)[1:] != shape[1:]:
+        if (sx or sy) and self.has_padding(shape):
+            raise UnsupportedError(f"elementwise {op}: a scalar tile over a padded {shape} tensor")
+        if y is not None and not (sx or sy) and self.shape(y)[1:] != shape[1:]:
             raise UnsupportedError(f"elementwise {op}: operand shapes {self.shape(x)} and {self.shape(y)} differ "
                                    "(broadcasts are materialised by the compiler)")
         out = self.tensor(*shape)
         b, r, c = shape
         rt, ct = tiles_of(r, c, self.sz)
-        per = rt * ct
-        mask = self._invmask(shape) if op in NEEDS_FIXUP else None
+        flat = y is None or sx or sy or self.shape(y)[0] == b
+        batches, per = (1, b * rt * ct) if flat else (b, rt * ct)
+        mask = self._invmask(shape if flat else (1, r, c)) if op in NEEDS_FIXUP else None
         nops = 1 + (y is not None) + (mask is not None)
         blk = min(per, self.cfg.cache_tiles // nops)
         progs: list[Program] = []
-        for bb in range(b):
+        if sx or sy:
+            progs.append(K.transfer(self.sz, False, blk, self._tile0(y), 1, 1, 1, 1))
+        for bb in range(batches):
             yb = None if y is None else (bb if self.shape(y)[0] > 1 else 0)
             for t0 in range(0, per, blk):
                 ts = min(blk, per - t0)
                 cx, cy, cm = 0, blk, blk * (1 + (y is not None))
                 progs.append(K.transfer(self.sz, False, cx, self._tile0(x, bb) + t0, 1, ts, ts, ts))
-                if y is not None:
+                if y is not None and not (sx or sy):
                     progs.append(K.transfer(self.sz, False, cy, self._tile0(y, yb) + t0, 1, ts, ts, ts))
                 if mask is not None:
                     progs.append(K.transfer(self.sz, False, cm, self._tile0(mask) + t0, 1, ts, ts, ts))
-                progs.append(K.elementwise(self.sz, op, ts, cx, cy if y is not None else None, cx,
-                                           cm if mask is not None else None))
+                if sx:  # the scalar is the first operand: X = the scalar tile, Y = the tensor
+                    progs.append(K.elementwise(self.sz, op, ts, cy, cx, cx, None, ystride=1, xstride=0))
+                else:
+                    progs.append(K.elementwise(self.sz, op, ts, cx, cy if y is not None else None, cx,
+                                               cm if mask is not None else None, ystride=0 if sy else 1))
                 progs.append(K.transfer(self.sz, True, cx, self._tile0(out, bb) + t0, 1, ts, ts, ts))
         self.device(progs)
         return out
@@ -337,14 +423,17 @@ class Builder:
         rows, cols = (r, n) if axis == 1 else (n, c)
         rt, ct = tiles_of(rows, cols, sz)
         parts = ct if axis == 1 else rt
-        ones = np.zeros((parts, sz, sz), np.float32)
-        for p in range(parts):
-            valid = min(sz, (cols if axis == 1 else rows) - p * sz)
-            if axis == 1:
-                ones[p, 0, :valid] = 1.0  # ONES_ROW
-            else:
-                ones[p, :valid, 0] = 1.0  # ONES_COL
-        cones_t = self.const(ones.reshape(1, parts * sz, sz))
+        key = (axis, rows if axis == 0 else cols)
+        if key not in self._ones_tiles:  # one constant per spread length
+            ones = np.zeros((parts, sz, sz), np.float32)
+            for p in range(parts):
+                valid = min(sz, (cols if axis == 1 else rows) - p * sz)
+                if axis == 1:
+                    ones[p, 0, :valid] = 1.0  # ONES_ROW
+                else:
+                    ones[p, :valid, 0] = 1.0  # ONES_COL
+            self._ones_tiles[key] = self.const(ones.reshape(1, parts * sz, sz))
+        cones_t = self._ones_tiles[key]
         out = self.tensor(b, rows, cols)
         xt = rt if axis == 1 else ct
         self._check_cache(xt + parts + rt * ct, "a broadcast")

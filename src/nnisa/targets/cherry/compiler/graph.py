@@ -12,29 +12,36 @@ materialised in the other operand's layout at compile time.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ....core.errors import UnsupportedError
-from ....core.lowering import refusal
+from ....core.errors import ConfigError, UnsupportedError
+from ....core.lowering import OnHost, entry_fn, refusal
 from ....core.target import CompileResult
 from ....frontend import load_model
 from ....frontend.ir import Graph, Node
 from ....frontend.prepare import check_graph
 from ....frontend.kernels import conv_weight_matrix
 from ..config import CherryConfig
-from .builder import Builder
+from .builder import Builder, DeviceMemoryFull
+from .functions import FunctionLowerings
 from ..formats.bundle import CompiledModel, write_bundle
 from ..layout import conv_out_hw, mat_shape, nhwc, plain, pool_windows, to_matrix
 
-class _Lowering:
+#: a bias matrix up to this many tiles is a constant; larger ones are spread on the device
+SMALL_CONST_TILES = 4096
+
+
+class _Lowering(FunctionLowerings):
     def __init__(self, g: Graph, cfg: CherryConfig):
         self.g = g
         self.cfg = cfg
         self.b = Builder(cfg)
         self.env: dict[str, tuple[int, dict]] = {}
+        self._masked: dict[tuple[float, tuple[int, int, int]], int] = {}
 
     # helpers -------------------------------------------------------------------------
     def err(self, n: Node, msg: str) -> UnsupportedError:
@@ -63,12 +70,19 @@ class _Lowering:
         return self.b.const(to_matrix(np.ascontiguousarray(full), view))
 
     def masked(self, value: float, view: dict) -> int:
-        """A constant ``value`` in every valid element of ``view`` (0 in the padding)."""
-        return self.b.const(np.full(mat_shape(view), value, np.float32))
+        """A constant ``value`` in every valid element of ``view`` (0 in the padding), one per
+        value and matrix shape; a single :meth:`Builder.scalar` tile when ``view`` has no padding
+        (only elementwise operations take it)."""
+        if not self.b.has_padding(mat_shape(view)):
+            return self.b.scalar(value)  # one tile, no padding to keep at 0
+        key = (float(value), mat_shape(view))
+        if key not in self._masked:
+            self._masked[key] = self.b.const(np.full(mat_shape(view), value, np.float32))
+        return self._masked[key]
 
     # ops ---------------------------------------------------------------------------------
     def lower(self, n: Node) -> None:
-        fn = LOWERINGS.get(n.op)
+        fn = entry_fn(LOWERINGS[n.op]) if n.op in LOWERINGS else None
         if fn is None:
             raise self.err(n, refusal(LOWERINGS, "Cherry", n.op))
         self.env[n.outputs[0]] = fn(self, n)
@@ -106,16 +120,40 @@ class _Lowering:
         tid, cur = self.value(n.inputs[0])
         p = {"kernel": list(a["kernel"]), "strides": list(a["strides"]), "pads": list(a["pads"]),
              "dilations": list(a["dilations"])}
+        bias = self.g.initializers.get(n.inputs[2]) if len(n.inputs) > 2 else None
+        bias = bias if bias is not None and np.any(bias) else None
+        if g == c == m and g > 1:
+            return self._depthwise(w, bias, tid, cur, p, (nb, c, e, f))
         if (kh, kw) == (1, 1) and tuple(a["strides"]) == (1, 1) and not any(a["pads"]) and cur["kind"] == "nhwc":
             x = tid  # strategy 1: channels-last activations are already the patch matrix
         else:
             x = self.b.host("im2col", tid, (1, nb * e * f, c * kh * kw), src_view=cur, **p)
-        bias = self.g.initializers.get(n.inputs[2]) if len(n.inputs) > 2 else None
-        init = None
-        if bias is not None and np.any(bias):
-            init = self.b.const(np.broadcast_to(bias.astype(np.float32), (1, nb * e * f, m)))
+        init = None if bias is None else self._bias_rows(bias, nb * e * f)
         out = self.b.matmul(x, self.b.const(wfull[None]), init=init)
         return out, nhwc((nb, m, e, f))
+
+    def _bias_rows(self, bias: np.ndarray, rows: int) -> int:
+        """The bias over ``rows`` output rows: a constant matrix while it is small (no device work),
+        else spread on the device into a temporary (a constant the size of every activation would
+        fill device memory on large images)."""
+        row = np.asarray(bias, np.float32).reshape(1, 1, -1)
+        rt, ct = -(-rows // self.cfg.sz), -(-row.shape[2] // self.cfg.sz)
+        if rt * ct <= SMALL_CONST_TILES:
+            return self.b.const(np.broadcast_to(row, (1, rows, row.shape[2])))
+        return self.b.broadcast(self.b.const(row), 0, rows)
+
+    def _depthwise(self, w, bias, tid, cur, p, shape):
+        """Depthwise convolution without a block-diagonal weight matrix: the window tensor
+        (kh·kw, pixels, C) times each window position's weight row (spread on the device), summed
+        over the positions."""
+        nb, c, e, f = shape
+        kk = p["kernel"][0] * p["kernel"][1]
+        win = self.b.host("windows", tid, (kk, nb * e * f, c), src_view=cur, fill=0.0, ceil_mode=False, **p)
+        rows = self.b.const(np.asarray(w, np.float32).reshape(c, kk).T.reshape(kk, 1, c))
+        y = self.b.sum_leading(self.b.elementwise("mul", win, self.b.broadcast(rows, 0, nb * e * f)))
+        if bias is not None:
+            y = self.b.elementwise("add", y, self._bias_rows(bias, nb * e * f))
+        return y, nhwc(shape)
 
     def _matrix(self, name: str) -> int:
         s = self.shape(name)
@@ -166,6 +204,12 @@ class _Lowering:
         return self.b.elementwise("relu", tid), view
 
     def _binary(self, n, op):
+        x, y, view = self._pair(n)
+        return self.b.elementwise(op, x, y), view
+
+    def _pair(self, n):
+        """The two operands of a binary node as device tensors of one shape and view (constants
+        materialised in the activation's layout, broadcasts spread on the device or the host)."""
         a, c = n.inputs[0], n.inputs[1]
         ys = self.shape(n.outputs[0])
         if self.is_const(a) and self.is_const(c):
@@ -178,8 +222,8 @@ class _Lowering:
                                         dst_view=plain(ys)), plain(ys)
             k = self.const_like(self.g.initializers[cst], ys, view)
             x, y = (tid, k) if act == a else (k, tid)
-            return self.b.elementwise(op, x, y), view
-        bc = self._device_broadcast(n, a, c, ys, op)
+            return x, y, view
+        bc = self._device_broadcast(n, a, c, ys)
         if bc is not None:
             return bc
         ta, va = self.value(a)
@@ -187,9 +231,9 @@ class _Lowering:
             ta, va = self.b.host("broadcast", ta, mat_shape(plain(ys)), src_view=va, dst_view=plain(ys)), plain(ys)
         tc = self.as_view(c, va) if self.shape(c) == ys else \
             self.b.host("broadcast", self.value(c)[0], mat_shape(va), src_view=self.value(c)[1], dst_view=va)
-        return self.b.elementwise(op, ta, tc), va
+        return ta, tc, va
 
-    def _device_broadcast(self, n, a, c, ys, op):
+    def _device_broadcast(self, n, a, c, ys):
         """x op y with one activation of shape (..., R, 1) or (..., 1, C): in-tile broadcast on the
         device (§6.4) when the other operand already has the output shape."""
         sa, sc = self.shape(a), self.shape(c)
@@ -208,7 +252,7 @@ class _Lowering:
         spread = self.b.broadcast(self._matrix(part), axis, count)
         whole = self._matrix(full)
         x, y = (whole, spread) if full == a else (spread, whole)
-        return self.b.elementwise(op, x, y), plain(ys)
+        return x, y, plain(ys)
 
     def op_Add(self, n):
         return self._binary(n, "add")
@@ -243,31 +287,13 @@ class _Lowering:
         scaled = self.b.elementwise("mul", neg, self.masked(float(n.attrs["alpha"]), view))
         return self.b.elementwise("sub", self.b.elementwise("relu", tid), scaled), view
 
-    def op_Clip(self, n):
-        lo, hi = n.attrs["min"], n.attrs["max"]
-        if lo != 0 or not np.isfinite(hi):
-            raise self.err(n, "only Clip(0, max) (ReLU6-style) is supported")
-        tid, view = self.value(n.inputs[0])
-        m = self.masked(float(hi), view)
-        y = self.b.elementwise("relu", tid)
-        return self.b.elementwise("sub", m, self.b.elementwise("relu", self.b.elementwise("sub", m, y))), view
-
-    def op_Softmax(self, n):
-        s = self.shape(n.inputs[0])
-        if n.attrs["axis"] != len(s) - 1:
-            raise self.err(n, "Softmax is supported over the last axis only")
-        x = self._matrix(n.inputs[0])
-        cols = s[-1]
-        mx = self.b.broadcast(self.b.reduce(x, 1, "max"), 1, cols)
-        e = self.b.elementwise("exp", self.b.elementwise("sub", x, mx))
-        total = self.b.broadcast(self.b.reduce(e, 1, "sum"), 1, cols)
-        return self.b.elementwise("div", e, total), plain(s)
-
-    def _pool_windows(self, n, kind):
+    def _pool_windows(self, n, fill=None):
         xs = self.shape(n.inputs[0])
         tid, cur = self.value(n.inputs[0])
         p = {"kernel": list(n.attrs["kernel"]), "strides": list(n.attrs["strides"]), "pads": list(n.attrs["pads"]),
              "dilations": list(n.attrs.get("dilations", (1, 1))), "ceil_mode": bool(n.attrs.get("ceil_mode", False))}
+        if fill is not None:
+            p["fill"] = fill
         probe = pool_windows(np.zeros((1, 1) + tuple(xs[2:]), np.float32), p)
         kk, pix = probe.shape[0], probe.shape[1]
         win = self.b.host("windows", tid, (kk, xs[0] * pix, xs[1]), src_view=cur, **p)
@@ -275,15 +301,8 @@ class _Lowering:
         return win, kk, nhwc(ys)
 
     def op_MaxPool(self, n):
-        win, _, view = self._pool_windows(n, "max")
+        win, _, view = self._pool_windows(n)
         return self.b.max_leading(win), view
-
-    def op_AveragePool(self, n):
-        if any(n.attrs["pads"]):
-            raise self.err(n, "AveragePool with padding is not supported")
-        win, kk, view = self._pool_windows(n, "avg")
-        s = self.b.sum_leading(win)
-        return self.b.elementwise("mul", s, self.masked(1.0 / kk, view)), view
 
     def op_GlobalAveragePool(self, n):
         nb, c, h, w = self.shape(n.inputs[0])
@@ -295,33 +314,80 @@ class _Lowering:
 
 #: the Cherry lowering table: IR op → ``fn(lowering, node)`` (the ``op_*`` methods); the node
 #: check, ``nnisa targets --ops`` and the docs come from it
-LOWERINGS = {name[3:]: fn for name, fn in vars(_Lowering).items() if name.startswith("op_")}
+#: data movement the runtime does between device tensors (§5.3): host steps, counted as host_bytes
+_HOST_STEPS = {op: "a layout step on the host (§5.3)" for op in ("Concat", "Slice", "Pad", "Resize", "Expand")}
+LOWERINGS = {name[3:]: (OnHost(_HOST_STEPS[name[3:]], getattr(_Lowering, name)) if name[3:] in _HOST_STEPS
+                        else getattr(_Lowering, name))
+             for name in sorted(dir(_Lowering)) if name.startswith("op_")}
 
 
 def lower_graph(g: Graph, cfg: CherryConfig) -> Builder:
     """Lower a float graph; returns the builder holding the plan.  Every node the table lacks is
-    refused at once, before any lowering."""
+    refused at once, before any lowering.  A tensor's device memory is reused as soon as its last
+    consumer has been emitted (steps run in order), so the plan needs the peak of live tensors
+    plus the constants, not their sum."""
     check_graph(g, "cherry", lambda n, _: refusal(LOWERINGS, "Cherry", n.op), quantized=False)
     lw = _Lowering(g, cfg)
     for t in g.inputs:
         view = plain(t.shape)
         lw.env[t.name] = (lw.b.input(t.name, view), view)
+    uses = Counter(i for n in g.nodes for i in n.inputs)
+    keep = {t.name for t in g.outputs}
+    freed: set[int] = set()
     for n in g.nodes:
+        lw.b.new = []
         lw.lower(n)
+        for i in n.inputs:
+            uses[i] -= 1
+        live = {tid for name, (tid, _) in lw.env.items() if uses[name] > 0 or name in keep}
+        dead = set(lw.b.new) | {lw.env[i][0] for i in n.inputs if i in lw.env}
+        for tid in sorted(dead - live - freed):
+            lw.b.free(tid)
+            freed.add(tid)
     for t in g.outputs:
         tid, view = lw.env[t.name]
         lw.b.output(t.name, tid, view)
     return lw.b
 
 
-def compile_network(model: str | Path, cfg: CherryConfig, out_dir: str | Path | None = None) -> CompileResult:
+def _fitting(g: Graph, cfg: CherryConfig, fit_sz: bool) -> tuple[Builder, CherryConfig, str | None]:
+    """Lower at the configured SZ; when device memory is too small and ``fit_sz``, at the smallest
+    larger SZ that fits.  A model that fits nowhere is refused naming the limit, the figure needed
+    and what would fit."""
+    try:
+        return lower_graph(g, cfg), cfg, None
+    except DeviceMemoryFull as first:
+        tried = [f"SZ={cfg.sz}: {first.needed}"]
+        for sz in (16, 32):
+            if sz <= cfg.sz:
+                continue
+            bigger = cfg.with_(sz=sz)
+            try:
+                b = lower_graph(g, bigger)
+            except DeviceMemoryFull as exc:
+                tried.append(f"SZ={sz}: {exc.needed}")
+                continue
+            if fit_sz:
+                return b, bigger, (f"at SZ={cfg.sz} the model needs more than the {first.limit} device-memory tiles "
+                                   f"the device has: compiled at SZ={sz} ({b.plan.dram_tiles} tiles)")
+            raise ConfigError(f"{first}; at SZ={sz} it needs {b.plan.dram_tiles} (--arch sz{sz}, or leave "
+                              "-O fit_sz=true to let the compiler pick it)") from None
+        raise ConfigError(f"the model needs more device memory than Cherry has ({first.limit} tiles): more than "
+                          f"{', '.join(tried)} tiles; a larger dram_tiles (up to 131071, the reach of the "
+                          "18-bit address formulas) or a smaller input would fit") from None
+
+
+def compile_network(model: str | Path, cfg: CherryConfig, out_dir: str | Path | None = None,
+                    fit_sz: bool = True) -> CompileResult:
     """ONNX → a compiled Cherry model (bundle folder when ``out_dir`` is given)."""
     t0 = time.perf_counter()
     g = load_model(model)
-    b = lower_graph(g, cfg)
+    b, cfg, note = _fitting(g, cfg, fit_sz)
     cm = CompiledModel(b.plan, cfg)
     report: dict[str, Any] = {"sz": cfg.sz, "element_format": cfg.element_format, **cm.stats(),
                               "compile_s": time.perf_counter() - t0}
+    if note:
+        report["sz_note"] = note
     report.pop("instruction_mix", None)
     report.pop("units", None)
     cm.report = report

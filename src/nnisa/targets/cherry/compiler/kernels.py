@@ -145,15 +145,15 @@ def matmul_compute(sz: int, cx: int, cw: int, cc: int, mb: int, kb: int, nb: int
 
 
 def elementwise(sz: int, op: str, tiles: int, cx: int, cy: int | None, co: int, cmask: int | None = None,
-                ystride: int = 1) -> Program:
+                ystride: int = 1, xstride: int = 1) -> Program:
     """OUT = op(X[, Y]) over ``tiles`` cache tiles, with the zero-padding fix-ups of §6.9.
 
     ``cmask`` is the cache address of an INVMASK tensor (1 in padding, 0 elsewhere; same tiling),
-    required for exp/log/div/pow.  ``ystride`` 0 broadcasts one Y tile.
+    required for exp/log/div/pow.  ``ystride`` (``xstride``) 0 broadcasts one Y (X) tile.
     """
     k = Kernel(sz)
     v = k.open(tiles, True)
-    fx = k.apu(_expr(cx, [(1, v)]))
+    fx = k.apu(_expr(cx, [(xstride, v)]))
     fo = k.apu(_expr(co, [(1, v)]))
     fy = k.apu(_expr(cy, [(ystride, v)])) if cy is not None else None
     fm = k.apu(_expr(cmask, [(1, v)])) if cmask is not None else None
@@ -268,17 +268,25 @@ def _apu_columns(op: int) -> tuple[str, ...]:
     return ()
 
 
-def concat(progs: list[Program]) -> Program | None:
-    """One program equivalent to running ``progs`` in order, or None if it exceeds the budgets."""
-    sz = progs[0].sz
-    rows = []
-    iters, jumps = [0] * MAX_LOOPS, [0] * MAX_LOOPS
-    forms: list[np.ndarray] = []
-    loop_base = 0
-    for p in progs:
+class _Fusion:
+    """Programs concatenated so far (loops renumbered, formulas merged); adding one costs its
+    own length, so fusing a long run of phase programs stays linear."""
+
+    def __init__(self, sz: int):
+        self.sz = sz
+        self.rows: list[np.ndarray] = []
+        self.count = 0
+        self.iters, self.jumps = [0] * MAX_LOOPS, [0] * MAX_LOOPS
+        self.forms: list[np.ndarray] = []
+        self.loop_base = 0
+
+    def add(self, p: Program) -> bool:
+        """Append ``p``; False (and nothing changed) when the budgets would be exceeded."""
         used = sorted({a for a in range(MAX_LOOPS) if p.header.iterations[a]})
-        if loop_base + (max(used) + 1 if used else 0) > MAX_LOOPS:
-            return None
+        span = max(used) + 1 if used else 0
+        if self.loop_base + span > MAX_LOOPS or self.count + len(p.rows) > MAX_PROGRAM:
+            return False
+        forms = [f.copy() for f in self.forms]
         fmap = {}
         for f in range(MAX_FORMULAS):
             vec = p.header.formulas[f]
@@ -286,28 +294,36 @@ def concat(progs: list[Program]) -> Program | None:
             shifted[8] = vec[8]
             for a in range(MAX_LOOPS):
                 if vec[a]:
-                    shifted[loop_base + a] = vec[a]
-            fmap[f] = _merge(forms, shifted, set(range(loop_base, MAX_LOOPS)))
+                    shifted[self.loop_base + a] = vec[a]
+            fmap[f] = _merge(forms, shifted, set(range(self.loop_base, MAX_LOOPS)))
             if fmap[f] is None:
-                return None
+                return False
         r = p.rows.copy()
         for col in ("apu", "capu", "mapu"):
             sel = np.isin(r["op"], [OP[m] for m in (("load", "store") if col == "apu" else ("mem_read", "mem_write"))])
             r[col][sel] = [fmap[int(x)] for x in r[col][sel]]
         loop_sel = np.isin(r["op"], [OP["start_loop"], OP["start_independent_loop"], OP["end_loop"]])
-        r["loop"][loop_sel] += loop_base
+        r["loop"][loop_sel] += self.loop_base
         for a in used:
-            iters[loop_base + a] = p.header.iterations[a]
-            jumps[loop_base + a] = p.header.jumps[a]
-        loop_base += max(used) + 1 if used else 0
-        rows.append(r)
-    total = sum(len(r) for r in rows)
-    if total > MAX_PROGRAM:
-        return None
-    fm = np.zeros((MAX_FORMULAS, 9), np.int64)
-    for i, f in enumerate(forms):
-        fm[i] = f
-    return Program(np.concatenate(rows), Header(iters, jumps, fm), sz=sz)
+            self.iters[self.loop_base + a] = p.header.iterations[a]
+            self.jumps[self.loop_base + a] = p.header.jumps[a]
+        self.loop_base += span
+        self.forms = forms
+        self.rows.append(r)
+        self.count += len(r)
+        return True
+
+    def program(self) -> Program:
+        fm = np.zeros((MAX_FORMULAS, 9), np.int64)
+        for i, f in enumerate(self.forms):
+            fm[i] = f
+        return Program(np.concatenate(self.rows), Header(list(self.iters), list(self.jumps), fm), sz=self.sz)
+
+
+def concat(progs: list[Program]) -> Program | None:
+    """One program equivalent to running ``progs`` in order, or None if it exceeds the budgets."""
+    fu = _Fusion(progs[0].sz)
+    return fu.program() if all(fu.add(p) for p in progs) else None
 
 
 def _merge(forms: list[np.ndarray], vec: np.ndarray, own_loops: set[int]) -> int | None:
@@ -330,15 +346,19 @@ def fuse(progs: list[Program]) -> list[Program]:
     """Greedily concatenate consecutive programs while the budgets allow."""
     out: list[Program] = []
     group: list[Program] = []
+    fu: _Fusion | None = None
     for p in progs:
-        if group and concat(group + [p]) is not None:
+        if fu is not None and fu.add(p):
             group.append(p)
             continue
         if group:
-            out.append(concat(group) if len(group) > 1 else group[0])
-        group = [p]
+            out.append(fu.program() if len(group) > 1 else group[0])
+        group, fu = [p], _Fusion(p.sz)
+        if not fu.add(p):  # a program at the budget limits on its own stays as it is
+            out.append(p)
+            group, fu = [], None
     if group:
-        out.append(concat(group) if len(group) > 1 else group[0])
+        out.append(fu.program() if len(group) > 1 else group[0])
     return out
 
 

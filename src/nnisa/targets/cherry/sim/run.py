@@ -14,6 +14,7 @@ from ..config import CherryConfig
 from ..isa import OP
 from ..program import Program
 from .element import tile_bytes
+from .energy import energy_of
 from .machine import Machine
 from .timing import UNITS, QueueModel
 
@@ -40,7 +41,8 @@ def run_programs(machine: Machine, programs: list[Program], *, mode: str = "both
 
 def stats_of(machine: Machine, tm: QueueModel | None, programs: list[Program], wall_s: float,
              extra: dict[str, Any] | None = None) -> Stats:
-    """nnisa ``Stats``: cycles, latency, IPC and per-unit utilisation, FLOPs, device traffic."""
+    """nnisa ``Stats``: cycles, latency, IPC and per-unit utilisation, FLOPs, device traffic and
+    (with the cycle model) energy: ``energy_pj`` = dynamic + static, both parts, per input."""
     cfg = machine.cfg
     st = Stats(instructions=int(sum(len(p) for p in programs)), wall_s=wall_s)
     ex: dict[str, Any] = {"timing_model": TIMING_MODEL, "sz": cfg.sz, "element_format": cfg.element_format,
@@ -64,6 +66,10 @@ def stats_of(machine: Machine, tm: QueueModel | None, programs: list[Program], w
         ex["gflops"] = machine.counts["flops"] / cycles * cfg.clock_ghz
     if extra:
         ex.update(extra)
+    if st.latency_ns is not None:
+        e = energy_of(cfg, machine.op_copies, st.latency_ns, int(ex.get("host_bytes", 0)))
+        st.energy_pj = e.pop("energy_pj")
+        ex.update(e)
     st.extra = {k: v for k, v in ex.items() if v is not None}
     return st
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ....core.errors import FormatError, SimError
 from ....core.target import Stats
+from ....frontend.float_eval import pad_array, take_axes
 from ..config import CherryConfig
 from ..formats.bundle import CompiledModel
 from ..layout import from_matrix, from_tiles, im2col_matrix, pool_windows, to_matrix, to_tiles
@@ -77,12 +78,17 @@ class Device:
                 run_programs(self.machine, [plan.programs[i] for i in step["programs"]], mode=self.mode,
                              engine=self.engine, timing=self.tm)
                 continue
-            src, dst = plan.tensors[step["src"]], plan.tensors[step["dst"]]
-            self.host_bytes += (src["tiles"] + dst["tiles"]) * tb
+            srcs = step["srcs"] if "srcs" in step else [step["src"]]
+            self.host_bytes += (sum(plan.tensors[s]["tiles"] for s in srcs) + plan.tensors[step["dst"]]["tiles"]) * tb
             if self.mode == "timing":
                 continue
-            x = from_matrix(self.download(step["src"]), step["params"]["src_view"])
-            self.upload(step["dst"], host_transform(step["op"], x, step["params"]))
+            p = step["params"]
+            if "srcs" in step:
+                xs = [from_matrix(self.download(s), v) for s, v in zip(srcs, p["src_views"])]
+                self.upload(step["dst"], to_matrix(host_function(step["op"], xs, p), p["dst_view"]))
+                continue
+            x = from_matrix(self.download(step["src"]), p["src_view"])
+            self.upload(step["dst"], host_transform(step["op"], x, p))
         if self.mode == "timing":
             return {}
         return {name: from_matrix(self.download(spec["tensor"]), spec["view"]).astype(np.float32)
@@ -109,7 +115,28 @@ def host_transform(op: str, x: np.ndarray, p: dict[str, Any]) -> np.ndarray:
         return im2col_matrix(x, p)
     if op == "windows":
         return pool_windows(x, p)
+    if op in _FUNCTIONS:
+        return to_matrix(host_function(op, [x], p), p["dst_view"])
     raise SimError(f"unknown host step {op!r}")
+
+
+def _take(xs: list[np.ndarray], p: dict[str, Any]) -> np.ndarray:
+    return take_axes(xs[0], tuple(None if i is None else tuple(i) for i in p["index"]))
+
+
+#: host steps on logical tensors (data movement of Concat, Slice/Split/Gather/Resize, Pad)
+_FUNCTIONS = {
+    "concat": lambda xs, p: np.concatenate(xs, axis=p["axis"]),
+    "take": _take,
+    "pad": lambda xs, p: pad_array(xs[0], tuple(p["pads"]), p["value"]),
+}
+
+
+def host_function(op: str, xs: list[np.ndarray], p: dict[str, Any]) -> np.ndarray:
+    """A data-movement host step on logical tensors ``xs`` → the logical result."""
+    if op not in _FUNCTIONS:
+        raise SimError(f"unknown host step {op!r}")
+    return np.asarray(_FUNCTIONS[op](xs, p), np.float32)
 
 
 def simulate_compiled(model: CompiledModel, cfg: CherryConfig, inputs: dict[str, np.ndarray] | None, *,
