@@ -21,6 +21,7 @@ import numpy as np
 from ....core.errors import UnsupportedError
 from ..config import TensilArch
 from ..isa import DATAMOVE, LOADLUT, LOADWEIGHTS, MATMUL, SIMD, SIMD_OP_CODES
+from .lanemove import lanemove_job
 from .lower import ArrayOp, Const, Lowering, SimdOp, Var
 
 STRATEGIES = ("local-isolated", "local-vars", "local-consts", "local-vars-and-consts")
@@ -441,6 +442,8 @@ class CodeGen:
             return self.lut_job(op)
         if op.kind == "concat":
             return self.concat_job(op)
+        if op.kind == "lanemove":
+            return lanemove_job(self, op)
         if op.kind == "resize":
             return self.resize_job(op)
         if op.kind == "resize_linear":

@@ -22,6 +22,7 @@ from ....frontend.import_ops import repeat_factors
 from ....frontend.ir import Graph, Node
 from ....frontend.prepare import check_graph
 from .. import layout as L
+from .lanemove import lower_move
 
 ACTIVATIONS = ("Relu", "LeakyRelu", "Clip")
 #: smooth activations lowered through lookup tables: function and key range
@@ -162,9 +163,11 @@ class Lowering:
 
     def new_var(self, name: str, node: Node | None = None) -> Var:
         shape = tuple(self.g.shape(name))
-        if len(shape) not in (2, 4):
+        if len(shape) not in (2, 3, 4):
             if node is not None:
-                raise _err(node, f"tensor {name} of rank {len(shape)} has no Tensil layout (2-D or NCHW only)")
+                raise _err(node, f"tensor {name} of rank {len(shape)} has no Tensil layout (2-D, 3-D rows or NCHW)")
+            raise UnsupportedError(f"model input {name} of rank {len(shape)} has no Tensil layout "
+                                   "(2-D, 3-D rows or NCHW)")
         v = Var(name, shape, L.vector_count(shape, self.N))
         self.vars[name] = v
         return v
@@ -177,13 +180,21 @@ class Lowering:
     def channel_const(self, node: Node, arr: np.ndarray, x: Var, name: str) -> Const:
         """A per-channel (C,), scalar, or full-shape constant broadcast against ``x``."""
         a = np.asarray(arr, np.float32)
-        C = x.shape[1]
+        C = x.shape[1] if len(x.shape) == 4 else x.shape[-1]
         if a.size == 1:
             return self.const(name, L.replicate(float(a.reshape(-1)[0]), self.N))
         flat = a.reshape(-1)
         if a.size == C and (a.ndim == 1 or a.shape[:2] in ((1, C), (C,)) or a.shape == (C, 1, 1)
                             or a.shape == (1, C, 1, 1)):
             return self.const(name, L.activation_to_vectors(flat[None, :], self.N))
+        if len(x.shape) == 3 and a.shape[-1:] == (C,) and a.size == C:
+            return self.const(name, L.activation_to_vectors(flat[None, :], self.N))
+        try:  # a constant of one sample's shape: its vectors repeat with the sample's period
+            full = np.broadcast_to(a, (1,) + tuple(x.shape[1:]))
+        except ValueError:
+            full = None
+        if full is not None and a.ndim <= len(x.shape) and (a.ndim < len(x.shape) or a.shape[0] == 1):
+            return self.const(name, L.activation_to_vectors(np.ascontiguousarray(full), self.N))
         raise _err(node, f"constant of shape {a.shape} cannot be broadcast per channel against {x.shape}",
                    "only scalars and per-channel constants are supported")
 
@@ -217,16 +228,16 @@ class Lowering:
             name = self.output_names.get(t.name, t.name)
             if name not in self.vars:
                 raise UnsupportedError(f"graph output {t.name} is not computed on the device")
-            if not self._same_layout(self.vars[name]):
-                raise UnsupportedError(f"graph output {t.name} is a flattened NCHW tensor: its vectors are in NHWC "
-                                       "order, not ONNX order", hint="end the model with a Gemm or return the 4-D tensor")
+            if not self._same_layout(self.vars[name]):  # a flattened NCHW output: lay it out in ONNX order
+                root = self.vars.pop(name).root
+                lower_move(self, Node("Reshape", f"{name}.layout", [root.name], [name], {}), "Reshape", {})
             self.vars[name].root.is_output = True
         return self
 
     def _fusable_add(self, n: Node, consumers: dict[str, int]) -> Node | None:
         """The Add that alone consumes a Conv/Gemm output, when its other operand is already computed
         with the same shape and layout."""
-        if n.op not in ("Conv", "Gemm"):
+        if n.op not in ("Conv", "Gemm", "MatMul"):
             return None
         out = n.outputs[0]
         if consumers.get(out, 0) != 1 or self.g.is_output(out):
@@ -242,7 +253,7 @@ class Lowering:
         return nxt
 
     def _fusable_activation(self, n: Node, consumers: dict[str, int]) -> Node | None:
-        if n.op not in ("Conv", "Gemm", "Add", "Sub", "Mul"):
+        if n.op not in ("Conv", "Gemm", "MatMul", "Add", "Sub", "Mul"):
             return None
         out = n.outputs[0]
         if consumers.get(out, 0) != 1 or self.g.is_output(out):
@@ -344,9 +355,10 @@ class Lowering:
             geomx = dict(H=1, W=1, CINB=L.blocks(w.shape[0], N))
             x = x.root if x.view_of is not None else x
         y = self._out(last or n, fused)
-        if len(y.shape) != 2:
-            raise _err(n, "Gemm output must be 2-D")
-        batch, cout = y.shape
+        if len(y.shape) not in (2, 3) or w.ndim != 2:
+            raise _err(n, f"{n.op} of a rank-{len(y.shape)} output by rank-{w.ndim} weights",
+                       "Tensil lowers x @ W with 2-D W and rows of features (2-D or 3-D x)")
+        batch, cout = int(np.prod(y.shape[:-1])), y.shape[-1]
         bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
         wv = L.dense_weight_vectors(rows, N)
         c = self.const(f"{n.name}.consts", np.concatenate([L.activation_to_vectors(bias[None, :], N), wv]))
@@ -398,8 +410,8 @@ class Lowering:
         out = n.outputs[0]
         shape = tuple(self.g.shape(out))
         root = x.root
-        if len(shape) not in (2, 4):
-            raise _err(n, f"reshape to rank {len(shape)} has no Tensil layout")
+        if len(shape) not in (2, 3, 4):
+            raise _err(n, f"reshape to rank {len(shape)} has no Tensil layout (2-D, 3-D rows or NCHW)")
         if root.is_input and x is root and all(c.op in ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity")
                                                for c in self.g.consumers(x.name)):
             # the host lays the input out: declare it in the reshaped layout directly
@@ -408,12 +420,17 @@ class Lowering:
             self._use(x)
             return
         flatten = len(root.shape) == 4 and len(shape) == 2
-        if not flatten and (L.vector_count(shape, self.N) != root.size or
-                            (len(shape) == 4 and len(root.shape) == 4 and shape != root.shape)):
-            raise _err(n, f"reshape {x.shape} → {shape} changes Tensil's vector layout",
-                       "only flattening NCHW tensors for a following Gemm is free on Tensil")
+        if not flatten and not self._free_view(root.shape, shape):
+            return lower_move(self, n, "Reshape", {})  # the lanes move: through the array
         self._use(x)
         self.vars[out] = Var(out, shape, root.size, view_of=root)
+
+    def _free_view(self, src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
+        """Whether a reshape ``src → dst`` leaves every element in its (vector, lane)."""
+        if src == dst:
+            return True
+        a, b = L.element_positions(src, self.N), L.element_positions(dst, self.N)
+        return a.shape == b.shape and np.array_equal(a, b)
 
     def _same_layout(self, v: Var) -> bool:
         """A view whose vectors are exactly its own layout (so any op may read it)."""
@@ -468,17 +485,13 @@ class Lowering:
 
     def _concat(self, n) -> None:
         """Channel (or feature) concatenation: vector blocks copied through the accumulators."""
+        if any(i in self.g.initializers for i in n.inputs):
+            return lower_move(self, n, "Concat", n.attrs)
         ins = [self.var(i) for i in n.inputs]
         rank = len(ins[0].shape)
-        if int(n.attrs["axis"]) != 1 or rank not in (2, 4):
-            raise _err(n, "only channel concatenation of NCHW tensors (or features of 2-D ones) is supported")
-        for v in ins:
-            if not self._same_layout(v):
-                raise _err(n, "operand is a flattened NCHW tensor")
-        for v in ins[:-1]:
-            if v.shape[1] % self.N:
-                raise _err(n, f"operand {v.name} has {v.shape[1]} channels, not a multiple of the array size "
-                              f"{self.N}: its lanes would have to move", "pad the channels to a multiple of N")
+        if int(n.attrs["axis"]) != 1 or rank not in (2, 4) or any(not self._same_layout(v) for v in ins) \
+                or any(v.shape[1] % self.N for v in ins[:-1]):
+            return lower_move(self, n, "Concat", n.attrs)  # lanes move: through the array
         for v in ins:
             self._use(v)
         self.ops.append(SimdOp(n, "concat", [v.root for v in ins], self._out(n, None)))
@@ -511,4 +524,6 @@ LOWERINGS = {
     "Softmax": OnHost("Softmax at an output runs on the host (the softmax policy)", _node_only(Lowering._softmax)),
     **dict.fromkeys(LUT_FUNCTIONS, _node_only(Lowering._lut)),
     "Concat": _node_only(Lowering._concat), "Resize": _node_only(Lowering._resize),
+    "MatMul": Lowering._array,
+    **dict.fromkeys(("Slice", "Pad", "Transpose"), lambda low, n, *_: lower_move(low, n, n.op, n.attrs)),
 }
