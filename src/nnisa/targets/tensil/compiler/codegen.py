@@ -22,6 +22,7 @@ from ....core.errors import UnsupportedError
 from ..config import TensilArch
 from ..isa import DATAMOVE, LOADLUT, LOADWEIGHTS, MATMUL, SIMD, SIMD_OP_CODES
 from .lanemove import lanemove_job
+from .simdjobs import hard_job
 from .lower import ArrayOp, Const, Lowering, SimdOp, Var
 
 STRATEGIES = ("local-isolated", "local-vars", "local-consts", "local-vars-and-consts")
@@ -444,6 +445,8 @@ class CodeGen:
             return self.concat_job(op)
         if op.kind == "lanemove":
             return lanemove_job(self, op)
+        if op.kind == "hard":
+            return hard_job(self, op)
         if op.kind == "resize":
             return self.resize_job(op)
         if op.kind == "resize_linear":

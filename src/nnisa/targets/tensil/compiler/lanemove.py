@@ -34,13 +34,17 @@ class MovePlan:
 
 
 def plan_move(out_shape: tuple[int, ...], src_shapes: list[tuple[int, ...]], src_map: np.ndarray,
-              N: int, fill: bool) -> MovePlan:
+              N: int, fill: bool, weight: float = 1.0) -> MovePlan:
     """Plan ``y.flat[e] = source element src_map.flat[e]`` (global ids: sources' flat indices
-    offset by the sizes of the sources before; ``-1`` = the fill vector's lane)."""
-    src_map = np.asarray(src_map, np.int64).reshape(-1)
+    offset by the sizes of the sources before; ``-1`` = the fill vector's lane).  A ``src_map`` of
+    shape ``out_shape + (R,)`` sums R sources per element, each times ``weight`` (reductions)."""
+    src_map = np.asarray(src_map, np.int64)
+    R = src_map.shape[-1] if src_map.ndim == len(out_shape) + 1 else 1
+    src_map = src_map.reshape(-1, R)
     out_pos = L.element_positions(out_shape, N)
     ov, ol = np.nonzero(out_pos >= 0)
-    g = src_map[out_pos[ov, ol]]
+    g = src_map[out_pos[ov, ol]].reshape(-1)
+    ov, ol = np.repeat(ov, R), np.repeat(ol, R)
     offsets = np.cumsum([0] + [int(np.prod(s)) for s in src_shapes])
     k = np.searchsorted(offsets, g, side="right") - 1
     sv, sl = np.zeros_like(g), np.zeros_like(g)
@@ -72,7 +76,7 @@ def plan_move(out_shape: tuple[int, ...], src_shapes: list[tuple[int, ...]], src
         if m is None:
             m = patterns[pat] = len(mats)
             mat = np.zeros((N, N), np.float32)
-            mat[sl[a:b], ol[a:b]] = 1.0
+            np.add.at(mat, (sl[a:b], ol[a:b]), weight)
             mats.append(mat)
         rows.append((m, int(k[a]), int(sv[a]), int(ov[a])))
     groups = np.array(sorted(rows), np.int64).reshape(-1, 4)
@@ -88,6 +92,11 @@ def index_map(op: str, attrs: dict[str, Any], shapes: list[tuple[int, ...]], out
         ids.append(np.arange(off, off + size, dtype=np.int64).reshape(s))
         off += size
     x = ids[0]
+    if op in ("ReduceMean", "ReduceSum"):  # (out..., R): the reduced elements of each output
+        axes = tuple(attrs["axes"])
+        keep = [a for a in range(x.ndim) if a not in axes]
+        y = x.transpose(keep + list(axes)).reshape([x.shape[a] for a in keep] + [-1])
+        return y.reshape(tuple(out_shape) + (y.shape[-1],))
     if op == "Slice":
         sel = tuple(np.arange(n) if p is None else np.asarray(p, np.int64) for p, n in zip(attrs["index"], x.shape))
         y = x[np.ix_(*sel)]
@@ -133,7 +142,10 @@ def lower_move(low: Any, n: Any, op: str, attrs: dict[str, Any]) -> None:
     src_map = index_map(op, attrs, view_shapes, y.shape)
     value = float(attrs.get("value", 0.0) or 0.0)
     fill = bool((src_map < 0).any()) and value != 0.0
-    plan = plan_move(y.shape, root_shapes, src_map, low.N, fill)
+    weight = 1.0
+    if op == "ReduceMean":
+        weight = 1.0 / src_map.shape[-1]
+    plan = plan_move(y.shape, root_shapes, src_map, low.N, fill, weight)
     mats = low.const(f"{n.name}.lanes", plan.matrices.reshape(-1, low.N))
     if fill:
         sources.append(low.const(f"{n.name}.fill", L.replicate(value, low.N)))

@@ -163,7 +163,7 @@ class Lowering:
 
     def new_var(self, name: str, node: Node | None = None) -> Var:
         shape = tuple(self.g.shape(name))
-        if len(shape) not in (2, 3, 4):
+        if len(shape) not in (1, 2, 3, 4):
             if node is not None:
                 raise _err(node, f"tensor {name} of rank {len(shape)} has no Tensil layout (2-D, 3-D rows or NCHW)")
             raise UnsupportedError(f"model input {name} of rank {len(shape)} has no Tensil layout "
@@ -396,9 +396,13 @@ class Lowering:
                     dilations=tuple(a.get("dilations", (1, 1))), include_pad=bool(a.get("count_include_pad", False)))
         kind = "max_pool" if n.op == "MaxPool" else "avg_pool"
         op = SimdOp(n, kind, [x], y, geom=geom)
+        from ....frontend.kernels import pool_counts
+        counts = pool_counts(dict(a, ceil_mode=a.get("ceil_mode", False)), x.shape[2], x.shape[3])
+        if counts.shape != tuple(y.shape[2:]):  # onnx's shape inference and the ceil-mode rule disagree
+            raise _err(n, f"the model declares a {tuple(y.shape[2:])} output, the pooling (onnxruntime) gives "
+                          f"{counts.shape}: a ceil_mode window starts past the input",
+                       "re-export with ceil_mode=0 or padding that keeps every window inside the input")
         if kind == "avg_pool":
-            from ....frontend.kernels import pool_counts
-            counts = pool_counts(dict(a, ceil_mode=a.get("ceil_mode", False)), x.shape[2], x.shape[3])
             geom["counts"] = counts
             for k in sorted({int(c) for c in np.unique(counts)}):
                 op.consts.append(self.const(f"{n.name}.recip{k}", L.replicate(1.0 / k, self.N)))
@@ -453,6 +457,17 @@ class Lowering:
         cs = [self.const(f"{n.name}.{t}", L.activation_to_vectors(v[None, :], self.N)[:L.blocks(len(v), self.N)])
               for t, v in (("keys", keys), ("values", values), ("slopes", slopes))]
         self.ops.append(SimdOp(n, "lut", [x.root], self._out(n, None), consts=cs))
+
+    def _hard(self, n) -> None:
+        """HardSigmoid / HardSwish from the SIMD ALU ops (:mod:`.simdjobs`)."""
+        x = self._use(self.var(n.inputs[0]))
+        if not self._same_layout(x):
+            raise _err(n, "activation of a flattened NCHW tensor (apply it before the Flatten)")
+        swish = n.op == "HardSwish"
+        alpha, beta = (1 / 6, 0.5) if swish else (float(n.attrs["alpha"]), float(n.attrs["beta"]))
+        cs = [self.const(f"{n.name}.{k}", L.replicate(v, self.N))
+              for k, v in (("alpha", alpha), ("beta", beta), ("zero", 0.0), ("one", 1.0))]
+        self.ops.append(SimdOp(n, "hard", [x.root], self._out(n, None), consts=cs, geom={"swish": swish}))
 
     def _resize(self, n) -> None:
         x = self._use(self.var(n.inputs[0]))
@@ -525,5 +540,7 @@ LOWERINGS = {
     **dict.fromkeys(LUT_FUNCTIONS, _node_only(Lowering._lut)),
     "Concat": _node_only(Lowering._concat), "Resize": _node_only(Lowering._resize),
     "MatMul": Lowering._array,
-    **dict.fromkeys(("Slice", "Pad", "Transpose"), lambda low, n, *_: lower_move(low, n, n.op, n.attrs)),
+    **dict.fromkeys(("HardSigmoid", "HardSwish"), _node_only(Lowering._hard)),
+    **dict.fromkeys(("Slice", "Pad", "Transpose", "ReduceMean", "ReduceSum"),
+                    lambda low, n, *_: lower_move(low, n, n.op, n.attrs)),
 }
