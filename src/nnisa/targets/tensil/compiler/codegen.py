@@ -215,6 +215,10 @@ class CodeGen:
         const_sz = 0 if self.local_consts else (COUTB + n_tiles * N if selective else op.const.size)
         xc, rc = self._cached(x), self._cached(res)
         base = max([self.scratch0] + [a + v.size for a, v in ((xc, x), (rc, res)) if a is not None])
+        # weights larger than half the free local memory stream in one tile at a time (bias + a slot)
+        streamed = not self.local_consts and const_sz > (arch.local_depth - base) // 2
+        if streamed:
+            selective, const_sz = False, COUTB + N
         x_local = x.home == "local" or xc is not None
         r_local = res is None or res.home == "local" or rc is not None
         free_local = arch.local_depth - base - const_sz
@@ -244,7 +248,10 @@ class CodeGen:
         if res is not None:
             self._served(res, rc is not None)
         s_cb = _log2(COUTB) if COUTB > 1 else 0
-        if selective:  # only the non-zero tiles of a block-diagonal layer: bias block, then N rows per tile
+        if streamed:
+            tile_at, cbase = None, base
+            self.move("dram1_in", base, op.const.addr, COUTB)
+        elif selective:  # only the non-zero tiles of a block-diagonal layer: bias block, then N rows per tile
             tile_at, cbase = self._load_tiles(op, tiles, base), base
         else:
             tile_at, cbase = None, self._load_const(op.const, base)
@@ -271,7 +278,10 @@ class CodeGen:
                 for kh, kw, rb in tiles[cb]:
                     with_bias = first and op.has_bias
                     t = (kh * g["KW"] + kw) * CINB + rb
-                    if tile_at is not None:
+                    if streamed:
+                        self._stream_tile(op, cb, t, base + COUTB)
+                        self._load_rows(cbase + cb, base + COUTB, 0, with_bias)
+                    elif tile_at is not None:
                         self._load_rows(cbase + cb, tile_at[(cb, t)], 0, with_bias)
                     else:
                         self._load_tile(cbase, cb, COUTB, s_cb, t, with_bias)
@@ -338,22 +348,26 @@ class CodeGen:
     def _load_tiles(self, op: ArrayOp, tiles: dict, base: int) -> dict:
         """Load the bias block and the rows of every non-zero tile into local; (cb, tile) → address."""
         N, COUTB = self.N, op.geom["COUTB"]
-        c = op.const
-        self.move("dram1_in", base, c.addr, COUTB)
+        self.move("dram1_in", base, op.const.addr, COUTB)
         at, out = base + COUTB, {}
-        s = _log2(COUTB) if COUTB > 1 else 0
         for cb, ts in tiles.items():
             for kh, kw, rb in ts:
                 t = (kh * op.geom["KW"] + kw) * op.geom["CINB"] + rb
-                src = c.addr + COUTB + t * N * COUTB + cb
-                if s is not None and s < self.arch.stride1_depth:
-                    self.move("dram1_in", at, src, N, 0, s)
-                else:
-                    for k in range(N):
-                        self.move("dram1_in", at + k, src + k * COUTB, 1)
+                self._stream_tile(op, cb, t, at)
                 out[(cb, t)] = at
                 at += N
         return out
+
+    def _stream_tile(self, op: ArrayOp, cb: int, t: int, slot: int) -> None:
+        """DRAM1 → local ``slot``: the N rows of weight tile ``t`` of output block ``cb``."""
+        N, COUTB = self.N, op.geom["COUTB"]
+        src = op.const.addr + COUTB + t * N * COUTB + cb
+        s = _log2(COUTB) if COUTB > 1 else 0
+        if s is not None and s < self.arch.stride1_depth:
+            self.move("dram1_in", slot, src, N, 0, s)
+        else:
+            for k in range(N):
+                self.move("dram1_in", slot + k, src + k * COUTB, 1)
 
     def _load_rows(self, bias: int, row0: int, s: int, with_bias: bool) -> None:
         """LoadWeights of N rows at ``row0`` (stride 2^s), then the bias vector or a zero vector."""
