@@ -140,7 +140,11 @@ class CodeGen:
                 c.addr = dram1
                 dram1 += c.size
         if dram1 > arch.dram1_depth:
-            raise UnsupportedError(f"consts need {dram1} vectors, DRAM1 has {arch.dram1_depth}")
+            big = max(low.consts, key=lambda c: c.size)
+            raise UnsupportedError(f"consts need {dram1} vectors, DRAM1 of {arch.name} has {arch.dram1_depth} "
+                                   f"(largest: {big.name}, {big.size} vectors)",
+                                   hint=f"an architecture with dram1_depth >= {1 << (dram1 - 1).bit_length()} "
+                                   "would fit (a .tarch file); grouped/depthwise layers are stored block-diagonal")
         self.consts_size = sum(c.size for c in low.consts)
         dram0 = FirstFit(arch.dram0_depth, "DRAM0")
         vars_ = [v for v in low.vars.values() if v.view_of is None]

@@ -83,14 +83,9 @@ def plan_move(out_shape: tuple[int, ...], src_shapes: list[tuple[int, ...]], src
     return MovePlan(groups, np.stack(mats) if mats else np.zeros((0, N, N), np.float32), out_pos.shape[0])
 
 
-def index_map(op: str, attrs: dict[str, Any], shapes: list[tuple[int, ...]], out_shape: tuple[int, ...]) -> np.ndarray:
-    """The source element (global id, -1 = fill) of every output element of a data-movement node."""
-    ids = []
-    off = 0
-    for s in shapes:
-        size = int(np.prod(s))
-        ids.append(np.arange(off, off + size, dtype=np.int64).reshape(s))
-        off += size
+def index_map(op: str, attrs: dict[str, Any], ids: list[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
+    """The source element (global id, -1 = fill) of every output element of a data-movement node
+    whose inputs hold the global ids ``ids``."""
     x = ids[0]
     if op in ("ReduceMean", "ReduceSum"):  # (out..., R): the reduced elements of each output
         axes = tuple(attrs["axes"])
@@ -108,6 +103,8 @@ def index_map(op: str, attrs: dict[str, Any], shapes: list[tuple[int, ...]], out
         y = y[tuple(slice(-min(b, 0), y.shape[i] + min(e, 0)) for i, (b, e) in enumerate(zip(begin, end)))]
     elif op == "Transpose":
         y = x.transpose(attrs["perm"])
+    elif op == "Expand":
+        y = np.broadcast_to(x, out_shape)
     elif op == "Concat":
         y = np.concatenate(ids, axis=int(attrs["axis"]))
     else:  # Flatten / Reshape / Squeeze / Unsqueeze / Identity: C order is kept
@@ -117,29 +114,59 @@ def index_map(op: str, attrs: dict[str, Any], shapes: list[tuple[int, ...]], out
     return y
 
 
-def lower_move(low: Any, n: Any, op: str, attrs: dict[str, Any]) -> None:
-    """Lower data-movement node ``n`` (semantics of ``op`` with ``attrs``) as a ``lanemove`` job."""
-    from .lower import Const, SimdOp, _err
+#: operators that may read a virtual (rank > 4) tensor of a move chain
+VIRTUAL_READERS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Identity")
+
+
+def lower_move(low: Any, n: Any, op: str, attrs: dict[str, Any], inputs: list[str] | None = None,
+               out: tuple[str, tuple[int, ...]] | None = None) -> Any:
+    """Lower data-movement node ``n`` (semantics of ``op`` with ``attrs``) as a ``lanemove`` job
+    reading ``inputs`` (default: the node's) into ``out`` (name, shape; default: the node's
+    output); returns the output var."""
+    from .lower import Const, SimdOp, Var, _err
     g = low.g
     if op == "Slice" and attrs["index"][0] is not None:
         raise _err(n, "selection along the batch axis", "Tensil compiles one batch layout; slice other axes")
     sources: list[Any] = []
-    view_shapes, root_shapes = [], []
-    for name in n.inputs:
-        if name in g.initializers:
+    ids, root_shapes = [], []
+
+    def source(src: Any, shape: tuple[int, ...]) -> int:
+        sources.append(src)
+        root_shapes.append(tuple(shape))
+        return sum(int(np.prod(s)) for s in root_shapes[:-1])
+
+    for name in inputs or n.inputs:
+        if name in low.virtual:  # a rank-5 intermediate of a move chain: compose its map
+            subs, vmap = low.virtual[name]
+            offs = [source(low._use(low.var(sn)).root, low.var(sn).root.shape) for sn in subs]
+            starts = np.cumsum([0] + [int(np.prod(low.var(sn).root.shape)) for sn in subs])
+            k = np.searchsorted(starts, vmap, side="right") - 1
+            ids.append(np.where(vmap < 0, -1, vmap - starts[k] + np.asarray(offs)[k]))
+        elif name in g.initializers:
             arr = np.asarray(g.initializers[name], np.float32)
             if arr.ndim not in (1, 2, 3, 4):
                 raise _err(n, f"constant operand of rank {arr.ndim} has no Tensil layout")
-            sources.append(low.const(f"{n.name}.{name}", L.activation_to_vectors(arr, low.N)))
-            view_shapes.append(arr.shape)
-            root_shapes.append(arr.shape)
+            off = source(low.const(f"{n.name}.{name}", L.activation_to_vectors(arr, low.N)), arr.shape)
+            ids.append(np.arange(off, off + arr.size, dtype=np.int64).reshape(arr.shape))
         else:
             v = low._use(low.var(name))
-            sources.append(v.root)
-            view_shapes.append(tuple(v.shape))
-            root_shapes.append(tuple(v.root.shape))
-    y = low._out(n, None)
-    src_map = index_map(op, attrs, view_shapes, y.shape)
+            off = source(v.root, v.root.shape)
+            ids.append(np.arange(off, off + int(np.prod(v.shape)), dtype=np.int64).reshape(v.shape))
+    out_shape = tuple(out[1]) if out is not None else tuple(g.shape(n.outputs[0]))
+    if out is None and len(out_shape) > 4:  # no layout: stays virtual for the moves that read it
+        if not all(c.op in VIRTUAL_READERS for c in g.consumers(n.outputs[0])) or g.is_output(n.outputs[0]):
+            raise _err(n, f"a rank-{len(out_shape)} tensor has no Tensil layout",
+                       "only data movement (Reshape/Transpose/Slice) may read it")
+        low.virtual[n.outputs[0]] = ([getattr(s, "name", None) for s in sources],
+                                     index_map(op, attrs, ids, out_shape))
+        if any(isinstance(s, Const) for s in sources):
+            raise _err(n, "a rank-5 intermediate of a constant")
+        return None
+    if out is None:
+        y = low._out(n, None)
+    else:
+        y = low.vars[out[0]] = Var(out[0], out_shape, L.vector_count(out_shape, low.N), first=len(low.ops))
+    src_map = index_map(op, attrs, ids, y.shape)
     value = float(attrs.get("value", 0.0) or 0.0)
     fill = bool((src_map < 0).any()) and value != 0.0
     weight = 1.0
@@ -151,6 +178,7 @@ def lower_move(low: Any, n: Any, op: str, attrs: dict[str, Any]) -> None:
         sources.append(low.const(f"{n.name}.fill", L.replicate(value, low.N)))
     low.ops.append(SimdOp(n, "lanemove", sources, y, consts=[mats], geom={"plan": plan}))
     assert all(isinstance(s, Const) or hasattr(s, "home") for s in sources)
+    return y
 
 
 def lanemove_job(gen: Any, op: Any) -> None:

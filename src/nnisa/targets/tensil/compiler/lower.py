@@ -156,6 +156,7 @@ class Lowering:
         self.ops: list[Any] = []
         self.postprocess: list[dict[str, Any]] = []
         self.output_names: dict[str, str] = {}  # graph output → compiled tensor name
+        self.virtual: dict[str, tuple[list[str], np.ndarray]] = {}  # rank-5 move intermediates
 
     # ------------------------------------------------------------------ helpers
     def var(self, name: str) -> Var:
@@ -372,15 +373,23 @@ class Lowering:
         acts = [i for i in n.inputs if i not in g.initializers]
         if not acts:
             raise _err(n, "both operands are constant (should have been folded)")
-        ref = self.var(acts[0])
+        ref = self.var(max(acts, key=lambda i: int(np.prod(self.var(i).shape))))
         for i in n.inputs:
             if i in g.initializers:
                 ins.append(self.channel_const(n, g.initializers[i], ref, f"{n.name}.{i}"))
             else:
                 v = self._use(self.var(i))
                 if v.shape != ref.shape:
-                    raise _err(n, f"tensor operands of shapes {v.shape} and {ref.shape} (no broadcasting of "
-                                  f"activations on Tensil)")
+                    try:
+                        fits = np.broadcast_shapes(v.shape, ref.shape) == tuple(ref.shape)
+                    except ValueError:
+                        fits = False
+                    if not fits:
+                        raise _err(n, f"tensor operands of shapes {v.shape} and {ref.shape} do not broadcast "
+                                      "to one of them")
+                    # broadcast the smaller activation to the full shape through the array
+                    v = lower_move(self, n, "Expand", {}, [i], (f"{n.name}.{i}.expanded", ref.shape))
+                    v.last = len(self.ops)
                 if not self._same_layout(v):
                     raise _err(n, f"operand {i} is a flattened NCHW tensor; element-wise ops need its own layout")
                 ins.append(v.root)
@@ -410,12 +419,12 @@ class Lowering:
         self.ops.append(op)
 
     def _view(self, n) -> None:
-        x = self.var(n.inputs[0])
         out = n.outputs[0]
         shape = tuple(self.g.shape(out))
+        if n.inputs[0] in self.virtual or len(shape) not in (1, 2, 3, 4):
+            return lower_move(self, n, "Reshape", {})
+        x = self.var(n.inputs[0])
         root = x.root
-        if len(shape) not in (2, 3, 4):
-            raise _err(n, f"reshape to rank {len(shape)} has no Tensil layout (2-D, 3-D rows or NCHW)")
         if root.is_input and x is root and all(c.op in ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity")
                                                for c in self.g.consumers(x.name)):
             # the host lays the input out: declare it in the reshaped layout directly
