@@ -720,9 +720,17 @@ class CodeGen:
             return
         # average: acc[out] = Σ e·(1/k), each product rounded; summing first would saturate large windows
         recip = g["recip_index"][int(g["counts"][oh, ow])]
-        if self._r1 != recip:
-            self.simd("Move", "r", 1, r=recip)
-            self._r1 = recip
+        if len(recip) == 2:  # acc[out] = Σ (e·2^-s)·(2^s/k): R1 = a; R1 = e·R1; O (+)= R1·b
+            a, b = recip
+            for i, r in enumerate(rows):
+                self.simd("Move", "r", 1, r=a)
+                self.simd("Multiply", "r", 1, 0, 1, r=r)
+                self.simd("Multiply", "rwa" if i else "rw", 0, 1, 0, w=out, r=b)
+            self._r1 = None
+            return
+        if self._r1 != recip[0]:
+            self.simd("Move", "r", 1, r=recip[0])
+            self._r1 = recip[0]
         self.simd("Multiply", "rw", 0, 0, 1, w=out, r=rows[0])
         for r in rows[1:]:
             self.simd("Multiply", "rwa", 0, 0, 1, w=out, r=r)

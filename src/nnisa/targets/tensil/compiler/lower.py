@@ -413,9 +413,15 @@ class Lowering:
                        "re-export with ceil_mode=0 or padding that keeps every window inside the input")
         if kind == "avg_pool":
             geom["counts"] = counts
+            # 1/k itself when a power of two (exact) or k >= 512; else 2^-s (exact) and 2^s/k in (0.5, 1]
+            # (8 fraction bits hold it within 0.2%; 1/169 alone would round by 32%)
+            geom["recip_index"] = {}
             for k in sorted({int(c) for c in np.unique(counts)}):
-                op.consts.append(self.const(f"{n.name}.recip{k}", L.replicate(1.0 / k, self.N)))
-            geom["recip_index"] = {int(k): i for i, k in enumerate(sorted({int(c) for c in np.unique(counts)}))}
+                s = k.bit_length() - 1
+                factors = (1.0 / k,) if k & (k - 1) == 0 or s > 8 else (2.0 ** -s, 2.0 ** s / k)
+                geom["recip_index"][k] = tuple(range(len(op.consts), len(op.consts) + len(factors)))
+                op.consts += [self.const(f"{n.name}.recip{k}.{i}", L.replicate(f, self.N))
+                              for i, f in enumerate(factors)]
         self.ops.append(op)
 
     def _view(self, n) -> None:
