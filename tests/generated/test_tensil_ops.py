@@ -58,6 +58,7 @@ def _check_batch(op: str, seed: int, batch: int, tmp_path) -> None:
     from nnisa.targets.tensil.compiler import compile_model
     from nnisa.targets.tensil.sim.simulate import simulate
     gen = generate(op, seed, batch)
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "m.onnx"
     onnx.save(gen.model, path)
     shape = [d.dim_value for d in gen.model.graph.input[0].type.tensor_type.shape.dim]
