@@ -22,7 +22,7 @@ ATOL_OP = {"GlobalAveragePool": 0.1}
 #: generators Tensil runs on its own ISA (v1.0.15, no extension)
 RUNS = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "LeakyRelu", "Clip",
         "HardSigmoid", "HardSwish", "Softmax", "Add", "Mul", "Sub", "Concat", "Slice", "Split", "Gather",
-        "Transpose", "Reshape", "Pad", "BatchNormalization", "ReduceMean")
+        "Transpose", "Reshape", "Pad", "BatchNormalization", "ReduceMean", "MatMulActivations")
 #: generators that run with nnisa's LoadLUT/Lookup extension (-O lut=true)
 LUT_RUNS = ("Sigmoid", "Tanh", "SiLU")
 #: generators refused: (substring every refusal names)

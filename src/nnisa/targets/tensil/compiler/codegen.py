@@ -21,6 +21,7 @@ import numpy as np
 from ....core.errors import UnsupportedError
 from ..config import TensilArch
 from ..isa import DATAMOVE, LOADLUT, LOADWEIGHTS, MATMUL, SIMD, SIMD_OP_CODES
+from .actmatmul import actmatmul_job
 from .lanemove import lanemove_job
 from .simdjobs import hard_job
 from .lower import ArrayOp, Const, Lowering, SimdOp, Var
@@ -465,6 +466,8 @@ class CodeGen:
             return lanemove_job(self, op)
         if op.kind == "hard":
             return hard_job(self, op)
+        if op.kind == "actmatmul":
+            return actmatmul_job(self, op)
         if op.kind == "resize":
             return self.resize_job(op)
         if op.kind == "resize_linear":

@@ -103,6 +103,8 @@ def index_map(op: str, attrs: dict[str, Any], ids: list[np.ndarray], out_shape: 
         y = y[tuple(slice(-min(b, 0), y.shape[i] + min(e, 0)) for i, (b, e) in enumerate(zip(begin, end)))]
     elif op == "Transpose":
         y = x.transpose(attrs["perm"])
+    elif op == "Rows":  # broadcast over batch axes, then (batch, rows, features)
+        y = np.broadcast_to(x, attrs["bshape"]).reshape(out_shape)
     elif op == "Expand":
         y = np.broadcast_to(x, out_shape)
     elif op == "Concat":

@@ -238,7 +238,7 @@ class Lowering:
     def _fusable_add(self, n: Node, consumers: dict[str, int]) -> Node | None:
         """The Add that alone consumes a Conv/Gemm output, when its other operand is already computed
         with the same shape and layout."""
-        if n.op not in ("Conv", "Gemm", "MatMul"):
+        if n.op not in ("Conv", "Gemm", "MatMul") or not self._weights_const(n):
             return None
         out = n.outputs[0]
         if consumers.get(out, 0) != 1 or self.g.is_output(out):
@@ -253,8 +253,12 @@ class Lowering:
             return None
         return nxt
 
+    def _weights_const(self, n: Node) -> bool:
+        """Not a MatMul of two activations (which fuses nothing)."""
+        return n.op != "MatMul" or n.inputs[1] in self.g.initializers
+
     def _fusable_activation(self, n: Node, consumers: dict[str, int]) -> Node | None:
-        if n.op not in ("Conv", "Gemm", "MatMul", "Add", "Sub", "Mul"):
+        if n.op not in ("Conv", "Gemm", "MatMul", "Add", "Sub", "Mul") or not self._weights_const(n):
             return None
         out = n.outputs[0]
         if consumers.get(out, 0) != 1 or self.g.is_output(out):
@@ -296,6 +300,9 @@ class Lowering:
     def _array(self, n: Node, fused: Node | None, residual: str | None, last: Node | None) -> None:
         """Conv or Gemm: a weight-stationary array job (with its fused activation and residual)."""
         g = self.g
+        if n.op == "MatMul" and n.inputs[1] not in g.initializers:  # activation × activation
+            from .actmatmul import lower_matmul_act
+            return lower_matmul_act(self, n)
         x = self._use(self.var(n.inputs[0]))
         w = g.initializers.get(n.inputs[1])
         b = g.initializers.get(n.inputs[2]) if len(n.inputs) > 2 else None
