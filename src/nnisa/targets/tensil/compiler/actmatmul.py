@@ -17,12 +17,12 @@ import numpy as np
 from ....core.errors import UnsupportedError
 from .. import layout as L
 from ..isa import LOADWEIGHTS
+from .jobs import SimdOp, Var, _err
 from .lanemove import lower_move
 
 
 def lower_matmul_act(low: Any, n: Any) -> None:
     """``y = a @ b`` with numpy broadcasting of the batch axes; both operands activations."""
-    from .lower import SimdOp, Var, _err
     g = low.g
     sa, sb = tuple(g.shape(n.inputs[0])), tuple(g.shape(n.inputs[1]))
     if len(sa) < 2 or len(sb) < 2:

@@ -23,8 +23,9 @@ from ..config import TensilArch
 from ..isa import DATAMOVE, LOADLUT, LOADWEIGHTS, MATMUL, SIMD, SIMD_OP_CODES
 from .actmatmul import actmatmul_job
 from .lanemove import lanemove_job
+from .jobs import ArrayOp, Const, SimdOp, Var, _runs
 from .simdjobs import hard_job
-from .lower import ArrayOp, Const, Lowering, SimdOp, Var
+from .lower import Lowering
 
 STRATEGIES = ("local-isolated", "local-vars", "local-consts", "local-vars-and-consts")
 DM = {"dram0_in": 0x0, "dram0_out": 0x1, "dram1_in": 0x2, "dram1_out": 0x3, "acc_in": 0xC, "acc_out": 0xD,
@@ -77,17 +78,6 @@ def rollup(items: list[tuple[int, int]], max0: int, max1: int) -> list[tuple[int
                 continue
         runs.append([a, 0, b, 0, 1])
     return [tuple(r) for r in runs]
-
-
-def _runs(rows: list[int]) -> list[tuple[int, int]]:
-    """Maximal runs of consecutive integers: (first, count)."""
-    out: list[list[int]] = []
-    for r in rows:
-        if out and out[-1][0] + out[-1][1] == r:
-            out[-1][1] += 1
-        else:
-            out.append([r, 1])
-    return [tuple(o) for o in out]
 
 
 def _log2(d: int) -> int | None:
@@ -642,6 +632,16 @@ class CodeGen:
             staging = lbase + (0 if x.home == "local" else n_in)
             self._save(y, acc_out, n_out, b * n_out, staging)
 
+    def stage_in(self, x: Var, v0: int, n: int, at: int, acc_row: int) -> None:
+        """Vectors ``[v0, v0+n)`` of ``x`` into accumulator rows from ``acc_row`` (through local
+        ``at`` unless ``x`` lives in local memory)."""
+        if x.home == "local":
+            src = x.addr + v0
+        else:
+            src = at
+            self.move("dram0_in", src, x.addr + v0, n)
+        self.move("acc_out", src, acc_row, n)
+
     def lut_job(self, op: SimdOp) -> None:
         """``y = v_i + s_i·(x − k_i)``: LoadLUT the key/value/slope tables, then per vector
         ``Lookup(I) → R1, R2, R3``; ``R1 = Multiply(R1, R3)``; ``O = Add(R1, R2)``."""
@@ -659,12 +659,7 @@ class CodeGen:
         for v0 in range(0, y.size, chunk):
             n = min(chunk, y.size - v0)
             self.stages += 1
-            if x.home == "local":
-                src = x.addr + v0
-            else:
-                src = at
-                self.move("dram0_in", src, x.addr + v0, n)
-            self.move("acc_out", src, 0, n)
+            self.stage_in(x, v0, n, at, 0)
             for i in range(n):
                 self.simd("Lookup", "r", 1, r=i)
                 self.simd("Multiply", "", 1, 1, 3)

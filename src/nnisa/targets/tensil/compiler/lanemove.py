@@ -21,6 +21,7 @@ import numpy as np
 from ....core.errors import UnsupportedError
 from .. import layout as L
 from ..isa import LOADWEIGHTS
+from .jobs import Const, SimdOp, Var, _err, _runs
 
 
 @dataclass
@@ -125,7 +126,6 @@ def lower_move(low: Any, n: Any, op: str, attrs: dict[str, Any], inputs: list[st
     """Lower data-movement node ``n`` (semantics of ``op`` with ``attrs``) as a ``lanemove`` job
     reading ``inputs`` (default: the node's) into ``out`` (name, shape; default: the node's
     output); returns the output var."""
-    from .lower import Const, SimdOp, Var, _err
     g = low.g
     if op == "Slice" and attrs["index"][0] is not None:
         raise _err(n, "selection along the batch axis", "Tensil compiles one batch layout; slice other axes")
@@ -187,7 +187,6 @@ def lanemove_job(gen: Any, op: Any) -> None:
     """Emit a ``lanemove`` job (``op.geom['plan']``): per chunk of output vectors (accumulator rows
     ``[0, n)``) the source vectors it reads are loaded into local memory, zero-written rows open
     the chunk, then per weight matrix one LoadWeights and the MatMuls that accumulate through it."""
-    from .codegen import _runs
     plan: MovePlan = op.geom["plan"]
     y, N, arch = op.y, gen.N, gen.arch
     sources = list(op.inputs)  # Vars, then the fill Const when any

@@ -11,7 +11,6 @@ Every failure names the node, its op and a remedy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,8 @@ from ....frontend.import_ops import repeat_factors
 from ....frontend.ir import Graph, Node
 from ....frontend.prepare import check_graph
 from .. import layout as L
+from .actmatmul import lower_matmul_act
+from .jobs import Act, ArrayOp, Const, SimdOp, Var, _err
 from .lanemove import lower_move
 
 ACTIVATIONS = ("Relu", "LeakyRelu", "Clip")
@@ -39,82 +40,6 @@ def lut_tables(op: str, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     slopes[:-1] = np.diff(values) / np.diff(keys)
     return keys.astype(np.float32), values.astype(np.float32), slopes.astype(np.float32)
 SOFTMAX_POLICIES = ("host", "passthrough", "error")
-
-
-@dataclass
-class Var:
-    """An activation tensor in Tensil's layout (NHWC or rows of features)."""
-
-    name: str
-    shape: tuple[int, ...]
-    size: int
-    home: str = "dram0"
-    addr: int = -1
-    view_of: "Var | None" = None  # a flattened NCHW tensor (same vectors)
-    first: int = -1  # op index producing it (-1: graph input)
-    last: int = -1  # last op index reading it
-    is_input: bool = False
-    is_output: bool = False
-
-    @property
-    def root(self) -> "Var":
-        return self.view_of.root if self.view_of is not None else self
-
-    @property
-    def pixels(self) -> tuple[int, int, int]:
-        """(H, W, channel blocks-as-C) of the vector layout: 2-D tensors are n × 1 pixels."""
-        s = self.shape
-        return (s[0] * s[2], s[3], s[1]) if len(s) == 4 else (s[0], 1, s[1])
-
-
-@dataclass
-class Const:
-    """A constant block (float32 vectors) in first-use order; ``addr`` is its DRAM1/local address."""
-
-    name: str
-    vectors: np.ndarray
-    addr: int = -1
-
-    @property
-    def size(self) -> int:
-        return len(self.vectors)
-
-
-@dataclass
-class Act:
-    """A fused activation: ``relu``, ``leaky`` (alpha const) or ``clip`` (min, max consts)."""
-
-    kind: str
-    consts: tuple[Const, ...] = ()
-    alpha: float = 0.0
-
-
-@dataclass
-class ArrayOp:
-    """Conv/Gemm on the array: ``y = act(conv(x, W) + b)``; consts = [bias block, weight rows]."""
-
-    node: Node
-    x: Var
-    y: Var
-    const: Const
-    geom: dict[str, int]
-    act: Act | None = None
-    has_bias: bool = True
-    macs: int = 0
-    residual: Var | None = None  # a fused Add: y = act(conv(x) + residual)
-
-
-@dataclass
-class SimdOp:
-    """Accumulator/SIMD job: ``add|sub|mul`` (inputs Var or Const), ``max_pool|avg_pool``, ``act``."""
-
-    node: Node
-    kind: str
-    inputs: list[Any]
-    y: Var
-    act: Act | None = None
-    geom: dict[str, Any] = field(default_factory=dict)
-    consts: list[Const] = field(default_factory=list)
 
 
 def select_outputs(graph: Graph, names: list[str]) -> None:
@@ -138,10 +63,6 @@ def select_outputs(graph: Graph, names: list[str]) -> None:
             keep.append(node)
             need.update(node.inputs)
     graph.nodes = keep[::-1]
-
-
-def _err(node: Node, msg: str, hint: str | None = None) -> UnsupportedError:
-    return UnsupportedError(msg, where=f"node {node.name} ({node.op})", hint=hint)
 
 
 class Lowering:
@@ -301,7 +222,6 @@ class Lowering:
         """Conv or Gemm: a weight-stationary array job (with its fused activation and residual)."""
         g = self.g
         if n.op == "MatMul" and n.inputs[1] not in g.initializers:  # activation × activation
-            from .actmatmul import lower_matmul_act
             return lower_matmul_act(self, n)
         x = self._use(self.var(n.inputs[0]))
         w = g.initializers.get(n.inputs[1])

@@ -25,12 +25,7 @@ def hard_job(gen: Any, op: Any) -> None:
     for v0 in range(0, y.size, chunk):
         n = min(chunk, y.size - v0)
         gen.stages += 1
-        if x.home == "local":
-            src = x.addr + v0
-        else:
-            src = lbase
-            gen.move("dram0_in", src, x.addr + v0, n)
-        gen.move("acc_out", src, nc, n)
+        gen.stage_in(x, v0, n, lbase, nc)
         for i in range(nc, nc + n):
             gen.simd("Move", "r", 1, r=alpha)
             gen.simd("Multiply", "r", 1, 0, 1, r=i)
