@@ -64,3 +64,34 @@ def test_plan_groups_share_matrices():
     assert len(plan.matrices) == 1 and len(plan.groups) == 16 and plan.out_vectors == L.vector_count(out, N)
     m = plan.matrices[0]
     assert m.sum() == 5 and all(m[3 + j, j] == 1 for j in range(5))
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+def test_attention_products_on_the_array(heads, tmp_path):
+    """Multi-head attention without its softmax: Q/K/V projections (token-wise MatMul), the head
+    split (Reshape → Transpose), Q·Kᵀ and scores·V (activation × activation) and the head merge,
+    against onnxruntime within FP16BP8's resolution."""
+    import onnxruntime as ort
+    rng = np.random.default_rng(heads)
+    S, D = 7, 6 * heads
+    d = D // heads
+    inits = [numpy_helper.from_array((rng.normal(0, 0.3, (D, D))).astype(np.float32), f"w{k}") for k in "qkv"]
+    inits += [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+              (("split", [1, S, heads, d]), ("merge", [1, S, D]))]
+    nodes = []
+    for k in "qkv":
+        nodes += [helper.make_node("MatMul", ["x", f"w{k}"], [f"{k}0"]),
+                  helper.make_node("Reshape", [f"{k}0", "split"], [f"{k}1"]),
+                  helper.make_node("Transpose", [f"{k}1"], [f"{k}h"], perm=[0, 2, 1, 3])]
+    nodes += [helper.make_node("Transpose", ["kh"], ["kt"], perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["qh", "kt"], ["scores"]),
+              helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
+              helper.make_node("MatMul", ["scaled", "vh"], ["ctx"]),
+              helper.make_node("Transpose", ["ctx"], ["ctx1"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ctx1", "merge"], ["y"])]
+    inits.append(numpy_helper.from_array(np.array(1 / np.sqrt(d), np.float32), "scale"))
+    model = _model(nodes, [1, S, D], "y", inits)
+    x = rng.uniform(-1, 1, (1, S, D)).astype(np.float32)
+    ref = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    y = np.asarray(_run(model, x, tmp_path)).reshape(ref.shape)
+    assert np.abs(y - ref).max() <= 0.05 * max(1.0, np.abs(ref).max())
