@@ -2,7 +2,8 @@
 
 * 4-D activations NCHW are stored **NHWC**: vector ``((n·H + h)·W + w)·⌈C/N⌉ + c div N``, lane
   ``c mod N``;
-* 2-D activations ``(n, F)``: vector ``n·⌈F/N⌉ + f div N``;
+* 2-D activations ``(n, F)``: vector ``n·⌈F/N⌉ + f div N``; rank-3 ``(n, S, F)`` (token rows of a
+  transformer, time steps) are the 2-D ``(n·S, F)``: one row of ``⌈F/N⌉`` vectors per token;
 * conv weights ``[Cout, Cin, kh, kw]`` are stored **HWCCo** with Cin padded to a multiple of N;
 * dense weights ``(in, out)`` **HW** with the rows padded to a multiple of N;
 * 1-D constants take ``⌈len/N⌉`` vectors; scalars are replicated into one vector.
@@ -53,6 +54,8 @@ def activation_to_vectors(x: np.ndarray, N: int) -> np.ndarray:
         return out.reshape(-1, N)
     if x.ndim == 1:
         return activation_to_vectors(x[None, :], N)
+    if x.ndim == 3:
+        return activation_to_vectors(x.reshape(-1, x.shape[-1]), N)
     raise ValueError(f"cannot lay out a rank-{x.ndim} tensor")
 
 
@@ -67,6 +70,8 @@ def vectors_to_activation(v: np.ndarray, shape: tuple[int, ...], N: int) -> np.n
         return v.reshape(n, -1)[:, :F]
     if len(shape) == 1:
         return v.reshape(-1)[:shape[0]]
+    if len(shape) == 3:
+        return vectors_to_activation(v, (shape[0] * shape[1], shape[2]), N).reshape(shape)
     raise ValueError(f"cannot lay out a rank-{len(shape)} tensor")
 
 
@@ -79,7 +84,16 @@ def vector_count(shape: tuple[int, ...], N: int) -> int:
         return shape[0] * blocks(shape[1], N)
     if len(shape) == 1:
         return blocks(shape[0], N)
+    if len(shape) == 3:
+        return shape[0] * shape[1] * blocks(shape[2], N)
     raise ValueError(f"cannot lay out a rank-{len(shape)} tensor")
+
+
+def element_positions(shape: tuple[int, ...], N: int) -> np.ndarray:
+    """``(vector count, N)`` int64: the flat (C-order) index of the element each lane holds, -1 on
+    padding lanes (the inverse of the layout, for data movement)."""
+    ids = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) + 1
+    return activation_to_vectors(ids, N) - 1
 
 
 def conv_weight_vectors(w: np.ndarray, group: int, N: int) -> np.ndarray:

@@ -20,7 +20,7 @@ def program_stats(prog: TensilProgram) -> dict[str, Any]:
         "architecture": prog.arch.name or "custom", "array_size": prog.arch.array_size,
         "data_type": prog.arch.data_type, "instruction_bytes": L.instruction_bytes,
         "instructions": len(prog), "raw_words": int((rows["hdr"] == RAW).sum()),
-        "estimator_cycles": est["cycles"], "estimator_energy": est["energy"],
+        "estimator_cycles": est["cycles"], "estimator_energy_units": est["energy"],
         "dram_vectors": est["dram_vectors_total"],
         "classes": {k: v["instructions"] for k, v in est["classes"].items()},
         "by_flags": est["by_flags"],

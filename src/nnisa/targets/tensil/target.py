@@ -25,6 +25,9 @@ from .stats import program_stats
 __all__ = ["TensilTarget"]
 
 _SIM = ("sim",)
+_SIM_RUN = ("sim", "run")  # simulation options run (and compare) pass on to the simulation
+#: the run options that choose the simulation rather than the compilation
+RUN_SIM_OPTIONS = ("timing", "profile")
 
 
 class TensilTarget(Target):
@@ -43,9 +46,10 @@ class TensilTarget(Target):
         O("extended", bool, False, None, ".tasm: spell instructions Tensil's dialect cannot (lossy otherwise)",
           ("asm", "convert")),
         O("comments", bool, False, None, "disassembly: add '; [index] bytes' to every line", ("disasm",)),
-        O("timing", str, "estimator", ("estimator", "detailed", "scalesim"), "cycle model", _SIM),
+        O("timing", str, "estimator", ("estimator", "detailed", "scalesim"),
+          "cycle model (docs/tensil.md: which to trust for what)", _SIM_RUN),
         O("profile", str, "zcu104-single", ("zcu104-single", "zcu104-dual", "pynqz1", "ultra96v2"),
-          "platform profile of the detailed model", _SIM),
+          "platform profile of the detailed model", _SIM_RUN),
         O("runs", int, None, None, "number of runs (default: as many as the inputs hold)", _SIM, minimum=1,
           maximum=1 << 20, nullable=True),
         O("local_consts", bool, None, None, "load consts into local memory (default: the model's flag)", _SIM,
@@ -106,7 +110,9 @@ class TensilTarget(Target):
 
     def compile(self, model, *, config=None, out_dir=None, **options: Any) -> CompileResult:
         """ONNX → ``.tmodel``/``.tprog``/``.tdata`` bundle (:func:`nnisa.targets.tensil.compiler.compile_model`)."""
-        return compile_model(model, config=config, out_dir=out_dir, **options)
+        res = compile_model(model, config=config, out_dir=out_dir, **options)
+        res.sim_options.update({k: options[k] for k in RUN_SIM_OPTIONS if options.get(k) is not None})
+        return res
 
     # ------------------------------------------------------------------ workloads
     def workloads(self) -> dict[str, str]:

@@ -21,7 +21,11 @@ import numpy as np
 from ....core.errors import UnsupportedError
 from ..config import TensilArch
 from ..isa import DATAMOVE, LOADLUT, LOADWEIGHTS, MATMUL, SIMD, SIMD_OP_CODES
-from .lower import ArrayOp, Const, Lowering, SimdOp, Var
+from .actmatmul import actmatmul_job
+from .lanemove import lanemove_job
+from .jobs import ArrayOp, Const, SimdOp, Var, _runs
+from .simdjobs import hard_job
+from .lower import Lowering
 
 STRATEGIES = ("local-isolated", "local-vars", "local-consts", "local-vars-and-consts")
 DM = {"dram0_in": 0x0, "dram0_out": 0x1, "dram1_in": 0x2, "dram1_out": 0x3, "acc_in": 0xC, "acc_out": 0xD,
@@ -76,17 +80,6 @@ def rollup(items: list[tuple[int, int]], max0: int, max1: int) -> list[tuple[int
     return [tuple(r) for r in runs]
 
 
-def _runs(rows: list[int]) -> list[tuple[int, int]]:
-    """Maximal runs of consecutive integers: (first, count)."""
-    out: list[list[int]] = []
-    for r in rows:
-        if out and out[-1][0] + out[-1][1] == r:
-            out[-1][1] += 1
-        else:
-            out.append([r, 1])
-    return [tuple(o) for o in out]
-
-
 def _log2(d: int) -> int | None:
     return d.bit_length() - 1 if d > 0 and d & (d - 1) == 0 else None
 
@@ -138,7 +131,11 @@ class CodeGen:
                 c.addr = dram1
                 dram1 += c.size
         if dram1 > arch.dram1_depth:
-            raise UnsupportedError(f"consts need {dram1} vectors, DRAM1 has {arch.dram1_depth}")
+            big = max(low.consts, key=lambda c: c.size)
+            raise UnsupportedError(f"consts need {dram1} vectors, DRAM1 of {arch.name} has {arch.dram1_depth} "
+                                   f"(largest: {big.name}, {big.size} vectors)",
+                                   hint=f"an architecture with dram1_depth >= {1 << (dram1 - 1).bit_length()} "
+                                   "would fit (a .tarch file); grouped/depthwise layers are stored block-diagonal")
         self.consts_size = sum(c.size for c in low.consts)
         dram0 = FirstFit(arch.dram0_depth, "DRAM0")
         vars_ = [v for v in low.vars.values() if v.view_of is None]
@@ -213,6 +210,10 @@ class CodeGen:
         const_sz = 0 if self.local_consts else (COUTB + n_tiles * N if selective else op.const.size)
         xc, rc = self._cached(x), self._cached(res)
         base = max([self.scratch0] + [a + v.size for a, v in ((xc, x), (rc, res)) if a is not None])
+        # weights larger than half the free local memory stream in one tile at a time (bias + a slot)
+        streamed = not self.local_consts and const_sz > (arch.local_depth - base) // 2
+        if streamed:
+            selective, const_sz = False, COUTB + N
         x_local = x.home == "local" or xc is not None
         r_local = res is None or res.home == "local" or rc is not None
         free_local = arch.local_depth - base - const_sz
@@ -242,7 +243,10 @@ class CodeGen:
         if res is not None:
             self._served(res, rc is not None)
         s_cb = _log2(COUTB) if COUTB > 1 else 0
-        if selective:  # only the non-zero tiles of a block-diagonal layer: bias block, then N rows per tile
+        if streamed:
+            tile_at, cbase = None, base
+            self.move("dram1_in", base, op.const.addr, COUTB)
+        elif selective:  # only the non-zero tiles of a block-diagonal layer: bias block, then N rows per tile
             tile_at, cbase = self._load_tiles(op, tiles, base), base
         else:
             tile_at, cbase = None, self._load_const(op.const, base)
@@ -269,7 +273,10 @@ class CodeGen:
                 for kh, kw, rb in tiles[cb]:
                     with_bias = first and op.has_bias
                     t = (kh * g["KW"] + kw) * CINB + rb
-                    if tile_at is not None:
+                    if streamed:
+                        self._stream_tile(op, cb, t, base + COUTB)
+                        self._load_rows(cbase + cb, base + COUTB, 0, with_bias)
+                    elif tile_at is not None:
                         self._load_rows(cbase + cb, tile_at[(cb, t)], 0, with_bias)
                     else:
                         self._load_tile(cbase, cb, COUTB, s_cb, t, with_bias)
@@ -336,22 +343,26 @@ class CodeGen:
     def _load_tiles(self, op: ArrayOp, tiles: dict, base: int) -> dict:
         """Load the bias block and the rows of every non-zero tile into local; (cb, tile) → address."""
         N, COUTB = self.N, op.geom["COUTB"]
-        c = op.const
-        self.move("dram1_in", base, c.addr, COUTB)
+        self.move("dram1_in", base, op.const.addr, COUTB)
         at, out = base + COUTB, {}
-        s = _log2(COUTB) if COUTB > 1 else 0
         for cb, ts in tiles.items():
             for kh, kw, rb in ts:
                 t = (kh * op.geom["KW"] + kw) * op.geom["CINB"] + rb
-                src = c.addr + COUTB + t * N * COUTB + cb
-                if s is not None and s < self.arch.stride1_depth:
-                    self.move("dram1_in", at, src, N, 0, s)
-                else:
-                    for k in range(N):
-                        self.move("dram1_in", at + k, src + k * COUTB, 1)
+                self._stream_tile(op, cb, t, at)
                 out[(cb, t)] = at
                 at += N
         return out
+
+    def _stream_tile(self, op: ArrayOp, cb: int, t: int, slot: int) -> None:
+        """DRAM1 → local ``slot``: the N rows of weight tile ``t`` of output block ``cb``."""
+        N, COUTB = self.N, op.geom["COUTB"]
+        src = op.const.addr + COUTB + t * N * COUTB + cb
+        s = _log2(COUTB) if COUTB > 1 else 0
+        if s is not None and s < self.arch.stride1_depth:
+            self.move("dram1_in", slot, src, N, 0, s)
+        else:
+            for k in range(N):
+                self.move("dram1_in", slot + k, src + k * COUTB, 1)
 
     def _load_rows(self, bias: int, row0: int, s: int, with_bias: bool) -> None:
         """LoadWeights of N rows at ``row0`` (stride 2^s), then the bias vector or a zero vector."""
@@ -441,6 +452,12 @@ class CodeGen:
             return self.lut_job(op)
         if op.kind == "concat":
             return self.concat_job(op)
+        if op.kind == "lanemove":
+            return lanemove_job(self, op)
+        if op.kind == "hard":
+            return hard_job(self, op)
+        if op.kind == "actmatmul":
+            return actmatmul_job(self, op)
         if op.kind == "resize":
             return self.resize_job(op)
         if op.kind == "resize_linear":
@@ -615,6 +632,16 @@ class CodeGen:
             staging = lbase + (0 if x.home == "local" else n_in)
             self._save(y, acc_out, n_out, b * n_out, staging)
 
+    def stage_in(self, x: Var, v0: int, n: int, at: int, acc_row: int) -> None:
+        """Vectors ``[v0, v0+n)`` of ``x`` into accumulator rows from ``acc_row`` (through local
+        ``at`` unless ``x`` lives in local memory)."""
+        if x.home == "local":
+            src = x.addr + v0
+        else:
+            src = at
+            self.move("dram0_in", src, x.addr + v0, n)
+        self.move("acc_out", src, acc_row, n)
+
     def lut_job(self, op: SimdOp) -> None:
         """``y = v_i + s_i·(x − k_i)``: LoadLUT the key/value/slope tables, then per vector
         ``Lookup(I) → R1, R2, R3``; ``R1 = Multiply(R1, R3)``; ``O = Add(R1, R2)``."""
@@ -632,12 +659,7 @@ class CodeGen:
         for v0 in range(0, y.size, chunk):
             n = min(chunk, y.size - v0)
             self.stages += 1
-            if x.home == "local":
-                src = x.addr + v0
-            else:
-                src = at
-                self.move("dram0_in", src, x.addr + v0, n)
-            self.move("acc_out", src, 0, n)
+            self.stage_in(x, v0, n, at, 0)
             for i in range(n):
                 self.simd("Lookup", "r", 1, r=i)
                 self.simd("Multiply", "", 1, 1, 3)
@@ -696,9 +718,17 @@ class CodeGen:
             return
         # average: acc[out] = Σ e·(1/k), each product rounded; summing first would saturate large windows
         recip = g["recip_index"][int(g["counts"][oh, ow])]
-        if self._r1 != recip:
-            self.simd("Move", "r", 1, r=recip)
-            self._r1 = recip
+        if len(recip) == 2:  # acc[out] = Σ (e·2^-s)·(2^s/k): R1 = a; R1 = e·R1; O (+)= R1·b
+            a, b = recip
+            for i, r in enumerate(rows):
+                self.simd("Move", "r", 1, r=a)
+                self.simd("Multiply", "r", 1, 0, 1, r=r)
+                self.simd("Multiply", "rwa" if i else "rw", 0, 1, 0, w=out, r=b)
+            self._r1 = None
+            return
+        if self._r1 != recip[0]:
+            self.simd("Move", "r", 1, r=recip[0])
+            self._r1 = recip[0]
         self.simd("Multiply", "rw", 0, 0, 1, w=out, r=rows[0])
         for r in rows[1:]:
             self.simd("Multiply", "rwa", 0, 0, 1, w=out, r=r)

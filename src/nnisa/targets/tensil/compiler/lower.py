@@ -11,7 +11,6 @@ Every failure names the node, its op and a remedy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,9 @@ from ....frontend.import_ops import repeat_factors
 from ....frontend.ir import Graph, Node
 from ....frontend.prepare import check_graph
 from .. import layout as L
+from .actmatmul import lower_matmul_act
+from .jobs import Act, ArrayOp, Const, SimdOp, Var, _err
+from .lanemove import lower_move
 
 ACTIVATIONS = ("Relu", "LeakyRelu", "Clip")
 #: smooth activations lowered through lookup tables: function and key range
@@ -38,82 +40,6 @@ def lut_tables(op: str, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     slopes[:-1] = np.diff(values) / np.diff(keys)
     return keys.astype(np.float32), values.astype(np.float32), slopes.astype(np.float32)
 SOFTMAX_POLICIES = ("host", "passthrough", "error")
-
-
-@dataclass
-class Var:
-    """An activation tensor in Tensil's layout (NHWC or rows of features)."""
-
-    name: str
-    shape: tuple[int, ...]
-    size: int
-    home: str = "dram0"
-    addr: int = -1
-    view_of: "Var | None" = None  # a flattened NCHW tensor (same vectors)
-    first: int = -1  # op index producing it (-1: graph input)
-    last: int = -1  # last op index reading it
-    is_input: bool = False
-    is_output: bool = False
-
-    @property
-    def root(self) -> "Var":
-        return self.view_of.root if self.view_of is not None else self
-
-    @property
-    def pixels(self) -> tuple[int, int, int]:
-        """(H, W, channel blocks-as-C) of the vector layout: 2-D tensors are n × 1 pixels."""
-        s = self.shape
-        return (s[0] * s[2], s[3], s[1]) if len(s) == 4 else (s[0], 1, s[1])
-
-
-@dataclass
-class Const:
-    """A constant block (float32 vectors) in first-use order; ``addr`` is its DRAM1/local address."""
-
-    name: str
-    vectors: np.ndarray
-    addr: int = -1
-
-    @property
-    def size(self) -> int:
-        return len(self.vectors)
-
-
-@dataclass
-class Act:
-    """A fused activation: ``relu``, ``leaky`` (alpha const) or ``clip`` (min, max consts)."""
-
-    kind: str
-    consts: tuple[Const, ...] = ()
-    alpha: float = 0.0
-
-
-@dataclass
-class ArrayOp:
-    """Conv/Gemm on the array: ``y = act(conv(x, W) + b)``; consts = [bias block, weight rows]."""
-
-    node: Node
-    x: Var
-    y: Var
-    const: Const
-    geom: dict[str, int]
-    act: Act | None = None
-    has_bias: bool = True
-    macs: int = 0
-    residual: Var | None = None  # a fused Add: y = act(conv(x) + residual)
-
-
-@dataclass
-class SimdOp:
-    """Accumulator/SIMD job: ``add|sub|mul`` (inputs Var or Const), ``max_pool|avg_pool``, ``act``."""
-
-    node: Node
-    kind: str
-    inputs: list[Any]
-    y: Var
-    act: Act | None = None
-    geom: dict[str, Any] = field(default_factory=dict)
-    consts: list[Const] = field(default_factory=list)
 
 
 def select_outputs(graph: Graph, names: list[str]) -> None:
@@ -139,10 +65,6 @@ def select_outputs(graph: Graph, names: list[str]) -> None:
     graph.nodes = keep[::-1]
 
 
-def _err(node: Node, msg: str, hint: str | None = None) -> UnsupportedError:
-    return UnsupportedError(msg, where=f"node {node.name} ({node.op})", hint=hint)
-
-
 class Lowering:
     """Builds vars, consts (first-use order) and ops from a :class:`Graph`."""
 
@@ -155,6 +77,7 @@ class Lowering:
         self.ops: list[Any] = []
         self.postprocess: list[dict[str, Any]] = []
         self.output_names: dict[str, str] = {}  # graph output → compiled tensor name
+        self.virtual: dict[str, tuple[list[str], np.ndarray]] = {}  # rank-5 move intermediates
 
     # ------------------------------------------------------------------ helpers
     def var(self, name: str) -> Var:
@@ -162,9 +85,11 @@ class Lowering:
 
     def new_var(self, name: str, node: Node | None = None) -> Var:
         shape = tuple(self.g.shape(name))
-        if len(shape) not in (2, 4):
+        if len(shape) not in (1, 2, 3, 4):
             if node is not None:
-                raise _err(node, f"tensor {name} of rank {len(shape)} has no Tensil layout (2-D or NCHW only)")
+                raise _err(node, f"tensor {name} of rank {len(shape)} has no Tensil layout (2-D, 3-D rows or NCHW)")
+            raise UnsupportedError(f"model input {name} of rank {len(shape)} has no Tensil layout "
+                                   "(2-D, 3-D rows or NCHW)")
         v = Var(name, shape, L.vector_count(shape, self.N))
         self.vars[name] = v
         return v
@@ -177,13 +102,21 @@ class Lowering:
     def channel_const(self, node: Node, arr: np.ndarray, x: Var, name: str) -> Const:
         """A per-channel (C,), scalar, or full-shape constant broadcast against ``x``."""
         a = np.asarray(arr, np.float32)
-        C = x.shape[1]
+        C = x.shape[1] if len(x.shape) == 4 else x.shape[-1]
         if a.size == 1:
             return self.const(name, L.replicate(float(a.reshape(-1)[0]), self.N))
         flat = a.reshape(-1)
         if a.size == C and (a.ndim == 1 or a.shape[:2] in ((1, C), (C,)) or a.shape == (C, 1, 1)
                             or a.shape == (1, C, 1, 1)):
             return self.const(name, L.activation_to_vectors(flat[None, :], self.N))
+        if len(x.shape) == 3 and a.shape[-1:] == (C,) and a.size == C:
+            return self.const(name, L.activation_to_vectors(flat[None, :], self.N))
+        try:  # a constant of one sample's shape: its vectors repeat with the sample's period
+            full = np.broadcast_to(a, (1,) + tuple(x.shape[1:]))
+        except ValueError:
+            full = None
+        if full is not None and a.ndim <= len(x.shape) and (a.ndim < len(x.shape) or a.shape[0] == 1):
+            return self.const(name, L.activation_to_vectors(np.ascontiguousarray(full), self.N))
         raise _err(node, f"constant of shape {a.shape} cannot be broadcast per channel against {x.shape}",
                    "only scalars and per-channel constants are supported")
 
@@ -217,16 +150,16 @@ class Lowering:
             name = self.output_names.get(t.name, t.name)
             if name not in self.vars:
                 raise UnsupportedError(f"graph output {t.name} is not computed on the device")
-            if not self._same_layout(self.vars[name]):
-                raise UnsupportedError(f"graph output {t.name} is a flattened NCHW tensor: its vectors are in NHWC "
-                                       "order, not ONNX order", hint="end the model with a Gemm or return the 4-D tensor")
+            if not self._same_layout(self.vars[name]):  # a flattened NCHW output: lay it out in ONNX order
+                root = self.vars.pop(name).root
+                lower_move(self, Node("Reshape", f"{name}.layout", [root.name], [name], {}), "Reshape", {})
             self.vars[name].root.is_output = True
         return self
 
     def _fusable_add(self, n: Node, consumers: dict[str, int]) -> Node | None:
         """The Add that alone consumes a Conv/Gemm output, when its other operand is already computed
         with the same shape and layout."""
-        if n.op not in ("Conv", "Gemm"):
+        if n.op not in ("Conv", "Gemm", "MatMul") or not self._weights_const(n):
             return None
         out = n.outputs[0]
         if consumers.get(out, 0) != 1 or self.g.is_output(out):
@@ -241,8 +174,12 @@ class Lowering:
             return None
         return nxt
 
+    def _weights_const(self, n: Node) -> bool:
+        """Not a MatMul of two activations (which fuses nothing)."""
+        return n.op != "MatMul" or n.inputs[1] in self.g.initializers
+
     def _fusable_activation(self, n: Node, consumers: dict[str, int]) -> Node | None:
-        if n.op not in ("Conv", "Gemm", "Add", "Sub", "Mul"):
+        if n.op not in ("Conv", "Gemm", "MatMul", "Add", "Sub", "Mul") or not self._weights_const(n):
             return None
         out = n.outputs[0]
         if consumers.get(out, 0) != 1 or self.g.is_output(out):
@@ -284,6 +221,8 @@ class Lowering:
     def _array(self, n: Node, fused: Node | None, residual: str | None, last: Node | None) -> None:
         """Conv or Gemm: a weight-stationary array job (with its fused activation and residual)."""
         g = self.g
+        if n.op == "MatMul" and n.inputs[1] not in g.initializers:  # activation × activation
+            return lower_matmul_act(self, n)
         x = self._use(self.var(n.inputs[0]))
         w = g.initializers.get(n.inputs[1])
         b = g.initializers.get(n.inputs[2]) if len(n.inputs) > 2 else None
@@ -344,9 +283,10 @@ class Lowering:
             geomx = dict(H=1, W=1, CINB=L.blocks(w.shape[0], N))
             x = x.root if x.view_of is not None else x
         y = self._out(last or n, fused)
-        if len(y.shape) != 2:
-            raise _err(n, "Gemm output must be 2-D")
-        batch, cout = y.shape
+        if len(y.shape) not in (2, 3) or w.ndim != 2:
+            raise _err(n, f"{n.op} of a rank-{len(y.shape)} output by rank-{w.ndim} weights",
+                       "Tensil lowers x @ W with 2-D W and rows of features (2-D or 3-D x)")
+        batch, cout = int(np.prod(y.shape[:-1])), y.shape[-1]
         bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
         wv = L.dense_weight_vectors(rows, N)
         c = self.const(f"{n.name}.consts", np.concatenate([L.activation_to_vectors(bias[None, :], N), wv]))
@@ -360,15 +300,23 @@ class Lowering:
         acts = [i for i in n.inputs if i not in g.initializers]
         if not acts:
             raise _err(n, "both operands are constant (should have been folded)")
-        ref = self.var(acts[0])
+        ref = self.var(max(acts, key=lambda i: int(np.prod(self.var(i).shape))))
         for i in n.inputs:
             if i in g.initializers:
                 ins.append(self.channel_const(n, g.initializers[i], ref, f"{n.name}.{i}"))
             else:
                 v = self._use(self.var(i))
                 if v.shape != ref.shape:
-                    raise _err(n, f"tensor operands of shapes {v.shape} and {ref.shape} (no broadcasting of "
-                                  f"activations on Tensil)")
+                    try:
+                        fits = np.broadcast_shapes(v.shape, ref.shape) == tuple(ref.shape)
+                    except ValueError:
+                        fits = False
+                    if not fits:
+                        raise _err(n, f"tensor operands of shapes {v.shape} and {ref.shape} do not broadcast "
+                                      "to one of them")
+                    # broadcast the smaller activation to the full shape through the array
+                    v = lower_move(self, n, "Expand", {}, [i], (f"{n.name}.{i}.expanded", ref.shape))
+                    v.last = len(self.ops)
                 if not self._same_layout(v):
                     raise _err(n, f"operand {i} is a flattened NCHW tensor; element-wise ops need its own layout")
                 ins.append(v.root)
@@ -384,22 +332,32 @@ class Lowering:
                     dilations=tuple(a.get("dilations", (1, 1))), include_pad=bool(a.get("count_include_pad", False)))
         kind = "max_pool" if n.op == "MaxPool" else "avg_pool"
         op = SimdOp(n, kind, [x], y, geom=geom)
+        from ....frontend.kernels import pool_counts
+        counts = pool_counts(dict(a, ceil_mode=a.get("ceil_mode", False)), x.shape[2], x.shape[3])
+        if counts.shape != tuple(y.shape[2:]):  # onnx's shape inference and the ceil-mode rule disagree
+            raise _err(n, f"the model declares a {tuple(y.shape[2:])} output, the pooling (onnxruntime) gives "
+                          f"{counts.shape}: a ceil_mode window starts past the input",
+                       "re-export with ceil_mode=0 or padding that keeps every window inside the input")
         if kind == "avg_pool":
-            from ....frontend.kernels import pool_counts
-            counts = pool_counts(dict(a, ceil_mode=a.get("ceil_mode", False)), x.shape[2], x.shape[3])
             geom["counts"] = counts
+            # 1/k itself when a power of two (exact) or k >= 512; else 2^-s (exact) and 2^s/k in (0.5, 1]
+            # (8 fraction bits hold it within 0.2%; 1/169 alone would round by 32%)
+            geom["recip_index"] = {}
             for k in sorted({int(c) for c in np.unique(counts)}):
-                op.consts.append(self.const(f"{n.name}.recip{k}", L.replicate(1.0 / k, self.N)))
-            geom["recip_index"] = {int(k): i for i, k in enumerate(sorted({int(c) for c in np.unique(counts)}))}
+                s = k.bit_length() - 1
+                factors = (1.0 / k,) if k & (k - 1) == 0 or s > 8 else (2.0 ** -s, 2.0 ** s / k)
+                geom["recip_index"][k] = tuple(range(len(op.consts), len(op.consts) + len(factors)))
+                op.consts += [self.const(f"{n.name}.recip{k}.{i}", L.replicate(f, self.N))
+                              for i, f in enumerate(factors)]
         self.ops.append(op)
 
     def _view(self, n) -> None:
-        x = self.var(n.inputs[0])
         out = n.outputs[0]
         shape = tuple(self.g.shape(out))
+        if n.inputs[0] in self.virtual or len(shape) not in (1, 2, 3, 4):
+            return lower_move(self, n, "Reshape", {})
+        x = self.var(n.inputs[0])
         root = x.root
-        if len(shape) not in (2, 4):
-            raise _err(n, f"reshape to rank {len(shape)} has no Tensil layout")
         if root.is_input and x is root and all(c.op in ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity")
                                                for c in self.g.consumers(x.name)):
             # the host lays the input out: declare it in the reshaped layout directly
@@ -408,12 +366,17 @@ class Lowering:
             self._use(x)
             return
         flatten = len(root.shape) == 4 and len(shape) == 2
-        if not flatten and (L.vector_count(shape, self.N) != root.size or
-                            (len(shape) == 4 and len(root.shape) == 4 and shape != root.shape)):
-            raise _err(n, f"reshape {x.shape} → {shape} changes Tensil's vector layout",
-                       "only flattening NCHW tensors for a following Gemm is free on Tensil")
+        if not flatten and not self._free_view(root.shape, shape):
+            return lower_move(self, n, "Reshape", {})  # the lanes move: through the array
         self._use(x)
         self.vars[out] = Var(out, shape, root.size, view_of=root)
+
+    def _free_view(self, src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
+        """Whether a reshape ``src → dst`` leaves every element in its (vector, lane)."""
+        if src == dst:
+            return True
+        a, b = L.element_positions(src, self.N), L.element_positions(dst, self.N)
+        return a.shape == b.shape and np.array_equal(a, b)
 
     def _same_layout(self, v: Var) -> bool:
         """A view whose vectors are exactly its own layout (so any op may read it)."""
@@ -436,6 +399,17 @@ class Lowering:
         cs = [self.const(f"{n.name}.{t}", L.activation_to_vectors(v[None, :], self.N)[:L.blocks(len(v), self.N)])
               for t, v in (("keys", keys), ("values", values), ("slopes", slopes))]
         self.ops.append(SimdOp(n, "lut", [x.root], self._out(n, None), consts=cs))
+
+    def _hard(self, n) -> None:
+        """HardSigmoid / HardSwish from the SIMD ALU ops (:mod:`.simdjobs`)."""
+        x = self._use(self.var(n.inputs[0]))
+        if not self._same_layout(x):
+            raise _err(n, "activation of a flattened NCHW tensor (apply it before the Flatten)")
+        swish = n.op == "HardSwish"
+        alpha, beta = (1 / 6, 0.5) if swish else (float(n.attrs["alpha"]), float(n.attrs["beta"]))
+        cs = [self.const(f"{n.name}.{k}", L.replicate(v, self.N))
+              for k, v in (("alpha", alpha), ("beta", beta), ("zero", 0.0), ("one", 1.0))]
+        self.ops.append(SimdOp(n, "hard", [x.root], self._out(n, None), consts=cs, geom={"swish": swish}))
 
     def _resize(self, n) -> None:
         x = self._use(self.var(n.inputs[0]))
@@ -468,17 +442,13 @@ class Lowering:
 
     def _concat(self, n) -> None:
         """Channel (or feature) concatenation: vector blocks copied through the accumulators."""
+        if any(i in self.g.initializers for i in n.inputs):
+            return lower_move(self, n, "Concat", n.attrs)
         ins = [self.var(i) for i in n.inputs]
         rank = len(ins[0].shape)
-        if int(n.attrs["axis"]) != 1 or rank not in (2, 4):
-            raise _err(n, "only channel concatenation of NCHW tensors (or features of 2-D ones) is supported")
-        for v in ins:
-            if not self._same_layout(v):
-                raise _err(n, "operand is a flattened NCHW tensor")
-        for v in ins[:-1]:
-            if v.shape[1] % self.N:
-                raise _err(n, f"operand {v.name} has {v.shape[1]} channels, not a multiple of the array size "
-                              f"{self.N}: its lanes would have to move", "pad the channels to a multiple of N")
+        if int(n.attrs["axis"]) != 1 or rank not in (2, 4) or any(not self._same_layout(v) for v in ins) \
+                or any(v.shape[1] % self.N for v in ins[:-1]):
+            return lower_move(self, n, "Concat", n.attrs)  # lanes move: through the array
         for v in ins:
             self._use(v)
         self.ops.append(SimdOp(n, "concat", [v.root for v in ins], self._out(n, None)))
@@ -511,4 +481,8 @@ LOWERINGS = {
     "Softmax": OnHost("Softmax at an output runs on the host (the softmax policy)", _node_only(Lowering._softmax)),
     **dict.fromkeys(LUT_FUNCTIONS, _node_only(Lowering._lut)),
     "Concat": _node_only(Lowering._concat), "Resize": _node_only(Lowering._resize),
+    "MatMul": Lowering._array,
+    **dict.fromkeys(("HardSigmoid", "HardSwish"), _node_only(Lowering._hard)),
+    **dict.fromkeys(("Slice", "Pad", "Transpose", "ReduceMean", "ReduceSum"),
+                    lambda low, n, *_: lower_move(low, n, n.op, n.attrs)),
 }

@@ -19,6 +19,7 @@ from ..config import load_arch
 from ..formats.model import read_csv_vectors
 from ..program import TensilProgram
 from .emulator import Emulator, emulate_model
+from .energy import program_energy
 from .estimator import estimate
 
 __all__ = ["TIMING_MODELS", "simulate"]
@@ -77,7 +78,8 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
     stats = Stats(instructions=len(program), extra=extra)
     macs = true_macs or (model.extensions.get("x_nnisa_true_macs") if model is not None else None)
     est = estimate(program, macs)
-    extra["estimator"] = {k: est[k] for k in ("cycles", "energy", "classes", "dram_vectors", "dram_vectors_total")}
+    extra["estimator"] = {k: est[k] for k in ("cycles", "classes", "dram_vectors", "dram_vectors_total")}
+    extra["estimator"]["energy_units"] = est["energy"]  # Tensil's unitless figure; energy_pj is ours
     if "mac_efficiency" in est:
         extra["mac_efficiency"] = est["mac_efficiency"]
     if mode in ("both", "timing"):
@@ -100,5 +102,9 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
         clock = extra.get("detailed", {}).get("clock_mhz", 100.0)
         stats.latency_ns = stats.cycles * 1000.0 / clock
         extra["clock_mhz"] = clock
+    runs_done = int(extra.get("runs") or runs or 1)
+    en = program_energy(program, runs=runs_done, latency_ns=stats.latency_ns)
+    stats.energy_pj = en.pop("energy_pj")
+    extra.update(en)
     stats.wall_s = time.perf_counter() - t0
     return SimResult(outputs, stats, details=None, timeline=tl)
