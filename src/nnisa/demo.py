@@ -113,7 +113,7 @@ def reference_step(pictures: Path | None) -> list[dict[str, Any]]:
                 opts["gantt"] = str(pictures / "pim_resnet18_gantt.png")
             row: dict[str, Any] = {"target": name, "workload": workload}
             try:
-                row.update(t.bench(workload, config=config, **opts))
+                row.update(t.bench(workload, config=config, **opts).to_dict())
             except NnisaError as exc:
                 row["summary"] = f"skipped: {exc.message}"
             out.append(row)

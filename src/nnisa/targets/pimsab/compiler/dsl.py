@@ -61,8 +61,8 @@ class Compiled:
 
     def run(self, values: dict[str, np.ndarray], *, mode: str = "functional", **options: Any):
         """Simulate with these input tensors; returns ``(outputs by name, SimResult)``."""
-        from ..sim.simulate import simulate_pimsab
-        res = simulate_pimsab(self.program, config=self.config, inputs=self.inputs(values), mode=mode, **options)
+        from ..sim.simulate import simulate
+        res = simulate(self.program, config=self.config, inputs=self.inputs(values), mode=mode, **options)
         outs = self.layout.unpack(res.details.machine.dram.read) if res.details.machine is not None else {}
         t = self.schedule.op.dtype
         return {k: host_float(wrap(v, t), t) for k, v in outs.items()}, res
@@ -70,9 +70,9 @@ class Compiled:
     def run_batch(self, values: list[dict[str, np.ndarray]], *, mode: str = "functional", **options: Any):
         """:meth:`run` for many samples in one batched simulation; returns ``(outputs by name per
         sample, SimResult of the first sample)``."""
-        from ..sim.simulate import simulate_pimsab_batch
+        from ..sim.simulate import simulate_many
         images = self.layout.pack_batch(values)
-        res = simulate_pimsab_batch(self.program, config=self.config, inputs=[{"dram_0x0": im} for im in images],
+        res = simulate_many(self.program, config=self.config, inputs=[{"dram_0x0": im} for im in images],
                                     mode=mode, **options)
         m, t = res[0].details.machine, self.schedule.op.dtype
         if m is None:

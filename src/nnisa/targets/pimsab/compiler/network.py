@@ -30,6 +30,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ....core.lowering import OnHost
+from ....frontend.prepare import QUANTIZABLE
 from ....frontend.qeval import run_qnode
 from ....frontend.quant import QGraph, QNode
 from ..config import PimsabConfig
@@ -103,14 +105,13 @@ class Lowering:
 
     def lower(self) -> list[Layer]:
         for n in self.qg.nodes:
-            fn = getattr(self, "_" + n.op.lower(), None)
+            entry = LOWERINGS.get(n.op) or _fallback(n.op)
             layer = Layer(n)
             reason = self._host_reason(n)
-            if fn is None or reason:
-                layer.host_reason = reason or ("layout op (host)" if n.op in HOST_LAYOUT else
-                                               f"{n.op}: host fallback (frontend integer semantics)")
+            if isinstance(entry, OnHost) or reason:
+                layer.host_reason = reason or entry.why
             else:
-                fn(n, layer)
+                entry(self, n, layer)
             self.layers.append(layer)
         return self.layers
 
@@ -308,7 +309,6 @@ class Lowering:
     def _relu(self, n: QNode, layer: Layer) -> None:
         self._elementwise(n, layer, lambda a: a[0], [n.inputs[0]])
 
-    _clip = _relu
 
     def _add(self, n: QNode, layer: Layer) -> None:
         if n.const is not None or not n.requant.is_pow2 or any(not r.is_pow2 or np.ndim(r.shift)
@@ -329,7 +329,6 @@ class Lowering:
                 (acc << -out_shift if out_shift < 0 else acc)
         self._elementwise(n, layer, expr, list(n.inputs[:2]))
 
-    _sub = _add
 
 
 @dataclass
@@ -372,8 +371,8 @@ def _run_network(qg: QGraph, layers: list[Layer], qinputs: list[dict[str, np.nda
         else:
             for p in L.programs:
                 if mode == "timing":
-                    from ..sim.simulate import simulate_pimsab
-                    res = simulate_pimsab(p.compiled.program, config=p.compiled.config.replace(functional=False),
+                    from ..sim.simulate import simulate
+                    res = simulate(p.compiled.program, config=p.compiled.config.replace(functional=False),
                                           mode="timing")
                     outs = [{} for _ in envs]
                 elif batched:
@@ -398,6 +397,21 @@ def _run_network(qg: QGraph, layers: list[Layer], qinputs: list[dict[str, np.nda
         rows.append(row)
     return [NetRun({t.name: env[t.name] for t in qg.outputs if t.name in env}, rows, total_c, total_e, total_i)
             for env in envs]
+
+
+def _fallback(op: str) -> OnHost:
+    return OnHost(f"{op}: host fallback (frontend integer semantics)")
+
+
+#: the PIMSAB lowering table: IR op → ``fn(lowering, node, layer)`` for the layers compiled to device
+#: programs; layout ops and every other op with integer semantics run on the host (the frontend's
+#: integer reference).  ``nnisa targets --ops`` and the docs come from it.
+LOWERINGS = {
+    **{op: _fallback(op) for op in sorted(QUANTIZABLE)}, **dict.fromkeys(HOST_LAYOUT, OnHost("layout op (host)")),
+    "Conv": Lowering._conv, "Gemm": Lowering._gemm, "MaxPool": Lowering._maxpool,
+    "GlobalAveragePool": Lowering._globalaveragepool, "Relu": Lowering._relu, "Clip": Lowering._relu,
+    "Add": Lowering._add, "Sub": Lowering._add,
+}
 
 
 def lower_model(qg: QGraph, cfg: PimsabConfig) -> tuple[list[Layer], float]:

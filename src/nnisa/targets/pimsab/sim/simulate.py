@@ -17,7 +17,7 @@ import numpy as np
 
 from ....core.errors import ConfigError, OptionError, SimError
 from ....core.fileio import write_atomic
-from ....core.target import SimResult, Stats
+from ....core.target import SimResult, Stats, check_mode
 from ..config import PimsabConfig, load_config, preset_for_hash
 from ..isa import build_isa
 from ..program import PimsabProgram, ZERO_SHA, check_program
@@ -26,8 +26,9 @@ from .machine import Machine, run_functional
 from .ops import KIND_NAMES, MN_NAMES, TimingOps, classify, lower
 from .timing import STATES, TimingResult, run_timing
 
+__all__ = ["PimsabRun", "check_values", "parse_dump", "simulate"]
+
 ISA = build_isa()
-MODES = ("functional", "timing", "both")
 CLASSES = ("compute", "dram", "network")
 
 
@@ -95,38 +96,36 @@ def _rf_recorder(prog: PimsabProgram) -> tuple[dict[int, tuple[int, ...]], Any]:
     return values, record
 
 
-def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
-                    mode: str | None = None, engine: str = "fast", trace: str | None = None,
-                    gantt: str | None = None, log: str | None = None, dump: str | None = None,
-                    max_cycles: int = 2_000_000_000, microops: bool = False, **_: Any) -> SimResult:
-    """Simulate a program; see the module docstring."""
-    return _simulate(prog, config, inputs, None, mode, engine, trace, gantt, log, dump, max_cycles, microops)[0]
+def simulate(prog: PimsabProgram, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
+             mode: str | None = None, engine: str = "fast", timeline: bool = False, log: str | None = None,
+             dump: str | None = None, max_cycles: int = 2_000_000_000, microops: bool = False,
+             **_: Any) -> SimResult:
+    """Simulate a program; see the module docstring.  ``timeline``: ``SimResult.timeline`` (one
+    track per tile stream) of a timed run."""
+    return _simulate(prog, config, inputs, None, mode, engine, timeline, log, dump, max_cycles, microops)[0]
 
 
-def simulate_pimsab_batch(prog: PimsabProgram, *, inputs: list[dict[str, np.ndarray]], config: Any = None,
-                          mode: str | None = None, engine: str = "fast", trace: str | None = None,
-                          gantt: str | None = None, log: str | None = None, dump: str | None = None,
-                          max_cycles: int = 2_000_000_000, microops: bool = False, **_: Any) -> list[SimResult]:
-    """:func:`simulate_pimsab` for many samples (one ``inputs`` dict each) in one pass: the values of
+def simulate_many(prog: PimsabProgram, *, inputs: list[dict[str, np.ndarray]], config: Any = None,
+                  mode: str | None = None, engine: str = "fast", timeline: bool = False, log: str | None = None,
+                  dump: str | None = None, max_cycles: int = 2_000_000_000, microops: bool = False,
+                  **_: Any) -> list[SimResult]:
+    """:func:`simulate` for many samples (one ``inputs`` dict each) in one pass: the values of
     every sample come from one batched functional run (:mod:`.batch`), cycles and energy from one
     timing run (they do not depend on the data).  One :class:`SimResult` per sample; they share
     the statistics and details.  Micro-op mode runs the samples one by one."""
     if microops or not inputs:
-        return [simulate_pimsab(prog, config=config, inputs=x, mode=mode, engine=engine, trace=trace, gantt=gantt,
-                                log=log, dump=dump, max_cycles=max_cycles, microops=microops) for x in inputs]
-    return _simulate(prog, config, list(inputs), len(inputs), mode, engine, trace, gantt, log, dump, max_cycles,
-                     False)
+        return [simulate(prog, config=config, inputs=x, mode=mode, engine=engine, timeline=timeline, log=log,
+                         dump=dump, max_cycles=max_cycles, microops=microops) for x in inputs]
+    return _simulate(prog, config, list(inputs), len(inputs), mode, engine, timeline, log, dump, max_cycles, False)
 
 
-def _simulate(prog, config, inputs, batch, mode, engine, trace, gantt, log, dump, max_cycles,
+def _simulate(prog, config, inputs, batch, mode, engine, timeline, log, dump, max_cycles,
               microops) -> list[SimResult]:
     t0 = time.perf_counter()
     if config is None and prog.config_sha != ZERO_SHA and (name := preset_for_hash(prog.config_sha)):
         config = name
     cfg = load_config(config)
-    mode = mode or "both"
-    if mode not in MODES:
-        raise OptionError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    mode = check_mode(mode)
     bad = check_program(prog, cfg)
     if bad is not None:
         i, msg = bad
@@ -138,6 +137,7 @@ def _simulate(prog, config, inputs, batch, mode, engine, trace, gantt, log, dump
         warnings.append(f"program was built for {'preset ' + name if name else 'another configuration'}; "
                         f"simulated with {preset_for_hash(cfg.sha256) or 'the given configuration'}")
     run = PimsabRun(cfg)
+    tl = None
     functional = mode in ("functional", "both") and cfg.functional
     timing = mode in ("timing", "both")
     rf_values = None
@@ -172,22 +172,17 @@ def _simulate(prog, config, inputs, batch, mode, engine, trace, gantt, log, dump
         stats.latency_ns = tr.cycles / cfg.clock_ghz
         stats.energy_pj = run.energy["dynamic_j"] * 1e12
         extra.update(timing_report(run.ops, tr, cfg))
-        extra.update({"timing_model": f"pimsab-{cfg.cycle_mode} (spec 3.2-3.5: official-simulator formulas, "
-                                      f"nnisa controller/NoC/DRAM model, {tr.engine} engine)",
+        extra.update({"timing_model": f"pimsab-{cfg.cycle_mode} (spec 3.2-3.5, 3.4a: the official simulator's "
+                                      f"formulas and controller/NoC/DRAM rules, {tr.engine} engine)",
                       "time_ns": tr.cycles / cfg.clock_ghz, "energy_j": run.energy["dynamic_j"],
                       "static_energy_j": run.energy["static_j"],
                       "energy_by_component_j": run.energy["dynamic_by_component_j"],
                       "static_by_component_j": run.energy["static_by_component_j"]})
         if log:
             write_atomic(log, instruction_log(prog, run.ops, tr))
-        if gantt or trace:
+        if timeline:
             from .timeline import to_timeline
             tl = to_timeline(prog, run.ops, tr, cfg)
-            from ....report.timeline import plot_gantt, write_chrome_trace
-            if gantt:
-                plot_gantt(tl, gantt)
-            if trace:
-                write_chrome_trace(tl, trace)
     per_sample: list[dict[str, np.ndarray]] = [{}] * (batch or 1)
     if run.machine is not None:
         if microops:
@@ -209,7 +204,7 @@ def _simulate(prog, config, inputs, batch, mode, engine, trace, gantt, log, dump
         extra["warnings"] = warnings
     stats.wall_s = time.perf_counter() - t0
     stats.extra = extra
-    return [SimResult(outputs, stats, run) for outputs in per_sample]
+    return [SimResult(outputs, stats, run, timeline=tl) for outputs in per_sample]
 
 
 def event_order(ops: TimingOps, tr: TimingResult) -> list[int]:
