@@ -117,7 +117,7 @@ def run_batched(prog: PimsabProgram, cfg: PimsabConfig, inputs: list[dict], writ
         dram.write(addr, data, record=False)
     movers = np.isin(code[:, COL["op"]], [OPC[x] for x in ("load", "load_shf", "cram_tx_rx", "cram_bcast")])
     tmp_w = max(int(plan.extents.max(initial=8)), int(code[movers, COL["n"]].max(initial=0)), cfg.rf_regs)
-    tmp = np.zeros((4, max(tmp_w, 8) * B + 4096), np.uint64)   # + a compute chunk (interp_nb._chunk)
+    tmp = np.zeros((interp_nb.TMP_ROWS, max(tmp_w, 8) * B), np.uint64)
     msg = np.zeros((max(plan.msg_words, 1), B), np.uint64)
     shared = dram.shared.reshape(-1, 1)
     K, k = len(code), 0

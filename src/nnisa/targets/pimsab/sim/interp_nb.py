@@ -7,12 +7,13 @@ latches ``mask``/``carry`` (columns, B), ``rf`` (tiles, regs, B)), the DRAM buff
 (words, B); it returns at the first row whose opcode is :data:`.plan.PY` (the driver runs it with
 the reference semantics, then calls again) or at the end.
 
-A compute instruction runs in three passes over flat (bitlines × samples) scratch rows: gather
-the operands (sign-extended words), compute, scatter the result through the predicate (the
-carry latch takes the add/sub carry, else 0).  Every pass is a branch-free loop over the samples,
-so the work per element is a few vector instructions; reading every source before writing also
-makes in-place updates and the instructions that read across bitlines (``shift``, reductions,
-``cram_local_shf``, CRAM transfers) exact.  The semantics are those of :mod:`.compute` and
+Work goes one bitline at a time, across the samples: an operand of bitline g is the word (or two
+words) of ``cols[g]`` that holds its rows, the same shift and mask for every sample, so each step
+is a branch-free loop over B contiguous words that the compiler vectorises (:func:`_ld_row`,
+:func:`_st_row`).  An element-wise instruction reads all its operands of a bitline before it
+writes that bitline, which makes in-place updates exact; the instructions that read across
+bitlines (``shift``, reductions, ``cram_local_shf``, transfers) order their bitlines so that no
+source is overwritten before it is read.  The semantics are those of :mod:`.compute` and
 :mod:`.machine` for integers (the reference; tests compare the two on random instruction
 streams).
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .cram_nb import ALL, ZERO, load, low, operand, store
+from .cram_nb import ZERO, load, low, operand
 from .plan import COL, OPC, PY
 
 OP, T, N, PRED, RD, RA, RB, RS = (COL[c] for c in ("op", "t", "n", "pred", "rd", "ra", "rb", "rs"))
@@ -38,221 +39,278 @@ X0, X1, X2, X3, DOFF, DOWN, DBYTES, MOFF = (COL[c] for c in ("x0", "x1", "x2", "
     "cram_bcast", "tile_tx", "tile_rx"))
 U1 = np.uint64(1)
 M32 = np.uint64(0xFFFFFFFF)
-KEEP, CLEAR, CARRY = 0, 1, 2      # what a scatter does to the carry latch
-
-
-@nb.njit(cache=True)
-def _gather(cols, base, n, od, out):
-    """out[i·B + b] = the operand at bitline base + i, sample b."""
-    B = cols.shape[2]
-    for i in range(n):
-        g = base + i
-        for b in range(B):
-            out[i * B + b] = load(cols, g, b, od)
+KEEP, CLEAR, CARRY = 0, 1, 2      # what a write does to the carry latch
+#: scratch rows of ``tmp`` (each at least B words): operands, result, carries, enables, constants
+RA_, RB_, RC_, RY_, REN, RK1, RK2, RZ = range(8)
+TMP_ROWS = 8
 
 
 @nb.njit(cache=True, inline="always")
-def _put(cols, mask, carry, g, b, od, v, y, pred, cy):
-    """Store ``v`` at bitline g of sample b where predicate ``pred`` allows; the carry latch of a
-    written bitline is kept (KEEP), cleared (CLEAR) or set to ``y`` ≠ 0 (CARRY)."""
-    c = carry[g, b]
-    e = (pred == 0) | ((pred == 1) & mask[g, b]) | ((pred == 2) & c) | ((pred == 3) & (not c))
-    store(cols, g, b, od, v, ZERO - np.uint64(e))
+def _ld_row(cols, g, od, out):
+    """out[b] = the operand ``od`` at bitline g of sample b (sign-extended when signed)."""
+    k, k2, sh, r, m, hm, sgn = od
+    w0 = cols[g, k]
+    if hm:
+        w1 = cols[g, k2]
+        for b in range(w0.shape[0]):
+            x = ((w0[b] >> sh) | (w1[b] << r)) & m
+            out[b] = (x ^ sgn) - sgn
+    else:
+        for b in range(w0.shape[0]):
+            out[b] = (((w0[b] >> sh) & m) ^ sgn) - sgn
+
+
+@nb.njit(cache=True, inline="always")
+def _put_row(cols, g, od, v):
+    """Store the low p bits of v[b] at bitline g of every sample (no predicate, latches kept)."""
+    k, k2, sh, r, m, hm, _ = od
+    w0 = cols[g, k]
+    keep = ~(m << sh)
+    for b in range(w0.shape[0]):
+        w0[b] = (w0[b] & keep) | ((v[b] & m) << sh)
+    if hm:
+        w1 = cols[g, k2]
+        keep1 = ~(m >> r)
+        for b in range(w1.shape[0]):
+            w1[b] = (w1[b] & keep1) | ((v[b] & m) >> r)
+
+
+@nb.njit(cache=True, inline="always")
+def _st_row(cols, mask, carry, g, od, v, y, pred, cy, en):
+    """Store v[b] at bitline g where predicate ``pred`` allows (0: always, 1: mask, 2: carry,
+    3: not carry); the carry latch of a written bitline is kept (KEEP), cleared (CLEAR) or set to
+    y[b] ≠ 0 (CARRY).  ``en``: a scratch row for the enables."""
+    cr = carry[g]
+    if pred == 0:
+        _put_row(cols, g, od, v)
+        if cy == CLEAR:
+            for b in range(cr.shape[0]):
+                cr[b] = False
+        elif cy == CARRY:
+            for b in range(cr.shape[0]):
+                cr[b] = y[b] != 0
+        return
+    k, k2, sh, r, m, hm, _ = od
+    mk, w0 = mask[g], cols[g, k]
     keep = cy == KEEP
-    new = ((cy == CARRY) & (y != 0)) & e
-    carry[g, b] = (keep & c) | ((not keep) & (new | (c & (not e))))
+    for b in range(cr.shape[0]):
+        c = cr[b]
+        e = ((pred == 1) & mk[b]) | ((pred == 2) & c) | ((pred == 3) & (not c))
+        en[b] = ZERO - np.uint64(e)
+        w0[b] ^= (w0[b] ^ (v[b] << sh)) & (m << sh) & en[b]
+        new = ((cy == CARRY) & (y[b] != 0)) & e
+        cr[b] = (keep & c) | ((not keep) & (new | (c & (not e))))
+    if hm:
+        w1 = cols[g, k2]
+        for b in range(w1.shape[0]):
+            w1[b] ^= (w1[b] ^ ((v[b] & m) >> r)) & (m >> r) & en[b]
 
 
 @nb.njit(cache=True)
-def _scatter(cols, mask, carry, base, n, od, R, Y, pred, cy):
-    """:func:`_put` of R[i·B + b] (carry Y[i·B + b]) at bitlines [base, base+n)."""
-    B = cols.shape[2]
-    for i in range(n):
-        g = base + i
-        for b in range(B):
-            _put(cols, mask, carry, g, b, od, R[i * B + b], Y[i * B + b], pred, cy)
-
-
-@nb.njit(cache=True)
-def _fill(cols, mask, carry, base, n, od, v, pred, cy):
-    """:func:`_put` of the value ``v`` at bitlines [base, base+n)."""
-    B = cols.shape[2]
-    for i in range(n):
-        for b in range(B):
-            _put(cols, mask, carry, base + i, b, od, v, ZERO, pred, cy)
-
-
-@nb.njit(cache=True, inline="always")
-def _chunk(B):
-    """Bitlines per pass of a compute instruction: the scratch rows stay in the L1/L2 caches."""
-    return max(8, 4096 // max(B, 1))
-
-
-@nb.njit(cache=True)
-def _rf_const(rf, t, reg, bits, signed, n, out):
-    """out[i·B + b] = RF register ``reg`` of sample b read at a precision (low min(bits, 32) bits,
-    extended), for every i < n."""
-    B = rf.shape[2]
+def _rf_const(rf, t, reg, bits, signed, out):
+    """out[b] = RF register ``reg`` of sample b read at a precision (low min(bits, 32) bits,
+    extended)."""
     od = operand(0, bits, signed)
     sgn, m = od[6], low(min(bits, 32))
-    for b in range(B):
-        v = ((np.uint64(rf[t, reg, b]) & m) ^ sgn) - sgn
-        for i in range(n):
-            out[i * B + b] = v
+    for b in range(out.shape[0]):
+        out[b] = ((np.uint64(rf[t, reg, b]) & m) ^ sgn) - sgn
 
 
 @nb.njit(cache=True)
 def _compute(c, o, cols, mask, carry, rf, base, tmp):
-    """Instructions whose bitline i reads and writes only bitline i, a chunk of bitlines at a time."""
+    """Instructions whose bitline i reads and writes only bitline i, one bitline at a time."""
     B = cols.shape[2]
-    n, pred = c[N], c[PRED]
+    t, n, pred = c[T], c[N], c[PRED]
+    A, Bv, C, Y, EN = tmp[RA_, :B], tmp[RB_, :B], tmp[RC_, :B], tmp[RY_, :B], tmp[REN, :B]
+    K1, K2, Z = tmp[RK1, :B], tmp[RK2, :B], tmp[RZ, :B]
+    Z[:] = 0
     od_d = operand(c[RD], c[PD], False)
     if o == SET_MASK:
         od = operand(c[RA], 1, False)
         for i in range(n):
             g = base + i
+            _ld_row(cols, g, od, A)
+            mk, cr = mask[g], carry[g]
             for b in range(B):
-                cc = carry[g, b]
-                e = (pred == 0) | ((pred == 1) & mask[g, b]) | ((pred == 2) & cc) | ((pred == 3) & (not cc))
-                mask[g, b] = (e & (load(cols, g, b, od) != 0)) | ((not e) & mask[g, b])
-                carry[g, b] = cc & (not e)
+                cc = cr[b]
+                e = (pred == 0) | ((pred == 1) & mk[b]) | ((pred == 2) & cc) | ((pred == 3) & (not cc))
+                mk[b] = (e & (A[b] != 0)) | ((not e) & mk[b])
+                cr[b] = cc & (not e)
         return
     if o == SET or o == RESET:
-        _fill(cols, mask, carry, base, n, od_d, low(c[PD]) if o == SET else ZERO, pred, CLEAR)
+        v = low(c[PD]) if o == SET else ZERO
+        for b in range(B):
+            A[b] = v
+        for i in range(n):
+            _st_row(cols, mask, carry, base + i, od_d, A, Z, pred, CLEAR, EN)
         return
-    ch = _chunk(B)
-    for i0 in range(0, n, ch):
-        cnt = min(ch, n - i0)
-        cy = _alu(c, o, cols, rf, base + i0, cnt, tmp)
-        if o == MAC:
-            _fill(cols, mask, carry, base + i0, cnt, operand(c[RS], c[X0], False), ZERO, pred, KEEP)
-        _scatter(cols, mask, carry, base + i0, cnt, od_d, tmp[0], tmp[3], pred, cy)
-
-
-@nb.njit(cache=True, inline="always")
-def _alu(c, o, cols, rf, base, n, tmp):
-    """tmp[0] ← the result of bitlines [base, base+n) (tmp[3]: carries); returns the carry mode."""
-    B = cols.shape[2]
-    t, pd, sa, sb = c[T], c[PD], c[SA] != 0, c[SB] != 0
-    A, Bv, C, Y = tmp[0], tmp[1], tmp[2], tmp[3]
-    m = low(pd)
-    nb_ = n * B
-    cy = CLEAR
-    _gather(cols, base, n, operand(c[RA], c[PA], sa), A)
+    sa, sb = c[SA] != 0, c[SB] != 0
+    od_a, od_b = operand(c[RA], c[PA], sa), operand(c[RB], c[PB], sb)
+    od_c, od_s = operand(c[RD], c[PC], c[SC] != 0), operand(c[RS], max(c[X0], 1), False)
     if o == MUL_C or o == ADD_C:
-        _rf_const(rf, t, c[RB], c[PB], sb, n, Bv)
+        _rf_const(rf, t, c[RB], c[PB], sb, K1)
     elif o == DOT_C:
-        _rf_const(rf, t, c[X0], c[PC], c[SC] != 0, n, C)
-        _rf_const(rf, t, c[X1], c[PE], c[SE] != 0, n, Y)
-        _gather(cols, base, n, operand(c[RB], c[PB], sb), Bv)
-    elif o != NOT and o != COPY:
-        _gather(cols, base, n, operand(c[RB], c[PB], sb), Bv)
-    if o == ADD or o == ADD_C:
-        cy = CARRY
-        if pd >= 64:
-            for j in range(nb_):
-                s = A[j] + Bv[j]
-                Y[j] = np.uint64(s < A[j])
-                A[j] = s
-        else:
-            sh = np.uint64(pd)
-            for j in range(nb_):
-                s = (A[j] & m) + (Bv[j] & m)
-                Y[j] = (s >> sh) & U1
-                A[j] = s
-    elif o == SUB:
-        cy = CARRY
-        for j in range(nb_):
-            Y[j] = np.uint64((A[j] & m) >= (Bv[j] & m))
-            A[j] = A[j] - Bv[j]
-    elif o == MULT or o == MUL_C:
-        for j in range(nb_):
-            A[j] = A[j] * Bv[j]
-    elif o == AND:
-        for j in range(nb_):
-            A[j] = A[j] & Bv[j]
-    elif o == OR:
-        for j in range(nb_):
-            A[j] = A[j] | Bv[j]
-    elif o == XOR:
-        for j in range(nb_):
-            A[j] = A[j] ^ Bv[j]
-    elif o == MAX or o == MIN:
-        # x >= y for values read as signed (sa, sb) or unsigned: the sign decides when the signs
-        # differ, else the unsigned order of the two's-complement patterns
-        for j in range(nb_):
-            x, y = A[j], Bv[j]
-            xn = sa & (np.int64(x) < 0)
-            yn = sb & (np.int64(y) < 0)
-            ge = ((xn == yn) & (x >= y)) | ((xn != yn) & yn)
-            pick = ge if o == MAX else (((xn == yn) & (y >= x)) | ((xn != yn) & xn))
-            A[j] = x if pick else y
-    elif o == NOT:
-        for j in range(nb_):
-            A[j] = ~A[j]
-    elif o == DOT_C:
-        for j in range(nb_):
-            A[j] = A[j] * C[j] + Bv[j] * Y[j]
-    elif o == MAC:   # the scratch rows are cleared, then d = acc + a × b
-        _gather(cols, base, n, operand(c[RD], c[PC], c[SC] != 0), C)
-        for j in range(nb_):
-            A[j] = C[j] + A[j] * Bv[j]
-    return cy
+        _rf_const(rf, t, c[X0], c[PC], c[SC] != 0, K1)
+        _rf_const(rf, t, c[X1], c[PE], c[SE] != 0, K2)
+    if o == MAC and pred == 0 and not (od_a[5] or od_b[5] or od_c[5] or od_d[5] or od_s[5]):
+        _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, A)
+        return
+    two = not (o == NOT or o == COPY or o == MUL_C or o == ADD_C)
+    pd = c[PD]
+    m = low(pd)
+    sh = np.uint64(min(pd, 63))
+    for i in range(n):
+        g = base + i
+        _ld_row(cols, g, od_a, A)
+        if two:
+            _ld_row(cols, g, od_b, Bv)
+        cy = CLEAR
+        if o == ADD or o == ADD_C:
+            cy = CARRY
+            if o == ADD_C:
+                for b in range(B):
+                    Bv[b] = K1[b]
+            if pd >= 64:
+                for b in range(B):
+                    s = A[b] + Bv[b]
+                    Y[b] = np.uint64(s < A[b])
+                    A[b] = s
+            else:
+                for b in range(B):
+                    s = (A[b] & m) + (Bv[b] & m)
+                    Y[b] = (s >> sh) & U1
+                    A[b] = s
+        elif o == SUB:
+            cy = CARRY
+            for b in range(B):
+                Y[b] = np.uint64((A[b] & m) >= (Bv[b] & m))
+                A[b] = A[b] - Bv[b]
+        elif o == MULT:
+            for b in range(B):
+                A[b] = A[b] * Bv[b]
+        elif o == MUL_C:
+            for b in range(B):
+                A[b] = A[b] * K1[b]
+        elif o == AND:
+            for b in range(B):
+                A[b] = A[b] & Bv[b]
+        elif o == OR:
+            for b in range(B):
+                A[b] = A[b] | Bv[b]
+        elif o == XOR:
+            for b in range(B):
+                A[b] = A[b] ^ Bv[b]
+        elif o == MAX or o == MIN:
+            # x >= y for values read as signed (sa, sb) or unsigned: the sign decides when the signs
+            # differ, else the unsigned order of the two's-complement patterns
+            for b in range(B):
+                x, y = A[b], Bv[b]
+                xn = sa & (np.int64(x) < 0)
+                yn = sb & (np.int64(y) < 0)
+                ge = ((xn == yn) & (x >= y)) | ((xn != yn) & yn)
+                pick = ge if o == MAX else (((xn == yn) & (y >= x)) | ((xn != yn) & xn))
+                A[b] = x if pick else y
+        elif o == NOT:
+            for b in range(B):
+                A[b] = ~A[b]
+        elif o == DOT_C:
+            for b in range(B):
+                A[b] = A[b] * K1[b] + Bv[b] * K2[b]
+        elif o == MAC:   # d = acc + a × b; the scratch rows are cleared
+            _ld_row(cols, g, od_c, C)
+            for b in range(B):
+                A[b] = C[b] + A[b] * Bv[b]
+            _st_row(cols, mask, carry, g, od_s, Z, Z, pred, KEEP, EN)
+        _st_row(cols, mask, carry, g, od_d, A, Y, pred, cy, EN)
+
+
+@nb.njit(cache=True)
+def _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, r):
+    """``mac`` without a predicate and with no operand across two words (the hot instruction of
+    compiled convolutions): per bitline one fused loop into ``r`` (a scratch row, so that the
+    compiler sees no overlap with the words it reads and vectorises), then the stores."""
+    ka, _, sha, _, ma, _, sga = od_a
+    kb, _, shb, _, mb, _, sgb = od_b
+    kc, _, shc, _, mc, _, sgc = od_c
+    kd, _, shd, _, md, _, _ = od_d
+    ks, _, shs, _, ms, _, _ = od_s
+    keep_d, keep_s = ~(md << shd), ~(ms << shs)
+    for i in range(n):
+        g = base + i
+        wa, wb, wc, wd, ws = cols[g, ka], cols[g, kb], cols[g, kc], cols[g, kd], cols[g, ks]
+        for b in range(wa.shape[0]):
+            a = (((wa[b] >> sha) & ma) ^ sga) - sga
+            x = (((wb[b] >> shb) & mb) ^ sgb) - sgb
+            acc = (((wc[b] >> shc) & mc) ^ sgc) - sgc
+            r[b] = ((acc + a * x) & md) << shd
+        for b in range(wd.shape[0]):
+            wd[b] = (wd[b] & keep_d) | r[b]
+        for b in range(ws.shape[0]):
+            ws[b] &= keep_s
+        cr = carry[g]
+        for b in range(cr.shape[0]):
+            cr[b] = False
 
 
 @nb.njit(cache=True)
 def _across(c, o, cols, mask, carry, base, E, ccols, tmp):
-    """``shift``, ``reduce_cram``, ``reduce_tile``, ``cram_local_shf`` (carry cleared).  Each block
-    of bitlines reads its sources before writing, and no block reads what an earlier block wrote
-    (a shift runs away from its sources; reductions and local shuffles read inside their group or
-    CRAM), so in-place updates are exact."""
+    """``shift``, ``reduce_cram``, ``reduce_tile``, ``cram_local_shf`` (carry cleared).  No source
+    bitline is written before it is read: a shift runs away from its sources; a reduction group or
+    a CRAM's local shuffle reads its sources first."""
     B = cols.shape[2]
     n, x0, pred = c[N], c[X0], c[PRED]
     od_a, od_d = operand(c[RA], c[PA], c[SA] != 0), operand(c[RD], c[PD], False)
-    A, R = tmp[0], tmp[1]
+    R, X, EN, Z = tmp[RB_, :B], tmp[RC_, :B], tmp[REN, :B], tmp[RZ, :B]
+    Z[:] = 0
     if o == SHIFT:
         for k in range(n):
             i = k if c[X1] == 0 else n - 1 - k
             src = i + x0 if c[X1] == 0 else i - x0
             if 0 <= src < n:
-                for b in range(B):
-                    _put(cols, mask, carry, base + i, b, od_d, load(cols, base + src, b, od_a), ZERO, pred, CLEAR)
+                _ld_row(cols, base + src, od_a, R)
+                _st_row(cols, mask, carry, base + i, od_d, R, Z, pred, CLEAR, EN)
             else:
-                for b in range(B):
-                    _put(cols, mask, carry, base + i, b, od_d, ZERO, ZERO, pred, CLEAR)
+                _st_row(cols, mask, carry, base + i, od_d, Z, Z, pred, CLEAR, EN)
         return
     if o == RED_TILE:   # one group of x0 CRAMs at a time: sums in its first CRAM, zeros after
         span = x0 * ccols
         for q in range(0, n, span):
             m_ = min(ccols, n - q)
             for j in range(m_):
-                for b in range(B):
-                    R[j * B + b] = ZERO
+                R[:] = 0
                 for k in range(x0):
-                    for b in range(B):
-                        R[j * B + b] += load(cols, base + q + k * ccols + j, b, od_a)
-            _scatter(cols, mask, carry, base + q, m_, od_d, R, R, pred, CLEAR)
-            _fill(cols, mask, carry, base + q + m_, max(min(span, n - q) - m_, 0), od_d, ZERO, pred, CLEAR)
-        return
-    # reduce_cram (groups of x0 bitlines) and cram_local_shf (within a CRAM): blocks of whole groups
-    unit = x0 if o == RED_CRAM else ccols
-    blk = max(1, _chunk(B) // unit) * unit
-    for i0 in range(0, n, blk):
-        cnt = min(blk, n - i0)
-        _gather(cols, base + i0, min(blk, E - i0), od_a, A)
-        for i in range(cnt):
-            for b in range(B):
-                R[i * B + b] = ZERO
-            if o == RED_CRAM:
-                if i % x0 == 0:
-                    for k in range(x0):
+                    g = q + k * ccols + j
+                    if g < E:
+                        _ld_row(cols, base + g, od_a, X)
                         for b in range(B):
-                            R[i * B + b] += A[(i + k) * B + b]
+                            R[b] += X[b]
+                _st_row(cols, mask, carry, base + q + j, od_d, R, Z, pred, CLEAR, EN)
+            for j in range(m_, min(span, n - q)):
+                _st_row(cols, mask, carry, base + q + j, od_d, Z, Z, pred, CLEAR, EN)
+        return
+    if o == RED_CRAM:   # groups of x0 bitlines: the sum in the group's first bitline, zeros after
+        for q in range(0, n, x0):
+            R[:] = 0
+            for k in range(x0):
+                if q + k < E:
+                    _ld_row(cols, base + q + k, od_a, X)
+                    for b in range(B):
+                        R[b] += X[b]
+            _st_row(cols, mask, carry, base + q, od_d, R, Z, pred, CLEAR, EN)
+            for j in range(q + 1, min(q + x0, n)):
+                _st_row(cols, mask, carry, base + j, od_d, Z, Z, pred, CLEAR, EN)
+        return
+    # cram_local_shf: bitline j of a CRAM takes its bitline j mod x0 (the x0 sources read first)
+    S = tmp[RA_]
+    for q in range(0, n, ccols):
+        for j in range(x0):
+            if q + j < E:
+                _ld_row(cols, base + q + j, od_a, S[j * B:(j + 1) * B])
             else:
-                q = ((i // ccols) * ccols + (i % ccols) % x0) * B
-                for b in range(B):
-                    R[i * B + b] = A[q + b]
-        _scatter(cols, mask, carry, base + i0, cnt, od_d, R, R, pred, CLEAR)
+                S[j * B:(j + 1) * B] = 0
+        for j in range(min(ccols, n - q)):
+            s = (j % x0) * B
+            _st_row(cols, mask, carry, base + q + j, od_d, S[s:s + B], Z, pred, CLEAR, EN)
 
 
 @nb.njit(cache=True, inline="always")
@@ -329,22 +387,20 @@ def _dram_op(c, o, cols, rf, base, E, own, shared, tmp, ccols):
             kept = max(min(n, E - start), 0)          # elements on bitlines the program reads
             _dram_read(c, own, shared, kept, (n + 7) // 8, w, tr, p, A, B)
             for i in range(kept):
-                for b in range(B):
-                    store(cols, base + start + i, b, od, A[i * B + b], ALL)
+                _put_row(cols, base + start + i, od, A[i * B:(i + 1) * B])
         else:
             _dram_read(c, own, shared, n, (n + 7) // 8, w, tr, p, A, B)
             mode, G = c[X3], c[X0]
             for g in range(E if mode else min(n, E)):
                 q = _spread_src(mode, g, ccols, G) * B
-                for b in range(B):
-                    store(cols, base + g, b, od, A[q + b], ALL)
+                _put_row(cols, base + g, od, A[q:q + B])
     elif o == STORE:
         start, plane = c[X0], (n + 7) // 8
         own[off:off + c[DBYTES], :] = 0
         od = operand(row, p, c[SD] != 0 and tr)
         for i in range(n):
             for b in range(B):
-                v = load(cols, base + start + i, b, od)
+                v = load(cols, base + start + i, b, od) if start + i < E else ZERO
                 if tr:
                     _dram_put(own, b, off, i, w, v)
                 else:
@@ -380,13 +436,17 @@ def _move(c, o, cols, rf, base, E, msg, tmp, ccols, crams):
     p = c[PD]
     if o == CRAM_TX or o == CRAM_BC:
         A = tmp[0]
-        _gather(cols, base + (c[X0] if o == CRAM_TX else 0), n, operand(c[RA], p, False), A)
+        src, oda = base + (c[X0] if o == CRAM_TX else 0), operand(c[RA], p, False)
+        for i in range(n):
+            if src - base + i < E:
+                _ld_row(cols, src + i, oda, A[i * B:(i + 1) * B])
+            else:
+                A[i * B:(i + 1) * B] = 0
         od = operand(c[RD], p, False)
         for d in range(1 if o == CRAM_TX else crams - 1):
             dst = c[X1] if o == CRAM_TX else (d + 1) * ccols
             for i in range(max(min(n, E - dst), 0)):
-                for b in range(B):
-                    store(cols, base + dst + i, b, od, A[i * B + b], ALL)
+                _put_row(cols, base + dst + i, od, A[i * B:(i + 1) * B])
     elif o == TILE_TX:
         mode = c[X1]
         if mode == 2:      # the RF image
@@ -398,8 +458,11 @@ def _move(c, o, cols, rf, base, E, msg, tmp, ccols, crams):
             G = c[X0] if mode == 1 else n
             for q in range(crams if mode == 1 else 1):
                 for j in range(G):
-                    for b in range(B):
-                        msg[moff + q * G + j, b] = load(cols, base + q * ccols + j, b, od)
+                    g = q * ccols + j
+                    if g < E:
+                        _ld_row(cols, base + g, od, msg[moff + q * G + j])
+                    else:
+                        msg[moff + q * G + j] = 0
     else:   # TILE_RX
         mode = c[X3]
         if mode == 4:
@@ -409,9 +472,7 @@ def _move(c, o, cols, rf, base, E, msg, tmp, ccols, crams):
         else:
             od = operand(c[RD], p, False)
             for g in range(E if mode else min(n, E)):
-                q = moff + _spread_src(mode, g, ccols, c[X0])
-                for b in range(B):
-                    store(cols, base + g, b, od, msg[q, b], ALL)
+                _put_row(cols, base + g, od, msg[moff + _spread_src(mode, g, ccols, c[X0])])
 
 
 @nb.njit(cache=True)
