@@ -362,7 +362,17 @@ def _dram_read(c, own, shared, n, plane, w, tr, p, out, B):
     """out[i·B + b] = element i < n of the instruction's DRAM vector (bit planes of ``plane``
     bytes when tr=0; shared data decoded once)."""
     off = c[DOFF]
-    if c[DOWN]:
+    if c[DOWN] and tr and w >= 8:    # whole bytes per element: rows of B samples at a time
+        nb_ = w // 8
+        for i in range(n):
+            r = out[i * B:(i + 1) * B]
+            r[:] = 0
+            for j in range(nb_):
+                src = own[off + i * nb_ + j]
+                s8 = np.uint64(8 * j)
+                for b in range(B):
+                    r[b] |= np.uint64(src[b]) << s8
+    elif c[DOWN]:
         for i in range(n):
             for b in range(B):
                 out[i * B + b] = _dram_get(own, b, off, i, w, tr, p, plane)

@@ -223,6 +223,15 @@ class Machine:
         dram = self.dram if sample is None else self.dram.sample(sample)
         return {f"dram_0x{a:x}": dram.read(a, n) for a, n in self.dram.written_regions()}
 
+    def dram_outputs_all(self) -> list[dict[str, np.ndarray]]:
+        """:meth:`dram_outputs` of every sample of a batched machine, each range read once."""
+        out: list[dict[str, np.ndarray]] = [{} for _ in range(self.batch or 1)]
+        for a, n in self.dram.written_regions():
+            data = self.dram.read(a, n)
+            for b, d in enumerate(out):
+                d[f"dram_0x{a:x}"] = data[min(b, len(data) - 1)].copy()
+        return out
+
 
 def _where(prog: PimsabProgram, i: int, tile: int) -> str:
     mn = ISA.by_opcode[int(prog.rows["op"][i])].mnemonic
