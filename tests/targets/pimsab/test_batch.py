@@ -24,26 +24,36 @@ B = 3
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_word_kernels_equal_the_numpy_conversions(seed):
+def test_column_kernels_equal_the_numpy_conversions(seed):
+    """gather_words / scatter_words on the (bitline, word, sample) columns against the bit matrix."""
     rng = np.random.default_rng(seed)
-    p = int(rng.integers(1, 65))
-    nb_, nbytes = int(rng.integers(1, 4)), int(rng.integers(1, 20))
-    off = int(rng.integers(0, 8)) if seed % 2 else 0
-    n = int(rng.integers(1, 8 * nbytes - off + 1))
-    st = rng.integers(0, 256, (p, nb_, nbytes), dtype=np.uint8)
-    bits = np.unpackbits(st, axis=-1, bitorder="little")[..., off:off + n]        # (p, nb, n)
-    want = bits_to_patterns(np.swapaxes(bits, 0, 1))
-    assert np.array_equal(cram_nb.gather_words(st, off, n), want)
+    E, words, nb_ = int(rng.integers(1, 40)), int(rng.integers(1, 4)), int(rng.integers(1, 5))
+    p = int(rng.integers(1, min(64, 64 * words) + 1))
+    row = int(rng.integers(0, 64 * words - p + 1))
+    start = int(rng.integers(0, E + 3))
+    n = int(rng.integers(1, 48))
+    cols = rand_patterns(rng, E * words * nb_, 64).reshape(E, words, nb_)
+
+    def bits_of(c):   # (samples, wordlines, bitlines) bits; bitlines >= E are zeros
+        out = np.zeros((nb_, 64 * words, start + n + E), np.uint8)
+        for w in range(words):
+            out[:, 64 * w:64 * w + 64, :E] = ((c[:, w, :].T[:, None, :] >> np.arange(64, dtype=np.uint64)[None, :, None])
+                                              & np.uint64(1)).astype(np.uint8)
+        return out
+
+    bits = bits_of(cols)
+    want = bits_to_patterns(bits[:, row:row + p, start:start + n])
+    assert np.array_equal(cram_nb.gather_words(cols, row, p, start, n), want)
     vals = rand_patterns(rng, nb_ * n, 64).reshape(nb_, n)
     en = rng.integers(0, 2, (nb_, n)).astype(bool) if seed % 3 == 0 else None
-    got = st.copy()
-    cram_nb.scatter_words(got, off, vals, cram_nb.NO_ENABLE if en is None else en)
-    new = np.swapaxes(patterns_to_bits(vals, p), 0, 1)                              # (p, nb, n)
-    if en is not None:
-        new = np.where(en[None], new, bits)
-    ref = np.unpackbits(st, axis=-1, bitorder="little")
-    ref[..., off:off + n] = new
-    assert np.array_equal(got, np.packbits(ref, axis=-1, bitorder="little"))
+    got = cols.copy()
+    cram_nb.scatter_words(got, row, p, start, vals, cram_nb.NO_ENABLE if en is None else en)
+    new = patterns_to_bits(vals, p)                                         # (nb, p, n)
+    ref = bits.copy()
+    old = ref[:, row:row + p, start:start + n]
+    ref[:, row:row + p, start:start + n] = new if en is None else np.where(en[:, None, :], new, old)
+    ref[:, :, E:] = 0                                                       # writes beyond E are dropped
+    assert np.array_equal(bits_of(got), ref)
 
 
 def _operand(rng, precs, band):
@@ -225,6 +235,55 @@ def test_reference_tile_state_groups():
     bits = np.arange(10)[None, :] % 2
     ts.write_groups(0, bits.astype(np.uint8), 5, 2)
     assert ts.read_bits(0, 1, 0, 20)[0].tolist() == [0, 1, 0, 1, 0] * 2 + [1, 0, 1, 0, 1] * 2
+
+
+def _final_stores(addr: int) -> list[tuple[int, tuple]]:
+    """Stores of every wordline and the RF of tiles 0 and 1 (the whole state made observable)."""
+    rows = []
+    for t in (0, 1):
+        for r in range(0, ROWS, 32):
+            rows.append((t, ISA.row("store", row=r, p=P.make("u", 32), addr=addr, size=0, tr=1, cram=0)))
+            addr += 4 * W
+        rows.append((t, ISA.row("store_rf", row=0, size=0, p=P.make("u", 32), addr=addr)))
+        addr += 4 * 32
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_compiled_interpreter_equals_per_sample_reference_runs(seed):
+    """A random program through the planned, compiled batched run (:mod:`.sim.fastrun`: floats and
+    rejected rows fall back to Python) against B runs of the reference machine."""
+    from nnisa.targets.pimsab.program import PimsabProgram
+    from nnisa.targets.pimsab.sim.fastrun import run_batched
+    from nnisa.targets.pimsab.sim.machine import run_functional
+    from nnisa.targets.pimsab.sim.simulate import _inputs_to_dram
+    rng = np.random.default_rng(100 + seed)
+    probe = Machine(SMALL)
+    program: list[tuple[int, tuple]] = []
+    while len(program) < 80:
+        tile, row = _random_row(rng)
+        pairs = _msg_pair(rng) if tile < 0 else [(tile, row)]
+        try:                 # keep only rows the machines accept (errors do not depend on data)
+            for t, r in pairs:
+                probe.step(t, r)
+        except SimError:
+            continue
+        program += pairs
+    program += _final_stores(0x1000)
+    rows = np.array([r for _, r in program], dtype=ISA.dtype)
+    prog = PimsabProgram(rows, np.array([t for t, _ in program]))
+    inputs = [{"dram_0x0": rng.integers(0, 256, 0x400, dtype=np.uint8),
+               "dram_0x400": rng.integers(0, 256, 0x400, dtype=np.uint8)} for _ in range(B)]
+    inputs[1]["dram_0x0"] = inputs[0]["dram_0x0"]       # shared data stays shared
+    batched = run_batched(prog, SMALL, inputs, _inputs_to_dram)
+    for b in range(B):
+        ref = Machine(SMALL)
+        _inputs_to_dram(ref, inputs[b])
+        run_functional(prog, SMALL, ref)
+        want, got = ref.dram_outputs(), batched.dram_outputs(b)
+        assert set(want) == set(got)
+        for k, v in want.items():
+            assert np.array_equal(got[k], v), f"seed {seed}, sample {b}, {k}"
 
 
 @pytest.mark.slow

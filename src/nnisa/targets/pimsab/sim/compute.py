@@ -4,9 +4,9 @@ Each handler takes the tile state and the instruction (a dict of IR columns) and
 rows, latches and the RF.  Element arrays have the bitlines on the last axis and may carry a
 leading batch axis (one row per sample, :mod:`.batch`); every handler indexes with ``...`` so the
 same semantics serve the single-sample reference state (:class:`.cram.TileState`) and the batched
-one.  A state with ``fast = True`` (the batched one) runs the integer ``mac`` and reductions through
-the compiled kernels of :mod:`.cram_nb`; the NumPy lines next to them are the reference.  Integers are exact modulo 2^pD; floats are IEEE with round-to-nearest-
-even in the destination format.  Bitlines g ≥ size never change; with predication only bitlines
+one.  They are the reference of the compiled program interpreter (:mod:`.interp_nb`), which runs
+the integer instructions of a batched run.  Integers are exact modulo 2^pD; floats are IEEE with
+round-to-nearest-even in the destination format.  Bitlines g ≥ size never change; with predication only bitlines
 whose predicate bit is 1 write (and update the carry latch).
 """
 
@@ -18,7 +18,6 @@ import numpy as np
 
 from ....core.errors import SimError
 from ..precision import Precision, decode
-from . import cram_nb
 from .cram import TileState
 from .values import U64, as_int, extend, float_op, from_float32, low_mask, to_float32, wrap
 
@@ -191,9 +190,6 @@ def reduce_cram(ts: TileState, ins: Ins) -> None:
     g = 1 << ins["levels"]
     check_overlap(ins, (ins["rd"], pd.bits), (ins["ra"], pa.bits))
     v = _full(ts, ins["ra"], pa)
-    if getattr(ts, "fast", False) and not pd.is_float:   # the compiled kernel of the lines below
-        _write_full(ts, ins, pd, cram_nb.group_sum_words(v, g, 1, pa, pd.bits))
-        return
     lead = v.shape[:-1]
     v = v.reshape(lead + (ts.crams, ts.cols // g, g))
     out = np.zeros(v.shape, U64)
@@ -209,9 +205,6 @@ def reduce_tile(ts: TileState, ins: Ins) -> None:
     g = 1 << ins["levels"]
     check_overlap(ins, (ins["rd"], pd.bits), (ins["ra"], pa.bits))
     v = _full(ts, ins["ra"], pa)
-    if getattr(ts, "fast", False) and not pd.is_float:   # the compiled kernel of the lines below
-        _write_full(ts, ins, pd, cram_nb.group_sum_words(v, g, ts.cols, pa, pd.bits))
-        return
     lead = v.shape[:-1]
     v = v.reshape(lead + (ts.crams // g, g, ts.cols))
     out = np.zeros(v.shape, U64)
@@ -295,8 +288,6 @@ def mac(ts: TileState, ins: Ins) -> None:
     if pd.is_float:
         r = float_op("add", to_float32(acc, pin), float_op("mult", to_float32(a, pa), to_float32(b, pb)))
         res = from_float32(r, pd)
-    elif getattr(ts, "fast", False):   # the compiled kernel of the line below
-        res = cram_nb.mac_words(a, b, acc, pa, pb, pin, pd.bits)
     else:
         with np.errstate(over="ignore"):
             res = wrap(extend(acc, pin) + extend(a, pa) * extend(b, pb), pd.bits)

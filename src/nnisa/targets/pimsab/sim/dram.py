@@ -8,6 +8,8 @@ planes, one plane of ceil(n/8) bytes per bit).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ....core.errors import SimError
@@ -98,8 +100,10 @@ def unpack_elements(raw: np.ndarray, n: int, w: int) -> np.ndarray:
 def pack_elements(vals: np.ndarray, w: int) -> np.ndarray:
     """uint64 patterns → ``tr=1`` bytes of w-bit elements (only the low w bits are kept;
     (..., n) → (..., bytes))."""
-    vals = vals.astype(np.uint64)
     lead, n = vals.shape[:-1], vals.shape[-1]
+    if w in (8, 16, 32, 64):   # little-endian words of w bits: a cast keeps the low w bits
+        return np.ascontiguousarray(vals, np.uint64).astype(f"<u{w // 8}").view(np.uint8).reshape(lead + (n * w // 8,))
+    vals = vals.astype(np.uint64)
     if w >= 8:
         nb = w // 8
         out = np.empty(lead + (n, nb), np.uint8)
@@ -120,5 +124,7 @@ def unpack_planes(raw: np.ndarray, n: int, p: int) -> np.ndarray:
 def pack_planes(bits: np.ndarray) -> np.ndarray:
     """(p, n) bit matrix → ``tr=0`` bytes (one plane of ceil(n/8) bytes per bit; (..., p, n) →
     (..., bytes))."""
-    packed = np.packbits(bits.astype(np.uint8), axis=-1, bitorder="little")
+    if bits.dtype.itemsize > 1 and bits.dtype.kind in "ui" and bits.flags.c_contiguous and sys.byteorder == "little":
+        bits = bits.view(np.uint8)[..., ::bits.dtype.itemsize]   # the low byte of each 0/1 word, no cast
+    packed = np.packbits(bits.astype(np.uint8, copy=False), axis=-1, bitorder="little")
     return packed.reshape(packed.shape[:-2] + (-1,))

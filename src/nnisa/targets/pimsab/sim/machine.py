@@ -34,23 +34,26 @@ class Machine:
     ``batch=None`` is the readable single-sample reference (:class:`.cram.TileState`, bit rows
     unpacked with NumPy).  ``batch=B`` runs B samples of the same program at once: the control
     flow of a PIMSAB program does not depend on data, so every state array gets a leading sample
-    axis (:mod:`.batch`: packed rows shared by all samples until one writes its own data, compiled
-    bit/word kernels); the semantics below are the same code for both.
+    axis (:mod:`.batch`); the semantics below are the same code for both.  A planned batched run
+    (:mod:`.fastrun`) passes its own ``dram`` and ``tiles`` (views of the compiled interpreter's
+    state) and uses this class for the instructions the interpreter leaves to Python.
     """
 
     def __init__(self, cfg: PimsabConfig, segments: Iterable[tuple[int, bytes]] = (),
-                 batch: int | None = None) -> None:
+                 batch: int | None = None, *, dram=None, tiles: dict | None = None) -> None:
         self.cfg = cfg
         self.batch = batch
         if batch is None:
             self.dram, self._tile_state = Dram(), TileState
         else:
-            from .batch import BatchDram, BatchTileState
+            from .batch import BatchDram, ColumnTileState
             self.dram = BatchDram(batch)
-            self._tile_state = lambda cfg, t: BatchTileState(cfg, t, batch)
+            self._tile_state = lambda cfg, t: ColumnTileState(cfg, t, batch)
+        if dram is not None:
+            self.dram = dram
         for addr, data in segments:
             self.dram.write(addr, data, record=False)
-        self.tiles: dict[int, TileState] = {}
+        self.tiles: dict[int, TileState] = dict(tiles or {})
         self.messages: dict[tuple, deque] = defaultdict(deque)
         self.mailbox: Counter = Counter()
         self.executed = 0
@@ -171,7 +174,7 @@ class Machine:
             if mn == "load_rf":
                 ts.rf[...] = self.dram.read(ins["addr"], 4 * ts.rf.shape[-1]).view("<u4")
             else:
-                self.dram.write(ins["addr"], ts.rf.astype("<u4").view(np.uint8))
+                self.dram.write(ins["addr"], np.ascontiguousarray(ts.rf, "<u4").view(np.uint8))
             return
         prec = decode(ins["p"])
         w = prec.dram_bits
@@ -219,6 +222,15 @@ class Machine:
         ``sample`` of a batched machine)."""
         dram = self.dram if sample is None else self.dram.sample(sample)
         return {f"dram_0x{a:x}": dram.read(a, n) for a, n in self.dram.written_regions()}
+
+    def dram_outputs_all(self) -> list[dict[str, np.ndarray]]:
+        """:meth:`dram_outputs` of every sample of a batched machine, each range read once."""
+        out: list[dict[str, np.ndarray]] = [{} for _ in range(self.batch or 1)]
+        for a, n in self.dram.written_regions():
+            data = self.dram.read(a, n)
+            for b, d in enumerate(out):
+                d[f"dram_0x{a:x}"] = data[min(b, len(data) - 1)].copy()
+        return out
 
 
 def _where(prog: PimsabProgram, i: int, tile: int) -> str:

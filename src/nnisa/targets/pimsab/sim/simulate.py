@@ -144,14 +144,18 @@ def _simulate(prog, config, inputs, batch, mode, engine, timeline, log, dump, ma
     if microops and not functional:
         raise OptionError("micro-op mode needs values (--mode functional or both, config functional=true)")
     if functional and (not timing or cfg.cycle_mode == "bitexact" or microops or batch is not None):
-        if microops:
-            from .microops import micro_machine
-            run.machine = micro_machine(cfg, prog.segments)
-        else:
-            run.machine = Machine(cfg, prog.segments, batch=batch)
-        _inputs_to_dram(run.machine, inputs)
         rf_values, hook = _rf_recorder(prog) if cfg.cycle_mode == "bitexact" else (None, None)
-        run_functional(prog, cfg, run.machine, hook=hook)
+        if batch is not None and hook is None:   # the compiled interpreter, all samples at once
+            from .fastrun import run_batched
+            run.machine = run_batched(prog, cfg, inputs, _inputs_to_dram)
+        else:
+            if microops:
+                from .microops import micro_machine
+                run.machine = micro_machine(cfg, prog.segments)
+            else:
+                run.machine = Machine(cfg, prog.segments, batch=batch)
+            _inputs_to_dram(run.machine, inputs)
+            run_functional(prog, cfg, run.machine, hook=hook)
     stats = Stats(instructions=len(prog))
     extra: dict[str, Any] = {"mode": mode, "config": preset_for_hash(cfg.sha256) or "custom",
                              "cycle_mode": cfg.cycle_mode}
@@ -185,8 +189,9 @@ def _simulate(prog, config, inputs, batch, mode, engine, timeline, log, dump, ma
             extra["microops"] = run.machine.micro
         samples = [None] if batch is None else range(batch)
         per_sample = []
+        stored = run.machine.dram_outputs_all() if batch is not None else None
         for b in samples:
-            outputs = run.machine.dram_outputs(b)
+            outputs = run.machine.dram_outputs(b) if stored is None else stored[b]
             dram = run.machine.dram if b is None else run.machine.dram.sample(b)
             for addr, n in parse_dump(dump) if dump else []:
                 outputs[f"dram_0x{addr:x}"] = dram.read(addr, n)
