@@ -104,10 +104,13 @@ def same_storage(a: TensorRef, b: TensorRef) -> bool:
     return a.buf.hwc == b.buf.hwc and np.array_equal(storage_to_logical(a), storage_to_logical(b))
 
 
-def relayout(n: QNode, x: TensorRef, new_tensor, layers: list[Layer]) -> TensorRef:
-    """A copy of ``x`` in the standard storage of its shape (HWC for 4-D), for node ``n``."""
-    qt = QTensor(f"{x.name}.hwc", tuple(x.shape), x.scale, x.bits, x.exp)
+def relayout(n: QNode, x: TensorRef, new_tensor, layers: list[Layer], plain: bool = False) -> TensorRef:
+    """A copy of ``x`` in the standard storage of its shape (HWC for 4-D; C order for any rank
+    when ``plain``), for node ``n``."""
+    qt = QTensor(f"{x.name}.{'c' if plain else 'hwc'}", tuple(x.shape), x.scale, x.bits, x.exp)
     out = new_tensor(qt.name, qt)
+    if plain:
+        out.perm = None
     node = QNode("Transpose", f"{n.name}.relayout", [x.name], [qt.name], {}, [x.scale], [x.bits], x.scale, x.bits)
     src = logical_to_storage(x)[storage_to_logical(out)]
     layers.append(CopyLayer(node, [x], out, which=np.zeros(src.size, np.int64), pos=src, shifts=[0],

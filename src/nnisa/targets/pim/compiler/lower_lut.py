@@ -16,6 +16,10 @@ and one ``vvadd`` into the accumulator — about six vector instructions per pie
 8-bit Sigmoid/Tanh/HardSwish tables need 9–22 pieces.  The result is bit-identical to the
 table by construction (checked for every code at compile time).
 
+**Add/Sub with a constant or a broadcast operand** (biases after a token-wise MatMul,
+positional embeddings, ``x − c``) use the same operand gathering: each operand is widened by
+``vvsll`` with its input rescale shift, then ``vvadd``/``vvsub`` and the same requantization.
+
 **Mul of two activations** (SiLU, squeeze-excite gates): ``vvmul`` widening to ``W`` bits
 (``|a·b| ≤ 2^14``), then the frontend's ``clip(rshift_round(a·b, s))`` with ``vvadd``/``vvsra``
 (or a pre-clamped ``vvsll`` for left shifts) and ``vrsl``/``vrsu``.  A broadcast operand
@@ -126,7 +130,8 @@ class LutLayer(ExtraLayer):
 
 @dataclass
 class MulLayer(ExtraLayer):
-    """``out = clip(rshift_round(a · b, shift))``; operands gathered into the output's storage."""
+    """``out = clip(rshift_round(a · b, shift))`` (``kind`` mul) or ``clip(rshift_round((a << k0) ±
+    (b << k1), shift))`` (``kind`` add/sub); operands gathered into the output's storage."""
 
     maps: list = None         # per operand: storage positions per output position (None = identity)
     periods: list = None      # per operand: repeat period of the map (0 = none)
@@ -135,6 +140,8 @@ class MulLayer(ExtraLayer):
     shift: int = 0
     clamp: tuple[int, int] = (-128, 127)
     width: int = 16
+    kind: str = "mul"
+    in_shifts: tuple[int, int] = (0, 0)   # add/sub: left shifts of the operands to the common scale
 
     def tasks(self, em, workers, consts, li=0, pick=None, image=0, ofs=0, states=None):
         return mul_tasks(self, em, workers, consts, li, pick, image, ofs, states)
@@ -185,16 +192,29 @@ def lower_mul(n: QNode, ins: list[TensorRef], new_tensor) -> MulLayer:
     ob = out.bits
     tmax = (1 << (ob - 1)) - 1
     bits = [8 if t is None else t.bits for t in operands]
-    bound = (1 << (bits[0] - 1)) * (1 << (bits[1] - 1)) + (1 << max(s - 1, 0))
+    kind, shl = n.op.lower(), (0, 0)
+    if kind == "mul":
+        bound = (1 << (bits[0] - 1)) * (1 << (bits[1] - 1)) + (1 << max(s - 1, 0))
+    else:
+        shl = tuple(_left_shift(r, where) for r in n.input_requants)
+        bound = sum((1 << (b - 1)) << k for b, k in zip(bits, shl)) + (1 << max(s - 1, 0))
     if s < 0:
         bound = max(bound, (tmax + 2) << -s)
     try:
         width = max(16, acc_width(bound))
     except OverflowError:
-        raise UnsupportedError(f"Mul rescale by 2^{-s} does not fit a 31-bit vector", where=where) from None
+        raise UnsupportedError(f"{n.op} rescale by 2^{-s} does not fit a 31-bit vector", where=where) from None
     return MulLayer(n, list(ins), out, maps=maps, periods=periods, const=const,
                     const_pos=operands.index(None) if const is not None else -1, shift=s,
-                    clamp=tuple(int(v) for v in n.clamp), width=width)
+                    clamp=tuple(int(v) for v in n.clamp), width=width, kind=kind, in_shifts=shl)
+
+
+def _left_shift(r, where: str) -> int:
+    """The left shift of a pow2 input rescale (to the common scale of an Add/Sub)."""
+    s = int(np.asarray(r.shift))
+    if not r.is_pow2 or np.ndim(r.shift) or s > 0:
+        raise UnsupportedError("Add/Sub input rescale must be a per-tensor left shift", where=where)
+    return -s
 
 
 def _period(src: np.ndarray, out: TensorRef) -> int:
@@ -317,6 +337,10 @@ def mul_tasks(layer: MulLayer, em: dict[int, CoreEmitter], workers: list[int], c
             elif s < 0:
                 st["kl"] = e.arena.alloc(n0 * wb)
                 e.ld_rep(st["kl"], consts.add(np.full(u, -s), W), u * wb, n0 * wb)
+            if layer.kind != "mul":
+                for i in (0, 1):
+                    st[("ks", i)] = e.arena.alloc(n0)
+                    e.ld_rep(st[("ks", i)], consts.add(np.full(u, layer.in_shifts[i]), 8), u, n0)
             for i, (base, _, mp, per) in enumerate(ops):
                 if mp is not None and per:   # built once: one period gathered, then doubled
                     a = st[("rep", i)] = e.arena.alloc(n0)
@@ -329,6 +353,7 @@ def mul_tasks(layer: MulLayer, em: dict[int, CoreEmitter], workers: list[int], c
         for i in range(2):
             st[("op", i)] = e.tarena.alloc(n0)
         st["p"] = e.tarena.alloc(n0 * wb)
+        st["q"] = e.tarena.alloc(n0 * wb) if layer.kind != "mul" else 0
         st["y"] = e.tarena.alloc(n0)
 
     for core0, pieces in _chunks(total, n0, workers):
@@ -360,9 +385,16 @@ def mul_tasks(layer: MulLayer, em: dict[int, CoreEmitter], workers: list[int], c
                         bufs.append(st[("op", i)])
                 P, y = st["p"], st["y"]
                 e.setbw(8, W)
-                e.vv("vvmul", P, bufs[0], bufs[1], n)
-                if s:
+                if layer.kind == "mul":
+                    e.vv("vvmul", P, bufs[0], bufs[1], n)
+                    if s:
+                        e.setbw(W, W)
+                else:
+                    Q = st["q"]
+                    e.vv("vvsll", P, bufs[0], st[("ks", 0)], n)
+                    e.vv("vvsll", Q, bufs[1], st[("ks", 1)], n)
                     e.setbw(W, W)
+                    e.vv("vvadd" if layer.kind == "add" else "vvsub", P, P, Q, n)
                 requant_tail(e, P, y, n, W, ob, layer.clamp, half=st.get("kh"), shr=st.get("kr"),
                              left=st.get("kl"))
                 e.st(outa + p, y, n)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ....core.lowering import OnHost
 from ....frontend.quant import LUT_OPS, QNode
-from .graph import LAYOUT_OPS, Layer, LowerContext, TensorRef, lower_alias, lower_clamp, lower_elt, lower_gap
+from .graph import LAYOUT_OPS, Layer, is_plain, LowerContext, TensorRef, lower_alias, lower_clamp, lower_elt, lower_gap
 from .graph import lower_mat, lower_pool
 from .lower_extra import NEEDS_HWC, COPY_OPS, copy_layer, same_storage, is_default_storage, relayout
 from .lower_lut import lower_lut, lower_mul
@@ -22,6 +22,9 @@ def prepare_inputs(n: QNode, ins: list[TensorRef], new_tensor, layers: list[Laye
     stored differently), appending the relayout layers; ``ins`` is updated in place."""
     if n.op in NEEDS_HWC and len(ins[0].shape) == 4 and not ins[0].is_hwc:
         ins[0] = relayout(n, ins[0], new_tensor, layers)
+        return
+    if n.op == "MatMul" and len(ins[0].shape) > 2 and not is_plain(ins[0]):
+        ins[0] = relayout(n, ins[0], new_tensor, layers, plain=True)
         return
     if n.op in ("Add", "Sub") and len(ins) == 2 and ins[0].shape == ins[1].shape and not same_storage(*ins):
         for k in (0, 1):
@@ -41,11 +44,21 @@ def _mul(cx: LowerContext, n: QNode, ins: list[TensorRef]) -> None:
     cx.layers.append(lower_mul(n, ins, cx.new_tensor))
 
 
+def _add_sub(cx: LowerContext, n: QNode, ins: list[TensorRef]) -> None:
+    """Same-shape activations: the Add/Sub layer (fusable into a Conv); a constant or broadcast
+    operand: the gathered-operand layer of Mul."""
+    if n.const is None and len(ins) == 2 and tuple(ins[0].shape) == tuple(ins[1].shape):
+        lower_elt(cx, n, ins)
+    else:
+        _mul(cx, n, ins)
+
+
 #: the PIM lowering table: IR op → ``fn(cx, node, inputs)``
 LOWERINGS = {
     **dict.fromkeys(LAYOUT_OPS, lower_alias), "Conv": lower_mat, "Gemm": lower_mat,
+    "MatMul": lower_mat,
     "MaxPool": lower_pool, "AveragePool": lower_pool, "GlobalAveragePool": lower_gap,
-    "Add": lower_elt, "Sub": lower_elt, "Relu": lower_clamp, "Clip": lower_clamp,
+    "Add": _add_sub, "Sub": _add_sub, "Relu": lower_clamp, "Clip": lower_clamp,
     **dict.fromkeys(COPY_OPS, _copy), **dict.fromkeys(LUT_OPS, _lut), "Mul": _mul,
     "Softmax": OnHost("a trailing Softmax runs on the host in float (the crossbars compute integers)"),
 }

@@ -30,8 +30,8 @@ def pim_check(n, g) -> str | None:
     why = refusal(LOWERINGS, "PIM", n.op, _WHY)
     if why:
         return why
-    if n.op in ("Add", "Sub") and any(i in g.initializers for i in n.inputs):
-        return f"{n.op} with a constant operand (not folded into a Conv/Gemm bias) is not lowered on PIM"
+    if n.op == "MatMul" and not any(i in g.initializers for i in n.inputs[1:]):
+        return _WHY["MatMul"]
     if n.op == "AveragePool" and tuple(n.attrs.get("dilations", (1, 1))) != (1, 1):
         return "dilated AveragePool is not lowered on PIM"
     if n.op == "Conv" and n.inputs[1] not in g.initializers:
