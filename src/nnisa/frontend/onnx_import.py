@@ -679,6 +679,13 @@ def _lower(f: Folded, name: str, path: str | None) -> Graph:
                 g.origin[nn.name] = f"{node.op_type} {node.name}"
             for o in nn.outputs:
                 g.tensors[o] = info(o) if o in f.types else _helper_info(g, nn, o)
+            if nn.op in ("MaxPool", "AveragePool") and len(g.tensors[nn.inputs[0]].shape) == 4:
+                # onnx shape inference lets a ceil-mode window start in the right padding; the
+                # runtimes (and nnisa's kernels) drop it
+                o = nn.outputs[0]
+                g.tensors[o] = TensorInfo(o, pool_output_shape(nn.attrs, g.tensors[nn.inputs[0]].shape),
+                                          g.tensors[o].dtype)
+                g.outputs = [g.tensors[o] if t.name == o else t for t in g.outputs]
     for o in g.outputs:
         if o.name in f.consts:
             raise UnsupportedError(f"graph output {o.name!r} is a constant", file=path)

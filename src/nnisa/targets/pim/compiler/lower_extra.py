@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ....core.errors import UnsupportedError
-from ....frontend.float_eval import take_axes
+from ....frontend.float_eval import pad_array, take_axes
 from ....frontend.quant import QNode, QTensor
 from ..isa import OPCODE
 from .emit import MAXLEN, CoreEmitter, pack_row
@@ -39,7 +39,7 @@ from .memory_plan import ConstPool, elem_bytes
 from .schedule import Task
 
 #: IR ops this module (and :mod:`.lower_lut`) lower
-COPY_OPS = ("Slice", "Resize", "Concat")
+COPY_OPS = ("Slice", "Resize", "Concat", "Pad")
 #: ops whose (first) input must be stored in the standard HWC layout
 NEEDS_HWC = ("Conv", "MaxPool", "AveragePool", "GlobalAveragePool")
 _PIECE = 8192          # output bytes per copy task
@@ -78,12 +78,13 @@ class ExtraLayer(Layer):
 
 @dataclass
 class CopyLayer(ExtraLayer):
-    """``out.storage[j] = requant_k(inputs[which[j]].storage[pos[j]])``."""
+    """``out.storage[j] = requant_k(inputs[which[j]].storage[pos[j]])`` (``fill`` where ``which`` is -1)."""
 
-    which: np.ndarray = None               # (n_out,) input index per output storage position
+    which: np.ndarray = None               # (n_out,) input index per output storage position (-1: fill)
     pos: np.ndarray = None                 # (n_out,) storage position in that input
     shifts: list[int] = field(default_factory=list)   # per input: rshift_round amount (0 = plain copy)
     clamp: tuple[int, int] = (-128, 127)
+    fill: int = 0                          # value of the positions whose ``which`` is -1 (Pad)
 
     def tasks(self, em, workers, consts, li=0, pick=None, image=0, ofs=0, states=None):
         return copy_tasks(self, em, workers, consts, li, pick, image, ofs, states)
@@ -120,11 +121,18 @@ def relayout(n: QNode, x: TensorRef, new_tensor, layers: list[Layer], plain: boo
 
 def copy_layer(n: QNode, ins: list[TensorRef], new_tensor) -> CopyLayer:
     """The gather map of a Slice/Resize (one input) or Concat (inputs rescaled to the output)."""
-    if n.op in ("Slice", "Resize"):
+    fill = 0
+    if n.op in ("Slice", "Resize", "Pad"):
         x = ins[0]
-        logical = take_axes(np.arange(int(np.prod(x.shape)), dtype=np.int64).reshape(x.shape), n.attrs["index"])
-        src = logical_to_storage(x)[logical.reshape(-1)]
-        which = np.zeros(src.size, np.int64)
+        logical = np.arange(int(np.prod(x.shape)), dtype=np.int64).reshape(x.shape)
+        if n.op == "Pad":   # constant pad: position -1 is the fill value
+            logical = pad_array(logical, n.attrs["pads"], -1)
+            fill = int(n.attrs["qvalue"])
+        else:
+            logical = take_axes(logical, n.attrs["index"])
+        logical = logical.reshape(-1)
+        src = np.where(logical >= 0, logical_to_storage(x)[np.maximum(logical, 0)], 0)
+        which = np.where(logical >= 0, 0, -1)
         shifts = [0]
     else:  # Concat: (input index, logical index) along the axis
         shifts = []
@@ -143,7 +151,7 @@ def copy_layer(n: QNode, ins: list[TensorRef], new_tensor) -> CopyLayer:
     out = new_tensor(n.outputs[0])
     order = storage_to_logical(out)
     return CopyLayer(n, list(ins), out, which=which[order], pos=src[order], shifts=shifts,
-                     clamp=tuple(int(v) for v in n.clamp))
+                     clamp=tuple(int(v) for v in n.clamp), fill=fill)
 
 
 def _wn(n: QNode) -> str:
@@ -217,6 +225,7 @@ class _Piece:
     p: int
     q: int
     parts: list[tuple[int, int, int, list]]   # (input, lo, hi, runs relative to lo); runs None = direct
+    fill: bool = False                        # some positions take the fill value (Pad)
 
 
 def _plan_pieces(layer: CopyLayer) -> list[_Piece]:
@@ -231,7 +240,7 @@ def _plan_pieces(layer: CopyLayer) -> list[_Piece]:
             if staged <= _STAGE or size == 1:
                 break
             size = max(1, size // 2)
-        out.append(_Piece(p, q, parts))
+        out.append(_Piece(p, q, parts, bool((layer.which[p:q] < 0).any())))
         p = q
     return out
 
@@ -239,7 +248,7 @@ def _plan_pieces(layer: CopyLayer) -> list[_Piece]:
 def _piece_parts(layer: CopyLayer, p: int, q: int):
     w, pos = layer.which[p:q], layer.pos[p:q]
     parts, staged = [], 0
-    for k in np.unique(w):
+    for k in np.unique(w[w >= 0]):
         k = int(k)
         sel = np.flatnonzero(w == k)
         kp = pos[sel]
@@ -359,6 +368,8 @@ def copy_tasks(layer: CopyLayer, em: dict[int, CoreEmitter], workers: list[int],
                 if "obuf" not in st or e.per_task:
                     setup(e, st)
                 obuf, ibuf = st["obuf"], st["ibuf"]
+                if pc.fill:
+                    e.lldi(obuf, layer.fill & 0xFF, pc.q - pc.p)
                 for k, lo, hi, rr, direct in ops:
                     src = layer.inputs[k].buf.addr + ofs
                     if direct:

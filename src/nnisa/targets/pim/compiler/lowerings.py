@@ -15,6 +15,7 @@ from .graph import LAYOUT_OPS, Layer, is_plain, LowerContext, TensorRef, lower_a
 from .graph import lower_mat, lower_pool
 from .lower_extra import NEEDS_HWC, COPY_OPS, copy_layer, same_storage, is_default_storage, relayout
 from .lower_lut import lower_lut, lower_mul
+from .lower_reduce import lower_reduce
 
 
 def prepare_inputs(n: QNode, ins: list[TensorRef], new_tensor, layers: list[Layer]) -> None:
@@ -44,6 +45,10 @@ def _mul(cx: LowerContext, n: QNode, ins: list[TensorRef]) -> None:
     cx.layers.append(lower_mul(n, ins, cx.new_tensor))
 
 
+def _reduce(cx: LowerContext, n: QNode, ins: list[TensorRef]) -> None:
+    cx.layers.append(lower_reduce(n, ins[0], cx.new_tensor))
+
+
 def _add_sub(cx: LowerContext, n: QNode, ins: list[TensorRef]) -> None:
     """Same-shape activations: the Add/Sub layer (fusable into a Conv); a constant or broadcast
     operand: the gathered-operand layer of Mul."""
@@ -59,6 +64,6 @@ LOWERINGS = {
     "MatMul": lower_mat,
     "MaxPool": lower_pool, "AveragePool": lower_pool, "GlobalAveragePool": lower_gap,
     "Add": _add_sub, "Sub": _add_sub, "Relu": lower_clamp, "Clip": lower_clamp,
-    **dict.fromkeys(COPY_OPS, _copy), **dict.fromkeys(LUT_OPS, _lut), "Mul": _mul,
+    **dict.fromkeys(COPY_OPS, _copy), **dict.fromkeys(LUT_OPS, _lut), "Mul": _mul, "ReduceMean": _reduce,
     "Softmax": OnHost("a trailing Softmax runs on the host in float (the crossbars compute integers)"),
 }

@@ -13,10 +13,8 @@ from .lowerings import LOWERINGS
 _WHY = {
     "MatMul": "crossbar weights must be constants: a MatMul of two activations (attention) cannot run on the "
               "crossbars (DAIS compiles it)",
-    "ReduceMean": "ReduceMean is not lowered on PIM (use GlobalAveragePool; DAIS compiles it)",
     "ReduceMax": "ReduceMax is not lowered on PIM (DAIS compiles it)",
     "ReduceSum": "ReduceSum is not lowered on PIM (DAIS compiles it)",
-    "Pad": "a Pad that cannot be folded into the next Conv/pooling is not lowered on PIM",
     "Max": "elementwise Max/Min of activations is not lowered on PIM (DAIS compiles it)",
     "Min": "elementwise Max/Min of activations is not lowered on PIM (DAIS compiles it)",
 }
@@ -32,8 +30,6 @@ def pim_check(n, g) -> str | None:
         return why
     if n.op == "MatMul" and not any(i in g.initializers for i in n.inputs[1:]):
         return _WHY["MatMul"]
-    if n.op == "AveragePool" and tuple(n.attrs.get("dilations", (1, 1))) != (1, 1):
-        return "dilated AveragePool is not lowered on PIM"
     if n.op == "Conv" and n.inputs[1] not in g.initializers:
         return "crossbar weights must be constants (this Conv's weights are computed by the graph)"
     return None
