@@ -22,9 +22,6 @@ _WHY = {
 
 def pim_check(n, g) -> str | None:
     """Why the PIM compiler cannot lower float-graph node ``n`` (None when it can)."""
-    if n.name in g.origin:
-        return ("LSTM/GRU is not compiled on PIM (recurrent cells are unrolled for DAIS only; the PIM compiler "
-                "maps feed-forward layers onto crossbars)")
     why = refusal(LOWERINGS, "PIM", n.op, _WHY)
     if why:
         return why
