@@ -24,7 +24,7 @@ def prepare_inputs(n: QNode, ins: list[TensorRef], new_tensor, layers: list[Laye
     if n.op in NEEDS_HWC and len(ins[0].shape) == 4 and not ins[0].is_hwc:
         ins[0] = relayout(n, ins[0], new_tensor, layers)
         return
-    if n.op == "MatMul" and len(ins[0].shape) > 2 and not is_plain(ins[0]):
+    if n.op in ("MatMul", "Gemm") and (len(ins[0].shape) > 2 or ins[0].shape[0] != 1) and not is_plain(ins[0]):
         ins[0] = relayout(n, ins[0], new_tensor, layers, plain=True)
         return
     if n.op in ("Add", "Sub") and len(ins) == 2 and ins[0].shape == ins[1].shape and not same_storage(*ins):
@@ -65,5 +65,9 @@ LOWERINGS = {
     "MaxPool": lower_pool, "AveragePool": lower_pool, "GlobalAveragePool": lower_gap,
     "Add": _add_sub, "Sub": _add_sub, "Relu": lower_clamp, "Clip": lower_clamp,
     **dict.fromkeys(COPY_OPS, _copy), **dict.fromkeys(LUT_OPS, _lut), "Mul": _mul, "ReduceMean": _reduce,
-    "Softmax": OnHost("a trailing Softmax runs on the host in float (the crossbars compute integers)"),
+    "Softmax": OnHost("a trailing Softmax runs on the host in float; inside the graph, the integer Softmax is a "
+                      "host step (one division per row: the vector unit has none)"),
+    "LayerNorm": OnHost("a host step between device phases: an integer square root and a division per row"),
+    "MaskedSoftmax": OnHost("a host step between device phases: one division per row"),
+    "Gather": OnHost("a host step: embedding lookup by token ids (no indexed load)"),
 }

@@ -8,11 +8,10 @@ and reports every refusal at once, before calibration, mapping or code generatio
 from __future__ import annotations
 
 from ....core.lowering import refusal
+from ....frontend.quant_transformer import raw_tensors
 from .lowerings import LOWERINGS
 
 _WHY = {
-    "MatMul": "crossbar weights must be constants: a MatMul of two activations (attention) cannot run on the "
-              "crossbars (DAIS compiles it)",
     "ReduceMax": "ReduceMax is not lowered on PIM (DAIS compiles it)",
     "ReduceSum": "ReduceSum is not lowered on PIM (DAIS compiles it)",
     "Max": "elementwise Max/Min of activations is not lowered on PIM (DAIS compiles it)",
@@ -22,11 +21,11 @@ _WHY = {
 
 def pim_check(n, g) -> str | None:
     """Why the PIM compiler cannot lower float-graph node ``n`` (None when it can)."""
+    if n.outputs[0] in raw_tensors(g):
+        return None      # exact arithmetic on ids/masks: a host step
     why = refusal(LOWERINGS, "PIM", n.op, _WHY)
     if why:
         return why
-    if n.op == "MatMul" and not any(i in g.initializers for i in n.inputs[1:]):
-        return _WHY["MatMul"]
     if n.op == "Conv" and n.inputs[1] not in g.initializers:
         return "crossbar weights must be constants (this Conv's weights are computed by the graph)"
     return None

@@ -1,0 +1,103 @@
+"""The :class:`~nnisa.core.target.CompileResult` of a phased PIM program (:mod:`.phases`) and its runner.
+
+Files (``out_dir``): one bundle per device phase in ``phase<k>/`` (the same files as a one-phase
+compile) and ``phases.json`` (the phases in order: kind, nodes, the tensors each reads and
+writes, crossbars, reload time and energy).  ``nnisa sim`` runs one bundle; ``nnisa run``/the API
+run the whole sequence (:func:`simulate_phased`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ....core.fileio import write_atomic
+from ....core.target import CompileResult
+from .output import _json, write_outputs
+from .phases import PhasedProgram, host_steps, run_phased
+
+
+def _report(prog: PhasedProgram) -> dict[str, Any]:
+    dev = prog.device
+    first = dev[0].compiled.report if dev else {}
+    phases = []
+    for p in prog.phases:
+        d: dict[str, Any] = {"kind": p.kind, "nodes": [f"{n.name} ({n.op})" for n in p.nodes]}
+        if p.kind == "device":
+            r = p.compiled.report
+            d.update({"crossbars": p.xbars, "crossbars_used": r["crossbars_used"], "instructions": r["instructions"],
+                      "reads": [t.name for t in p.qgraph.inputs], "writes": [t.name for t in p.qgraph.outputs],
+                      "reload_ns": p.reload_ns, "reload_pj": p.reload_pj})
+        phases.append(d)
+    return {
+        "hardware": first.get("hardware"),
+        "crossbars_total": first.get("crossbars_total"),
+        "crossbars_needed": sum(p.xbars for p in dev),
+        "multiplexed": len(dev) > 1,
+        "device_phases": len(dev),
+        "phases": phases,
+        "host_steps": host_steps(prog),
+        "host_note": "host steps run the frontend's integer semantics (bit-exact) between device phases; "
+                     "they are not in cycles/energy",
+        "instructions": len(prog),
+        "layers": [dict(l, phase=k) for k, p in enumerate(dev) for l in p.compiled.report.get("layers", [])],
+        "options": first.get("options", {}),
+    }
+
+
+def _write(prog: PhasedProgram, out_dir) -> dict[str, str]:
+    out = Path(out_dir)
+    files: dict[str, str] = {}
+    for k, p in enumerate(prog.device):
+        for role, path in write_outputs(p.compiled, out / f"phase{k}").items():
+            files[f"phase{k}.{role}"] = path
+    write_atomic(out / "phases.json", _json(_report(prog)))
+    files["phases"] = str(out / "phases.json")
+    return files
+
+
+def phased_result(prog: PhasedProgram, qg, tail, tail_nodes, out_dir, options) -> CompileResult:
+    """The runner glue of a phased program: samples are quantized model inputs (logical), outputs
+    the model outputs' integers (logical), checked against the frontend's integer reference."""
+    from ....frontend import evaluate_quantized
+    report = _report(prog)
+    if tail is not None:
+        report["host_tail"] = {"nodes": tail_nodes, "note": "the PIM ISA has no exponential: these run on the "
+                               "host in float on the program's integer outputs (not in cycles/energy)"}
+    files = _write(prog, out_dir) if out_dir is not None else {}
+    names = [t.name for t in qg.inputs]
+
+    def feed(sample: dict) -> dict[str, np.ndarray]:
+        out = {}
+        for t in qg.inputs:
+            x = np.asarray(sample[t.name])
+            out[t.name] = qg.quantize_input(t.name, x[None] if x.ndim == len(t.shape) - 1 else x)
+        return out
+
+    def reference(sample: dict) -> dict[str, np.ndarray]:
+        ref = evaluate_quantized(qg, feed(sample))
+        return {t.name: np.asarray(ref[t.name], np.int64) for t in qg.outputs}
+
+    def decode_outputs(ints: dict) -> dict[str, np.ndarray]:
+        if tail is not None:
+            return {k: np.asarray(v, np.float32)[0] for k, v in tail(ints).items()}
+        return {t.name: (np.asarray(ints[t.name], np.float64) * t.scale).astype(np.float32)[0] for t in qg.outputs}
+
+    return CompileResult(program=prog, files=files, report=report, encode_inputs=feed, decode_outputs=decode_outputs,
+                         reference=reference, sim_options={"phased": True, "inputs": names}, samples_per_run=1,
+                         qgraph=qg, config=prog.device[0].compiled.config if prog.device else None)
+
+
+def simulate_phased(simulate, compiled: CompileResult, samples: list[dict], first: int = 0):
+    """Each sample through every phase; the statistics of the run's first sample."""
+    prog: PhasedProgram = compiled.program
+    outs, stats = [], None
+    for k, sample in enumerate(samples):
+        timed = first == 0 and k == 0
+        env, st = run_phased(simulate, prog, compiled.encode_inputs(sample), timed, compiled.sim_options)
+        if timed:
+            stats = st
+        outs.append({t.name: np.asarray(env[t.name], np.int64) for t in prog.qgraph.outputs})
+    return outs, stats
