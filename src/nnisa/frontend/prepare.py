@@ -81,8 +81,8 @@ def quantization_issue(n: Node, g: Graph, raw: set[str] | None = None) -> str | 
         return f"{n.op} weights computed by the graph cannot be quantized (they must be constants)"
     if n.op == "MatMul" and n.inputs[0] in g.initializers:
         return "MatMul with a constant left operand is not supported"
-    if n.op == "Concat" and any(i in g.initializers for i in n.inputs):
-        return "Concat with a constant input is not supported in a quantized graph"
+    if n.op == "Concat" and sum(i in g.initializers for i in n.inputs) > 1:
+        return "Concat with more than one constant input is not supported in a quantized graph"
     if n.op in ("Max", "Min") and any(i in g.initializers for i in n.inputs):
         return f"{n.op} with a constant operand is not supported in a quantized graph"
     return None

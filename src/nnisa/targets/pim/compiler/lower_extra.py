@@ -78,13 +78,13 @@ class ExtraLayer(Layer):
 
 @dataclass
 class CopyLayer(ExtraLayer):
-    """``out.storage[j] = requant_k(inputs[which[j]].storage[pos[j]])`` (``fill`` where ``which`` is -1)."""
+    """``out.storage[j] = requant_k(inputs[which[j]].storage[pos[j]])``, or the constant ``pos[j]`` where
+    ``which[j]`` is -1 (a Pad value, a Concat's constant input)."""
 
-    which: np.ndarray = None               # (n_out,) input index per output storage position (-1: fill)
-    pos: np.ndarray = None                 # (n_out,) storage position in that input
+    which: np.ndarray = None               # (n_out,) input index per output storage position (-1: constant)
+    pos: np.ndarray = None                 # (n_out,) storage position in that input (the value for -1)
     shifts: list[int] = field(default_factory=list)   # per input: rshift_round amount (0 = plain copy)
     clamp: tuple[int, int] = (-128, 127)
-    fill: int = 0                          # value of the positions whose ``which`` is -1 (Pad)
 
     def tasks(self, em, workers, consts, li=0, pick=None, image=0, ofs=0, states=None):
         return copy_tasks(self, em, workers, consts, li, pick, image, ofs, states)
@@ -131,7 +131,7 @@ def copy_layer(n: QNode, ins: list[TensorRef], new_tensor) -> CopyLayer:
         else:
             logical = take_axes(logical, n.attrs["index"])
         logical = logical.reshape(-1)
-        src = np.where(logical >= 0, logical_to_storage(x)[np.maximum(logical, 0)], 0)
+        src = np.where(logical >= 0, logical_to_storage(x)[np.maximum(logical, 0)], fill)
         which = np.where(logical >= 0, 0, -1)
         shifts = [0]
     else:  # Concat: (input index, logical index) along the axis
@@ -145,13 +145,17 @@ def copy_layer(n: QNode, ins: list[TensorRef], new_tensor) -> CopyLayer:
             size = int(np.prod(x.shape))
             parts_k.append(np.full(x.shape, k, np.int64))
             parts_p.append(logical_to_storage(x).reshape(x.shape) if size else np.zeros(x.shape, np.int64))
+        if n.const is not None:   # a constant input (class token), at the output scale: filled in place
+            c = np.asarray(n.const, np.int64)
+            parts_k.insert(int(n.attrs["const_index"]), np.full(c.shape, -1, np.int64))
+            parts_p.insert(int(n.attrs["const_index"]), c)
         ax = int(n.attrs["axis"])
         which = np.concatenate(parts_k, axis=ax).reshape(-1)
         src = np.concatenate(parts_p, axis=ax).reshape(-1)
     out = new_tensor(n.outputs[0])
     order = storage_to_logical(out)
-    return CopyLayer(n, list(ins), out, which=which[order], pos=src[order], shifts=shifts,
-                     clamp=tuple(int(v) for v in n.clamp), fill=fill)
+    which, src = which[order], src[order]
+    return CopyLayer(n, list(ins), out, which=which, pos=src, shifts=shifts, clamp=tuple(int(v) for v in n.clamp))
 
 
 def _wn(n: QNode) -> str:
@@ -225,7 +229,7 @@ class _Piece:
     p: int
     q: int
     parts: list[tuple[int, int, int, list]]   # (input, lo, hi, runs relative to lo); runs None = direct
-    fill: bool = False                        # some positions take the fill value (Pad)
+    fill: list = field(default_factory=list)  # (offset, length, value) runs of constant positions
 
 
 def _plan_pieces(layer: CopyLayer) -> list[_Piece]:
@@ -240,9 +244,19 @@ def _plan_pieces(layer: CopyLayer) -> list[_Piece]:
             if staged <= _STAGE or size == 1:
                 break
             size = max(1, size // 2)
-        out.append(_Piece(p, q, parts, bool((layer.which[p:q] < 0).any())))
+        out.append(_Piece(p, q, parts, _const_runs(layer.which[p:q], layer.pos[p:q])))
         p = q
     return out
+
+
+def _const_runs(which: np.ndarray, pos: np.ndarray) -> list[tuple[int, int, int]]:
+    """``(offset, length, value)`` runs of equal values at the constant positions (``which`` -1)."""
+    idx = np.flatnonzero(which < 0)
+    if not idx.size:
+        return []
+    vals = pos[idx]
+    brk = np.flatnonzero((np.diff(idx) != 1) | (np.diff(vals) != 0)) + 1
+    return [(int(idx[a]), int(b - a), int(vals[a])) for a, b in zip(np.r_[0, brk], np.r_[brk, idx.size])]
 
 
 def _piece_parts(layer: CopyLayer, p: int, q: int):
@@ -368,8 +382,8 @@ def copy_tasks(layer: CopyLayer, em: dict[int, CoreEmitter], workers: list[int],
                 if "obuf" not in st or e.per_task:
                     setup(e, st)
                 obuf, ibuf = st["obuf"], st["ibuf"]
-                if pc.fill:
-                    e.lldi(obuf, layer.fill & 0xFF, pc.q - pc.p)
+                for d, m, v in pc.fill:    # constant positions: one lldi per run of one value
+                    e.lldi(obuf + d, v & 0xFF, m)
                 for k, lo, hi, rr, direct in ops:
                     src = layer.inputs[k].buf.addr + ofs
                     if direct:
