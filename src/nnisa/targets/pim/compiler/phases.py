@@ -48,8 +48,7 @@ HOST_OPS = {
 
 def is_host_node(n: QNode, qg: QGraph) -> bool:
     """True when ``n`` runs on the host (a :data:`HOST_OPS` kind, or exact arithmetic on raw ids/masks)."""
-    return (n.op in HOST_OPS or qg.tensors[n.outputs[0]].raw or isinstance(LOWERINGS.get(n.op), OnHost)
-            or n.op == "MatMul" and n.weight is None and "MatMulAct" not in LOWERINGS)
+    return n.op in HOST_OPS or qg.tensors[n.outputs[0]].raw or isinstance(LOWERINGS.get(n.op), OnHost)
 
 
 def node_xbars(n: QNode, hw: ChipShape) -> int:
