@@ -108,7 +108,7 @@ def plan_phases(qg: QGraph, hw: ChipShape, budget: int) -> list[Phase]:
     for n in qg.nodes:
         host = is_host_node(n, qg)
         need = 0 if host else node_xbars(n, hw)
-        if not host and need > budget:
+        if not host and need > hw.cores * hw.xbars:
             cores = -(-need // hw.xbars)
             raise MappingError(f"node {n.name} ({n.op}) needs {need} crossbars of {hw.rows}x{hw.cols} for one copy of "
                                f"its weights; the chip has {hw.cores * hw.xbars} ({hw.cores} cores x {hw.xbars}): use a "
