@@ -46,8 +46,16 @@ HOST_OPS = {
 }
 
 
+#: the most elements one ``vavg`` averages (its 11-bit length field)
+_VAVG_MAX = 2047
+
+
 def is_host_node(n: QNode, qg: QGraph) -> bool:
-    """True when ``n`` runs on the host (a :data:`HOST_OPS` kind, or exact arithmetic on raw ids/masks)."""
+    """True when ``n`` runs on the host (a :data:`HOST_OPS` kind, exact arithmetic on raw ids/masks,
+    or a GlobalAveragePool over more positions than one ``vavg`` takes)."""
+    if n.op == "GlobalAveragePool":
+        shape = qg.tensors[n.inputs[0]].shape
+        return int(np.prod(shape[2:])) > _VAVG_MAX
     return n.op in HOST_OPS or qg.tensors[n.outputs[0]].raw or isinstance(LOWERINGS.get(n.op), OnHost)
 
 
