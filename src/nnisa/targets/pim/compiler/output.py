@@ -19,10 +19,10 @@ import numpy as np
 import orjson
 
 from ....core.target import CompileResult
-from ....core.errors import ConfigError, UnsupportedError
+from ....core.errors import ConfigError
 from ....core.fileio import read_bytes
 from ..formats.bundle import NOC_FILE, write_bundle
-from .driver import Compiled, compile_program, quantize_model
+from .driver import Compiled, compile_program
 from .options import PimCompileOptions
 from .io import from_storage, input_segments, to_storage
 
@@ -68,48 +68,18 @@ def _entry(e: dict) -> dict:
     return {k: e[k] for k in ("name", "shape", "bits", "scale", "zero_point", "layout", "address")}
 
 
-def _phased_or_none(qg, config, o: PimCompileOptions):
-    """A :class:`~.phases.PhasedProgram` when ``qg`` has host steps or needs more crossbars than the
-    chip (with ``multiplex``), else ``None`` (one program)."""
-    from .driver import resolve_compile_config
-    from .mapping import MappingError
-    from .options import ChipShape
-    from .phases import check_phased_options, compile_phased, is_host_node, node_xbars
-    cfg = resolve_compile_config(config)
-    hw = ChipShape.of(cfg)
-    need = sum(node_xbars(n, hw) for n in qg.nodes)
-    total = hw.cores * hw.xbars
-    host = any(is_host_node(n, qg) for n in qg.nodes)
-    if not host and need <= total:
-        return None
-    if need > total and not o.multiplex:
-        raise MappingError(f"the model needs {need} crossbars without replication; the chip has {total} "
-                           f"({hw.cores} cores x {hw.xbars}): use -O multiplex=true (reload the crossbars between "
-                           f"layer groups) or a config with at least {-(-need // hw.xbars)} cores")
-    check_phased_options(o)
-    return compile_phased(qg, cfg, o, hw, o.fill if o.replication != "none" else 1.0)
-
-
-def compile_result(model, *, config=None, out_dir=None, options: PimCompileOptions | None = None) -> CompileResult:
-    """The compile entry's work: compile, write files (when ``out_dir``), build the callbacks.
+def compile_result(qg, tail, tail_nodes, *, config=None, out_dir=None,
+                   options: PimCompileOptions | None = None) -> CompileResult:
+    """The compile entry's work for a one-program model: compile, write files (when ``out_dir``),
+    build the callbacks (``qg``: the integer head, ``tail``: the float tail of
+    :func:`~nnisa.frontend.prepare.split_float_tail`).
 
     ``encode_inputs(sample)`` returns ``{global address: bytes}`` (quantized, storage layout);
     the simulator's outputs are expected as ``{name: int array of the manifest shape}`` read
     at the manifest address (``sim_options["outputs"]``); ``reference(sample)`` returns the
     frontend's integer outputs in that same form; ``decode_outputs`` gives float NCHW/NC arrays.
     """
-    from ....frontend.prepare import split_float_tail
     o = options or PimCompileOptions()
-    full = quantize_model(model, bits=o.bits, **o.quant_kwargs())
-    qg, tail, tail_nodes = split_float_tail(full)
-    for t in qg.inputs:
-        if not t.raw and len(t.shape) > 1 and t.shape[0] != 1:
-            raise UnsupportedError(f"model input {t.name} has batch {t.shape[0]}; the PIM compiler compiles batch 1 "
-                                   f"(export the model with batch 1: nnisa runs the samples one after the other)")
-    phased = _phased_or_none(qg, config, o)
-    if phased is not None:
-        from .phased_result import phased_result
-        return phased_result(phased, qg, tail, tail_nodes, out_dir, o)
     c = compile_program(qg, config, o)
     if tail is not None:
         c.report["host_tail"] = {"nodes": tail_nodes, "note": "the PIM ISA has no exponential: these run on the "

@@ -13,10 +13,53 @@ from typing import Any
 
 import numpy as np
 
+from ....core.errors import UnsupportedError
 from ....core.fileio import write_atomic
 from ....core.target import CompileResult
-from .output import _json, write_outputs
+from .options import PimCompileOptions
+from .output import _json, compile_result, write_outputs
 from .phases import PhasedProgram, host_steps, run_phased
+
+
+def compile_any(model, *, config=None, out_dir=None, options: PimCompileOptions | None = None) -> CompileResult:
+    """The compile entry: quantize, cut the float tail, then one program or a phased one."""
+    from ....frontend.prepare import split_float_tail
+    from .driver import quantize_model
+    o = options or PimCompileOptions()
+    full = quantize_model(model, bits=o.bits, **o.quant_kwargs())
+    qg, tail, tail_nodes = split_float_tail(full)
+    for t in qg.inputs:
+        if not t.raw and len(t.shape) > 1 and t.shape[0] != 1:
+            raise UnsupportedError(f"model input {t.name} has batch {t.shape[0]}; the PIM compiler compiles batch 1 "
+                                   f"(export the model with batch 1: nnisa runs the samples one after the other)")
+    phased = _phased_or_none(qg, config, o)
+    if phased is not None:
+        return phased_result(phased, qg, tail, tail_nodes, out_dir, o)
+    return compile_result(qg, tail, tail_nodes, config=config, out_dir=out_dir, options=o)
+
+
+
+
+def _phased_or_none(qg, config, o: PimCompileOptions):
+    """A :class:`~.phases.PhasedProgram` when ``qg`` has host steps or needs more crossbars than the
+    chip (with ``multiplex``), else ``None`` (one program)."""
+    from .driver import resolve_compile_config
+    from .mapping import MappingError
+    from .options import ChipShape
+    from .phases import check_phased_options, compile_phased, is_host_node, node_xbars
+    cfg = resolve_compile_config(config)
+    hw = ChipShape.of(cfg)
+    need = sum(node_xbars(n, hw) for n in qg.nodes)
+    total = hw.cores * hw.xbars
+    host = any(is_host_node(n, qg) for n in qg.nodes)
+    if not host and need <= total:
+        return None
+    if need > total and not o.multiplex:
+        raise MappingError(f"the model needs {need} crossbars without replication; the chip has {total} "
+                           f"({hw.cores} cores x {hw.xbars}): use -O multiplex=true (reload the crossbars between "
+                           f"layer groups) or a config with at least {-(-need // hw.xbars)} cores")
+    check_phased_options(o)
+    return compile_phased(qg, cfg, o, hw, o.fill if o.replication != "none" else 1.0)
 
 
 def _report(prog: PhasedProgram) -> dict[str, Any]:
