@@ -85,6 +85,9 @@ def test_phased_compile_writes_one_bundle_per_phase(tmp_path):
     phases = json.loads((tmp_path / "out" / "phases.json").read_text())
     assert phases["device_phases"] == 2 and [ph["kind"] for ph in phases["phases"]] == ["device", "device"]
     assert (tmp_path / "out" / "phase1" / "program.json.gz").exists() and "phase0.program" in res.files
+    from nnisa.targets.pim.formats.nnpi import read_pimb_dir
+    with pytest.raises(NnisaError, match="a phased compile .2 device phases"):
+        read_pimb_dir(tmp_path / "out")
 
 
 @pytest.mark.parametrize("build", [
