@@ -158,6 +158,20 @@ def gen_averagepool(rng, batch: int = 1):
     return _pool(rng, "AveragePool", batch)
 
 
+def gen_averagepool_dilated(rng, batch: int = 1):
+    """AveragePool with dilations (opset 19, where the attribute appeared)."""
+    k, d = int(rng.integers(2, 4)), int(rng.integers(2, 4))
+    stride = int(rng.integers(1, 4))
+    pads = [int(rng.integers(0, k)) for _ in range(4)]
+    keff = d * (k - 1) + 1
+    c, h, w = _channels(rng), _spatial(rng, keff, 16), _spatial(rng, keff, 16)
+    g = _G(rng)
+    attrs = dict(kernel_shape=[k, k], strides=[stride, stride], pads=pads, dilations=[d, d],
+                 count_include_pad=int(rng.random() < 0.5))
+    y = g.op("AveragePool", ["x"], **attrs)
+    return g.model([batch, c, h, w], [y], opset=19), f"{batch}x{c}x{h}x{w}, {attrs}"
+
+
 def gen_globalaveragepool(rng, batch: int = 1):
     c, h, w = _channels(rng), int(rng.integers(1, 15)), int(rng.integers(1, 15))
     g = _G(rng)
@@ -359,6 +373,7 @@ GENERATORS: dict[str, Callable] = {
     "MatMul": gen_matmul,
     "MaxPool": gen_maxpool,
     "AveragePool": gen_averagepool,
+    "AveragePoolDilated": gen_averagepool_dilated,
     "GlobalAveragePool": gen_globalaveragepool,
     "Relu": _unary("Relu"),
     "LeakyRelu": _unary("LeakyRelu", alpha=lambda r: float(r.uniform(0.01, 0.3))),

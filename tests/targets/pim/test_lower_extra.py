@@ -1,6 +1,6 @@
 """Issue 13 on PIM: Concat, Slice/Split, nearest Resize, channel shuffle, LUT activations (Sigmoid, Tanh,
 SiLU, HardSigmoid, HardSwish) and Mul of two activations compile bit-exactly against the frontend's integer
-reference, in both schedules; MatMul of two activations and LSTM/GRU are clear one-line refusals."""
+reference, in both schedules (MatMul of two activations and LSTM/GRU: ``test_phases.py``)."""
 
 from __future__ import annotations
 
@@ -98,25 +98,6 @@ def test_zoo_models_bit_exact_on_pim(name, tmp_path):
     r = run_model("pim", p, samples=2)
     assert r["bit_exact"] is True
     assert r["top1_agreement"] == 1.0
-
-
-def test_matmul_of_activations_is_refused(tmp_path):
-    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]), helper.make_node("MatMul", ["x", "xt"], ["y"])]
-    p = tmp_path / "attn.onnx"
-    onnx.save(_model(nodes, [], [1, 4, 3], [1, 4, 4]), p)
-    with pytest.raises(UnsupportedError) as ei:
-        run_model("pim", p)
-    msg = str(ei.value)
-    assert "crossbar weights must be constants" in msg and str(p) in msg and "\n" not in msg
-
-
-def test_gru_is_refused_once_per_onnx_node(tmp_path):
-    p = tmp_path / "gru.onnx"
-    onnx.save(make_gru(0, seq=3, features=2, hidden=3, classes=3), p)
-    with pytest.raises(UnsupportedError) as ei:
-        run_model("pim", p)
-    msg = str(ei.value)
-    assert "LSTM/GRU is not compiled on PIM" in msg and "(GRU)" in msg and "\n" not in msg
 
 
 # ----------------------------------------------------------------------------- pieces

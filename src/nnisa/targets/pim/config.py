@@ -245,6 +245,11 @@ class NnisaConfig(_Model):
     #: core-to-core send/recv available (the PIM compiler routes partial sums through global
     #: memory when false; ISA §4.4 (5))
     core_links: bool = True
+    #: crossbar reprogramming between the phases of a time-multiplexed model (the ISA loads
+    #: weights by the toolchain, D8): ns to write one crossbar row (all crossbars of the chip
+    #: write in parallel) and pJ per written cell; the weights also stream from global memory
+    xbar_row_write_ns: float = Field(100.0, ge=0)
+    xbar_cell_write_pj: float = Field(1.0, ge=0)
 
     def core(self, core_id: int) -> NnisaCoreConfig:
         """Overrides of one core (an empty record if none)."""

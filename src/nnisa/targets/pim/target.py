@@ -25,7 +25,7 @@ from .stats import program_stats
 __all__ = ["PimTarget"]
 
 _COMPILE_ORDER = ("schedule", "replication", "fill", "mapping", "links", "batch", "bits", "gmem_reuse", "rounds",
-                  "interleave", "c2c", "fuse_pool", "fuse_add", "fuse_gap", "images")
+                  "interleave", "c2c", "fuse_pool", "fuse_add", "fuse_gap", "multiplex", "images")
 
 
 class PimTarget(Target):
@@ -111,7 +111,11 @@ class PimTarget(Target):
         return compile_model(model, config=config, out_dir=out_dir, **options)
 
     def simulate_batch(self, compiled: CompileResult, samples, first: int):
-        """A compiled stream's samples in one simulation, one per image slot."""
+        """A compiled stream's samples in one simulation, one per image slot (a phased program:
+        one sample after the other, :mod:`~nnisa.targets.pim.compiler.phased_result`)."""
+        if compiled.sim_options.get("phased"):
+            from .compiler.phased_result import simulate_phased
+            return simulate_phased(self.simulate, compiled, samples, first)
         return simulate_stream(self.simulate, compiled, samples, first)
 
     def workloads(self) -> dict[str, str]:

@@ -22,11 +22,11 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
     """ONNX model (path or prepared model) → program, weights and global-memory image, written as a
     bundle into ``out_dir``; ``options`` are :class:`PimCompileOptions` fields (``mode`` is another
     name of ``schedule``; other keys are ignored)."""
-    from .output import compile_result
+    from .phased_result import compile_any
     if "mode" in options:
         options.setdefault("schedule", options.pop("mode"))
     opts, _ = split_options(PimCompileOptions, options)
-    return compile_result(model, config=config, out_dir=out_dir, options=opts)
+    return compile_any(model, config=config, out_dir=out_dir, options=opts)
 
 
 def __getattr__(name: str) -> Any:

@@ -228,7 +228,7 @@ def _shift_vec(n: QNode, count: int) -> np.ndarray:
 def _hwc_of(shape: tuple[int, ...]) -> tuple[int, int, int]:
     if len(shape) == 4:
         return (shape[2], shape[3], shape[1])
-    return (1, 1, int(np.prod(shape[1:], dtype=np.int64)))
+    return (1, 1, int(np.prod(shape, dtype=np.int64)))
 
 
 def _matrix_hwc(n: QNode) -> np.ndarray:
@@ -310,7 +310,7 @@ def lower_graph(qg: QGraph, lowerings: dict, prepare=None) -> Lowered:
         if qt.bits > 8:
             raise UnsupportedError(f"tensor {name} has {qt.bits}-bit elements; the PIM compiler supports <= 8")
         shape = tuple(int(d) for d in qt.shape)
-        if shape[0] != 1:
+        if shape[0] != 1 and len(shape) == 4:   # (any other rank: the first axis is rows, e.g. heads)
             raise UnsupportedError(f"tensor {name} has batch {shape[0]}; the PIM compiler supports batch 1")
         buf = Buffer(name, _hwc_of(shape), qt.bits)
         buffers.append(buf)
@@ -321,8 +321,8 @@ def lower_graph(qg: QGraph, lowerings: dict, prepare=None) -> Lowered:
 
     inputs = []
     for qt in qg.inputs:
-        if len(qt.shape) not in (2, 4):
-            raise UnsupportedError(f"graph input {qt.name} has rank {len(qt.shape)}; expected 2 or 4")
+        if len(qt.shape) < 2:
+            raise UnsupportedError(f"graph input {qt.name} has rank {len(qt.shape)}; expected 2 or more")
         inputs.append(new_tensor(qt.name))
 
     layers: list[Layer] = []
@@ -363,6 +363,11 @@ def _alias(n: QNode, x: TensorRef, qg: QGraph) -> TensorRef:
     return TensorRef(n.outputs[0], shape_out, x.buf, perm, qt.exp, qt.scale, qt.bits)
 
 
+def is_plain(x: TensorRef) -> bool:
+    """True when ``x`` is stored in C order (no storage permutation)."""
+    return x.perm is None or bool(np.array_equal(x.perm, np.arange(np.asarray(x.perm).size)))
+
+
 def _need_hwc(n: QNode, x: TensorRef, file: str | None) -> TensorRef:
     if not x.is_hwc:
         raise UnsupportedError(f"input {x.name} was reshaped or transposed by an earlier layout op; PIM runs "
@@ -378,6 +383,16 @@ def _mat_layer(n: QNode, x: TensorRef, out: TensorRef, qg: QGraph) -> MatLayer:
         _, _, oh, ow = out.shape
         kwargs = dict(in_hwc=x.buf.hwc, out_hw=(oh, ow), kernel=tuple(a["kernel"]), strides=tuple(a["strides"]),
                       pads=tuple(a["pads"]), dilations=tuple(a["dilations"]))
+    elif n.op in ("MatMul", "Gemm") and (len(x.shape) > 2 or x.shape[0] != 1):
+        # token-wise projection of a (..., S, K) activation: a 1x1 convolution over the rows,
+        # whose C-order storage is the HWC layout of an (rows, 1, K) image
+        if np.ndim(n.weight) != 2 or not is_plain(x):
+            raise UnsupportedError("MatMul by a constant needs a 2-D weight and an input in C order",
+                                   where=_where(n))
+        mat = np.asarray(n.weight, np.int64)
+        rows = int(np.prod(x.shape[:-1], dtype=np.int64))
+        out.perm = None
+        kwargs = dict(in_hwc=(rows, 1, mat.shape[0]), out_hw=(rows, 1))
     else:
         if len(x.shape) != 2:
             raise UnsupportedError(f"Gemm input of rank {len(x.shape)} (expected 2)", where=_where(n))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ....core.errors import UnsupportedError
-from ....frontend.float_eval import take_axes
+from ....frontend.float_eval import pad_array, take_axes
 from ....frontend.quant import QNode, QTensor
 from ..isa import OPCODE
 from .emit import MAXLEN, CoreEmitter, pack_row
@@ -39,7 +39,7 @@ from .memory_plan import ConstPool, elem_bytes
 from .schedule import Task
 
 #: IR ops this module (and :mod:`.lower_lut`) lower
-COPY_OPS = ("Slice", "Resize", "Concat")
+COPY_OPS = ("Slice", "Resize", "Concat", "Pad")
 #: ops whose (first) input must be stored in the standard HWC layout
 NEEDS_HWC = ("Conv", "MaxPool", "AveragePool", "GlobalAveragePool")
 _PIECE = 8192          # output bytes per copy task
@@ -78,10 +78,11 @@ class ExtraLayer(Layer):
 
 @dataclass
 class CopyLayer(ExtraLayer):
-    """``out.storage[j] = requant_k(inputs[which[j]].storage[pos[j]])``."""
+    """``out.storage[j] = requant_k(inputs[which[j]].storage[pos[j]])``, or the constant ``pos[j]`` where
+    ``which[j]`` is -1 (a Pad value, a Concat's constant input)."""
 
-    which: np.ndarray = None               # (n_out,) input index per output storage position
-    pos: np.ndarray = None                 # (n_out,) storage position in that input
+    which: np.ndarray = None               # (n_out,) input index per output storage position (-1: constant)
+    pos: np.ndarray = None                 # (n_out,) storage position in that input (the value for -1)
     shifts: list[int] = field(default_factory=list)   # per input: rshift_round amount (0 = plain copy)
     clamp: tuple[int, int] = (-128, 127)
 
@@ -104,10 +105,13 @@ def same_storage(a: TensorRef, b: TensorRef) -> bool:
     return a.buf.hwc == b.buf.hwc and np.array_equal(storage_to_logical(a), storage_to_logical(b))
 
 
-def relayout(n: QNode, x: TensorRef, new_tensor, layers: list[Layer]) -> TensorRef:
-    """A copy of ``x`` in the standard storage of its shape (HWC for 4-D), for node ``n``."""
-    qt = QTensor(f"{x.name}.hwc", tuple(x.shape), x.scale, x.bits, x.exp)
+def relayout(n: QNode, x: TensorRef, new_tensor, layers: list[Layer], plain: bool = False) -> TensorRef:
+    """A copy of ``x`` in the standard storage of its shape (HWC for 4-D; C order for any rank
+    when ``plain``), for node ``n``."""
+    qt = QTensor(f"{x.name}.{'c' if plain else 'hwc'}", tuple(x.shape), x.scale, x.bits, x.exp)
     out = new_tensor(qt.name, qt)
+    if plain:
+        out.perm = None
     node = QNode("Transpose", f"{n.name}.relayout", [x.name], [qt.name], {}, [x.scale], [x.bits], x.scale, x.bits)
     src = logical_to_storage(x)[storage_to_logical(out)]
     layers.append(CopyLayer(node, [x], out, which=np.zeros(src.size, np.int64), pos=src, shifts=[0],
@@ -117,11 +121,18 @@ def relayout(n: QNode, x: TensorRef, new_tensor, layers: list[Layer]) -> TensorR
 
 def copy_layer(n: QNode, ins: list[TensorRef], new_tensor) -> CopyLayer:
     """The gather map of a Slice/Resize (one input) or Concat (inputs rescaled to the output)."""
-    if n.op in ("Slice", "Resize"):
+    fill = 0
+    if n.op in ("Slice", "Resize", "Pad"):
         x = ins[0]
-        logical = take_axes(np.arange(int(np.prod(x.shape)), dtype=np.int64).reshape(x.shape), n.attrs["index"])
-        src = logical_to_storage(x)[logical.reshape(-1)]
-        which = np.zeros(src.size, np.int64)
+        logical = np.arange(int(np.prod(x.shape)), dtype=np.int64).reshape(x.shape)
+        if n.op == "Pad":   # constant pad: position -1 is the fill value
+            logical = pad_array(logical, n.attrs["pads"], -1)
+            fill = int(n.attrs["qvalue"])
+        else:
+            logical = take_axes(logical, n.attrs["index"])
+        logical = logical.reshape(-1)
+        src = np.where(logical >= 0, logical_to_storage(x)[np.maximum(logical, 0)], fill)
+        which = np.where(logical >= 0, 0, -1)
         shifts = [0]
     else:  # Concat: (input index, logical index) along the axis
         shifts = []
@@ -134,13 +145,17 @@ def copy_layer(n: QNode, ins: list[TensorRef], new_tensor) -> CopyLayer:
             size = int(np.prod(x.shape))
             parts_k.append(np.full(x.shape, k, np.int64))
             parts_p.append(logical_to_storage(x).reshape(x.shape) if size else np.zeros(x.shape, np.int64))
+        if n.const is not None:   # a constant input (class token), at the output scale: filled in place
+            c = np.asarray(n.const, np.int64)
+            parts_k.insert(int(n.attrs["const_index"]), np.full(c.shape, -1, np.int64))
+            parts_p.insert(int(n.attrs["const_index"]), c)
         ax = int(n.attrs["axis"])
         which = np.concatenate(parts_k, axis=ax).reshape(-1)
         src = np.concatenate(parts_p, axis=ax).reshape(-1)
     out = new_tensor(n.outputs[0])
     order = storage_to_logical(out)
-    return CopyLayer(n, list(ins), out, which=which[order], pos=src[order], shifts=shifts,
-                     clamp=tuple(int(v) for v in n.clamp))
+    which, src = which[order], src[order]
+    return CopyLayer(n, list(ins), out, which=which, pos=src, shifts=shifts, clamp=tuple(int(v) for v in n.clamp))
 
 
 def _wn(n: QNode) -> str:
@@ -214,6 +229,7 @@ class _Piece:
     p: int
     q: int
     parts: list[tuple[int, int, int, list]]   # (input, lo, hi, runs relative to lo); runs None = direct
+    fill: list = field(default_factory=list)  # (offset, length, value) runs of constant positions
 
 
 def _plan_pieces(layer: CopyLayer) -> list[_Piece]:
@@ -228,15 +244,25 @@ def _plan_pieces(layer: CopyLayer) -> list[_Piece]:
             if staged <= _STAGE or size == 1:
                 break
             size = max(1, size // 2)
-        out.append(_Piece(p, q, parts))
+        out.append(_Piece(p, q, parts, _const_runs(layer.which[p:q], layer.pos[p:q])))
         p = q
     return out
+
+
+def _const_runs(which: np.ndarray, pos: np.ndarray) -> list[tuple[int, int, int]]:
+    """``(offset, length, value)`` runs of equal values at the constant positions (``which`` -1)."""
+    idx = np.flatnonzero(which < 0)
+    if not idx.size:
+        return []
+    vals = pos[idx]
+    brk = np.flatnonzero((np.diff(idx) != 1) | (np.diff(vals) != 0)) + 1
+    return [(int(idx[a]), int(b - a), int(vals[a])) for a, b in zip(np.r_[0, brk], np.r_[brk, idx.size])]
 
 
 def _piece_parts(layer: CopyLayer, p: int, q: int):
     w, pos = layer.which[p:q], layer.pos[p:q]
     parts, staged = [], 0
-    for k in np.unique(w):
+    for k in np.unique(w[w >= 0]):
         k = int(k)
         sel = np.flatnonzero(w == k)
         kp = pos[sel]
@@ -356,6 +382,8 @@ def copy_tasks(layer: CopyLayer, em: dict[int, CoreEmitter], workers: list[int],
                 if "obuf" not in st or e.per_task:
                     setup(e, st)
                 obuf, ibuf = st["obuf"], st["ibuf"]
+                for d, m, v in pc.fill:    # constant positions: one lldi per run of one value
+                    e.lldi(obuf + d, v & 0xFF, m)
                 for k, lo, hi, rr, direct in ops:
                     src = layer.inputs[k].buf.addr + ofs
                     if direct:

@@ -16,6 +16,10 @@ and one ``vvadd`` into the accumulator — about six vector instructions per pie
 8-bit Sigmoid/Tanh/HardSwish tables need 9–22 pieces.  The result is bit-identical to the
 table by construction (checked for every code at compile time).
 
+**Add/Sub with a constant or a broadcast operand** (biases after a token-wise MatMul,
+positional embeddings, ``x − c``) use the same operand gathering: each operand is widened by
+``vvsll`` with its input rescale shift, then ``vvadd``/``vvsub`` and the same requantization.
+
 **Mul of two activations** (SiLU, squeeze-excite gates): ``vvmul`` widening to ``W`` bits
 (``|a·b| ≤ 2^14``), then the frontend's ``clip(rshift_round(a·b, s))`` with ``vvadd``/``vvsra``
 (or a pre-clamped ``vvsll`` for left shifts) and ``vrsl``/``vrsu``.  A broadcast operand
@@ -126,7 +130,8 @@ class LutLayer(ExtraLayer):
 
 @dataclass
 class MulLayer(ExtraLayer):
-    """``out = clip(rshift_round(a · b, shift))``; operands gathered into the output's storage."""
+    """``out = clip(rshift_round(a · b, shift))`` (``kind`` mul) or ``clip(rshift_round((a << k0) ±
+    (b << k1), shift))`` (``kind`` add/sub); operands gathered into the output's storage."""
 
     maps: list = None         # per operand: storage positions per output position (None = identity)
     periods: list = None      # per operand: repeat period of the map (0 = none)
@@ -135,6 +140,10 @@ class MulLayer(ExtraLayer):
     shift: int = 0
     clamp: tuple[int, int] = (-128, 127)
     width: int = 16
+    kind: str = "mul"
+    in_shifts: tuple[int, int] = (0, 0)   # add/sub: left shifts of the operands to the common scale
+    half: int = 0                         # rounding constant added before the right shift
+    const_bits: int = 8                   # width of the stored constant (wide: a folded Add/Sub constant)
 
     def tasks(self, em, workers, consts, li=0, pick=None, image=0, ofs=0, states=None):
         return mul_tasks(self, em, workers, consts, li, pick, image, ofs, states)
@@ -185,16 +194,54 @@ def lower_mul(n: QNode, ins: list[TensorRef], new_tensor) -> MulLayer:
     ob = out.bits
     tmax = (1 << (ob - 1)) - 1
     bits = [8 if t is None else t.bits for t in operands]
-    bound = (1 << (bits[0] - 1)) * (1 << (bits[1] - 1)) + (1 << max(s - 1, 0))
+    kind, shl = n.op.lower(), (0, 0)
+    half = 1 << (s - 1) if s > 0 else 0
+    cp = operands.index(None) if const is not None else -1
+    const_bits = 8
+    if kind == "mul":
+        bound = (1 << (bits[0] - 1)) * (1 << (bits[1] - 1)) + half
+    else:
+        shl = tuple(_left_shift(r, where) for r in n.input_requants)
+        bound = sum((1 << (b - 1)) << k for b, k in zip(bits, shl)) + half
+        if cp >= 0 and s > 0:
+            kind, shl, s, const = _fold_const(kind, shl, s, const, cp)
+            half, const_bits = 0, 0
+            bound = ((1 << (bits[1 - cp] - 1)) << shl[1 - cp]) + int(np.abs(const).max(initial=0))
     if s < 0:
         bound = max(bound, (tmax + 2) << -s)
     try:
         width = max(16, acc_width(bound))
     except OverflowError:
-        raise UnsupportedError(f"Mul rescale by 2^{-s} does not fit a 31-bit vector", where=where) from None
-    return MulLayer(n, list(ins), out, maps=maps, periods=periods, const=const,
-                    const_pos=operands.index(None) if const is not None else -1, shift=s,
-                    clamp=tuple(int(v) for v in n.clamp), width=width)
+        raise UnsupportedError(f"{n.op} rescale by 2^{-s} does not fit a 31-bit vector", where=where) from None
+    return MulLayer(n, list(ins), out, maps=maps, periods=periods, const=const, const_pos=cp, shift=s,
+                    clamp=tuple(int(v) for v in n.clamp), width=width, kind=kind, in_shifts=shl, half=half,
+                    const_bits=const_bits or width)
+
+
+def _fold_const(kind: str, shl: tuple[int, int], s: int, const: np.ndarray, cp: int):
+    """Fold the constant operand of an Add/Sub, its rescale and the rounding into one wide constant.
+
+    ``floor((±x·2^kx + C + 2^(s−1)) / 2^s) = floor((±x·2^(kx−g) + q) / 2^(s−g))`` with ``g = min(kx, s)``
+    and ``q = floor((C + 2^(s−1)) / 2^g)`` (the remainder below ``2^g`` never reaches the next
+    multiple of ``2^(s−g)``): exact, and the activation is no longer shifted far left (a bias whose
+    scale is much finer than the activation's would need ``x·2^23``, beyond 31 bits)."""
+    a = 1 - cp
+    g = min(shl[a], s)
+    c = np.asarray(const, np.int64) << shl[cp]
+    if kind == "sub" and cp == 1:      # x − C = x + (−C)
+        c, kind = -c, "add"
+    q = (c + (1 << (s - 1))) >> g
+    new_shl = [0, 0]
+    new_shl[a] = shl[a] - g
+    return kind, tuple(new_shl), s - g, q
+
+
+def _left_shift(r, where: str) -> int:
+    """The left shift of a pow2 input rescale (to the common scale of an Add/Sub)."""
+    s = int(np.asarray(r.shift))
+    if not r.is_pow2 or np.ndim(r.shift) or s > 0:
+        raise UnsupportedError("Add/Sub input rescale must be a per-tensor left shift", where=where)
+    return -s
 
 
 def _period(src: np.ndarray, out: TensorRef) -> int:
@@ -292,9 +339,12 @@ def mul_tasks(layer: MulLayer, em: dict[int, CoreEmitter], workers: list[int], c
     total = int(np.prod(layer.out.shape))
     ops: list = []   # per operand: (gmem base, bits, map, period)
     act = iter(layer.inputs)
+    cb = elem_bytes(layer.const_bits)
     for i, (mp, per) in enumerate(zip(layer.maps, layer.periods)):
         if i == layer.const_pos:
-            ops.append((consts.add(layer.const.reshape(-1), 8), 8, mp, per))
+            if cb > 1:    # a wide constant: its byte positions
+                mp = (mp[:, None] * cb + np.arange(cb)).reshape(-1)
+            ops.append((consts.add(layer.const.reshape(-1), layer.const_bits), layer.const_bits, mp, per))
         else:
             t = next(act)
             if t.bits > 8:
@@ -312,33 +362,40 @@ def mul_tasks(layer: MulLayer, em: dict[int, CoreEmitter], workers: list[int], c
             u = min(n0, 64)
             if s > 0:
                 st["kh"], st["kr"] = e.arena.alloc(n0 * wb), e.arena.alloc(n0 * wb)
-                e.ld_rep(st["kh"], consts.add(np.full(u, 1 << (s - 1)), W), u * wb, n0 * wb)
+                e.ld_rep(st["kh"], consts.add(np.full(u, layer.half), W), u * wb, n0 * wb)
                 e.ld_rep(st["kr"], consts.add(np.full(u, s), W), u * wb, n0 * wb)
             elif s < 0:
                 st["kl"] = e.arena.alloc(n0 * wb)
                 e.ld_rep(st["kl"], consts.add(np.full(u, -s), W), u * wb, n0 * wb)
-            for i, (base, _, mp, per) in enumerate(ops):
+            if layer.kind != "mul":
+                for i in (0, 1):
+                    st[("ks", i)] = e.arena.alloc(n0)
+                    e.ld_rep(st[("ks", i)], consts.add(np.full(u, layer.in_shifts[i]), 8), u, n0)
+            for i, (base, b, mp, per) in enumerate(ops):
                 if mp is not None and per:   # built once: one period gathered, then doubled
-                    a = st[("rep", i)] = e.arena.alloc(n0)
-                    _gather(e, a, base, mp[:per], e.tarena)
-                    have = per
-                    while have < n0:
-                        k = min(have, n0 - have)
+                    nb = n0 * elem_bytes(b)
+                    a = st[("rep", i)] = e.arena.alloc(nb)
+                    _gather(e, a, base, mp[:per * elem_bytes(b)], e.tarena)
+                    have = per * elem_bytes(b)
+                    while have < nb:
+                        k = min(have, nb - have)
                         e.lmv(a + have, a, k)
                         have += k
         for i in range(2):
-            st[("op", i)] = e.tarena.alloc(n0)
+            st[("op", i)] = e.tarena.alloc(n0 * elem_bytes(ops[i][1]))
         st["p"] = e.tarena.alloc(n0 * wb)
+        st["q"] = e.tarena.alloc(n0 * wb) if layer.kind != "mul" else 0
         st["y"] = e.tarena.alloc(n0)
 
     for core0, pieces in _chunks(total, n0, workers):
         for p, q in pieces:
             reads = []
-            for base, _, mp, per in ops:
+            for base, b, mp, per in ops:
+                eb = elem_bytes(b)
                 if mp is None:
                     reads.append((base + p, base + q))
                 else:
-                    sub = mp[:per] if per else mp[p:q]
+                    sub = mp[:per * eb] if per else mp[p * eb:q * eb]
                     reads.append((base + int(sub.min()), base + int(sub.max()) + 1))
             core = pick(reads, core0) if pick else core0
             st = states.setdefault(core, {})
@@ -349,20 +406,31 @@ def mul_tasks(layer: MulLayer, em: dict[int, CoreEmitter], workers: list[int], c
                     setup(e, st)
                 n = q - p
                 bufs = []
-                for i, (base, _, mp, per) in enumerate(ops):
+                for i, (base, b, mp, per) in enumerate(ops):
+                    eb = elem_bytes(b)
                     if mp is None:
                         e.ld(st[("op", i)], base + p, n)
                         bufs.append(st[("op", i)])
                     elif per:
                         bufs.append(st[("rep", i)])
                     else:
-                        _gather(e, st[("op", i)], base, mp[p:q], e.tarena)
+                        _gather(e, st[("op", i)], base, mp[p * eb:q * eb], e.tarena)
                         bufs.append(st[("op", i)])
                 P, y = st["p"], st["y"]
                 e.setbw(8, W)
-                e.vv("vvmul", P, bufs[0], bufs[1], n)
-                if s:
+                if layer.kind == "mul":
+                    e.vv("vvmul", P, bufs[0], bufs[1], n)
+                    if s:
+                        e.setbw(W, W)
+                else:
+                    terms = [P, st["q"]]
+                    for i in (0, 1):
+                        if ops[i][1] > 8:    # a wide (folded) constant is already at W bits
+                            terms[i] = bufs[i]
+                        else:
+                            e.vv("vvsll", terms[i], bufs[i], st[("ks", i)], n)
                     e.setbw(W, W)
+                    e.vv("vvadd" if layer.kind == "add" else "vvsub", P, terms[0], terms[1], n)
                 requant_tail(e, P, y, n, W, ob, layer.clamp, half=st.get("kh"), shr=st.get("kr"),
                              left=st.get("kl"))
                 e.st(outa + p, y, n)

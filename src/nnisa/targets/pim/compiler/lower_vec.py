@@ -152,13 +152,14 @@ def _avg_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, gbuf: int, obuf: in
                oy: int, ox: int) -> None:
     h, w, c = layer.in_hwc
     kh, kw = layer.kernel
-    if layer.dilations != (1, 1):
-        raise UnsupportedError("dilated AveragePool", where=_where(layer))
     pt, pl, pb, pr = layer.pads
     if layer.count_include_pad:
         ylo, yhi, xlo, xhi = -pt, h + pb, -pl, w + pr
     else:
         ylo, yhi, xlo, xhi = 0, h, 0, w
+    if layer.dilations != (1, 1):
+        _avg_pixel_dilated(e, layer, inbuf, gbuf, obuf, y0, x0, oy, ox, (ylo, yhi, xlo, xhi))
+        return
     ya, yb = max(y0, ylo), min(y0 + kh, yhi)
     xa, xb = max(x0, xlo), min(x0 + kw, xhi)
     ny, nx = yb - ya, xb - xa
@@ -180,6 +181,31 @@ def _avg_pixel(e: CoreEmitter, layer: PoolLayer, inbuf: int, gbuf: int, obuf: in
             e.lmv(dst + (ia - xa) * c, inbuf + (iy - y0) * rowb + ia * c, (ib - ia) * c)
         if xb > ib:
             e.lldi(dst + (ib - xa) * c, 0, (xb - ib) * c)
+    for ch in range(c):
+        e.vavg(obuf + ox * c + ch, gbuf, c, count, ch)
+
+
+def _avg_pixel_dilated(e: CoreEmitter, layer: PoolLayer, inbuf: int, gbuf: int, obuf: int, y0: int, x0: int,
+                       oy: int, ox: int, counted: tuple[int, int, int, int]) -> None:
+    """A dilated window: its counted taps gathered one by one (``C`` bytes each, ``lldi 0`` for a
+    counted padding tap) into ``[count][C]``, then ``vavg`` per channel."""
+    h, w, c = layer.in_hwc
+    ylo, yhi, xlo, xhi = counted
+    (kh, kw), (dh, dw) = layer.kernel, layer.dilations
+    ys = [y0 + ky * dh for ky in range(kh) if ylo <= y0 + ky * dh < yhi]
+    xs = [x0 + kx * dw for kx in range(kw) if xlo <= x0 + kx * dw < xhi]
+    count = len(ys) * len(xs)
+    if count != int(layer.counts[oy, ox]) or count > MAXLEN:
+        raise UnsupportedError(f"AveragePool window of {count} taps (divisor {int(layer.counts[oy, ox])}, at most "
+                               f"{MAXLEN})", where=_where(layer))
+    dst = gbuf
+    for iy in ys:
+        for ix in xs:
+            if 0 <= iy < h and 0 <= ix < w:
+                e.lmv(dst, inbuf + (iy - y0) * w * c + ix * c, c)
+            else:
+                e.lldi(dst, 0, c)
+            dst += c
     for ch in range(c):
         e.vavg(obuf + ox * c + ch, gbuf, c, count, ch)
 

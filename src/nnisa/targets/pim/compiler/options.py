@@ -66,6 +66,8 @@ class PimCompileOptions(QuantOptions):
                                     "the balanced mapping)")
     fuse_add: bool = option(True, "fold a residual Add(+ReLU) into the second conv of a block")
     fuse_gap: bool = option(True, "fold GlobalAveragePool into the last conv")
+    multiplex: bool = option(True, "a model needing more crossbars than the chip runs in phases: the crossbars are "
+                             "reprogrammed between layer groups (reload time and energy in the figures)")
     images: int = option(1, "images in the stream: compiled into the program (compile/run), or the times an "
                          "unmarked program is repeated (sim); latency = first image, period = time per image",
                          commands=("compile", "run", "sim"), minimum=1, maximum=MAX_IMAGES)

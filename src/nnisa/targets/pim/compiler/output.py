@@ -22,7 +22,7 @@ from ....core.target import CompileResult
 from ....core.errors import ConfigError
 from ....core.fileio import read_bytes
 from ..formats.bundle import NOC_FILE, write_bundle
-from .driver import Compiled, compile_program, quantize_model
+from .driver import Compiled, compile_program
 from .options import PimCompileOptions
 from .io import from_storage, input_segments, to_storage
 
@@ -68,18 +68,18 @@ def _entry(e: dict) -> dict:
     return {k: e[k] for k in ("name", "shape", "bits", "scale", "zero_point", "layout", "address")}
 
 
-def compile_result(model, *, config=None, out_dir=None, options: PimCompileOptions | None = None) -> CompileResult:
-    """The compile entry's work: compile, write files (when ``out_dir``), build the callbacks.
+def compile_result(qg, tail, tail_nodes, *, config=None, out_dir=None,
+                   options: PimCompileOptions | None = None) -> CompileResult:
+    """The compile entry's work for a one-program model: compile, write files (when ``out_dir``),
+    build the callbacks (``qg``: the integer head, ``tail``: the float tail of
+    :func:`~nnisa.frontend.prepare.split_float_tail`).
 
     ``encode_inputs(sample)`` returns ``{global address: bytes}`` (quantized, storage layout);
     the simulator's outputs are expected as ``{name: int array of the manifest shape}`` read
     at the manifest address (``sim_options["outputs"]``); ``reference(sample)`` returns the
     frontend's integer outputs in that same form; ``decode_outputs`` gives float NCHW/NC arrays.
     """
-    from ....frontend.prepare import split_float_tail
     o = options or PimCompileOptions()
-    full = quantize_model(model, bits=o.bits, **o.quant_kwargs())
-    qg, tail, tail_nodes = split_float_tail(full)
     c = compile_program(qg, config, o)
     if tail is not None:
         c.report["host_tail"] = {"nodes": tail_nodes, "note": "the PIM ISA has no exponential: these run on the "

@@ -230,6 +230,10 @@ def read_pimb_dir(path: str | os.PathLike) -> PimProgram:
         cores[int(stem)] = rows
         n_rs2 += lost
     if not cores:
+        if (d / "phases.json").exists():   # a phased compile (docs/pim_compiler.md)
+            phases = sorted(p.name for p in d.glob("phase*") if p.is_dir())
+            raise FormatError(f"a phased compile ({len(phases)} device phases, see phases.json): simulate one phase "
+                              f"(nnisa sim -t pim {d / 'phase0'}) or run the model with nnisa run", file=str(d))
         raise FormatError("no core_<id>.pim files found", file=str(d))
     agm: dict[int, list[int]] = {}
     chip = None
