@@ -92,7 +92,7 @@ def _brief(r: dict) -> dict:
 def _write_bundle(out_dir, model, cfg: PimsabConfig, qg, programs, report) -> dict[str, str]:
     import orjson
 
-    from ....core.bundle import BundleWriter, Manifest, TensorSpec
+    from ....core.bundle import BundleWriter, Manifest
     from ..formats.image import encode_image
     names = {}
     with BundleWriter(out_dir) as w:
@@ -102,12 +102,21 @@ def _write_bundle(out_dir, model, cfg: PimsabConfig, qg, programs, report) -> di
             names[f"program_{k:03d}"] = name
         names["report"] = "compile_report.json"
         w.write(names["report"], orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
-        tensors = [TensorSpec(name=t.name, shape=[int(d) for d in t.shape], bits=t.bits, scale=float(t.scale))
-                   for t in (qg.inputs[0], qg.outputs[0])]
-        man = Manifest(target="pimsab", program=names.get("program_000"), files=names, inputs=[tensors[0]],
-                       outputs=[tensors[1]], config=cfg.as_dict())
+        man = Manifest(target="pimsab", program=names.get("program_000"), files=names,
+                       inputs=[_spec(t) for t in qg.inputs], outputs=[_spec(t) for t in qg.outputs],
+                       config=cfg.as_dict())
         out = w.commit(man)
     return {role: str(out / n) for role, n in names.items()} | {"manifest": str(out / "manifest.json")}
+
+
+def _spec(t):
+    """The manifest entry of a graph input/output; a float tensor (the output of a host Softmax:
+    ``bits`` 0) is a float32 array, not an integer with a scale."""
+    from ....core.bundle import TensorSpec
+    shape = [int(d) for d in t.shape]
+    if not t.bits:
+        return TensorSpec(name=t.name, shape=shape, bits=32, layout="float32")
+    return TensorSpec(name=t.name, shape=shape, bits=t.bits, scale=float(t.scale))
 
 
 #: samples one batched functional pass takes (``CompileResult.samples_per_run``)

@@ -172,7 +172,7 @@ class Lowering:
         """The pixels-on-bitlines program (:mod:`.convwin`) when it applies and the model estimates it
         faster than ``direct`` (output channels on the bitlines); True if it was chosen."""
         C, Hp, Wp, M, kh, kw, stride = shape
-        cw = convwin.plan(1, C, Hp, Wp, M, kh, kw, stride, self.cfg.cram_cols)
+        cw = convwin.plan(1, C, Hp, Wp, M, kh, kw, stride, self.cfg.cram_cols, self.cfg.crams_per_tile)
         if cw is None:
             return False
         acc = n.name + "_acc"
