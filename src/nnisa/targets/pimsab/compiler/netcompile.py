@@ -38,9 +38,10 @@ def quantized_graph(model, calib=None, bits: int = 8):
         data = calib
         if data is None:
             data = bundled_inputs_for(model, samples=64) if isinstance(model, (str, os.PathLike)) else None
-        if data is None:  # spec §4.11: 8 samples of N(0, 1), seed 0
-            shape = (8,) + tuple(g.inputs[0].shape[1:])
-            data = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        if data is None:  # spec §4.11: 8 samples of N(0, 1), seed 0 (of every input, in order)
+            rng = np.random.default_rng(0)
+            data = {t.name: rng.standard_normal((8,) + tuple(t.shape[1:])).astype(np.float32) for t in g.inputs}
+            data = next(iter(data.values())) if len(data) == 1 else data
         return quantize(g, data, bits=bits, scale_mode="pow2", per_channel=False)
 
     if isinstance(model, PreparedModel) and calib is None:
@@ -53,11 +54,10 @@ def compile_network(model, *, config: Any = None, out_dir=None, calib=None, bits
     t0 = time.perf_counter()
     cfg = load_config(config)
     qg = quantized_graph(model, calib, bits)
-    if len(qg.inputs) != 1:
-        raise FormatError(f"PIMSAB compiles models with one input, this one has {len(qg.inputs)}")
-    if qg.inputs[0].raw:  # token ids (an embedding lookup): not a quantized tensor
-        raise UnsupportedError(f"input {qg.inputs[0].name!r} holds integer ids (an embedding lookup); PIMSAB "
-                               "compiles models with a float input", file=qg.source)
+    for t in qg.inputs:
+        if t.raw:  # token ids (an embedding lookup): not a quantized tensor
+            raise UnsupportedError(f"input {t.name!r} holds integer ids (an embedding lookup); PIMSAB "
+                                   "compiles models with float inputs", file=qg.source)
     layers, lower_s = lower_model(qg, cfg)
     programs = [(L, p) for L in layers for p in L.programs]
     report = {"compile_s": round(time.perf_counter() - t0, 3), "lowering_s": round(lower_s, 3),
@@ -69,11 +69,15 @@ def compile_network(model, *, config: Any = None, out_dir=None, calib=None, bits
               "instructions": int(sum(len(p.compiled.program) for _, p in programs)),
               "quantization": "frontend pow2, per-tensor int8 weights and activations"}
     files = _write_bundle(out_dir, model, cfg, qg, programs, report) if out_dir is not None else {}
-    t_in = qg.inputs[0]
+    names = [t.name for t in qg.inputs]
 
-    def encode(sample):
-        x = np.asarray(sample[t_in.name] if t_in.name in sample else next(iter(sample.values())))
-        return {t_in.name: qg.quantize_input(t_in.name, x[None])}
+    def encode(sample):  # one sample of every input (several: a recurrent cell and its state)
+        if len(names) == 1 and names[0] not in sample:
+            sample = {names[0]: next(iter(sample.values()))}
+        missing = [k for k in names if k not in sample]
+        if missing:
+            raise FormatError(f"missing model input(s) {missing}; the model's inputs are {names}")
+        return {k: qg.quantize_input(k, np.asarray(sample[k])[None]) for k in names}
 
     def reference(sample):
         from ....frontend import evaluate_quantized
