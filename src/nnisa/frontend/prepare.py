@@ -55,8 +55,9 @@ QUANT_OPTIONS = option_specs(QuantOptions)
 Check = Callable[[Node, Graph], "str | None"]
 
 
-def quantization_issue(n: Node, g: Graph, raw: set[str] | None = None) -> str | None:
-    """Why ``n`` cannot be quantized (None when it can); ``raw``: :func:`raw_tensors` of ``g``."""
+def quantization_issue(n: Node, g: Graph, raw: set[str] | None = None, const_concat: bool = False) -> str | None:
+    """Why ``n`` cannot be quantized (None when it can); ``raw``: :func:`raw_tensors` of ``g``;
+    ``const_concat``: the target's Concat takes one constant input (``QNode.const``, a class token)."""
     raw = raw_tensors(g) if raw is None else raw
     if n.outputs[0] in raw:  # index/mask arithmetic stays exact
         return None
@@ -81,14 +82,15 @@ def quantization_issue(n: Node, g: Graph, raw: set[str] | None = None) -> str | 
         return f"{n.op} weights computed by the graph cannot be quantized (they must be constants)"
     if n.op == "MatMul" and n.inputs[0] in g.initializers:
         return "MatMul with a constant left operand is not supported"
-    if n.op == "Concat" and any(i in g.initializers for i in n.inputs):
+    if n.op == "Concat" and sum(i in g.initializers for i in n.inputs) > (1 if const_concat else 0):
         return "Concat with a constant input is not supported in a quantized graph"
     if n.op in ("Max", "Min") and any(i in g.initializers for i in n.inputs):
         return f"{n.op} with a constant operand is not supported in a quantized graph"
     return None
 
 
-def check_graph(graph: Graph, target: str, check: Check | None = None, *, quantized: bool = True) -> None:
+def check_graph(graph: Graph, target: str, check: Check | None = None, *, quantized: bool = True,
+                const_concat: bool = False) -> None:
     """Raise one :class:`UnsupportedError` naming every node that ``target`` cannot compile.
 
     Parameters
@@ -102,12 +104,15 @@ def check_graph(graph: Graph, target: str, check: Check | None = None, *, quanti
     quantized : bool
         Whether the target compiles the quantized graph (then every node must have integer
         semantics); float targets (Tensil, Cherry) pass False.
+    const_concat : bool
+        The target lowers a Concat with one constant input (:func:`quantization_issue`).
     """
     bad: list[tuple[tuple[str, str], str]] = []   # ((op, name), reason)
     seen: set[tuple[str, str]] = set()
     raw = raw_tensors(graph)
     for n in graph.nodes:
-        why = (quantization_issue(n, graph, raw) if quantized else None) or (check(n, graph) if check else None)
+        why = (quantization_issue(n, graph, raw, const_concat) if quantized else None) or \
+            (check(n, graph) if check else None)
         # the nodes unrolled from one LSTM/GRU are reported once, under the ONNX node's name
         key = tuple(graph.origin[n.name].split(" ", 1)) if n.name in graph.origin else (n.op, n.name)
         if why and (key, why) not in seen:

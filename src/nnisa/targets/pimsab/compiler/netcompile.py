@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ....core.errors import FormatError, UnsupportedError
+from ....core.errors import FormatError
 from ....core.target import CompileResult, RunResult, Stats, run_samples
 from ..config import PimsabConfig, load_config, preset_for_hash
 from .network import lower_model, run_network, run_network_batch
@@ -34,7 +34,7 @@ def quantized_graph(model, calib=None, bits: int = 8):
     from ....frontend.prepare import check_graph
 
     def make(g):
-        check_graph(g, "pimsab")  # every node with integer semantics lowers (device or host): refuse the rest now
+        check_graph(g, "pimsab", const_concat=True)  # every node with integer semantics lowers (device or host): refuse the rest now
         data = calib
         if data is None:
             data = bundled_inputs_for(model, samples=64) if isinstance(model, (str, os.PathLike)) else None
@@ -54,10 +54,6 @@ def compile_network(model, *, config: Any = None, out_dir=None, calib=None, bits
     t0 = time.perf_counter()
     cfg = load_config(config)
     qg = quantized_graph(model, calib, bits)
-    for t in qg.inputs:
-        if t.raw:  # token ids (an embedding lookup): not a quantized tensor
-            raise UnsupportedError(f"input {t.name!r} holds integer ids (an embedding lookup); PIMSAB "
-                                   "compiles models with float inputs", file=qg.source)
     layers, lower_s = lower_model(qg, cfg)
     programs = [(L, p) for L in layers for p in L.programs]
     report = {"compile_s": round(time.perf_counter() - t0, 3), "lowering_s": round(lower_s, 3),
@@ -77,7 +73,9 @@ def compile_network(model, *, config: Any = None, out_dir=None, calib=None, bits
         missing = [k for k in names if k not in sample]
         if missing:
             raise FormatError(f"missing model input(s) {missing}; the model's inputs are {names}")
-        return {k: qg.quantize_input(k, np.asarray(sample[k])[None]) for k in names}
+        # token ids / masks (``raw``: the embedding lookup runs on the host) stay exact integers
+        return {k: np.asarray(sample[k])[None].astype(np.int64) if qg.tensors[k].raw else
+                qg.quantize_input(k, np.asarray(sample[k])[None]) for k in names}
 
     def reference(sample):
         from ....frontend import evaluate_quantized
