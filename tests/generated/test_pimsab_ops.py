@@ -41,7 +41,7 @@ def check(gen: Generated, samples: int = 2) -> None:
 
 FAST = [("Conv", s) for s in range(4)] + [("MatMulActivations", 0), ("MatMul", 1), ("Mul", 2), ("Add", 3),
                                            ("Sub", 1), ("Gemm", 0), ("MaxPool", 1), ("Softmax", 3),
-                                           ("GlobalAveragePool", 3), ("Clip", 2)]
+                                           ("GlobalAveragePool", 3), ("Clip", 2), ("Max", 1)]
 
 
 @pytest.mark.parametrize("op,seed", FAST, ids=[f"{o}-{s}" for o, s in FAST])

@@ -145,9 +145,11 @@ def matmul(lw: Lowering, n: QNode, layer: Layer) -> None:
 
 
 def binary(lw: Lowering, n: QNode, layer: Layer) -> None:
-    """Add / Sub (each input rescaled, then the output rescaling) and Mul (the product, then the
-    output rescaling), of two activations or of an activation and a constant."""
-    rqs = [n.requant] + (list(n.input_requants) if n.op != "Mul" else [])
+    """Add / Sub (each input rescaled, then the output rescaling), Mul (the product, then the
+    output rescaling), of two activations or of an activation and a constant; Max / Min of two
+    activations (each rescaled and clamped)."""
+    rqs = ([n.requant] if n.op in ("Add", "Sub", "Mul") else []) + \
+        (list(n.input_requants) if n.op != "Mul" else [])
     if any(r is None or not r.is_pow2 or np.ndim(r.shift) for r in rqs):
         layer.host_reason = f"{n.op} with a per-channel or non-pow2 rescaling: host fallback"
         return
@@ -159,9 +161,14 @@ def binary(lw: Lowering, n: QNode, layer: Layer) -> None:
         names.insert(at, np.asarray(n.const, np.int64))
         bits = [n.in_bits[0]]
         bits.insert(at, _bits_of(n.const))
-    out_shift = int(np.asarray(n.requant.shift).ravel()[0])
+    out_shift = int(np.asarray(n.requant.shift).ravel()[0]) if n.op in ("Add", "Sub", "Mul") else 0
+    lo, hi = n.clamp
 
     def expr(a):
+        if n.op in ("Max", "Min"):  # each input rescaled and clamped, then the larger / smaller
+            u, v = (T.maximum(T.minimum(_shift_round(T.i32(t), int(np.asarray(r.shift).ravel()[0])), hi), lo)
+                    for t, r in zip(a, n.input_requants))
+            return T.maximum(u, v) if n.op == "Max" else T.minimum(u, v)
         if n.op == "Mul":
             acc = T.i32(a[0]) * T.i32(a[1])
         else:

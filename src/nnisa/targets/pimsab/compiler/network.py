@@ -33,7 +33,7 @@ import numpy as np
 from ....core.lowering import OnHost
 from ....frontend.prepare import QUANTIZABLE
 from ....frontend.qeval import run_qnode
-from ....frontend.quant import QGraph, QNode
+from ....frontend.quant import LUT_OPS, QGraph, QNode
 from ..config import PimsabConfig
 from . import convwin, lang, netops
 from .netops import pad_chw as _pad
@@ -379,8 +379,20 @@ def _run_network(qg: QGraph, layers: list[Layer], qinputs: list[dict[str, np.nda
             for env in envs]
 
 
+#: why an operator stays on the host (the compile report's ``host_layers`` and ``nnisa targets --ops``)
+HOST_WHY = {
+    **dict.fromkeys(LUT_OPS, "a lookup-table activation: the ISA has no table lookup (a 2^bits-way select per "
+                             "element)"),
+    "Softmax": "exp and a division per row (the frontend's integer Softmax): host tail",
+    "MaskedSoftmax": "exp and a division per row (the frontend's integer Softmax): host tail",
+    "LayerNorm": "an integer square root and a division per row (the frontend's integer LayerNorm): host tail",
+    **dict.fromkeys(("Slice", "Gather", "Resize", "Expand", "Where"), "data movement (host)"),
+    "AveragePool": "a division by per-position window counts: host fallback",
+}
+
+
 def _fallback(op: str) -> OnHost:
-    return OnHost(f"{op}: host fallback (frontend integer semantics)")
+    return OnHost(f"{op}: {HOST_WHY.get(op, 'host fallback')} (frontend integer semantics)")
 
 
 #: the PIMSAB lowering table: IR op → ``fn(lowering, node, layer)`` for the layers compiled to device
@@ -390,7 +402,8 @@ LOWERINGS = {
     **{op: _fallback(op) for op in sorted(QUANTIZABLE)}, **dict.fromkeys(HOST_LAYOUT, OnHost("layout op (host)")),
     "Conv": Lowering._conv, "Gemm": Lowering._gemm, "MaxPool": Lowering._maxpool,
     "GlobalAveragePool": Lowering._globalaveragepool, "Relu": Lowering._relu, "Clip": Lowering._relu,
-    "Add": netops.binary, "Sub": netops.binary, "Mul": netops.binary, "MatMul": netops.matmul,
+    "Add": netops.binary, "Sub": netops.binary, "Mul": netops.binary, "Max": netops.binary, "Min": netops.binary,
+    "MatMul": netops.matmul,
 }
 
 
