@@ -65,11 +65,15 @@ def measure(seq: int, hidden: int, heads: int) -> dict:
         p[0] += row["cycles"]
         p[1] += row["energy_j"]
         p[2] += 1
+    roles: dict[str, int] = defaultdict(int)
+    for i in enc:
+        for prog in r.layers[i].get("programs", []):
+            roles[prog["role"]] += prog["cycles"]
     cyc = sum(r.layers[i]["cycles"] for i in enc)
     ej = sum(r.layers[i]["energy_j"] for i in enc)
     clock = preset("base").clock_ghz
     return dict(seq=seq, hidden=hidden, heads=heads, compile_s=compile_s, sim_s=sim_s, cycles=cyc,
-                latency_ns=cyc / clock, energy_pj=ej * 1e12, model_cycles=r.cycles, parts=dict(parts),
+                latency_ns=cyc / clock, energy_pj=ej * 1e12, model_cycles=r.cycles, parts=dict(parts), roles=dict(roles),
                 programs=len(c.report["programs"]), instructions=c.report["instructions"], clock=clock)
 
 
@@ -112,7 +116,10 @@ def main() -> int:
              "| part | layers | cycles | energy (µJ) |", "| --- | ---: | ---: | ---: |"]
     for k, (cyc, ej, nl) in sorted(m["parts"].items(), key=lambda kv: -kv[1][0]):
         lines.append(f"| {k} | {nl} | {cyc:,} | {ej * 1e6:,.1f} |")
-    lines += ["", f"Whole model (embedding Add, pooler and classifier included): {m['model_cycles']:,} cycles. "
+    lines += ["", "By program role: " + ", ".join(f"{k} {v:,}" for k, v in sorted(m["roles"].items(),
+                                                                             key=lambda kv: -kv[1])) +
+              " cycles (a GEMM's int32 accumulators go through DRAM to its requantization program).",
+              "", f"Whole model (embedding Add, pooler and classifier included): {m['model_cycles']:,} cycles. "
               f"Peak memory {peak_rss_mb():.0f} MB."]
     text = "\n".join(lines)
     print(text)

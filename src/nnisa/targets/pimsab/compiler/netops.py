@@ -86,29 +86,58 @@ def conv_grouped(lw: Lowering, n: QNode, layer: Layer) -> None:
     lw._requant(n, layer, E * F, M, prog, lambda out: out.reshape(E, F, M).transpose(2, 0, 1)[None], view)
 
 
+def _lane_split(extent: int, cols: int) -> tuple[int, int]:
+    """(padded extent, bitline width) of a loop put on the bitlines: as is when it fits a CRAM, else
+    split by its largest divisor of at least half a CRAM, else padded to a multiple of the CRAM."""
+    if extent <= cols:
+        return extent, extent
+    d = next((d for d in range(cols, cols // 2 - 1, -1) if extent % d == 0), None)
+    return (extent, d) if d else (-(-extent // cols) * cols, cols)
+
+
 def _gemm_rows(lw: Lowering, n: QNode, layer: Layer, a_shape: tuple[int, int, int], b_shape: tuple[int, int, int],
                feed_a, feed_b, b_const: np.ndarray | None, b_bits: int, out_shape: tuple[int, ...]) -> None:
-    """``acc[b, i, j] = Σ_k A[b, i, k]·B[b|0, k, j]`` with j on the bitlines (padded with zero columns
-    to a multiple of the CRAM width when longer), then the requantization over (b·i, j)."""
+    """``acc = Σ_k A[b, i, k]·B[b|0, k, j]`` in the organisation the model estimates faster: the
+    columns j on the bitlines (``acc[b, i, j]``; A's elements are per-step scalars) or the rows i
+    (``acc[b, j, i]``; B's elements are the scalars, from the RF when B is constant: the Table 5
+    gemm's organisation); the bitline loop padded with zeros (or split) to fit the CRAMs.  Then the
+    requantization over (b·i, j) (j padded to a multiple of the CRAM width when longer)."""
     Bt, I, K = a_shape
     Bb, _, J0 = b_shape
     cols = lw.cfg.cram_cols
-    J = J0 if J0 <= cols else -(-J0 // cols) * cols
-    at = T.tensor((Bt, I, K), _t(n.in_bits[0]), n.name + "_a")
-    bt = T.tensor((Bb, K, J), _t(b_bits), n.name + "_b", const=b_const is not None)
-    b, i, j, k = T.loop(Bt, "b"), T.loop(I, "i"), T.loop(J, "j"), T.red_loop(K, "k")
-    bidx = b if Bb > 1 else 0
-    sch = T.schedule(T.compute(n.name + "_acc", (b, i, j), T.sum(T.i32(at[b, i, k]) * T.i32(bt[bidx, k, j]), k)))
-    sch.bitlines(j, cols)
+    bidx_of = (lambda b: b) if Bb > 1 else (lambda b: 0)
+    best = None
+    for rows_on_lines in (False, True):
+        Ip, wi = _lane_split(I, cols) if rows_on_lines else (I, 0)
+        Jp, wj = (J0, 0) if rows_on_lines else _lane_split(J0, cols)
+        at = T.tensor((Bt, Ip, K), _t(n.in_bits[0]), n.name + "_a")
+        bt = T.tensor((Bb, K, Jp), _t(b_bits), n.name + "_b", const=b_const is not None)
+        b, i, j, k = T.loop(Bt, "b"), T.loop(Ip, "i"), T.loop(Jp, "j"), T.red_loop(K, "k")
+        axes = (b, j, i) if rows_on_lines else (b, i, j)
+        sch = T.schedule(T.compute(n.name + "_acc", axes, T.sum(T.i32(at[b, i, k]) * T.i32(bt[bidx_of(b), k, j]), k)))
+        sch.bitlines(i, wi) if rows_on_lines else sch.bitlines(j, wj)
+        est = lw._estimate(sch)
+        if best is None or est < best[0]:
+            best = (est, sch, at, bt, Ip, Jp, rows_on_lines)
+    _, sch, at, bt, Ip, Jp, rows_on_lines = best
     prog = T.build(sch, lw.cfg)
 
-    def padj(v):
-        v = np.asarray(v, np.int64).reshape(Bb, K, J0)
-        return np.pad(v, ((0, 0), (0, 0), (0, J - J0))) if J > J0 else v
-    b_fixed = None if b_const is None else padj(b_const)
-    lw.add_program(layer, prog, lambda env: {at.name: feed_a(env).reshape(Bt, I, K),
-                                             bt.name: b_fixed if b_fixed is not None else padj(feed_b(env))}, "gemm")
-    lw._requant(n, layer, Bt * I, J, prog, lambda out: out.reshape(Bt * I, J)[:, :J0].reshape(out_shape))
+    def pad_to(v, shape):
+        v = np.asarray(v, np.int64)
+        return np.pad(v, [(0, t - d) for d, t in zip(v.shape, shape)])
+    b_fixed = None if b_const is None else pad_to(np.asarray(b_const).reshape(Bb, K, J0), (Bb, K, Jp))
+    lw.add_program(layer, prog, lambda env: {
+        at.name: pad_to(feed_a(env).reshape(Bt, I, K), (Bt, Ip, K)),
+        bt.name: b_fixed if b_fixed is not None else pad_to(np.asarray(feed_b(env)).reshape(Bb, K, J0), (Bb, K, Jp))},
+        "gemm")
+    Jr = _lane_split(J0, cols)[0] if J0 <= cols else -(-J0 // cols) * cols  # the requantization's channels
+    acc = n.name + "_acc"
+
+    def view(env):  # → (Bt·I, Jr)
+        a = env[acc]
+        a = a.reshape(Bt, Jp, Ip).transpose(0, 2, 1) if rows_on_lines else a.reshape(Bt, Ip, Jp)
+        return pad_to(a[:, :I, :J0], (Bt, I, Jr)).reshape(Bt * I, Jr)
+    lw._requant(n, layer, Bt * I, Jr, prog, lambda out: out.reshape(Bt * I, Jr)[:, :J0].reshape(out_shape), view)
 
 
 def matmul(lw: Lowering, n: QNode, layer: Layer) -> None:
