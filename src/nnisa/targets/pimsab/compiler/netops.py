@@ -140,37 +140,42 @@ def _gemm_rows(lw: Lowering, n: QNode, layer: Layer, a_shape: tuple[int, int, in
     lw._requant(n, layer, Bt * I, Jr, prog, lambda out: out.reshape(Bt * I, Jr)[:, :J0].reshape(out_shape), view)
 
 
+def gemm_rows(lw: Lowering, n: QNode, layer: Layer, rows: int, w: np.ndarray) -> None:
+    """Gemm (or MatMul by constants) of ``rows`` activation rows by ``w`` (K, N), bias in the requantization."""
+    x_name = n.inputs[0]
+    K, J = w.shape
+    _gemm_rows(lw, n, layer, (1, rows, K), (1, K, J), lambda env: env[x_name], None, w, n.w_bits,
+               tuple(lw.shape(n.outputs[0])))
+
+
 def matmul(lw: Lowering, n: QNode, layer: Layer) -> None:
     """MatMul: by constant weights (every row of the activation), or of two activations (batched
     over the broadcast leading axes: attention heads)."""
     sa = lw.shape(n.inputs[0])
-    out_shape = lw.shape(n.outputs[0])
+    out_shape = tuple(lw.shape(n.outputs[0]))
     x_name = n.inputs[0]
     if n.weight is not None:
         wmat = np.asarray(n.weight, np.int64)
         if wmat.ndim != 2:
             layer.host_reason = f"MatMul by a rank-{wmat.ndim} constant: host fallback"
             return
-        K, J = wmat.shape
-        rows = int(np.prod(sa[:-1]))
-        _gemm_rows(lw, n, layer, (1, rows, K), (1, K, J), lambda env: env[x_name][0:1], None, wmat, n.w_bits,
-                   (1,) + tuple(out_shape[1:]))
+        gemm_rows(lw, n, layer, int(np.prod(sa[:-1])), wmat)  # every leading axis (seq-first too)
         return
     sb = lw.shape(n.inputs[1])
-    if len(sa) < 3 or len(sa) != len(sb):
-        layer.host_reason = f"MatMul of ranks {len(sa)} and {len(sb)}: host fallback"
+    if len(sa) < 2 or len(sb) < 2:
+        layer.host_reason = "MatMul of a vector: host fallback"
         return
-    lead = np.broadcast_shapes(tuple(sa[1:-2]), tuple(sb[1:-2]))
+    lead = tuple(np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2])))
     Bt = int(np.prod(lead)) if lead else 1
     I, K, J = sa[-2], sa[-1], sb[-1]
     y_name = n.inputs[1]
 
     def fa(env):
-        return np.broadcast_to(env[x_name][0], tuple(lead) + (I, K))
+        return np.broadcast_to(env[x_name], lead + (I, K))
 
     def fb(env):
-        return np.broadcast_to(env[y_name][0], tuple(lead) + (K, J))
-    _gemm_rows(lw, n, layer, (Bt, I, K), (Bt, K, J), fa, fb, None, n.in_bits[1], (1,) + tuple(out_shape[1:]))
+        return np.broadcast_to(env[y_name], lead + (K, J))
+    _gemm_rows(lw, n, layer, (Bt, I, K), (Bt, K, J), fa, fb, None, n.in_bits[1], out_shape)
 
 
 def binary(lw: Lowering, n: QNode, layer: Layer) -> None:
@@ -208,4 +213,4 @@ def binary(lw: Lowering, n: QNode, layer: Layer) -> None:
     lw._elementwise(n, layer, expr, names, bits)
 
 
-__all__ = ["pad_chw", "conv_grouped", "matmul", "binary"]
+__all__ = ["pad_chw", "conv_grouped", "gemm_rows", "matmul", "binary"]

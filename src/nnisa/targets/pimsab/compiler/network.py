@@ -187,6 +187,10 @@ class Lowering:
         w = np.asarray(n.weight, np.int64)
         K, N0 = w.shape
         cfg = self.cfg
+        rows = int(np.prod(self.shape(n.inputs[0])[:-1]))
+        if rows > 1:  # several rows (a seq-first transformer's tokens): the GEMM organisations of netops
+            netops.gemm_rows(self, n, layer, rows, w)
+            return
         N = N0 if N0 <= cfg.cram_cols else -(-N0 // cfg.cram_cols) * cfg.cram_cols  # zero-padded outputs
         w = np.pad(w, ((0, 0), (0, N - N0)))
         xt = T.tensor((K,), _t(n.in_bits[0]), n.name + "_x")
