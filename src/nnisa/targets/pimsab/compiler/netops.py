@@ -10,16 +10,16 @@ integer reference (:func:`nnisa.frontend.qeval.run_qnode`) bit for bit.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ....frontend.quant import QNode
 from . import dsl as T
 from . import lang
 
-if TYPE_CHECKING:
-    from .network import Layer, Lowering
-    from ....frontend.quant import QNode
+#: the :class:`.network.Lowering` and :class:`.network.Layer` a lowering fills (not imported: network imports us)
+Lowering = Layer = Any
 
 
 def _t(bits: int) -> lang.DType:
