@@ -56,11 +56,11 @@ def test_generated_sweep(op):
         check(generate(op, seed), samples=2)
 
 
-def _conv_model(cin, cout, k, stride, hw, softmax=False) -> Generated:
+def _conv_model(cin, cout, k, stride, hw, softmax=False, group=1) -> Generated:
     rng = np.random.default_rng(cin * 100 + cout)
-    w = numpy_helper.from_array(rng.normal(0, 0.3, (cout, cin, k, k)).astype(np.float32), "w")
+    w = numpy_helper.from_array(rng.normal(0, 0.3, (cout, cin // group, k, k)).astype(np.float32), "w")
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[k, k], strides=[stride, stride],
-                              pads=[1, 1, 1, 1])]
+                              pads=[1, 1, 1, 1], group=group)]
     out = "y"
     if softmax:
         nodes += [helper.make_node("GlobalAveragePool", ["y"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
@@ -78,6 +78,11 @@ def test_strided_window_conv_odd_channels(cin, cout, k, stride):
     """Issue 26: a strided convolution with odd input channels stopped in code generation (the
     channel reduction pinned to the CRAMs was not a power of two; now padded with zero channels)."""
     check(_conv_model(cin, cout, k, stride, 17))
+
+
+def test_depthwise_more_channels_than_bitlines():
+    """EfficientNet-B0's 480-channel depthwise layers: the requantization over whole CRAMs (zero channels)."""
+    check(_conv_model(300, 300, 3, 1, 4, group=300))
 
 
 def test_softmax_output_bundle(tmp_path):

@@ -79,11 +79,14 @@ def conv_grouped(lw: Lowering, n: QNode, layer: Layer) -> None:
     lw.add_program(layer, prog, lambda env: {xt.name: pad_chw(env[x_name][0], pads, 0), wt.name: w_dev}, "conv")
     acc = n.name + "_acc"
 
-    def view(env):  # → (E·F, M)
+    Mr = M if M <= cols else -(-M // cols) * cols  # the requantization's channels: whole CRAMs above one
+
+    def view(env):  # → (E·F, Mr)
         a = env[acc]
         a = a.reshape(G, Mg, E, F).transpose(2, 3, 0, 1) if pix_lines else a.reshape(G, E, F, Mg).transpose(1, 2, 0, 3)
-        return a.reshape(E * F, M)
-    lw._requant(n, layer, E * F, M, prog, lambda out: out.reshape(E, F, M).transpose(2, 0, 1)[None], view)
+        return np.pad(a.reshape(E * F, M), ((0, 0), (0, Mr - M)))
+    lw._requant(n, layer, E * F, Mr, prog,
+                lambda out: out.reshape(E * F, Mr)[:, :M].reshape(E, F, M).transpose(2, 0, 1)[None], view)
 
 
 def _lane_split(extent: int, cols: int) -> tuple[int, int]:
