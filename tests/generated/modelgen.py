@@ -242,6 +242,17 @@ def _binary(op: str):
     return gen
 
 
+def _elementwise_pair(op: str):
+    """``op`` of two activations at different scales (Max/Min take no constant operand)."""
+    def gen(rng, batch: int = 1):
+        shape = _feature_input(rng, batch)
+        g = _G(rng)
+        k = float(rng.choice([-1.5, -0.6, 0.4, 2.5]))
+        y = g.op(op, ["x", g.op("Mul", ["x", g.const(k)])])
+        return g.model(shape, [y]), f"{shape} {op}(x, {k}·x)"
+    return gen
+
+
 def gen_concat(rng, batch: int = 1):
     """Two or three branches with odd channel counts (1x1 convolutions of the input), concatenated."""
     cin, h, w = _channels(rng), int(rng.integers(1, 10)), int(rng.integers(1, 10))
@@ -391,6 +402,8 @@ GENERATORS: dict[str, Callable] = {
     "Add": _binary("Add"),
     "Mul": _binary("Mul"),
     "Sub": _binary("Sub"),
+    "Max": _elementwise_pair("Max"),
+    "Min": _elementwise_pair("Min"),
     "Concat": gen_concat,
     "Slice": gen_slice,
     "Split": gen_split,

@@ -107,7 +107,8 @@ def check_graph(graph: Graph, target: str, check: Check | None = None, *, quanti
     seen: set[tuple[str, str]] = set()
     raw = raw_tensors(graph)
     for n in graph.nodes:
-        why = (quantization_issue(n, graph, raw) if quantized else None) or (check(n, graph) if check else None)
+        why = (quantization_issue(n, graph, raw) if quantized else None) or \
+            (check(n, graph) if check else None)
         # the nodes unrolled from one LSTM/GRU are reported once, under the ONNX node's name
         key = tuple(graph.origin[n.name].split(" ", 1)) if n.name in graph.origin else (n.op, n.name)
         if why and (key, why) not in seen:

@@ -43,6 +43,13 @@ class ConvWindows:
     per: int  # images per bitline vector
     chunk: int = 0
     stride: int = 1
+    lanes: int = 0  # CRAMs of the channel loop: c plus zero channels up to a power of two (0: c)
+
+    @property
+    def cl(self) -> int:
+        """Channels as laid out: a reduction over CRAMs ends with ``reduce_tile``, which halves a power
+        of two, so a channel loop pinned to the CRAMs is padded with zero channels to one."""
+        return self.lanes or self.c
 
     @property
     def phases(self) -> int:
@@ -91,13 +98,13 @@ class ConvWindows:
             raise T.CompileError(f"conv input: shape {x.shape}, expected {(self.batch, self.c, self.h, self.w)}")
         st = self.stride
         hq, wq, _, _ = self.grid
-        ph = np.zeros((self.batch, self.c, self.phases, hq, wq), x.dtype)
+        ph = np.zeros((self.batch, self.cl, self.phases, hq, wq), x.dtype)
         for a in range(st):
             for b in range(st):
                 part = x[:, :, a::st, b::st]
-                ph[:, :, a * st + b, :part.shape[2], :part.shape[3]] = part
-        g = ph.reshape(self.groups, self.per, self.c, self.phases, hq * wq).transpose(0, 2, 3, 1, 4)
-        flat = g.reshape(self.groups, self.c, self.phases, self.per * hq * wq)
+                ph[:, :self.c, a * st + b, :part.shape[2], :part.shape[3]] = part
+        g = ph.reshape(self.groups, self.per, self.cl, self.phases, hq * wq).transpose(0, 2, 3, 1, 4)
+        flat = g.reshape(self.groups, self.cl, self.phases, self.per * hq * wq)
         n = self.span + self.halo
         if flat.shape[3] < n:
             flat = np.concatenate([flat, np.zeros(flat.shape[:3] + (n - flat.shape[3],), flat.dtype)], 3)
@@ -107,11 +114,13 @@ class ConvWindows:
     def pack_weights(self, w: np.ndarray) -> np.ndarray:
         """(C, R, S, M) weights → the ``W`` tensor ((C, phases, R', S', M) with a stride)."""
         w = np.asarray(w)
+        if self.cl > self.c:
+            w = np.concatenate([w, np.zeros((self.cl - self.c,) + w.shape[1:], w.dtype)])
         st = self.stride
         if st == 1:
             return w
         _, _, rq, sq = self.grid
-        out = np.zeros((self.c, self.phases, rq, sq, self.m), w.dtype)
+        out = np.zeros((self.cl, self.phases, rq, sq, self.m), w.dtype)
         for a in range(st):
             for b in range(st):
                 part = w[:, a::st, b::st, :]
@@ -129,18 +138,22 @@ class ConvWindows:
         return o.transpose(0, 2, 1, 3, 4).reshape(self.batch, self.m, E, F)
 
 
-def plan(batch: int, c: int, h: int, w: int, m: int, r: int, s: int, stride: int = 1, cols: int = 256
-         ) -> ConvWindows | None:
+def plan(batch: int, c: int, h: int, w: int, m: int, r: int, s: int, stride: int = 1, cols: int = 256,
+         crams: int = 0) -> ConvWindows | None:
     """The shapes with the most images per bitline vector (a divisor of the batch), else one image cut
-    into chunks; None when the organisation does not apply (a halo over 3/4 of a CRAM)."""
+    into chunks; None when the organisation does not apply (a halo over 3/4 of a CRAM).  With a
+    stride and ``crams`` given, the channels (pinned to the CRAMs by :func:`schedule`) are padded to
+    a power of two when that still fits a tile."""
     if r > h or s > w or stride < 1:
         return None
+    lanes = 1 << (c - 1).bit_length()
+    lanes = lanes if stride > 1 and lanes != c and lanes <= crams else 0
     fits = [k for k in range(1, batch + 1) if batch % k == 0 and
             (cw := ConvWindows(batch, c, h, w, m, r, s, k, 0, stride)).positions + cw.halo <= cols]
     if fits:
-        return ConvWindows(batch, c, h, w, m, r, s, max(fits), 0, stride)
+        return ConvWindows(batch, c, h, w, m, r, s, max(fits), 0, stride, lanes)
     chunk = cols - ConvWindows(batch, c, h, w, m, r, s, 1, 0, stride).halo
-    return ConvWindows(batch, c, h, w, m, r, s, 1, chunk, stride) if chunk >= cols // 4 else None
+    return ConvWindows(batch, c, h, w, m, r, s, 1, chunk, stride, lanes) if chunk >= cols // 4 else None
 
 
 def schedule(cw: ConvWindows, in_type: T.DType, w_type: T.DType, acc: int = 32, name: str = "O",
@@ -152,10 +165,10 @@ def schedule(cw: ConvWindows, in_type: T.DType, w_type: T.DType, acc: int = 32, 
     the CRAMs, which loads the input once per CRAM group instead of sliding it (measured slower)."""
     _, wq, rq, sq = cw.grid
     st = cw.stride > 1
-    I = T.tensor((cw.groups, cw.c) + ((cw.phases,) if st else ()) + (cw.span + cw.halo,), in_type, prefix + "I")
-    Wt = T.tensor((cw.c,) + ((cw.phases,) if st else ()) + (rq, sq, cw.m), w_type, prefix + "W", const=True)
+    I = T.tensor((cw.groups, cw.cl) + ((cw.phases,) if st else ()) + (cw.span + cw.halo,), in_type, prefix + "I")
+    Wt = T.tensor((cw.cl,) + ((cw.phases,) if st else ()) + (rq, sq, cw.m), w_type, prefix + "W", const=True)
     g, mm = T.loop(cw.groups, "g"), T.loop(cw.m, "m")
-    cc, rr, ss = T.red_loop(cw.c, "c"), T.red_loop(rq, "r"), T.red_loop(sq, "s")
+    cc, rr, ss = T.red_loop(cw.cl, "c"), T.red_loop(rq, "r"), T.red_loop(sq, "s")
     pp = (T.red_loop(cw.phases, "p"),) if st else ()
     red = (cc,) + pp + (rr, ss)
     if cw.chunk:
@@ -169,7 +182,7 @@ def schedule(cw: ConvWindows, in_type: T.DType, w_type: T.DType, acc: int = 32, 
     sch.reorder(*outer, *pp, rr, ss, mm, z, cc)
     sch.bitlines(z)
     sch.serial(rr, ss)  # the window loops slide; on CRAMs they would reload the input per CRAM group
-    if st and cw.c <= crams:
+    if st and cw.cl <= crams and cw.cl & (cw.cl - 1) == 0:
         sch.arrays(cc)
     return sch
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ....core.errors import FormatError, UnsupportedError
+from ....core.errors import FormatError
 from ....core.target import CompileResult, RunResult, Stats, run_samples
 from ..config import PimsabConfig, load_config, preset_for_hash
 from .network import lower_model, run_network, run_network_batch
@@ -38,9 +38,10 @@ def quantized_graph(model, calib=None, bits: int = 8):
         data = calib
         if data is None:
             data = bundled_inputs_for(model, samples=64) if isinstance(model, (str, os.PathLike)) else None
-        if data is None:  # spec §4.11: 8 samples of N(0, 1), seed 0
-            shape = (8,) + tuple(g.inputs[0].shape[1:])
-            data = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        if data is None:  # spec §4.11: 8 samples of N(0, 1), seed 0 (of every input, in order)
+            rng = np.random.default_rng(0)
+            data = {t.name: rng.standard_normal((8,) + tuple(t.shape[1:])).astype(np.float32) for t in g.inputs}
+            data = next(iter(data.values())) if len(data) == 1 else data
         return quantize(g, data, bits=bits, scale_mode="pow2", per_channel=False)
 
     if isinstance(model, PreparedModel) and calib is None:
@@ -53,11 +54,6 @@ def compile_network(model, *, config: Any = None, out_dir=None, calib=None, bits
     t0 = time.perf_counter()
     cfg = load_config(config)
     qg = quantized_graph(model, calib, bits)
-    if len(qg.inputs) != 1:
-        raise FormatError(f"PIMSAB compiles models with one input, this one has {len(qg.inputs)}")
-    if qg.inputs[0].raw:  # token ids (an embedding lookup): not a quantized tensor
-        raise UnsupportedError(f"input {qg.inputs[0].name!r} holds integer ids (an embedding lookup); PIMSAB "
-                               "compiles models with a float input", file=qg.source)
     layers, lower_s = lower_model(qg, cfg)
     programs = [(L, p) for L in layers for p in L.programs]
     report = {"compile_s": round(time.perf_counter() - t0, 3), "lowering_s": round(lower_s, 3),
@@ -69,11 +65,17 @@ def compile_network(model, *, config: Any = None, out_dir=None, calib=None, bits
               "instructions": int(sum(len(p.compiled.program) for _, p in programs)),
               "quantization": "frontend pow2, per-tensor int8 weights and activations"}
     files = _write_bundle(out_dir, model, cfg, qg, programs, report) if out_dir is not None else {}
-    t_in = qg.inputs[0]
+    names = [t.name for t in qg.inputs]
 
-    def encode(sample):
-        x = np.asarray(sample[t_in.name] if t_in.name in sample else next(iter(sample.values())))
-        return {t_in.name: qg.quantize_input(t_in.name, x[None])}
+    def encode(sample):  # one sample of every input (several: a recurrent cell and its state)
+        if len(names) == 1 and names[0] not in sample:
+            sample = {names[0]: next(iter(sample.values()))}
+        missing = [k for k in names if k not in sample]
+        if missing:
+            raise FormatError(f"missing model input(s) {missing}; the model's inputs are {names}")
+        # token ids / masks (``raw``: the embedding lookup runs on the host) stay exact integers
+        return {k: np.asarray(sample[k])[None].astype(np.int64) if qg.tensors[k].raw else
+                qg.quantize_input(k, np.asarray(sample[k])[None]) for k in names}
 
     def reference(sample):
         from ....frontend import evaluate_quantized
@@ -92,7 +94,7 @@ def _brief(r: dict) -> dict:
 def _write_bundle(out_dir, model, cfg: PimsabConfig, qg, programs, report) -> dict[str, str]:
     import orjson
 
-    from ....core.bundle import BundleWriter, Manifest, TensorSpec
+    from ....core.bundle import BundleWriter, Manifest
     from ..formats.image import encode_image
     names = {}
     with BundleWriter(out_dir) as w:
@@ -102,12 +104,21 @@ def _write_bundle(out_dir, model, cfg: PimsabConfig, qg, programs, report) -> di
             names[f"program_{k:03d}"] = name
         names["report"] = "compile_report.json"
         w.write(names["report"], orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
-        tensors = [TensorSpec(name=t.name, shape=[int(d) for d in t.shape], bits=t.bits, scale=float(t.scale))
-                   for t in (qg.inputs[0], qg.outputs[0])]
-        man = Manifest(target="pimsab", program=names.get("program_000"), files=names, inputs=[tensors[0]],
-                       outputs=[tensors[1]], config=cfg.as_dict())
+        man = Manifest(target="pimsab", program=names.get("program_000"), files=names,
+                       inputs=[_spec(t) for t in qg.inputs], outputs=[_spec(t) for t in qg.outputs],
+                       config=cfg.as_dict())
         out = w.commit(man)
     return {role: str(out / n) for role, n in names.items()} | {"manifest": str(out / "manifest.json")}
+
+
+def _spec(t):
+    """The manifest entry of a graph input/output; a float tensor (the output of a host Softmax:
+    ``bits`` 0) is a float32 array, not an integer with a scale."""
+    from ....core.bundle import TensorSpec
+    shape = [int(d) for d in t.shape]
+    if not t.bits:
+        return TensorSpec(name=t.name, shape=shape, bits=32, layout="float32")
+    return TensorSpec(name=t.name, shape=shape, bits=t.bits, scale=float(t.scale))
 
 
 #: samples one batched functional pass takes (``CompileResult.samples_per_run``)

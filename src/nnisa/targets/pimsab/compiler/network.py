@@ -33,9 +33,10 @@ import numpy as np
 from ....core.lowering import OnHost
 from ....frontend.prepare import QUANTIZABLE
 from ....frontend.qeval import run_qnode
-from ....frontend.quant import QGraph, QNode
+from ....frontend.quant import LUT_OPS, QGraph, QNode
 from ..config import PimsabConfig
-from . import convwin, lang
+from . import convwin, lang, netops
+from .netops import pad_chw as _pad
 from . import dsl as T
 from .model import analyse
 from .search import search
@@ -91,11 +92,6 @@ def _requant_program(name: str, shape: tuple[int, ...], bits_acc: int, bias: np.
     return T.build(s, cfg)
 
 
-def _pad(x: np.ndarray, pads, value: int) -> np.ndarray:
-    t, l, b, r = pads[0], pads[1], pads[2], pads[3]
-    return np.pad(x, ((0, 0), (t, b), (l, r)), constant_values=value)
-
-
 class Lowering:
     """Compiles the device layers of a quantized graph; see the module docstring."""
 
@@ -118,15 +114,11 @@ class Lowering:
     def _host_reason(self, n: QNode) -> str:
         if n.out_bits == 0:
             return "float tail after Softmax (host)"
-        if n.op in ("Conv", "Gemm") and (n.requant is None or np.ndim(n.requant.shift) and
-                                          len(set(np.asarray(n.requant.shift).ravel().tolist())) > 1):
+        if n.op in ("Conv", "Gemm", "MatMul") and (n.requant is None or np.ndim(n.requant.shift) and
+                                                    len(set(np.asarray(n.requant.shift).ravel().tolist())) > 1):
             return "per-channel requantization: host fallback"
-        if n.op in ("Conv", "Gemm") and not n.requant.is_pow2:
+        if n.op in ("Conv", "Gemm", "MatMul") and not n.requant.is_pow2:
             return "multiplier requantization: host fallback"
-        if n.op == "Conv" and n.attrs.get("group", 1) != 1:
-            return "grouped convolution: host fallback"
-        if n.op == "Conv" and tuple(n.attrs.get("dilations", (1, 1))) != (1, 1):
-            return "dilated convolution: host fallback"
         return ""
 
     def shape(self, name: str) -> tuple[int, ...]:
@@ -134,6 +126,9 @@ class Lowering:
 
     # ------------------------------------------------------------------ layers
     def _conv(self, n: QNode, layer: Layer) -> None:
+        if n.attrs.get("group", 1) != 1 or tuple(n.attrs.get("dilations", (1, 1))) != (1, 1):
+            netops.conv_grouped(self, n, layer)
+            return
         _, C, H, W = self.shape(n.inputs[0])
         w = np.asarray(n.weight, np.int64)  # (M, C, kh, kw)
         M, _, kh, kw = w.shape
@@ -172,7 +167,7 @@ class Lowering:
         """The pixels-on-bitlines program (:mod:`.convwin`) when it applies and the model estimates it
         faster than ``direct`` (output channels on the bitlines); True if it was chosen."""
         C, Hp, Wp, M, kh, kw, stride = shape
-        cw = convwin.plan(1, C, Hp, Wp, M, kh, kw, stride, self.cfg.cram_cols)
+        cw = convwin.plan(1, C, Hp, Wp, M, kh, kw, stride, self.cfg.cram_cols, self.cfg.crams_per_tile)
         if cw is None:
             return False
         acc = n.name + "_acc"
@@ -192,6 +187,10 @@ class Lowering:
         w = np.asarray(n.weight, np.int64)
         K, N0 = w.shape
         cfg = self.cfg
+        rows = int(np.prod(self.shape(n.inputs[0])[:-1]))
+        if rows > 1:  # several rows (a seq-first transformer's tokens): the GEMM organisations of netops
+            netops.gemm_rows(self, n, layer, rows, w)
+            return
         N = N0 if N0 <= cfg.cram_cols else -(-N0 // cfg.cram_cols) * cfg.cram_cols  # zero-padded outputs
         w = np.pad(w, ((0, 0), (0, N - N0)))
         xt = T.tensor((K,), _t(n.in_bits[0]), n.name + "_x")
@@ -281,12 +280,14 @@ class Lowering:
         layer.programs.append(Program(div, lambda env: {st.name: env[n.name + "_sum"]}, "divide"))
         layer.finish = lambda env: env[n.name + "_y"].reshape(1, C, 1, 1)
 
-    def _elementwise(self, n: QNode, layer: Layer, build_expr, names: list[str]) -> None:
+    def _elementwise(self, n: QNode, layer: Layer, build_expr, names: list, bits: list[int] | None = None) -> None:
+        """One program ``y = clamp(build_expr(inputs))`` over the output's elements, 256 per row;
+        ``names``: env tensor names or constant arrays (broadcast to the output's shape)."""
         shape = self.shape(n.outputs[0])
         size = int(np.prod(shape))
         cols = self.cfg.cram_cols
         rows = -(-size // cols)
-        tens = [T.tensor((rows, cols), _t(bits), f"{n.name}_in{k}") for k, bits in enumerate(n.in_bits)]
+        tens = [T.tensor((rows, cols), _t(b), f"{n.name}_in{k}") for k, b in enumerate(bits or n.in_bits)]
         x, y = T.loop(rows, "x"), T.loop(cols, "y")
         expr = build_expr([t[x, y] for t in tens])
         lo, hi = n.clamp
@@ -300,7 +301,7 @@ class Lowering:
             out = {}
             for t, nm in zip(tens, names):
                 v = np.zeros(rows * cols, np.int64)
-                v[:size] = np.broadcast_to(env[nm], shape).reshape(-1)
+                v[:size] = np.broadcast_to(env[nm] if isinstance(nm, str) else nm, shape).reshape(-1)
                 out[t.name] = v.reshape(rows, cols)
             return out
         layer.programs.append(Program(prog, feed, n.op.lower()))
@@ -310,25 +311,8 @@ class Lowering:
         self._elementwise(n, layer, lambda a: a[0], [n.inputs[0]])
 
 
-    def _add(self, n: QNode, layer: Layer) -> None:
-        if n.const is not None or not n.requant.is_pow2 or any(not r.is_pow2 or np.ndim(r.shift)
-                                                                for r in n.input_requants):
-            layer.host_reason = f"{n.op} with a constant or non-pow2 rescaling: host fallback"
-            return
-
-        def rs(v, r):
-            s = int(np.asarray(r.shift).ravel()[0])
-            v = T.i32(v)
-            return (v + (1 << (s - 1))) >> s if s > 0 else (v << -s if s < 0 else v)
-        out_shift = int(np.asarray(n.requant.shift).ravel()[0])
-
-        def expr(a):
-            u, v = rs(a[0], n.input_requants[0]), rs(a[1], n.input_requants[1])
-            acc = u + v if n.op == "Add" else u - v
-            return (acc + (1 << (out_shift - 1))) >> out_shift if out_shift > 0 else \
-                (acc << -out_shift if out_shift < 0 else acc)
-        self._elementwise(n, layer, expr, list(n.inputs[:2]))
-
+    def add_program(self, layer: Layer, compiled: T.Compiled, feed: Callable[[dict], dict], role: str) -> None:
+        layer.programs.append(Program(compiled, feed, role))
 
 
 @dataclass
@@ -399,8 +383,20 @@ def _run_network(qg: QGraph, layers: list[Layer], qinputs: list[dict[str, np.nda
             for env in envs]
 
 
+#: why an operator stays on the host (the compile report's ``host_layers`` and ``nnisa targets --ops``)
+HOST_WHY = {
+    **dict.fromkeys(LUT_OPS, "a lookup-table activation: the ISA has no table lookup (a 2^bits-way select per "
+                             "element)"),
+    "Softmax": "exp and a division per row (the frontend's integer Softmax): host tail",
+    "MaskedSoftmax": "exp and a division per row (the frontend's integer Softmax): host tail",
+    "LayerNorm": "an integer square root and a division per row (the frontend's integer LayerNorm): host tail",
+    **dict.fromkeys(("Slice", "Gather", "Resize", "Expand", "Where"), "data movement (host)"),
+    "AveragePool": "a division by per-position window counts: host fallback",
+}
+
+
 def _fallback(op: str) -> OnHost:
-    return OnHost(f"{op}: host fallback (frontend integer semantics)")
+    return OnHost(f"{op}: {HOST_WHY.get(op, 'host fallback')} (frontend integer semantics)")
 
 
 #: the PIMSAB lowering table: IR op → ``fn(lowering, node, layer)`` for the layers compiled to device
@@ -410,7 +406,8 @@ LOWERINGS = {
     **{op: _fallback(op) for op in sorted(QUANTIZABLE)}, **dict.fromkeys(HOST_LAYOUT, OnHost("layout op (host)")),
     "Conv": Lowering._conv, "Gemm": Lowering._gemm, "MaxPool": Lowering._maxpool,
     "GlobalAveragePool": Lowering._globalaveragepool, "Relu": Lowering._relu, "Clip": Lowering._relu,
-    "Add": Lowering._add, "Sub": Lowering._add,
+    "Add": netops.binary, "Sub": netops.binary, "Mul": netops.binary, "Max": netops.binary, "Min": netops.binary,
+    "MatMul": netops.matmul,
 }
 
 

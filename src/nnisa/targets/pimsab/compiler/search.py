@@ -47,6 +47,10 @@ def search(nest: Nest, cfg: PimsabConfig, *, adaptive: bool = True, bit_lifetime
     for lp in pin_t | pin_a | pin_s:
         if lp not in nest.leaves or lp is nest.bitline:
             raise CompileError(f"pinned loop {lp.name} is not a non-bitline loop of the schedule")
+    for lp in pin_a:
+        if lp.reduce and log2_exact(lp.extent) is None:
+            raise CompileError(f"reduction loop {lp.name} pinned to the CRAMs has extent {lp.extent}: a reduction "
+                               "over CRAMs halves a power of two (reduce_tile); pad it to one or split it")
     for lp in pin_t:
         if lp.reduce:
             raise CompileError(f"reduction loop {lp.name} cannot be mapped to tiles (no cross-tile reductions)")
