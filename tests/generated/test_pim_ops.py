@@ -15,8 +15,8 @@ from .harness import run_generated
 from .modelgen import GENERATORS, generate
 
 #: generators whose models PIM refuses up front, and a word the refusal must contain
-REFUSED = {
-    "Log": "Log",                                   # the frontend has no integer Log
+REFUSED = {  # elementwise Max/Min of two activations: vvmax exists, the lowering (common scale) does not yet
+    "Max": "Max/Min", "Min": "Max/Min",
 }
 FAST_SEEDS = (0, 1)
 SLOW_SEEDS = tuple(range(2, 12))
