@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
+import re
+import socket
 import stat
 import tempfile
 import zlib
@@ -26,25 +29,139 @@ def apply_umask(path: str | os.PathLike, mode: int = 0o666) -> None:
     os.chmod(path, mode & ~_umask())
 
 
+# ---------------------------------------------------------------------------- temporary names
+#: characters of an output's name kept in its temporary siblings' names (NAME_MAX is 255)
+_TEMP_NAME_CHARS = 100
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
+
+
+def temp_prefix(name: str) -> str:
+    """Start of the name of a temporary sibling of ``name`` made by this process:
+    ``.NAME.PID@HOST.`` (then a random part and ``.tmp``), so a later run can tell the temporaries
+    of a writer that was killed (SIGKILL, power loss) from those of one still running."""
+    return f".{name[:_TEMP_NAME_CHARS]}.{os.getpid()}@{_HOST}."
+
+
+_TEMP_RE = re.compile(r"\.(\d+)@([A-Za-z0-9-]+)\.[^/]*\.tmp")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists (another user's)
+        return True
+    return True
+
+
+def remove_stale_temps(folder: str | os.PathLike, name: str) -> int:
+    """Remove the temporary siblings of ``folder/name`` (files or folders, see :func:`temp_prefix`)
+    left by writers of this host that no longer run; returns how many were removed.  Temporaries
+    of live processes and of other hosts (a shared file system) are left alone."""
+    import shutil
+    head = f".{name[:_TEMP_NAME_CHARS]}"
+    removed = 0
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(head + ".") and e.name.endswith(".tmp")]
+    except OSError:
+        return 0
+    for e in entries:
+        m = _TEMP_RE.fullmatch(e.name[len(head):])
+        if not m or m.group(2) != _HOST or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
+            continue
+        try:
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+            removed += 1
+        except OSError:
+            pass  # another run cleaned it meanwhile, or it is not ours to remove
+    return removed
+
+
+def make_temp(parent: str | os.PathLike, name: str, *, folder: bool = False) -> str:
+    """A new temporary file (its descriptor is closed) or folder beside ``parent/name``, after
+    removing the stale ones of dead writers (:func:`remove_stale_temps`); returns its path."""
+    remove_stale_temps(parent, name)
+    if folder:
+        return tempfile.mkdtemp(prefix=temp_prefix(name), suffix=".tmp", dir=parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(name), suffix=".tmp", dir=parent)
+    os.close(fd)
+    return tmp
+
+
+# ---------------------------------------------------------------------------- special files
+def special_kind(path: str | os.PathLike) -> str | None:
+    """What an existing path that is neither a regular file nor a folder is ("character device",
+    "FIFO", ...), following symlinks; ``None`` for regular files, folders and missing paths."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    for test, kind in ((stat.S_ISCHR, "character device"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return kind
+    return "special file"
+
+
+def _write_in_place(path: Path, kind: str, data: bytes) -> None:
+    """Write into an existing character device or FIFO (``-o /dev/null``, ``-o /dev/stdout``, a
+    named pipe): the node itself is kept, never replaced by a regular file.  Block devices and
+    sockets are refused: an output file name is not a way to overwrite a disk."""
+    if kind not in ("character device", "FIFO"):
+        raise OutputError(f"is a {kind}; refusing to write an output there", file=str(path))
+    flags = os.O_WRONLY | os.O_NOCTTY | (os.O_NONBLOCK if kind == "FIFO" else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        why = "no process is reading the FIFO" if exc.errno == errno.ENXIO else (exc.strerror or str(exc))
+        raise OutputError(f"cannot write into the {kind}: {why}", file=str(path)) from None
+    try:
+        if kind == "FIFO":
+            import fcntl
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise OutputError(f"cannot write into the {kind}: the reader went away", file=str(path)) from None
+        raise OutputError(f"cannot write into the {kind}: {exc.strerror or exc}", file=str(path)) from None
+    finally:
+        os.close(fd)
+
+
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
     """Write ``data`` to ``path`` via a temporary file and rename, so a failure never
     leaves a half-written file behind.
 
-    The file gets the mode of the file it replaces, or the umask's default for a new file.
-    Any OS error becomes an :class:`~nnisa.core.errors.OutputError` naming the path.
+    The file gets the mode of the file it replaces, or the umask's default for a new file.  An
+    existing character device or FIFO (``/dev/null``, ``/dev/stdout``, a named pipe) is written in
+    place, never renamed over; block devices and sockets are refused.  Temporaries that killed
+    writers left beside ``path`` are removed first.  Any OS error becomes an
+    :class:`~nnisa.core.errors.OutputError` naming the path.
     """
     path = Path(path)
     if isinstance(data, str):
         data = data.encode("utf-8")
     if path.is_dir():
         raise OutputError("is a folder, expected a file name", file=str(path))
+    kind = special_kind(path)
+    if kind is not None:
+        _write_in_place(path, kind, data)
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = make_temp(path.parent, path.name)
     except OSError as exc:
         raise OutputError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(tmp, "wb") as fh:
             fh.write(data)
         try:
             mode = path.stat().st_mode & 0o7777

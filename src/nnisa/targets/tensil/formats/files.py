@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ....core.errors import FormatError, OutputError
-from ....core.fileio import decode_text, read_bytes, write_atomic
+from ....core.fileio import decode_text, read_bytes, special_kind, write_atomic
 from ..config import TensilArch, load_arch
 from ..program import TensilProgram
 from .binary import decode_program, encode_program
@@ -109,6 +109,10 @@ def _write_model(prog: TensilProgram, p: Path) -> None:
     model = prog.model
     if model is None:
         raise OutputError("a .tmodel needs the model the program came from (read a .tmodel first)", file=str(p))
+    kind = special_kind(p)
+    if kind is not None:  # its .tprog and consts would land beside the device
+        raise OutputError(f"is a {kind}: a .tmodel is written with its .tprog and consts beside it; "
+                          "name a file in a folder", file=str(p))
     data = encode_program(prog)
     prog_name = p.with_suffix(".tprog").name
     for c in model.consts:
