@@ -11,7 +11,7 @@ interface, so the same code drives all five ISAs.
 
 from __future__ import annotations
 
-import tempfile
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .core.errors import FormatError, UnsupportedError
+from .core.fileio import private_temp_folder
 from .core.target import Target, get_target, target_names
 
 
@@ -42,6 +43,9 @@ def onnx_reference(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dic
 
     Running per sample keeps models with a fixed batch dimension of 1 working.
     """
+    # onnxruntime >= 1.30 on Linux starts Microsoft's 1DS telemetry when it is loaded, which leaves a
+    # `.ses` session file in $TMPDIR (or the working folder) on every run; nnisa opts out
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -205,8 +209,8 @@ def run_model(target_name: str, model_path: str | Path, *, inputs: dict[str, np.
     if samples < 1:
         raise FormatError(f"samples must be at least 1, got {samples}")
     inputs = check_inputs(model_path, default_inputs(model_path, samples) if inputs is None else inputs)
-    with tempfile.TemporaryDirectory(prefix="nnisa-run-") as tmp:
-        dest = Path(out_dir) if out_dir else Path(tmp)
+    with private_temp_folder("nnisa-run") as tmp:  # stale ones of killed runs are removed too
+        dest = Path(out_dir) if out_dir else tmp
         c0 = time.perf_counter()
         compiled = tgt.compile(model_path, config=config, out_dir=dest, **options)
         c1 = time.perf_counter()

@@ -164,23 +164,27 @@ def written_names(data: dict[str, Any]) -> set[str]:
     return names
 
 
-def member(root: str | os.PathLike, name: str, *, what: str = "file") -> Path:
-    """``root/name`` after checking that ``name`` stays inside ``root`` (raises FormatError)."""
+def member(root: str | os.PathLike, name: str, *, what: str = "file", source: str | os.PathLike | None = None) -> Path:
+    """``root/name`` after checking that ``name`` stays inside ``root`` (raises FormatError): no
+    absolute path, no ``..``, no symlink leading out.  ``source`` is the file that names it
+    (default ``root/manifest.json``)."""
     rootp = Path(root)
+    src = Path(source) if source is not None else rootp / MANIFEST
+    where = "the manifest" if source is None else src.name
     if not isinstance(name, str) or not name or "\x00" in name:
-        raise FormatError(f"bad {what} name {name!r} in the manifest", file=str(rootp / MANIFEST))
+        raise FormatError(f"bad {what} name {name!r} in {where}", file=str(src))
     p = Path(name)
     if p.is_absolute() or ".." in p.parts:
-        raise FormatError(f"{what} {name!r} in the manifest must be a plain name inside the bundle folder",
-                          file=str(rootp / MANIFEST))
+        raise FormatError(f"{what} {name!r} in {where} must be a plain name inside {'the bundle folder' if source is None else 'its folder'}",
+                          file=str(src))
     full = rootp / p
     try:
         inside = full.resolve().is_relative_to(rootp.resolve())
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
         inside = False
     if not inside:
-        raise FormatError(f"{what} {name!r} in the manifest leads outside the bundle folder",
-                          file=str(rootp / MANIFEST))
+        raise FormatError(f"{what} {name!r} in {where} leads outside {'the bundle folder' if source is None else 'its folder'}",
+                          file=str(src))
     return full
 
 

@@ -10,8 +10,9 @@ import socket
 import stat
 import tempfile
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -35,14 +36,15 @@ _TEMP_NAME_CHARS = 100
 _HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
 
 
-def temp_prefix(name: str) -> str:
+def temp_prefix(name: str, hidden: bool = True) -> str:
     """Start of the name of a temporary sibling of ``name`` made by this process:
-    ``.NAME.PID@HOST.`` (then a random part and ``.tmp``), so a later run can tell the temporaries
-    of a writer that was killed (SIGKILL, power loss) from those of one still running."""
-    return f".{name[:_TEMP_NAME_CHARS]}.{os.getpid()}@{_HOST}."
+    ``.NAME.PID@HOST.`` (then a random part and ``.tmp``; no leading dot unless ``hidden``), so a
+    later run can tell the temporaries of a writer that was killed (SIGKILL, power loss) from those
+    of one still running."""
+    return f"{'.' if hidden else ''}{name[:_TEMP_NAME_CHARS]}.{os.getpid()}@{_HOST}."
 
 
-_TEMP_RE = re.compile(r"\.(\d+)@([A-Za-z0-9-]+)\.[^/]*\.tmp")
+_TEMP_RE = re.compile(r"\.(\d+)@([A-Za-z0-9-]+)\.[^/.]*\.tmp$")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -55,19 +57,23 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temps(folder: str | os.PathLike, name: str) -> int:
+def remove_stale_temps(folder: str | os.PathLike, name: str, hidden: bool = True) -> int:
     """Remove the temporary siblings of ``folder/name`` (files or folders, see :func:`temp_prefix`)
     left by writers of this host that no longer run; returns how many were removed.  Temporaries
-    of live processes and of other hosts (a shared file system) are left alone."""
+    of live processes and of other hosts (a shared file system) are left alone.  A ``name`` ending
+    in ``*`` matches every name with that start, hidden or not (``nnisa-*``: all of nnisa's
+    temporary folders and the temporary siblings made beside them)."""
     import shutil
-    head = f".{name[:_TEMP_NAME_CHARS]}"
+    wild = name.endswith("*")
+    head = name.rstrip("*") if wild else f"{'.' if hidden else ''}{name[:_TEMP_NAME_CHARS]}"
     removed = 0
     try:
-        entries = [e for e in os.scandir(folder) if e.name.startswith(head + ".") and e.name.endswith(".tmp")]
+        entries = [e for e in os.scandir(folder) if (e.name.lstrip(".").startswith(head) if wild
+                                                     else e.name.startswith(head + ".")) and e.name.endswith(".tmp")]
     except OSError:
         return 0
     for e in entries:
-        m = _TEMP_RE.fullmatch(e.name[len(head):])
+        m = _TEMP_RE.search(e.name) if wild else _TEMP_RE.fullmatch(e.name[len(head):])
         if not m or m.group(2) != _HOST or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
             continue
         try:
@@ -81,15 +87,30 @@ def remove_stale_temps(folder: str | os.PathLike, name: str) -> int:
     return removed
 
 
-def make_temp(parent: str | os.PathLike, name: str, *, folder: bool = False) -> str:
+def make_temp(parent: str | os.PathLike, name: str, *, folder: bool = False, hidden: bool = True) -> str:
     """A new temporary file (its descriptor is closed) or folder beside ``parent/name``, after
     removing the stale ones of dead writers (:func:`remove_stale_temps`); returns its path."""
-    remove_stale_temps(parent, name)
+    remove_stale_temps(parent, name, hidden)
     if folder:
-        return tempfile.mkdtemp(prefix=temp_prefix(name), suffix=".tmp", dir=parent)
-    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(name), suffix=".tmp", dir=parent)
+        return tempfile.mkdtemp(prefix=temp_prefix(name, hidden), suffix=".tmp", dir=parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(name, hidden), suffix=".tmp", dir=parent)
     os.close(fd)
     return tmp
+
+
+@contextmanager
+def private_temp_folder(name: str) -> Iterator[Path]:
+    """A temporary folder ``$TMPDIR/NAME.PID@HOST.XXXX.tmp``, removed when the block ends (also on
+    Ctrl-C); folders of the same name left by processes of this host that were killed (SIGKILL, a
+    crashed sweep worker) are removed when the next one is made."""
+    import shutil
+    parent = tempfile.gettempdir()
+    remove_stale_temps(parent, name + "*")  # with what killed owners made beside them
+    path = Path(make_temp(parent, name, folder=True, hidden=False))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------- special files
@@ -179,8 +200,15 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
         raise
 
 
-def read_bytes(path: str | os.PathLike, error: type[NnisaError] = FormatError) -> bytes:
-    """Read a whole regular file; a missing/unreadable/special file raises ``error`` naming it."""
+def read_bytes(path: str | os.PathLike, error: type[NnisaError] = FormatError, *, max_size: int | None = None,
+               what: str = "file of this type", head: Callable[[bytes, int], None] | None = None,
+               head_size: int = 4096) -> bytes:
+    """Read a whole regular file; a missing/unreadable/special file raises ``error`` naming it.
+
+    ``max_size``: the largest such file can be (a format whose header or counts bound it); a bigger
+    file is refused from its size alone, before a byte is read.  ``head(first_bytes, file_size)``
+    checks the first ``head_size`` bytes (magic, version, declared counts) and raises before the
+    rest of a file that is not of the format is read."""
     p = Path(path)
     try:
         st = p.stat()
@@ -188,6 +216,11 @@ def read_bytes(path: str | os.PathLike, error: type[NnisaError] = FormatError) -
             raise error("is a directory, expected a file", file=str(path))
         if not stat.S_ISREG(st.st_mode):
             raise error("not a regular file (devices, pipes and sockets are not read)", file=str(path))
+        if max_size is not None and st.st_size > max_size:
+            raise error(f"{st.st_size:,} bytes; a {what} has at most {max_size:,}", file=str(path))
+        if head is not None:
+            with open(p, "rb") as fh:
+                head(fh.read(head_size), st.st_size)
         return p.read_bytes()
     except FileNotFoundError:
         raise error("file not found", file=str(path)) from None

@@ -13,11 +13,12 @@ the host, in float, and say so in their report.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from ..core.errors import ConfigError, UnsupportedError
+from ..core.errors import ConfigError, FormatError, UnsupportedError
 from ..core.options import OptionSpec
 from .calibration import METHODS, calibration_inputs
 from .ir import Graph, Node
@@ -136,8 +137,13 @@ def prepare_qgraph(model: Any, target: str, *, check: Check | None = None, calib
     g = load_model(model)
     check_graph(g, target, check)
     data = calibration_inputs(g, calib, samples=calib_samples)
-    return quantize(g, data, bits=bits, per_channel=per_channel, scale_mode=scale_mode, calibration=calibration,
-                    percentile=percentile)
+    try:
+        return quantize(g, data, bits=bits, per_channel=per_channel, scale_mode=scale_mode, calibration=calibration,
+                        percentile=percentile)
+    except FormatError as e:  # a calibration range: name the file it came from
+        if e.file is None and isinstance(calib, (str, Path)):
+            raise FormatError(e.message, file=str(calib)) from None
+        raise
 
 
 def split_float_tail(qg: QGraph) -> tuple[QGraph, Callable[[dict], dict] | None, list[str]]:

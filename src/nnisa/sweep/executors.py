@@ -14,12 +14,14 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import tempfile
 import time
 from collections import deque
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterable
 
 from ..core.errors import UnsupportedError
+from ..core.fileio import remove_stale_temps
 from .worker import failure_row, run_point
 
 Row = dict[str, Any]
@@ -129,13 +131,18 @@ class LocalExecutor:
         return w
 
     def close(self) -> None:
-        """Stop every worker (a running point is killed)."""
+        """Stop every worker (a running point is killed) and remove the temporary folders the
+        killed ones left (``nnisa-run.PID@HOST...``: their owners are dead now)."""
+        killed = False
         for w in self._workers:
             if w.point is not None:
                 w.kill()
+                killed = True
             else:
                 w.stop()
         self._workers.clear()
+        if killed:
+            remove_stale_temps(tempfile.gettempdir(), "nnisa-*", hidden=False)
 
 
 def ray_available() -> bool:

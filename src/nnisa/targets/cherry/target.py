@@ -38,6 +38,8 @@ class CherryTarget(Target):
         O("host_link", bool, False, None, "model the host link for mem_read/mem_write (§4.5)", ("sim", "run")),
         O("element_format", str, None, ("cherry18", "fp32"), "element format (default: config)",
           ("sim", "compile", "run")),
+        O("max_cycles", int, None, None, "simulated-time limit (exit 4 when reached; default: config, 10^7)",
+          ("sim", "run"), minimum=1, maximum=1 << 62, nullable=True),
     )
 
     # ------------------------------------------------------------------ configuration
@@ -54,7 +56,7 @@ class CherryTarget(Target):
 
     def _cfg(self, config: Any, options: dict[str, Any]) -> CherryConfig:
         cfg = load_config(config)
-        changes = {k: options[k] for k in ("race_check", "host_link", "element_format")
+        changes = {k: options[k] for k in ("race_check", "host_link", "element_format", "max_cycles")
                    if options.get(k) is not None}
         return cfg.with_(**changes) if changes else cfg
 

@@ -37,6 +37,9 @@ class DaisTarget(Target):
         O("legacy_data_order", str, "lo-hi", ("lo-hi", "hi-lo"), "data word order of legacy binaries",
           ("disasm", "stats")),
         O("da4ml_compat", bool, False, None, "reproduce da4ml's C++ interpreter quirks", ("sim",)),
+        O("input_range", str, None, ("error", "saturate", "wrap"), "inputs outside their dtype: refuse, clip "
+          "(with a warning) or wrap modulo 2^w as da4ml does (default: wrap with da4ml_compat, else error)",
+          ("sim",), nullable=True),
         O("engine", str, "auto", ("auto", "compiled", "exact", "rtl"),
           "numba engine, the exact reference, or the emitted Verilog run by Verilator", ("sim",)),
         O("n_threads", int, 1, None, "interpreter threads", ("sim",), minimum=1, maximum=1024),
@@ -93,24 +96,27 @@ class DaisTarget(Target):
         """Run ``program`` on ``inputs["x"]`` (any name accepted if there is one input).
 
         Options: ``da4ml_compat`` (bool), ``engine`` (``auto``/``compiled``/``exact``), ``n_threads``,
-        ``check``.
+        ``check``, ``input_range`` (``error``/``saturate``/``wrap``).
         """
-        from .sim.interp import interpreter_for
+        from .sim.interp import default_input_range, interpreter_for
         if isinstance(program, (str, Path)):
             program = self.read(program)
         if not inputs:
             raise FormatError("DAIS simulation needs an input array (inputs={'x': array})")
         x = inputs["x"] if "x" in inputs else next(iter(inputs.values()))
+        input_range = options.get("input_range") or default_input_range(bool(options.get("da4ml_compat")))
         if options.get("engine") == "rtl":
             from .sim.rtl_engine import simulate_rtl
             y, extra = simulate_rtl(program, x, latency_cutoff=options.get("latency_cutoff"),
-                                    da4ml_compat=bool(options.get("da4ml_compat")))
+                                    da4ml_compat=bool(options.get("da4ml_compat")),
+                                    input_range=input_range)
             return SimResult(outputs={"y": y}, stats=Stats(instructions=int(program.n_ops), wall_s=extra["wall_s"],
                                                            extra=extra))
         semantics = "da4ml-compat" if options.get("da4ml_compat") else options.get("semantics", "default")
         t0 = time.perf_counter()
         interp = interpreter_for(program, semantics, options.get("engine", "auto"))  # lowered once per program
-        y = interp.run(x, n_threads=options.get("n_threads", 1), check=options.get("check", False))
+        y = interp.run(x, n_threads=options.get("n_threads", 1), check=options.get("check", False),
+                       input_range=input_range)
         wall = time.perf_counter() - t0
         extra = {k: program.stat(k) for k in ("n_ops", "n_adders", "adder_bits", "depth", "adder_depth")}
         extra["samples"] = int(y.shape[0])

@@ -36,6 +36,8 @@ LIMITS = {
     "stride0_depth": (1, 1 << 16), "stride1_depth": (1, 1 << 16), "number_of_threads": (1, 1 << 16),
     "thread_queue_depth": (1, 1 << 16),
 }
+#: the LUT extension: tables (each result goes to a SIMD register) and entries per table
+LUT_LIMITS = {"tables": (1, 16), "depth": (2, 1 << 16)}
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,9 @@ class TensilArch:
             ok = isinstance(v, dict) and isinstance(v.get("tables"), int) and isinstance(v.get("depth"), int)
             if not ok or v["tables"] < 1 or v["depth"] < 2:
                 raise ConfigError(f"{where}: x_nnisa_lut must be {{\"tables\": T >= 1, \"depth\": D >= 2}}")
+            for key, (lo, hi) in LUT_LIMITS.items():  # the tables live in SIMD registers and local memory
+                if not lo <= v[key] <= hi:
+                    raise ConfigError(f"{where}: x_nnisa_lut.{key} = {v[key]} outside {lo}..{hi}")
         return cls(**{k: d[k] for k in KEYS}, extensions=exts, name=name)
 
     def to_tarch(self) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ....core.errors import DecodeError, FormatError, UnsupportedError
 from ....core.fileio import decode_text, read_bytes, write_atomic
-from ..program import HEADER_BYTES, Header, Program
+from ..program import HEADER_BYTES, MAX_PROGRAM, Header, Program
 from .binary import decode_image, decode_words, encode_image, encode_words
 from .text import assemble, disassemble
 
@@ -27,6 +27,9 @@ PACKETS = (".pkt",)
 FORMATS = {".cisa": "Cherry program image (header + 16-bit words)", ".casm": "Cherry assembly text",
            ".pkt": "host packet stream (ro_data upload, program upload, enqueue)"}
 MAX_PACKET_WORDS = 63
+#: the largest file of each kind read: an image is a header and at most MAX_PROGRAM words; text and
+#: packet streams (which may re-upload) get a generous bound, checked before the file is read
+MAX_FILE_BYTES = {"binary": HEADER_BYTES + 2 * MAX_PROGRAM, "text": 16 << 20, "packets": 16 << 20}
 
 
 def _kind(path: Path) -> str:
@@ -109,7 +112,7 @@ def read_program(path: str | Path, *, sz: int = 4, encoding: str = "canonical", 
     """Read a program file (format from the extension)."""
     p = Path(path)
     kind = _kind(p)
-    data = read_bytes(p)
+    data = read_bytes(p, max_size=MAX_FILE_BYTES[kind], what=f"Cherry {kind} file ({MAX_PROGRAM} instructions at most)")
     try:
         if kind == "text":
             return assemble(decode_text(data, str(p)), file=str(p), sz=sz if sz_given else None,

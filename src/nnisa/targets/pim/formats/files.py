@@ -12,7 +12,7 @@ from ....core.errors import FormatError
 from ....core.fileio import decode_text, read_bytes, write_atomic
 from ..program import PimProgram
 from .jsonio import read_json, write_json
-from .nnpi import decode_nnpi, encode_nnpi, read_pimb_dir
+from .nnpi import check_head as check_nnpi_head, decode_nnpi, encode_nnpi, read_pimb_dir
 from .text import assemble_text, disassemble
 
 JSON_EXT = (".json", ".json.gz", ".json.zz")
@@ -47,7 +47,7 @@ def read_program(path: str | Path, *, legacy_groups: str | None = None, lenient:
         return read_json(path, legacy_groups=legacy_groups)
     if kind == "pimb":
         return read_pimb_dir(path)
-    data = read_bytes(path)
+    data = read_bytes(path, head=(lambda h, size: check_nnpi_head(h, size, str(path))) if kind == "nnpi" else None)
     if kind == "nnpi":
         return decode_nnpi(data, lenient=lenient, file=str(path))
     return assemble_text(decode_text(data, str(path)), file=str(path))

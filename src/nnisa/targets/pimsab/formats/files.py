@@ -9,7 +9,7 @@ from ....core.errors import DecodeError, FormatError, UnsupportedError
 from ....core.fileio import decode_text, read_bytes, write_atomic
 from ..config import PimsabConfig, load_config, preset, preset_for_hash
 from ..program import PimsabProgram, ZERO_SHA, check_program
-from .image import MAGIC, decode_image, encode_image
+from .image import MAGIC, check_head, decode_image, encode_image
 from .text import assemble_text, disassemble
 
 IMAGE_EXT = (".psab", ".bin")
@@ -40,8 +40,8 @@ def check(prog: PimsabProgram, cfg: PimsabConfig, file: str | None = None) -> Pi
 def read_program(path: str | Path, config: Any = None, *, lenient: bool = False) -> PimsabProgram:
     """A program image or an assembly file (by extension, else by content)."""
     path = Path(path)
-    data = read_bytes(path)
     name = path.name.lower()
+    data = read_bytes(path, head=lambda h, size: check_head(h, size, str(path)) if name.endswith(IMAGE_EXT) else None)
     if name.endswith(IMAGE_EXT) or data[:4] == MAGIC:
         prog = decode_image(data, lenient=lenient, file=str(path))
         return check(prog, program_config(prog, config), str(path))

@@ -11,11 +11,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ....core.bundle import is_bundle_dir, member, read_manifest
 from ....core.errors import FormatError, OutputError
 from ....core.fileio import decode_text, read_bytes, special_kind, write_atomic
 from ..config import TensilArch, load_arch
 from ..program import TensilProgram
 from .binary import decode_program, encode_program
+from .bundle import TensilManifest
 from .model import read_tmodel, write_tmodel
 from .tasm import parse_tasm, write_tasm
 from .text import assemble, disassemble
@@ -35,6 +37,8 @@ def read_model_program(path: str | Path) -> TensilProgram:
     """A ``.tmodel`` and its program file; the model rides along as ``program.model``."""
     model = read_tmodel(path)
     model.arch.check_supported()
+    for c in model.consts:
+        model.file(c.file_name)  # every file it names stays in its folder
     prog_path = model.file(model.prog_file)
     data = read_bytes(prog_path)
     if len(data) != model.prog_size:
@@ -45,17 +49,12 @@ def read_model_program(path: str | Path) -> TensilProgram:
     return prog
 
 
-def _attach_manifest(prog: TensilProgram, folder: Path) -> None:
+def _attach_manifest(prog: TensilProgram, man: TensilManifest) -> None:
     """Figures an nnisa compile recorded next to the model (true MACs, layer topology)."""
-    from ....core.bundle import is_bundle_dir, read_manifest
-    if not is_bundle_dir(folder):
-        return
-    man = read_manifest(folder)
-    extra = man.model_extra or {}
-    if extra.get("true_macs"):
-        prog.model.extensions["x_nnisa_true_macs"] = int(extra["true_macs"])
-    if extra.get("topology"):
-        prog.model.extensions["x_nnisa_topology"] = extra["topology"]
+    if man.true_macs:
+        prog.model.extensions["x_nnisa_true_macs"] = int(man.true_macs)
+    if man.topology:
+        prog.model.extensions["x_nnisa_topology"] = man.topology
     if man.inputs:  # the tensors' shapes: model-shaped input arrays are laid out by the runner
         prog.model.extensions["x_nnisa_input_shapes"] = {t.name: list(t.shape) for t in man.inputs}
 
@@ -64,11 +63,13 @@ def read_program(path: str | Path, arch: Any = None) -> TensilProgram:
     """Any supported program file; ``arch`` (preset, file, object) is needed except for models."""
     p = Path(path)
     if p.is_dir():
-        m = find_model(p)
+        man = read_manifest(p, TensilManifest) if is_bundle_dir(p) else None  # names confined to the folder
+        m = member(p, man.tmodel, what="tmodel file") if man is not None and man.tmodel else find_model(p)
         if m is None:
             raise FormatError("folder holds no .tmodel", file=str(p))
         prog = read_model_program(m)
-        _attach_manifest(prog, p)
+        if man is not None:
+            _attach_manifest(prog, man)
         return prog
     suffix = p.suffix.lower()
     if suffix == ".tmodel":

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ....core import jsonsafe
+from ....core.bundle import member
 from ....core.errors import FormatError
 from ....core.fileio import decode_text, read_bytes, write_atomic
 from ..config import TensilArch
@@ -62,7 +63,9 @@ class TensilModel:
         return json.dumps(d, separators=(",", ":"), ensure_ascii=False)
 
     def file(self, name: str) -> Path:
-        return (self.directory or Path(".")) / name
+        """``name`` (a consts or program file the model names) in the model's folder: like Tensil's
+        own output, a plain name there; ``..``, absolute paths and symlinks out are refused."""
+        return member(self.directory or Path("."), name, what="file", source=self.path or "model")
 
     def tensor_names(self, which: str) -> list[str]:
         seen: list[str] = []

@@ -39,6 +39,8 @@ def _mem(tok: str, want: tuple[str, ...]) -> tuple[str, int, int]:
     name = m.group(1).lower()
     if name not in want:
         raise OperandError(f"expected {' or '.join(want)}, got {name}")
+    if len(m.group(2)) > 20 or len(m.group(3) or "") > 20:  # no field is wider than 64 bits
+        raise OperandError(f"{name} address or stride out of range ({max(len(m.group(2)), len(m.group(3) or ''))} digits)")
     return name, int(m.group(2), 0), int(m.group(3) or 0)
 
 
@@ -178,15 +180,16 @@ def _parse_simd(tail: str, row: dict, regs: int, lut: bool) -> None:
         row["a0" if km.group(1).lower() == "w" else "a1"] = addr
 
 
-# Exact spellings the disassembler prints: parsed by one regex each, checked in bulk afterwards.
+# Exact spellings the disassembler prints: parsed by one regex each, checked in bulk afterwards
+# (numbers of at most 18 digits fit the int64 rows; longer ones take the general path's range check).
 _FAST = {
     "simd": re.compile(r"simd(?:\.(r|w|a|rw|ra|wa|rwa))? (O|R\d+) = (\w+)\((I|R\d+), (I|R\d+)\)"
-                       r"(?:, w=acc\[(\d+)\])?(?:, r=acc\[(\d+)\])?$"),
-    "matmul": re.compile(r"matmul(\.acc)?(\.zeroes)? local\[(\d+)\](?:@2\^(\d+))?, acc\[(\d+)\](?:@2\^(\d+))?, "
-                         r"([1-9]\d*)$"),
-    "datamove": re.compile(r"datamove local\[(\d+)\](?:@2\^(\d+))? (<-|->|\+>) (dram0|dram1|acc)\[(\d+)\]"
-                           r"(?:@2\^(\d+))?, ([1-9]\d*)$"),
-    "loadweights": re.compile(r"loadweights(\.zeroes)? local\[(\d+)\](?:@2\^(\d+))?, ([1-9]\d*)$"),
+                       r"(?:, w=acc\[(\d{1,18})\])?(?:, r=acc\[(\d{1,18})\])?$"),
+    "matmul": re.compile(r"matmul(\.acc)?(\.zeroes)? local\[(\d{1,18})\](?:@2\^(\d{1,18}))?, acc\[(\d{1,18})\](?:@2\^(\d{1,18}))?, "
+                         r"([1-9]\d{0,17})$"),
+    "datamove": re.compile(r"datamove local\[(\d{1,18})\](?:@2\^(\d{1,18}))? (<-|->|\+>) (dram0|dram1|acc)\[(\d{1,18})\]"
+                           r"(?:@2\^(\d{1,18}))?, ([1-9]\d{0,17})$"),
+    "loadweights": re.compile(r"loadweights(\.zeroes)? local\[(\d{1,18})\](?:@2\^(\d{1,18}))?, ([1-9]\d{0,17})$"),
 }
 _FLAGS = {None: 0, "r": 1, "w": 2, "a": 4, "rw": 3, "ra": 5, "wa": 6, "rwa": 7}
 
