@@ -300,7 +300,11 @@ def inflate(raw: bytes, file: str | None = None) -> bytes:
 
 
 def decode_text(data: bytes, file: str | None = None) -> str:
-    """UTF-8 text of ``data``; invalid bytes raise :class:`FormatError` with their offset."""
+    """UTF-8 text of ``data``; invalid bytes and NUL bytes (binary data: no text format nnisa reads
+    has them) raise :class:`FormatError` with their offset, before a big string is made."""
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise FormatError(f"not text: a NUL byte at byte {nul:,} (binary data)", file=file)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -308,10 +312,11 @@ def decode_text(data: bytes, file: str | None = None) -> str:
     return text[1:] if text.startswith("\ufeff") else text  # a byte-order mark is not content
 
 
-def read_maybe_compressed(path: str | os.PathLike) -> bytes:
+def read_maybe_compressed(path: str | os.PathLike, head: Callable[[bytes, int], None] | None = None) -> bytes:
     """Read a file, transparently inflating gzip or zlib streams (detected by magic, bounded by
-    :func:`inflate_limit`)."""
-    raw = read_bytes(path)
+    :func:`inflate_limit`); ``head`` checks the start of an uncompressed file (see :func:`read_bytes`)."""
+    raw = read_bytes(path, head=None if head is None else
+                     lambda h, size: None if is_compressed(h) else head(h, size))
     if raw[:2] == b"\x1f\x8b":
         return inflate(raw, str(path))
     if is_compressed(raw):

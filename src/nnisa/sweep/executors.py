@@ -153,6 +153,18 @@ def ray_available() -> bool:
     return True
 
 
+def _on_ray_node(func: Callable[[Row], Row], point: Row) -> Row:
+    """A Ray task: ``func(point)`` plus ``ray_node``, the id of the Ray node it ran on (hosts of a
+    cluster on one machine share a name; the node id tells them apart)."""
+    row = func(point)
+    try:
+        import ray
+        row["ray_node"] = ray.get_runtime_context().get_node_id()
+    except Exception:  # noqa: BLE001 - provenance only
+        pass
+    return row
+
+
 class RayExecutor:
     """Ray tasks, one per point (``num_cpus=1``, no retries).
 
@@ -186,7 +198,8 @@ class RayExecutor:
                                    f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}") from None
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.jobs = max(1, int(jobs) if jobs else cpus)
-        self._task = ray.remote(num_cpus=1, max_retries=0)(func)
+        self._func = func
+        self._task = ray.remote(num_cpus=1, max_retries=0)(_on_ray_node)
 
     def run(self, points: Iterable[Row], on_result: OnResult, on_start: OnStart | None = None) -> None:
         ray = self._ray
@@ -195,7 +208,7 @@ class RayExecutor:
         while todo or flight:
             while todo and len(flight) < self.jobs:
                 point = todo.popleft()
-                flight[self._task.remote(point)] = (point, time.monotonic())
+                flight[self._task.remote(self._func, point)] = (point, time.monotonic())
                 if on_start:
                     on_start(point)
             now = time.monotonic()

@@ -12,7 +12,7 @@ from ....core.bundle import Manifest, is_bundle_dir, member, read_manifest
 from ....core.errors import UnsupportedError
 from ....core.fileio import decode_text, read_maybe_compressed, write_atomic
 from ..program import Program
-from .binary import read_binary, to_bytes
+from .binary import check_head, read_binary, to_bytes
 from .jsonio import from_da4ml_json, from_nnisa_json, to_nnisa_json
 from .text import assemble
 
@@ -59,7 +59,8 @@ def read_program(path: str | Path, **options: Any) -> Program:
     kind = file_kind(path)
     if kind in ("verilog", "vhdl"):
         raise UnsupportedError(f"{kind} files are written from DAIS programs, not read", file=str(path))
-    raw = read_maybe_compressed(path)
+    raw = read_maybe_compressed(path, head=(lambda h, size: check_head(h, size, str(path))) if kind == "binary"
+                                else None)
     if kind == "binary":
         return decode(raw, file=str(path), **options)
     text = decode_text(raw, str(path))
