@@ -229,3 +229,18 @@ def test_sigkilled_compile_leaves_nothing_after_the_next(tmp_path):
     assert left, "the compile finished before it could be killed"
     assert run_cli(["compile", "-t", "pim", str(MLP), "-o", str(out)]).code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
+
+
+def test_descriptor_link_is_written_in_place(inputs, tmp_path):
+    """``-o /dev/stdout`` with stdout redirected to a file: the link (here a private one to
+    /proc/self/fd/1, never the real /dev/stdout) is kept and the text reaches the file."""
+    link = tmp_path / "stdout.s"
+    link.symlink_to("/proc/self/fd/1")
+    out = tmp_path / "captured.txt"
+    with open(out, "wb") as fh:
+        proc = subprocess.run([sys.executable, "-m", "nnisa", "disasm", "-t", "pim", str(inputs["pim"]), "-o",
+                               str(link)], stdout=fh, stderr=subprocess.PIPE,
+                              env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
+    assert b"vvadd" in out.read_bytes()

@@ -130,13 +130,27 @@ def special_kind(path: str | os.PathLike) -> str | None:
     return "special file"
 
 
+def _through_proc(path: Path) -> bool:
+    """``path`` is a symlink chain leading into ``/proc`` (``/dev/stdout`` → ``/proc/self/fd/1``): a
+    descriptor of this process, whatever file it is, to be written in place, never renamed over
+    (that would replace the ``/dev/stdout`` link itself)."""
+    p = str(path)
+    for _ in range(40):
+        if not os.path.islink(p):
+            return False
+        p = os.path.join(os.path.dirname(p), os.readlink(p))
+        if os.path.abspath(p).startswith("/proc/"):
+            return True
+    return False
+
+
 def _write_in_place(path: Path, kind: str, data: bytes) -> None:
     """Write into an existing character device or FIFO (``-o /dev/null``, ``-o /dev/stdout``, a
     named pipe): the node itself is kept, never replaced by a regular file.  Block devices and
     sockets are refused: an output file name is not a way to overwrite a disk."""
-    if kind not in ("character device", "FIFO"):
+    if kind not in ("character device", "FIFO", "file"):
         raise OutputError(f"is a {kind}; refusing to write an output there", file=str(path))
-    flags = os.O_WRONLY | os.O_NOCTTY | (os.O_NONBLOCK if kind == "FIFO" else 0)
+    flags = os.O_WRONLY | os.O_NOCTTY | (os.O_NONBLOCK if kind == "FIFO" else 0) | (os.O_TRUNC if kind == "file" else 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
@@ -162,8 +176,9 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
     leaves a half-written file behind.
 
     The file gets the mode of the file it replaces, or the umask's default for a new file.  An
-    existing character device or FIFO (``/dev/null``, ``/dev/stdout``, a named pipe) is written in
-    place, never renamed over; block devices and sockets are refused.  Temporaries that killed
+    existing character device or FIFO (``/dev/null``, a terminal, a named pipe) and anything
+    reached through ``/proc`` (``/dev/stdout`` → ``/proc/self/fd/1``) are written in place, never
+    renamed over; block devices and sockets are refused.  Temporaries that killed
     writers left beside ``path`` are removed first.  Any OS error becomes an
     :class:`~nnisa.core.errors.OutputError` naming the path.
     """
@@ -173,8 +188,8 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
     if path.is_dir():
         raise OutputError("is a folder, expected a file name", file=str(path))
     kind = special_kind(path)
-    if kind is not None:
-        _write_in_place(path, kind, data)
+    if kind is not None or _through_proc(path):
+        _write_in_place(path, kind or "file", data)
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
