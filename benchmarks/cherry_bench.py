@@ -24,15 +24,15 @@ from nnisa.targets.cherry.workloads import run_workload  # noqa: E402
 
 def main() -> None:
     rows = []
-    relu = run_workload("fast_relu", load_config("sz4"))
+    relu = run_workload("fast_relu", load_config("sz4")).to_dict()
     for preset in ("sz32", "sz16"):  # SZ=4 needs 3 x 65536 tiles: beyond device memory and 18-bit formulas
         cfg = load_config(preset)
         t0 = time.perf_counter()
-        r = run_workload("matmul1024", cfg)
+        r = run_workload("matmul1024", cfg).to_dict()
         wall = time.perf_counter() - t0
         rows.append((preset, r, wall))
         print(preset, r, f"{wall:.2f} s", flush=True)
-    conv = run_workload("resnet18_convs", load_config("sz32"))
+    conv = run_workload("resnet18_convs", load_config("sz32")).to_dict()
     lines = [f"Machine: {machine()}; date {today()}; `python benchmarks/cherry_bench.py`.", "",
              "Cycle model: cherrycore's superscalar instruction queues (spec §4; SW = 16, latencies RAM 4 / LS 3 /"
              " AR 10). Model check in this run: fast ReLU over 128 tiles = "

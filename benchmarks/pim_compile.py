@@ -14,7 +14,7 @@ stream of images and simulated in pimsim timing mode: latency (first image in �
 bytes per image, against PIMCOMP-NN's programs in the same timing model.
 
 The compile-time table (``## PIM compile time per schedule``, ``--only cpu``): CPU seconds of
-``compile_model`` of ResNet-18 per schedule, each run in a fresh process; ``--baseline-src DIR``
+``compile_program`` of ResNet-18 per schedule, each run in a fresh process; ``--baseline-src DIR``
 alternates the runs with another source tree (A/B under the same load).
 
 Usage: ``python benchmarks/pim_compile.py [--repeat N] [--no-write] [--only compile|schedules|cpu]
@@ -48,7 +48,7 @@ def latencies(cfg, resnet_qg) -> list[tuple[str, dict[str, float]]]:
     """pimsim-mode latency (µs) per model and (schedule, mapping)."""
     from nnisa.frontend import load_model, quantize
     from nnisa.frontend.models import bundled_model_path, make_lenet
-    from nnisa.targets.pim.compiler import compile_model
+    from nnisa.targets.pim.compiler import compile_program
     from nnisa.targets.pim.sim.timing import simulate_timing
     cfg.sim_config.sim_time = max(cfg.sim_config.sim_time, 10_000)   # ms; ResNet-18 runs > 17 ms
     g = load_model(make_lenet())
@@ -57,9 +57,9 @@ def latencies(cfg, resnet_qg) -> list[tuple[str, dict[str, float]]]:
     out = []
     for name, m in (("digits CNN", bundled_model_path("digits_cnn")), ("LeNet", lenet), ("ResNet-18", resnet_qg)):
         row = {}
-        for key, kw in (("batch_ff", dict(mode="batch", mapping="first_fit")), ("batch", dict(mode="batch")),
-                        ("element", dict(mode="element"))):
-            c = compile_model(m, cfg, **kw)
+        for key, kw in (("batch_ff", dict(schedule="batch", mapping="first_fit")), ("batch", dict(schedule="batch")),
+                        ("element", dict(schedule="element"))):
+            c = compile_program(m, cfg, **kw)
             row[key] = simulate_timing(c.program, cfg, mode="pimsim").latency_ps / 1e6
         out.append((name, row))
         print(name, {k: round(v, 1) for k, v in row.items()}, "µs")
@@ -77,16 +77,16 @@ BEFORE_MS = {"batch": 35.36, "element": 31.20}
 GOALS = {"batch": ("latency", 29.0), "element": ("latency", 16.0), "throughput": ("period", 13.0)}
 
 SCHEDULE_RUNS = (  # (row, compile options, images in the stream)
-    ("batch", {"mode": "batch"}, 4),
-    ("batch, no fusion", {"mode": "batch", "fuse_pool": False, "fuse_add": False, "fuse_gap": False}, 4),
-    ("element", {"mode": "element"}, 4),
-    ("throughput", {"mode": "throughput"}, 24),
+    ("batch", {"schedule": "batch"}, 4),
+    ("batch, no fusion", {"schedule": "batch", "fuse_pool": False, "fuse_add": False, "fuse_gap": False}, 4),
+    ("element", {"schedule": "element"}, 4),
+    ("throughput", {"schedule": "throughput"}, 24),
 )
 
 
 def schedule_rows(cfg, qg) -> list[dict]:
     """One row per :data:`SCHEDULE_RUNS` entry (figures per image where it says so)."""
-    from nnisa.targets.pim.compiler import compile_model
+    from nnisa.targets.pim.compiler import compile_program
     from nnisa.targets.pim.sim.timing import simulate_timing
     from nnisa.targets.pim.stats import program_stats
     import os
@@ -96,10 +96,10 @@ def schedule_rows(cfg, qg) -> list[dict]:
     for name, kw, n in SCHEDULE_RUNS:
         load = os.getloadavg()[0]
         t0, p0 = time.perf_counter(), time.process_time()
-        c1 = compile_model(qg, cfg, **kw)                 # one image: compile time and latency
+        c1 = compile_program(qg, cfg, **kw)                 # one image: compile time and latency
         t1, p1 = time.perf_counter(), time.process_time()
         single = simulate_timing(c1.program, cfg, mode="pimsim").latency_ps / 1e9
-        c = compile_model(qg, cfg, images=n, **kw)
+        c = compile_program(qg, cfg, images=n, **kw)
         tr = simulate_timing(c.program, cfg, mode="pimsim")
         tf = program_stats(c.program, lint=False)["traffic"]
         row = {"schedule": name, "images": n, "compile_s": t1 - t0, "compile_cpu_s": p1 - p0, "load": load,
@@ -168,12 +168,12 @@ CPU_SCHEDULES = ("element", "batch")
 
 
 def _child_cpu(qg_path: str, schedule: str) -> None:
-    """(Child process) CPU seconds of one ``compile_model`` of the pickled QGraph, as JSON."""
+    """(Child process) CPU seconds of one ``compile_program`` of the pickled QGraph, as JSON."""
     import json
     import os
     import pickle
 
-    from nnisa.targets.pim.compiler import compile_model
+    from nnisa.targets.pim.compiler import compile_program
     from nnisa.targets.pim.config import default_config, load_config
     cfg_path = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "pim" / "pimsim_config.json"
     cfg = load_config(cfg_path) if cfg_path.exists() else default_config(64, preset="conformance")
@@ -181,12 +181,12 @@ def _child_cpu(qg_path: str, schedule: str) -> None:
         qg = pickle.load(f)
     load = os.getloadavg()[0]
     p0 = time.process_time()
-    compile_model(qg, cfg, schedule=schedule)
+    compile_program(qg, cfg, schedule=schedule)
     print(json.dumps({"cpu": time.process_time() - p0, "load": load}))
 
 
 def cpu_section(qg, repeat: int, baseline: str | None) -> str:
-    """Compile time of ResNet-18 per schedule: each run in a fresh process (``compile_model`` of
+    """Compile time of ResNet-18 per schedule: each run in a fresh process (``compile_program`` of
     the quantized graph, the first compile of the process), this checkout and optionally a
     baseline source tree alternating run by run (A/B under the same load)."""
     import json
@@ -226,7 +226,7 @@ def cpu_section(qg, repeat: int, baseline: str | None) -> str:
     return f"""
 Machine: {machine()}; date {today()}; `python benchmarks/pim_compile.py --only cpu`.
 ResNet-18 (generated, random weights, 224×224), 8×8-core conformance configuration; CPU seconds
-(`time.process_time`) of one `compile_model` from the pow2-quantized graph (lowering, partition,
+(`time.process_time`) of one `compile_program` from the pow2-quantized graph (lowering, partition,
 replication, mapping, code generation, schedule, program arrays, weights), each run in a fresh
 process; {repeat} runs per row.  {base_note}Load: the 1-minute load average at each run's start
 (2 cores shared with other jobs: the same code varies by up to ~1.5× between runs).
@@ -249,7 +249,7 @@ def main() -> None:
     args = ap.parse_args()
     from nnisa.frontend import load_model, quantize
     from nnisa.frontend.models import make_resnet18
-    from nnisa.targets.pim.compiler import compile_model
+    from nnisa.targets.pim.compiler import compile_program
     from nnisa.targets.pim.compiler.output import write_outputs
     from nnisa.targets.pim.config import default_config, load_config
 
@@ -279,7 +279,7 @@ def main() -> None:
         t0, p0 = time.perf_counter(), time.process_time()
         qg = quantize(load_model(model), calib, scale_mode="pow2")
         t1, p1 = time.perf_counter(), time.process_time()
-        c = compile_model(qg, cfg)
+        c = compile_program(qg, cfg)
         t2, p2 = time.perf_counter(), time.process_time()
         with tempfile.TemporaryDirectory() as d:
             write_outputs(c, d)

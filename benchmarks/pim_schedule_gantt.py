@@ -22,7 +22,7 @@ def main() -> None:
     from nnisa.frontend import load_model, quantize
     from nnisa.frontend.models import make_lenet
     from nnisa.report.timeline import plot_gantt
-    from nnisa.targets.pim.compiler import compile_model
+    from nnisa.targets.pim.compiler import compile_program
     from nnisa.targets.pim.config import default_config
     from nnisa.targets.pim.sim.timing import simulate_timing
     from nnisa.targets.pim.sim.trace import timeline
@@ -33,7 +33,7 @@ def main() -> None:
     cfg = default_config(16, preset="conformance")
     OUT.mkdir(parents=True, exist_ok=True)
     for mode in ("batch", "element", "throughput"):
-        c = compile_model(qg, cfg, mode=mode, images=IMAGES)
+        c = compile_program(qg, cfg, schedule=mode, images=IMAGES)
         tr = simulate_timing(c.program, cfg, mode="pimsim", trace=True)
         done = ", ".join(f"{t / 1e6:.0f}" for t in tr.image_done_ps)
         per = "–" if tr.period_ps is None else f"{tr.period_ps / 1e6:.0f} µs"

@@ -34,7 +34,7 @@ def table5(lines: list[str]) -> None:
               "| compiled without adaptive precision | gain |",
               "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
     for b in COMPILED:
-        rep = run_workload(b, preset("base"))["cycles"]
+        rep = run_workload(b, preset("base")).cycles
         c = run_compiled_benchmark(b)
         nap = run_compiled_benchmark(b, adaptive_precision=False)
         lines.append(f"| {b} | {rep:,} | {c['cycles']:,} | {c['cycles'] / rep:.2f} | {c['compile_s']:.2f} | "
@@ -105,7 +105,7 @@ def input_dup_corrected(cfg, *, full_input=False, scatter_weights=False, channel
 
 def conv_gap(lines: list[str]) -> None:
     """Cycles of the work the timing-faithful conv2d replay skips (spec §5.2.5: all operands row 0)."""
-    from nnisa.targets.pimsab.sim.simulate import simulate_pimsab
+    from nnisa.targets.pimsab.sim.simulate import simulate
     cfg = preset("base")
     run = preset("base").replace(functional=False)
     flags = ["full_input", "scatter_weights", "channel_passes", "shifts"]
@@ -114,7 +114,7 @@ def conv_gap(lines: list[str]) -> None:
               "| variant | cycles | vs replay |", "| --- | ---: | ---: |"]
     base = None
     for on in [[]] + [[f] for f in flags] + [flags]:
-        c = simulate_pimsab(input_dup_corrected(cfg, **{f: True for f in on}), config=run, mode="timing").stats.cycles
+        c = simulate(input_dup_corrected(cfg, **{f: True for f in on}), config=run, mode="timing").stats.cycles
         base = base or c
         lines.append(f"| {' + '.join(on) or 'replay as generated (regenerated here)'} | {c:,} | {c / base:.2f} |")
         print(lines[-1], flush=True)
@@ -124,7 +124,7 @@ def duality_cache(lines: list[str]) -> None:
     """The fp32 Duality Cache kernels (spec §5.5) on PIMSAB-D (Table 4), timing only."""
     from nnisa.targets.pimsab.compiler.dsl import build
     from nnisa.targets.pimsab.compiler.suite import DC_SUITE
-    from nnisa.targets.pimsab.sim.simulate import simulate_pimsab
+    from nnisa.targets.pimsab.sim.simulate import simulate
     cfg = preset("pimsab_d").replace(functional=False)
     lines += ["", "Duality Cache kernels (fp32, Table 5 sizes, one step/level each) compiled for PIMSAB-D "
                   "(6 x 5 mesh, Table 4); the spec gives no per-kernel Duality Cache times, so no ratio:", "",
@@ -134,7 +134,7 @@ def duality_cache(lines: list[str]) -> None:
         t = time.perf_counter()
         prog = build(full(), "pimsab_d")
         cs = time.perf_counter() - t
-        r = simulate_pimsab(prog.program, config=cfg, mode="timing").stats
+        r = simulate(prog.program, config=cfg, mode="timing").stats
         lines.append(f"| {name} | {r.cycles:,} | {r.cycles / 1.5e3:,.1f} | {r.extra['energy_j'] * 1e3:.3f} | {cs:.2f} | "
                      f"{prog.report['distribution']} |")
         print(lines[-1], flush=True)
@@ -144,7 +144,7 @@ def resnet18(lines: list[str]) -> None:
     import onnx
 
     from nnisa.frontend.models import make_resnet18
-    from nnisa.targets.pimsab.compiler.netcompile import compile_model
+    from nnisa.targets.pimsab.compiler import compile_model
     from nnisa.targets.pimsab.compiler.network import run_network
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "resnet18.onnx"
@@ -155,7 +155,7 @@ def resnet18(lines: list[str]) -> None:
     t1 = time.perf_counter()
     r = run_network(c.qgraph, c.layers, {}, mode="timing")
     sim_s = time.perf_counter() - t1
-    rep = run_workload("resnet18", preset("base"))
+    rep = run_workload("resnet18", preset("base")).to_dict()
     subset = [row for row, L in zip(r.layers, c.layers)
               if L.node.op == "Conv" and tuple(L.node.attrs["kernel"]) != (1, 1)]
     conv_only = sum(p["cycles"] for row in subset for p in row.get("programs", []) if p["role"] == "conv")

@@ -155,20 +155,26 @@ def cli(max_memory: str | None) -> None:
 
 
 @cli.command("targets")
+@click.option("--ops", "ops", is_flag=True, help="The operator matrix: which IR operators each compiler lowers "
+              "(device, host or refused).")
 @json_option
-def targets_cmd(as_json: bool) -> None:
+def targets_cmd(ops: bool, as_json: bool) -> None:
     """List the targets and what each supports."""
+    if ops:
+        _operators_cmd(as_json)
+        return
     rows = []
     for name in target_names():
         try:
             t = get_target(name)
             rows.append({"target": name, "description": t.description, "capabilities": t.capabilities(),
+                         "operators": t.operators(),
                          "formats": t.formats, "presets": t.config_presets(), "workloads": t.workloads(),
                          "options": [{"name": o.name, "type": o.type_name, "default": o.default,
                                       "choices": list(o.choices) if o.choices else None, "help": o.help,
                                       "commands": list(o.commands)} for o in t.options]})
         except NnisaError as exc:
-            rows.append({"target": name, "description": str(exc), "capabilities": [], "formats": {},
+            rows.append({"target": name, "description": str(exc), "capabilities": [], "operators": {}, "formats": {},
                          "presets": {}, "workloads": {}, "options": []})
     if as_json:
         emit_json({"targets": rows})
@@ -182,6 +188,16 @@ def targets_cmd(as_json: bool) -> None:
                       ", ".join(r["presets"]), ", ".join(r["workloads"]), str(len(r["options"])))
     table.caption = "options per command: nnisa COMMAND --help; everything: nnisa targets --json"
     console().print(table)
+
+
+def _operators_cmd(as_json: bool) -> None:
+    """``nnisa targets --ops``: the target × operator matrix from the lowering tables."""
+    from .report.operators import operator_matrix, print_matrix
+    matrix = operator_matrix()
+    if as_json:
+        emit_json({"operators": matrix})
+        return
+    print_matrix(matrix, console())
 
 
 @cli.command("isa", cls=TargetCommand)
@@ -337,25 +353,30 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
     if report_style != "table":
         opts["report"] = report_style
         opts["source"] = program
-    for key, val in (("mode", mode), ("trace", trace), ("gantt", gantt)):
-        if val is not None:
-            opts[key] = val
+    if mode is not None:
+        opts["mode"] = mode
+    if (trace or gantt) and not t.has_timeline:
+        raise OptionError(f"target {target_name} records no timeline (--trace/--gantt)")
     t0 = time.perf_counter()
     with status(f"reading {program}", not as_json):
         prog = read_program(t, program, **_cfg(config))
     data = load_arrays(inputs) if inputs else None
     with status("simulating", not as_json):
-        res = t.simulate(prog, config=config, inputs=data, **opts)
+        res = t.simulate(prog, config=config, inputs=data, timeline=bool(trace or gantt), **opts)
     if outputs:
         save_arrays(outputs, res.outputs)
-    report_text = res.stats.extra.pop("report_text", None)
     stats = res.stats.to_dict()
+    if trace or gantt:
+        if res.timeline is None:
+            raise OptionError(f"target {target_name} recorded no timeline for this run (--trace/--gantt)")
+        from .report.timeline import draw_timeline
+        stats.update(draw_timeline(res.timeline, gantt=gantt, trace=trace))
     stats["wall_s"] = time.perf_counter() - t0
     if as_json:
         emit_json({"target": target_name, "program": program, **stats,
                    "outputs": {k: list(np.shape(v)) for k, v in res.outputs.items()}})
-    elif report_text:
-        click.echo(report_text)
+    elif res.report_text:
+        click.echo(res.report_text)
     else:
         from .report.tables import print_sim
         print_sim(stats, res.outputs, title=f"{target_name}: {Path(program).name}")
@@ -409,14 +430,14 @@ def bench_cmd(target_name, workload, config, options, as_json):
              "print_kv", f"{target_name}: built-in workloads (nnisa bench -t {target_name} NAME)")
         return
     opts = parse_options(t, "bench", options)
-    if workload not in t.workloads():
-        t._unknown_workload(workload)
+    t.check_workload(workload)
     t0 = time.perf_counter()
     with status(f"running {workload} on {target_name}", not as_json):
-        res = t.bench(workload, **_cfg(config), **opts)
-    res = {"target": target_name, "workload": workload, **res}
-    res.setdefault("wall_s", time.perf_counter() - t0)
-    show(as_json, res, "print_kv", f"{target_name}: {workload}")
+        st = t.bench(workload, **_cfg(config), **opts)
+    if st.wall_s is None:
+        st.wall_s = time.perf_counter() - t0
+    show(as_json, {"target": target_name, "workload": workload, **st.to_dict()}, "print_kv",
+         f"{target_name}: {workload}")
 
 
 @cli.command("demo")

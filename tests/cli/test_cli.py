@@ -97,6 +97,7 @@ def test_demo_json_story(tmp_path, monkeypatch, capsys):
     import nnisa.demo as demo
     monkeypatch.setattr(demo, "DEMO_SAMPLES", 4)
     monkeypatch.setattr(demo, "reference_step", lambda pictures: [])  # the reference jobs have their own tests
+    monkeypatch.setenv("NNISA_DEMO_JOBS", "1")    # in this process, where the patch above applies
     code, out, err = run_cli(["demo", "--json", "--out-dir", str(tmp_path)], capsys)
     assert code == 0, err
     doc = json.loads(out)

@@ -190,7 +190,7 @@ def test_add_concat_and_lut_ops(mode, rng):
     assert np.abs(got - ref).max() < 0.08 * np.abs(ref).max()
 
 
-def test_softmax_stays_float_at_the_end_and_is_rejected_inside(rng):
+def test_softmax_stays_float_at_the_end_and_is_integer_inside(rng):
     nodes = [helper.make_node("Gemm", ["x", "w"], ["l"]), helper.make_node("Softmax", ["l"], ["y"], axis=1)]
     m = make_model(nodes, [("x", (1, 6))], [("y", None)], {"w": rng.standard_normal((6, 4)).astype(f32)})
     g = load_model(m)
@@ -199,10 +199,13 @@ def test_softmax_stays_float_at_the_end_and_is_rejected_inside(rng):
     out = evaluate_quantized(qg, x)["y"]
     assert out.dtype == np.float32 and np.allclose(out.sum(1), 1, atol=1e-5)
     assert np.abs(out - evaluate_float(g, x)["y"]).max() < 0.05
-    nodes.append(helper.make_node("Relu", ["y"], ["z"]))
-    g2 = load_model(make_model(nodes, [("x", (1, 6))], [("z", None)], {"w": np.ones((6, 4), f32)}))
-    with pytest.raises(UnsupportedError, match="Softmax"):
-        quantize(g2, x)
+    nodes.append(helper.make_node("Relu", ["y"], ["z"]))  # inside the graph: the integer softmax (issue 27)
+    g2 = load_model(make_model(nodes, [("x", (1, 6))], [("z", None)], {"w": rng.standard_normal((6, 4)).astype(f32)}))
+    qg2 = quantize(g2, x)
+    sm = next(n for n in qg2.nodes if n.op == "Softmax")
+    assert sm.out_bits == 8 and sm.out_scale == 2.0 ** -7 and sm.lut.shape == (256,)
+    got = evaluate_quantized(qg2, x, dequantize=True)["z"]
+    assert np.abs(got - evaluate_float(g2, x)["z"]).max() < 0.05  # int8 logits dominate; see test_transformer_quant
 
 
 def test_quantize_rejects_lrn_and_bad_settings(rng):

@@ -105,8 +105,8 @@ def _tensil(d: Path, Case) -> list:
     for cid, text, says in tasm:
         cases.append(Case(f"tensil-tasm-{cid}", T, "tensil files",
                           ("disasm", "-t", T, *arch, _w(d / f"t-{cid}.tasm", text)), says=says))
-    asm = [("asm-int64", "datamove local[99999999999999999999999] <- dram0[0], 1\n", "out of range"),
-           ("asm-5000-digits", "datamove local[" + "9" * 5000 + "] <- dram0[0], 1\n", "5000 digits"),
+    asm = [("asm-int64", "datamove local[99999999999999999999999] <- dram0[0], 1\n", "out of range (23 digits)"),
+           ("asm-5000-digits", "datamove local[" + "9" * 5000 + "] <- dram0[0], 1\n", "5,000 digits"),
            ("asm-count-5000-digits", "matmul local[0], acc[0], " + "9" * 5000 + "\n", "5,000 digits")]
     for cid, text, says in asm:
         cases.append(Case(f"tensil-{cid}", T, "tensil files",

@@ -1,9 +1,18 @@
 """The ISA table model: one record per instruction, everything else derived from it.
 
-An :class:`ISA` holds :class:`InstrSpec` records (mnemonic, opcode, :class:`Format`, operand
-syntax, category, semantics hook).  From them it derives the single-word and bulk (numpy)
-encoder/decoder, the operand parsers/printers used by :mod:`nnisa.core.asm`, an overlap check and
-a Markdown reference table.
+Every target writes its instruction set the same way (the house idiom, :func:`table_isa`):
+
+* a **field table** per instruction format: name → :class:`Field` (or a group of fields, or
+  ``None`` when the field is absent in this configuration), built by a function of the
+  architecture configuration when the layout depends on it;
+* an **operand table**: name → ``(operand kind, IR columns...)``;
+* **one** :class:`Instr` **row per instruction**: mnemonic, opcode, fields, assembly syntax,
+  category, one-line doc, and the per-opcode *facts* the simulators and cost models read.
+
+:func:`table_isa` turns the rows into :class:`InstrSpec` records and an :class:`ISA`, which
+derives the single-word and bulk (numpy) encoder/decoder, the operand parsers/printers used by
+the one assembler of :mod:`nnisa.core.asm`, an overlap check, the Markdown reference table and
+per-opcode fact arrays (:meth:`ISA.fact_array`).
 
 Decoded instructions are rows of a numpy structured array whose columns are the ISA's IR
 columns (``ISA.columns``); a column an instruction does not use is 0.
@@ -12,7 +21,7 @@ columns (``ISA.columns``); a column an instruction does not use is 0.
 from __future__ import annotations
 
 from dataclasses import dataclass, field as dc_field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -59,8 +68,11 @@ class InstrSpec:
         A grouping used in docs and statistics (``"scalar"``, ``"vector"``, ...).
     doc
         One-line meaning for the reference table.
-    semantics
-        Optional hook used by simulators (any callable the target defines).
+    facts
+        The per-opcode facts simulators and cost models read (see :class:`Instr`).
+    spelling
+        The mnemonic as written in assembly when several instructions share it (Tensil's
+        DataMove kinds: the operands select the instruction); default: ``mnemonic``.
     """
 
     mnemonic: str
@@ -69,14 +81,141 @@ class InstrSpec:
     operands: tuple[Operand, ...] = ()
     category: str = ""
     doc: str = ""
-    semantics: Callable[..., Any] | None = dc_field(default=None, compare=False)
+    facts: Any = dc_field(default=None, compare=False)
+    spelling: str = ""
+
+    @property
+    def text(self) -> str:
+        """The mnemonic as written in assembly."""
+        return self.spelling or self.mnemonic
 
     @property
     def syntax(self) -> str:
         ops = []
         for o in self.operands:
             ops.append(f"[{o.label}]" if o.optional else o.label)
-        return self.mnemonic + (" " + ", ".join(ops) if ops else "")
+        return self.text + (" " + ", ".join(ops) if ops else "")
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One row of an instruction table: everything about one instruction, on one line.
+
+    Parameters
+    ----------
+    mnemonic, opcode
+        Unique name and the value of the ISA's opcode field (the decoder's dispatch key).
+    fields
+        Space-separated names in the field table of the row's format (``"rd rs1 ofs"``); a name
+        stands for one :class:`Field`, a group of fields or nothing (absent in this
+        configuration, e.g. the offsets of 32-bit PIM words).
+    syntax
+        Comma-separated names in the operand table: ``name`` (required), ``[name]`` (optional,
+        takes the kind's default), ``key=name`` / ``[key=name]`` (keyword operands written
+        ``key=value`` after the positional ones; ``key=`` alone means ``key=key``).
+    category, doc
+        Grouping used in docs and statistics; one-line meaning.
+    facts
+        The per-opcode facts the simulators and cost models read (register-file reads,
+        execution unit, event kind, ...), any object with attributes or a mapping: read them
+        with :meth:`ISA.fact` and :meth:`ISA.fact_array`, never from a side table.
+    format
+        Name of the field table (format) the fields come from, for ISAs with several formats.
+    spelling
+        Assembly spelling of the mnemonic when several rows share it (see :class:`InstrSpec`).
+    """
+
+    mnemonic: str
+    opcode: int
+    fields: str = ""
+    syntax: str = ""
+    category: str = ""
+    doc: str = ""
+    facts: Any = None
+    format: str = ""
+    spelling: str = ""
+
+
+#: a field table: name → field, group of fields, or None (absent in this configuration)
+FieldTable = Mapping[str, "Field | tuple[Field, ...] | None"]
+
+
+def parse_syntax(syntax: str, operands: Mapping[str, Any], where: str = "") -> tuple[Operand, ...]:
+    """The :class:`Operand` records of a row's ``syntax`` string (see :class:`Instr`).
+
+    ``operands`` maps a name to ``(kind, column, ...)`` (or to an :class:`Operand`)."""
+    out = []
+    for item in (t.strip() for t in syntax.split(",")) if syntax.strip() else ():
+        optional = item.startswith("[") and item.endswith("]")
+        if optional:
+            item = item[1:-1].strip()
+        key, eq, name = item.partition("=")
+        keyword = key.strip() if eq else None
+        name = (name.strip() or key.strip()) if eq else key.strip()
+        if name not in operands:
+            raise ValueError(f"{where}: operand {name!r} is not in the operand table")
+        base = operands[name]
+        kind, cols = (base.kind, base.columns) if isinstance(base, Operand) else (base[0], tuple(base[1:]))
+        out.append(Operand(kind, tuple(cols), optional, keyword))
+    return tuple(out)
+
+
+def _resolve_fields(row: Instr, table: FieldTable) -> tuple[Field, ...]:
+    out: list[Field] = []
+    for name in row.fields.split():
+        if name not in table:
+            raise ValueError(f"{row.mnemonic}: field {name!r} is not in the field table")
+        f = table[name]
+        if f is None:
+            continue
+        out.extend(f if isinstance(f, tuple) else (f,))
+    return tuple(out)
+
+
+def instr_specs(rows: Iterable[Instr], word_bits: int, opcode_field: Field, fields: Mapping[str, Any],
+                operands: Mapping[str, Any] | None = None) -> list[InstrSpec]:
+    """The :class:`InstrSpec` records of table rows.
+
+    ``fields`` is the field table, or for rows naming a ``format`` a mapping format name → field
+    table; ``operands`` the operand table (see :func:`parse_syntax`)."""
+    out = []
+    for r in rows:
+        table = fields[r.format] if r.format else fields
+        fmt = Format(word_bits, ((opcode_field, r.opcode),), _resolve_fields(r, table))
+        ops = parse_syntax(r.syntax, operands or {}, r.mnemonic)
+        out.append(InstrSpec(r.mnemonic, r.opcode, fmt, ops, r.category, r.doc, r.facts, r.spelling))
+    return out
+
+
+def table_isa(name: str, word_bits: int, opcode_field: Field, columns: Sequence[tuple[str, str]],
+              rows: Iterable[Instr], fields: Mapping[str, Any], operands: Mapping[str, Any] | None = None,
+              isa_class: "type[ISA] | None" = None, **extra: Any) -> "ISA":
+    """Build an :class:`ISA` from its table (the house idiom; see the module docstring).
+
+    Parameters
+    ----------
+    name, word_bits, opcode_field, columns
+        As for :class:`ISA`.
+    rows
+        One :class:`Instr` per instruction.
+    fields
+        The field table (name → field, group or None), or format name → field table.
+    operands
+        The operand table: name → ``(kind, column, ...)``.
+    isa_class, extra
+        An :class:`ISA` subclass and its extra constructor arguments (e.g. Tensil's layout).
+    """
+    specs = instr_specs(rows, word_bits, opcode_field, fields, operands)
+    return (isa_class or ISA)(name, word_bits, opcode_field, columns, specs, **extra)
+
+
+def fact_of(facts: Any, name: str, default: Any = None) -> Any:
+    """One fact of a row's ``facts`` (attribute or key), ``default`` when absent."""
+    if facts is None:
+        return default
+    if isinstance(facts, Mapping):
+        return facts.get(name, default)
+    return getattr(facts, name, default)
 
 
 class ISA:
@@ -113,6 +252,9 @@ class ISA:
         self.op_column = self.columns[0]
         self.instrs = tuple(instrs)
         self.by_mnemonic = {s.mnemonic: s for s in self.instrs}
+        self.by_spelling: dict[str, list[InstrSpec]] = {}
+        for s in self.instrs:
+            self.by_spelling.setdefault(s.text, []).append(s)
         self.by_opcode = {s.opcode: s for s in self.instrs}
         if len(self.by_mnemonic) != len(self.instrs) or len(self.by_opcode) != len(self.instrs):
             raise ValueError(f"{name}: duplicate mnemonic or opcode")
@@ -152,6 +294,32 @@ class ISA:
         if s is None:
             raise KeyError(key)
         return s
+
+    def range_message(self, spec: InstrSpec, field: Field, value: int) -> str | None:
+        """A target's own wording of "``value`` does not fit ``field``" (None: the generic one)."""
+        return None
+
+    # ------------------------------------------------------------------ facts
+    def fact(self, key: str | int, name: str, default: Any = None) -> Any:
+        """One per-opcode fact of an instruction (mnemonic or opcode)."""
+        return fact_of(self.spec(key).facts, name, default)
+
+    def fact_array(self, name: str, default: Any = 0, dtype: Any = np.int64, size: int | None = None,
+                   code: Callable[[Any], Any] | None = None) -> np.ndarray:
+        """One fact of every instruction as an array indexed by opcode (vectorised cost models).
+
+        ``code`` maps a fact value to the array's value (e.g. a unit name to its index);
+        opcodes without an instruction hold ``default``."""
+        n = size if size is not None else max(s.opcode for s in self.instrs) + 1
+        out = np.full(n, default if code is None else code(default), dtype=dtype)
+        for s in self.instrs:
+            v = fact_of(s.facts, name, default)
+            out[s.opcode] = v if code is None else code(v)
+        return out
+
+    def opcodes_where(self, name: str, value: Any = True) -> tuple[int, ...]:
+        """Opcodes whose fact ``name`` equals ``value``, in opcode order."""
+        return tuple(sorted(s.opcode for s in self.instrs if fact_of(s.facts, name) == value))
 
     # ------------------------------------------------------------------ rows
     def empty(self, n: int = 0) -> np.ndarray:
@@ -219,6 +387,45 @@ class ISA:
     def wide(self) -> bool:
         """Words wider than 64 bits: the bulk codec uses ``(n, nbytes)`` little-endian uint8 matrices."""
         return self.word_bits > 64
+
+    def bad_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Boolean mask of the rows that cannot be encoded (unknown opcode, a field out of range,
+        a column the instruction does not use not 0): the bulk check of the assemblers' fast
+        paths, which then re-parse the first bad line for its exact error."""
+        lo, hi, mult, known = self._bounds()
+        ops = rows[self.op_column].astype(np.int64)
+        inside = (ops >= 0) & (ops < len(known))
+        op = np.where(inside, ops, 0)
+        bad = ~inside | ~known[op]
+        for j, c in enumerate(self.columns[1:]):
+            v = rows[c].astype(np.int64)
+            bad |= (v < lo[op, j]) | (v > hi[op, j])
+            if (mult[:, j] != 1).any():
+                bad |= v % mult[op, j] != 0
+        return bad
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per (opcode, column): the value range (0..0 for a column the instruction does not use)
+        and the required multiple; and which opcodes exist (cached)."""
+        cached = getattr(self, "_bounds_cache", None)
+        if cached is not None:
+            return cached
+        n, m = max(s.opcode for s in self.instrs) + 1, len(self.columns) - 1
+        lo, hi = np.zeros((n, m), np.int64), np.zeros((n, m), np.int64)
+        mult, known = np.ones((n, m), np.int64), np.zeros(n, bool)
+        col = {c: j for j, c in enumerate(self.columns[1:])}
+        big = np.iinfo(np.int64)
+        for s in self.instrs:
+            if s.opcode < 0:
+                continue
+            known[s.opcode] = True
+            for f in s.format.fields:
+                a, b = f.value_range
+                j = col[f.name]
+                lo[s.opcode, j], hi[s.opcode, j] = max(a, big.min), min(b, big.max)
+                mult[s.opcode, j] = f.multiple_of
+        self._bounds_cache = (lo, hi, mult, known)
+        return self._bounds_cache
 
     def _const_words(self, s: InstrSpec, n: int) -> np.ndarray:
         if not self.wide:

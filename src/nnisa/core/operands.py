@@ -48,6 +48,14 @@ class OperandKind:
     def format(self, values: tuple[int, ...]) -> str | None:
         raise NotImplementedError
 
+    def explicit(self, values: tuple[int, ...]) -> str:
+        """The text of ``values`` even where :meth:`format` omits it (an optional positional
+        operand followed by others must be written, or the next would take its place)."""
+        tok = self.format(values)
+        if tok is None:
+            raise ValueError(f"{type(self).__name__} has no explicit form of {values}")
+        return tok
+
     def default(self) -> tuple[int, ...]:
         return (0,) * self.ncols
 
@@ -89,9 +97,12 @@ class Int(OperandKind):
         return (parse_int(token),)
 
     def format(self, values):
-        v = values[0]
-        if self.omit_default and v == self._default:
+        if self.omit_default and values[0] == self._default:
             return None
+        return self.explicit(values)
+
+    def explicit(self, values):
+        v = values[0]
         if self.hex_digits:
             return f"0x{v:0{self.hex_digits}X}" if v >= 0 else str(v)
         return str(v)

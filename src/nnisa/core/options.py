@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+import types
+import typing
+import warnings
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Iterable, Sequence
 
 from .errors import OptionError
@@ -51,6 +54,9 @@ class OptionSpec:
         Inclusive numeric bounds (``int``/``float``).
     nullable
         ``none``/``null`` is accepted and gives ``None``.
+    alias_of
+        The value goes to this option instead (the other name of one switch); with ``deprecated``
+        a warning says to use that name.
     """
 
     name: str
@@ -62,6 +68,8 @@ class OptionSpec:
     minimum: float | None = None
     maximum: float | None = None
     nullable: bool = False
+    alias_of: str | None = None
+    deprecated: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.commands) - set(COMMANDS)
@@ -77,7 +85,8 @@ class OptionSpec:
         kinds = "|".join(str(c).lower() if isinstance(c, bool) else str(c) for c in self.choices) \
             if self.choices else self.type_name
         default = "" if self.default is None else f" (default {self.default})"
-        return f"{self.name}=<{kinds}>{default}: {self.help}"
+        old = f" (deprecated: use {self.alias_of})" if self.deprecated else ""
+        return f"{self.name}=<{kinds}>{default}: {self.help}{old}"
 
     def convert(self, raw: Any) -> Any:
         """Typed value of ``raw`` (a command-line string or a Python value); raises OptionError."""
@@ -173,8 +182,64 @@ class OptionTable:
                 names = ", ".join(sorted(known)) or "none"
                 raise OptionError(f"unknown option {_short(name)} for '{command}' on target {self.target} "
                                   f"(options: {names})")
-            out[name] = spec.convert(raw)
+            value = spec.convert(raw)
+            if spec.alias_of is not None:
+                if spec.deprecated:
+                    warnings.warn(f"option {name} is deprecated; use {spec.alias_of}", DeprecationWarning,
+                                  stacklevel=2)
+                if spec.alias_of in values:
+                    raise OptionError(f"options {name} and {spec.alias_of} name the same setting; give one")
+                name = spec.alias_of
+            out[name] = value
         return out
+
+
+def option(default: Any = None, help: str = "", *, choices: tuple[Any, ...] | None = None,
+           commands: tuple[str, ...] = ("compile", "run"), minimum: float | None = None,
+           maximum: float | None = None, type: Any = None) -> Any:
+    """A dataclass field that is also a ``-O`` option (see :func:`option_specs`)::
+
+        @dataclass
+        class CompileOptions:
+            bits: int = option(8, "quantization bit width", minimum=2, maximum=16)
+    """
+    meta = {"help": help, "choices": choices, "commands": commands, "minimum": minimum, "maximum": maximum,
+            "type": type}
+    return field(default=default, metadata={"option": meta})
+
+
+def _option_type(hint: Any) -> tuple[Any, bool]:
+    """``(type, nullable)`` of an annotation: ``int``, ``int | None``, ``Optional[str]``..."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return (rest[0] if len(rest) == 1 else "json"), True
+    return hint, False
+
+
+def option_specs(cls: type, *, first: Sequence[str] = ()) -> tuple[OptionSpec, ...]:
+    """The :class:`OptionSpec` records of a dataclass's :func:`option` fields (the dataclass is
+    the one definition of a target's compile options; the ``-O`` table is generated from it).
+    Fields named in ``first`` come first, the others in declaration order."""
+    hints = typing.get_type_hints(cls)
+    specs = {}
+    for f in fields(cls):
+        meta = f.metadata.get("option")
+        if meta is None:
+            continue
+        typ, nullable = _option_type(hints[f.name])
+        default = None if f.default is MISSING else f.default
+        specs[f.name] = OptionSpec(f.name, meta["type"] or typ, default, meta["choices"], meta["help"],
+                                   meta["commands"], meta["minimum"], meta["maximum"], nullable)
+    order = [n for n in first if n in specs] + [n for n in specs if n not in first]
+    return tuple(specs[n] for n in order)
+
+
+def split_options(cls: type, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``(cls(**the options it has fields for), the rest)``."""
+    names = {f.name for f in fields(cls) if f.init}
+    return cls(**{k: v for k, v in options.items() if k in names}), \
+        {k: v for k, v in options.items() if k not in names}
 
 
 def parse_option_pairs(pairs: Iterable[str]) -> dict[str, str]:

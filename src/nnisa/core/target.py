@@ -1,34 +1,84 @@
-"""The interface every ISA target implements, and the target registry.
+"""The interface every ISA target implements, the typed results, and the target registry.
 
-The CLI and the reports speak only this interface.  A target that lacks a capability leaves the
-method as inherited, which raises :class:`~nnisa.core.errors.UnsupportedError` with a clear
-message; ``capabilities()`` lists what is implemented.
+The CLI, the API and the sweeps speak only this interface.  A target is a :class:`Target`
+subclass (its *face*, ``targets/<isa>/target.py``) that binds the parts' entry points:
+
+* required class attributes — ``name``, ``description``, ``file_formats`` (a
+  :class:`~nnisa.core.formats.FormatTable`), ``options``, ``example`` (an :class:`Example`
+  program) — are checked when the class is defined (:meth:`Target.__init_subclass__`);
+* required methods — :meth:`~Target.isa_markdown`, :meth:`~Target.assemble`,
+  :meth:`~Target.disassemble`, :meth:`~Target.stats`, :meth:`~Target.simulate` — are abstract:
+  a target missing one cannot be constructed;
+* optional capabilities (``encode``/``decode``, ``compile``, ``bench``) raise
+  :class:`~nnisa.core.errors.UnsupportedError` until overridden; :meth:`Target.capabilities`
+  lists what a target implements.
+
+Results are typed: :class:`SimResult` (outputs, :class:`Stats`, timeline, report text),
+:class:`CompileResult` (program, files, report, runner glue, the quantized graph and layers a
+compiler keeps) and :class:`RunResult`; ``bench`` returns :class:`Stats`.  The per-sample run loop
+of a compiled model is :meth:`Target.run_compiled`, with one override point for targets that
+simulate several samples at once (:meth:`Target.simulate_batch`).
 """
 
 from __future__ import annotations
 
+import abc
 import importlib
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple
 
 import numpy as np
 
-from .errors import ConfigError, UnsupportedError
+from .errors import ConfigError, OptionError, UnsupportedError
+from .formats import FormatTable
 from .options import OptionSpec, OptionTable
+
+if TYPE_CHECKING:  # the report layer draws timelines; core only carries them
+    from ..report.timeline import Timeline
 
 CAPABILITIES = ("isa", "asm", "disasm", "encode", "decode", "read", "write", "compile", "simulate", "stats",
                 "bench")
+#: simulation modes of every target that separates values from timing (``--mode``)
+MODES = ("both", "functional", "timing")
+#: the fast/reference switch of a simulator (``-O engine=``; ``path`` is its deprecated old name)
+ENGINES = ("fast", "reference")
+
+__all__ = ["CAPABILITIES", "ENGINES", "MODES", "CompileResult", "Example", "RunResult", "SimResult", "Stats", "Target",
+           "check_mode", "get_target", "register_target", "run_samples", "simulate_stacked", "take_engine", "target_names",
+           "unregister_target"]
+
+
+def check_mode(mode: str | None, default: str = "both") -> str:
+    """``mode`` (``None``: ``default``) if it is one of :data:`MODES`, else one OptionError."""
+    mode = default if mode is None else mode
+    if mode not in MODES:
+        raise OptionError(f"unknown simulation mode {mode!r}; choose from {', '.join(MODES)}")
+    return mode
+
+
+def take_engine(options: dict[str, Any], default: str = "fast") -> str:
+    """Pop ``engine`` (or its deprecated old name ``path``, with a warning) from ``options``."""
+    if "path" in options:
+        old = options.pop("path")
+        warnings.warn("option path is deprecated; use engine", DeprecationWarning, stacklevel=3)
+        if "engine" in options and options["engine"] != old:
+            raise OptionError("options path and engine name the same setting; give one")
+        options.setdefault("engine", old)
+    engine = options.pop("engine", None)
+    return default if engine is None else engine
 
 
 @dataclass
 class Stats:
-    """Timing/energy figures of one simulation; every target fills what it models.
+    """Timing/energy figures of one simulation or workload; every target fills what it models.
 
     ``latency_ns`` is the time of one input from in to out; ``period_ns`` the steady-state time per
     input of a stream (pipelined programs); ``cycles`` are the cycles of the model named in
-    ``extra["timing_model"]`` (reference-compatible or nnisa's own).  ``extra`` holds target-specific figures (per-core tables, unit busy times, ...); everything
-    in it must be JSON-serialisable.
+    ``extra["timing_model"]`` (reference-compatible or nnisa's own).  ``extra`` holds
+    target-specific figures (per-core tables, unit busy times, ...); everything in it must be
+    JSON-serialisable.
     """
 
     cycles: int | None = None
@@ -44,27 +94,49 @@ class Stats:
         d.update(self.extra)
         return d
 
+    @classmethod
+    def from_figures(cls, figures: dict[str, Any]) -> "Stats":
+        """The typed figures of a flat dict (``cycles``, ``latency_ns``, ...) and the rest as ``extra``."""
+        typed = {f.name for f in fields(cls) if f.name != "extra"}
+        return cls(**{k: v for k, v in figures.items() if k in typed},
+                   extra={k: v for k, v in figures.items() if k not in typed})
+
 
 @dataclass
 class SimResult:
-    """Outputs (name → array) and statistics of a simulation.
+    """What a simulation produced.
 
-    ``details`` is the target's own result object (for plots, traces, deeper analysis).
+    Attributes
+    ----------
+    outputs
+        Output name → array.
+    stats
+        The figures (:class:`Stats`).
+    details
+        The target's own result object (for plots and deeper analysis).
+    timeline
+        The run as a :class:`~nnisa.report.timeline.Timeline` when one was asked for
+        (``simulate(..., timeline=True)``; the CLI's ``--gantt``/``--trace`` draw it).
+    report_text
+        A text report in the reference tool's style when one was asked for (``nnisa sim
+        --report pimsim``), printed instead of the table.
     """
 
     outputs: dict[str, np.ndarray]
     stats: Stats
     details: Any = None
+    timeline: "Timeline | None" = None
+    report_text: str | None = None
 
 
 @dataclass
 class CompileResult:
-    """What a compiler produced: the program, files written, and a mapping/cost report.
+    """What a compiler produced: the program, files written, a report and the runner glue.
 
     Attributes
     ----------
     program
-        The target's program object.
+        The target's program object (what :meth:`Target.simulate` runs).
     files
         Role → path of every file written (``"program"``, ``"weights"``, ...).
     report
@@ -80,37 +152,155 @@ class CompileResult:
         check).
     sim_options
         Keyword arguments :meth:`Target.simulate` needs for this program (config, weights, ...).
+    samples_per_run
+        Samples :meth:`Target.simulate_batch` takes at once (a compiled stream's images; ``None``:
+        all of them, for simulators that batch natively).
+    qgraph
+        The quantized graph the program computes, where the compiler keeps one.
+    config
+        The target configuration the program was compiled for.
+    layers
+        The compiler's per-layer records, where the runner needs them.
     """
 
     program: Any
     files: dict[str, str] = field(default_factory=dict)
     report: dict[str, Any] = field(default_factory=dict)
-    encode_inputs: Any = None
-    decode_outputs: Any = None
-    reference: Any = None
+    encode_inputs: Callable[..., Any] | None = None
+    decode_outputs: Callable[..., Any] | None = None
+    reference: Callable[..., Any] | None = None
     sim_options: dict[str, Any] = field(default_factory=dict)
+    samples_per_run: int | None = 1
+    qgraph: Any = None
+    config: Any = None
+    layers: list[Any] | None = None
 
 
-class Target:
-    """Base class of ISA targets.
+@dataclass(frozen=True)
+class Example:
+    """A small program every target ships: the contract suite (``tests/contract``) assembles,
+    converts, simulates and benches it, and the docs show it.
 
-    Subclasses set ``name`` and ``description`` and override the methods they support.
+    Attributes
+    ----------
+    text
+        The program in the target's assembly text.
+    config
+        The ``--config`` it needs (``None``: the target's default).
+    inputs
+        Simulation inputs (name → nested lists or arrays), if the program reads any.
+    sim_options
+        Further options of :meth:`Target.simulate` the example needs (e.g. the cycle model that
+        records a timeline).
+    workload
+        A built-in workload of ``nnisa bench`` that runs in a second or two, if any.
+    """
+
+    text: str
+    config: Any = None
+    inputs: dict[str, Any] | None = None
+    sim_options: dict[str, Any] = field(default_factory=dict)
+    workload: str | None = None
+
+    def sim_inputs(self) -> dict[str, np.ndarray] | None:
+        return None if self.inputs is None else {k: np.asarray(v) for k, v in self.inputs.items()}
+
+
+class RunResult(NamedTuple):
+    """:meth:`Target.run_compiled`: float outputs (batch first), the statistics and the checks."""
+
+    outputs: dict[str, np.ndarray]
+    stats: Stats
+    checks: dict[str, Any]
+
+
+def simulate_stacked(simulate: Callable[..., SimResult], compiled: CompileResult,
+                     samples: list[dict[str, np.ndarray]]) -> tuple[list[dict[str, np.ndarray]], Stats]:
+    """:meth:`Target.simulate_batch` of a simulator that takes a leading sample axis: the encoded
+    samples stacked along axis 0, one simulation, its outputs split per sample."""
+    encoded = [compiled.encode_inputs(s) for s in samples]
+    stacked = {k: np.concatenate([np.asarray(e[k]) for e in encoded]) for k in encoded[0]}
+    res = simulate(compiled.program, inputs=stacked, **compiled.sim_options)
+    per = [{k: np.asarray(v)[i:i + 1] for k, v in res.outputs.items()} for i in range(len(samples))]
+    return per, res.stats
+
+
+def run_samples(simulate_batch: Callable[..., tuple[list[dict[str, np.ndarray]], Stats | None]],
+                compiled: CompileResult, inputs: dict[str, np.ndarray], progress: Any = None) -> RunResult:
+    """The run loop of :meth:`Target.run_compiled`: ``simulate_batch(compiled, samples, first)``
+    on ``compiled.samples_per_run`` samples at a time, each sample's raw outputs checked against
+    ``compiled.reference`` and decoded; ``progress(done, total)`` after each batch."""
+    n = len(next(iter(inputs.values())))
+    per = compiled.samples_per_run or n
+    outs: dict[str, list[np.ndarray]] = {}
+    stats = Stats()
+    exact: list[bool] | None = [] if compiled.reference is not None else None
+    for start in range(0, n, per):
+        samples = [{k: v[i] for k, v in inputs.items()} for i in range(start, min(start + per, n))]
+        got, st = simulate_batch(compiled, samples, start)
+        stats = st if st is not None else stats
+        for sample, raw in zip(samples, got):
+            if exact is not None:
+                ref = compiled.reference(sample)
+                exact.append(all(np.array_equal(np.asarray(raw[k]), np.asarray(v)) for k, v in ref.items()))
+            for k, v in compiled.decode_outputs(raw).items():
+                outs.setdefault(k, []).append(np.asarray(v))
+        if progress is not None:
+            progress(start + len(samples), n)
+    checks = {"bit_exact": None if exact is None else bool(all(exact))}
+    return RunResult({k: np.stack(v) for k, v in outs.items()}, stats, checks)
+
+
+class Target(abc.ABC):
+    """Base class of ISA targets (see the module docstring for what a subclass must define).
+
     ``program`` objects are target-specific (each target documents its program type).
     """
 
-    name = "?"
-    description = ""
-    #: file extensions this target reads/writes, mapped to a short description
-    formats: dict[str, str] = {}
+    #: registry name (``-t NAME``)
+    name: ClassVar[str]
+    #: one line: what the target is
+    description: ClassVar[str]
+    #: the file formats (extension → reader, writer, description); ``formats`` comes from it
+    file_formats: ClassVar[FormatTable]
     #: every ``-O key=value`` option the target accepts, per command (validated by the CLI)
-    options: tuple[OptionSpec, ...] = ()
+    options: ClassVar[tuple[OptionSpec, ...]] = ()
+    #: a small program (text, config, inputs) the contract suite and the docs use
+    example: ClassVar[Example]
+    #: ``simulate(..., timeline=True)`` returns a :class:`~nnisa.report.timeline.Timeline`
+    has_timeline: ClassVar[bool] = False
     #: bundled model (``nnisa.frontend.models``) the demo runs on this target, if any
-    demo_model: str | None = None
+    demo_model: ClassVar[str | None] = None
     #: further demo runs: (label, options) — e.g. another schedule, shown as extra columns
-    demo_variants: tuple[tuple[str, dict[str, Any]], ...] = ()
+    demo_variants: ClassVar[tuple[tuple[str, dict[str, Any]], ...]] = ()
     #: quick built-in workloads ``nnisa demo`` runs: ``(workload, config or None)``; a result's
     #: ``summary`` is its one line in the demo
-    demo_workloads: tuple[tuple[str, str | None], ...] = ()
+    demo_workloads: ClassVar[tuple[tuple[str, str | None], ...]] = ()
+
+    _REQUIRED: ClassVar[dict[str, type]] = {"name": str, "description": str, "file_formats": FormatTable,
+                                             "options": tuple, "example": Example}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Check the required class attributes when a target class is defined."""
+        super().__init_subclass__(**kwargs)
+        missing = [k for k, t in cls._REQUIRED.items() if not isinstance(getattr(cls, k, None), t)]
+        if missing:
+            raise TypeError(f"target class {cls.__name__} must define "
+                            + ", ".join(f"{k} ({cls._REQUIRED[k].__name__})" for k in missing))
+        if not cls.name or cls.name != cls.name.lower() or not cls.name.isidentifier():
+            raise TypeError(f"target class {cls.__name__}: name {cls.name!r} must be a lower-case identifier")
+        bad = [o for o in cls.options if not isinstance(o, OptionSpec)]
+        names = [o.name for o in cls.options if isinstance(o, OptionSpec)]
+        if bad or len(set(names)) != len(names):
+            raise TypeError(f"target class {cls.__name__}: options must be OptionSpec records with unique names")
+        unknown = [o.name for o in cls.options if o.alias_of is not None and o.alias_of not in names]
+        if unknown:
+            raise TypeError(f"target class {cls.__name__}: options {unknown} alias no declared option")
+
+    @property
+    def formats(self) -> dict[str, str]:
+        """File extension → description (from :attr:`file_formats`)."""
+        return self.file_formats.descriptions()
 
     def option_table(self) -> OptionTable:
         """The declared options (:attr:`options`) as a validator."""
@@ -121,12 +311,14 @@ class Target:
 
     def capabilities(self) -> list[str]:
         """Names of the capabilities this target implements."""
-        base = Target
-        mapping = {"isa": "isa_markdown", "asm": "assemble", "disasm": "disassemble", "encode": "encode",
-                   "decode": "decode", "read": "read", "write": "write", "compile": "compile",
-                   "simulate": "simulate", "stats": "stats", "bench": "bench"}
-        return [cap for cap, meth in mapping.items()
-                if getattr(type(self), meth) is not getattr(base, meth)]
+        optional = {"encode": "encode", "decode": "decode", "compile": "compile", "bench": "bench"}
+        have = {"isa", "asm", "disasm", "simulate", "stats"}
+        have |= {cap for cap, meth in optional.items() if getattr(type(self), meth) is not getattr(Target, meth)}
+        if self.file_formats.readable or self.file_formats.bundle or self.file_formats.folder:
+            have.add("read")
+        if self.file_formats.writable:
+            have.add("write")
+        return [c for c in CAPABILITIES if c in have]
 
     # --- architecture / configuration ----------------------------------------------------
     def config_presets(self) -> dict[str, str]:
@@ -163,21 +355,24 @@ class Target:
         unit, for design-space Pareto fronts; ``None`` when the target models none."""
         return None
 
-    # --- ISA description -----------------------------------------------------------------
+    # --- ISA description and text (required) ---------------------------------------------
+    @abc.abstractmethod
     def isa_markdown(self, **options: Any) -> str:
         """The instruction reference table (Markdown)."""
-        self._unsupported("ISA tables")
 
-    # --- text ----------------------------------------------------------------------------
+    @abc.abstractmethod
     def assemble(self, text: str, *, file: str | None = None, **options: Any) -> Any:
         """Parse assembly text into a program."""
-        self._unsupported("assembly")
 
+    @abc.abstractmethod
     def disassemble(self, program: Any, **options: Any) -> str:
         """Render a program as canonical assembly text."""
-        self._unsupported("disassembly")
 
-    # --- binary --------------------------------------------------------------------------
+    @abc.abstractmethod
+    def stats(self, program: Any, **options: Any) -> dict[str, Any]:
+        """Static statistics of a program (instruction mix, field ranges)."""
+
+    # --- binary (optional) ------------------------------------------------------------------
     def encode(self, program: Any, **options: Any) -> bytes:
         """Encode a program into the target's binary file format."""
         self._unsupported("binary encoding")
@@ -186,68 +381,77 @@ class Target:
         """Decode the target's binary file format."""
         self._unsupported("binary decoding")
 
-    # --- files ---------------------------------------------------------------------------
+    # --- files (from the format table) -----------------------------------------------------
     def read(self, path: str | Path, **options: Any) -> Any:
-        """Read a program from any supported file (format from the extension/content)."""
-        self._unsupported("reading files")
+        """Read a program from any supported file or folder (format from the extension)."""
+        return self.file_formats.read(path, **options)
 
-    def write(self, program: Any, path: str | Path, **options: Any) -> None:
-        """Write a program (format from the extension), atomically."""
-        self._unsupported("writing files")
+    def write(self, program: Any, path: str | Path, **options: Any) -> list[str]:
+        """Write a program (format from the extension), atomically; returns warnings."""
+        return self.file_formats.write(program, path, **options)
 
-    # --- compile / simulate ----------------------------------------------------------------
-    def compile(self, model: str | Path, *, config: str | Path | None = None,
-                out_dir: str | Path | None = None, **options: Any) -> CompileResult:
-        """Compile an ONNX model."""
+    # --- simulate (required) / compile (optional) -----------------------------------------
+    @abc.abstractmethod
+    def simulate(self, program: Any, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
+                 **options: Any) -> SimResult:
+        """Run a program: output values and statistics.  Common options: ``mode`` (one of
+        :data:`MODES`), ``engine``, ``timeline`` (return a Timeline, see :attr:`has_timeline`)."""
+
+    def compile(self, model: Any, *, config: Any = None, out_dir: str | Path | None = None,
+                **options: Any) -> CompileResult:
+        """Compile an ONNX model (a path, or a :class:`~nnisa.frontend.prepared.PreparedModel`)."""
         self._unsupported("compiling ONNX models")
 
-    def simulate(self, program: Any, *, config: str | Path | None = None,
-                 inputs: dict[str, np.ndarray] | None = None, **options: Any) -> SimResult:
-        """Run a program: output values and statistics."""
-        self._unsupported("simulation")
+    def simulate_batch(self, compiled: CompileResult, samples: list[dict[str, np.ndarray]],
+                       first: int) -> tuple[list[dict[str, np.ndarray]], Stats | None]:
+        """Simulate ``samples`` (float, one dict per sample; ``first`` is the index of the first in
+        the whole run) → their raw outputs (in ``SimResult.outputs`` form) and the statistics of the
+        run (``None``: keep the previous batch's).  The default simulates one sample at a time;
+        a target whose simulator takes many samples at once overrides this (see
+        :func:`simulate_stacked`) and sets ``CompileResult.samples_per_run``."""
+        outs, stats = [], None
+        for sample in samples:
+            res = self.simulate(compiled.program, inputs=compiled.encode_inputs(sample), **compiled.sim_options)
+            outs.append(res.outputs)
+            stats = res.stats
+        return outs, stats
 
     def run_compiled(self, compiled: CompileResult, inputs: dict[str, np.ndarray],
-                     progress: Any = None) -> tuple[dict[str, np.ndarray], Stats, dict[str, Any]]:
+                     progress: Any = None) -> RunResult:
         """Simulate a compiled model on a batch of float inputs (leading axis = samples).
 
-        Returns float outputs (batch first), the statistics of the last sample, and checks
+        Returns float outputs (batch first), the statistics of the last simulation, and checks
         (``bit_exact``: every sample equals the quantized reference, when one is available).
-        The default runs one simulation per sample; targets that batch natively override it.
-        ``progress(done, total)`` is called after each sample when given.
+        Samples go to :meth:`simulate_batch` ``compiled.samples_per_run`` at a time;
+        ``progress(done, total)`` is called after each batch when given.
         """
         if compiled.encode_inputs is None or compiled.decode_outputs is None:
             self._unsupported("running compiled models")
-        n = len(next(iter(inputs.values())))
-        outs: dict[str, list[np.ndarray]] = {}
-        stats = Stats()
-        exact = [] if compiled.reference is not None else None
-        for i in range(n):
-            sample = {k: v[i] for k, v in inputs.items()}
-            res = self.simulate(compiled.program, inputs=compiled.encode_inputs(sample), **compiled.sim_options)
-            stats = res.stats
-            if exact is not None:
-                ref = compiled.reference(sample)
-                exact.append(all(np.array_equal(np.asarray(res.outputs[k]), np.asarray(v)) for k, v in ref.items()))
-            for k, v in compiled.decode_outputs(res.outputs).items():
-                outs.setdefault(k, []).append(np.asarray(v))
-            if progress is not None:
-                progress(i + 1, n)
-        checks = {"bit_exact": None if exact is None else bool(all(exact))}
-        return {k: np.stack(v) for k, v in outs.items()}, stats, checks
+        return run_samples(self.simulate_batch, compiled, inputs, progress)
 
-    def stats(self, program: Any, **options: Any) -> dict[str, Any]:
-        """Static statistics of a program (instruction mix, field ranges)."""
-        self._unsupported("program statistics")
-
-    # --- built-in workloads ----------------------------------------------------------------
+    # --- built-in workloads (optional) -------------------------------------------------------
     def workloads(self) -> dict[str, str]:
         """Named built-in workloads for ``nnisa bench`` → one-line description."""
         return {}
 
-    def bench(self, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
-        """Run a built-in workload; returns a JSON-safe dict with at least ``wall_s`` and the
-        figures the target models (``cycles``, ``latency_ns``/``time_ns``, ``energy_pj``, ...)."""
+    def bench(self, workload: str, *, config: Any = None, **options: Any) -> Stats:
+        """Run a built-in workload: its figures (``cycles``, ``latency_ns``, ``energy_pj``, ... and
+        the target's own in ``extra``; ``extra["summary"]`` is its one line in ``nnisa demo``)."""
         self._unsupported("built-in workloads")
+
+    # --- operators --------------------------------------------------------------------------
+    #: the compiler's lowering table (``"package.module:NAME"``, imported on demand; None: no
+    #: compiler): ``nnisa targets --ops`` and ``docs/operators.md`` come from it
+    lowerings: str | None = None
+
+    def operators(self) -> dict[str, str]:
+        """Operator → ``device`` (lowered to the target's code) or ``host`` (run on the host),
+        from the lowering table (:mod:`nnisa.core.lowering`); empty without a compiler."""
+        if self.lowerings is None:
+            return {}
+        from .lowering import coverage
+        module, _, name = self.lowerings.partition(":")
+        return coverage(getattr(importlib.import_module(module), name))
 
     # --- JIT kernels ------------------------------------------------------------------------
     def warm_up(self) -> list[str]:
@@ -257,13 +461,15 @@ class Target:
         per job run; the base class has none."""
         return []
 
-    def _unknown_workload(self, workload: str):
-        names = ", ".join(self.workloads()) or "none"
-        raise UnsupportedError(f"target {self.name!r} has no workload {workload!r} (workloads: {names})")
+    def check_workload(self, workload: str) -> None:
+        """One :class:`UnsupportedError` naming the workloads when ``workload`` is not one."""
+        if workload not in self.workloads():
+            names = ", ".join(self.workloads()) or "none"
+            raise UnsupportedError(f"target {self.name!r} has no workload {workload!r} (workloads: {names})")
 
 
 #: name → "module:Class" (imported lazily so `nnisa targets` stays fast)
-_REGISTRY: dict[str, str] = {
+_REGISTRY: dict[str, "str | type[Target]"] = {
     "pim": "nnisa.targets.pim.target:PimTarget",
     "dais": "nnisa.targets.dais.target:DaisTarget",
     "tensil": "nnisa.targets.tensil.target:TensilTarget",
@@ -273,13 +479,21 @@ _REGISTRY: dict[str, str] = {
 _INSTANCES: dict[str, Target] = {}
 
 
-def register_target(name: str, spec: str) -> None:
-    """Register a target class by import path ``"package.module:Class"``."""
-    _REGISTRY[name] = spec
-    _INSTANCES.pop(name, None)
+def register_target(name: str, spec: str | type[Target]) -> None:
+    """Register a target: its class, or its import path ``"package.module:Class"`` (imported on
+    first use).  One line adds a target, from ``_REGISTRY`` above or from a test fixture."""
+    _REGISTRY[name.lower()] = spec
+    _INSTANCES.pop(name.lower(), None)
+
+
+def unregister_target(name: str) -> None:
+    """Remove a registered target (a test fixture's teardown)."""
+    _REGISTRY.pop(name.lower(), None)
+    _INSTANCES.pop(name.lower(), None)
 
 
 def target_names() -> list[str]:
+    """The registered target names, in registration order."""
     return list(_REGISTRY)
 
 
@@ -288,6 +502,8 @@ def get_target(name: str) -> Target:
     key = name.lower()
     if key not in _REGISTRY:
         raise UnsupportedError(f"unknown target {name!r}; available: {', '.join(_REGISTRY)}")
+    if key not in _INSTANCES and not isinstance(_REGISTRY[key], str):
+        _INSTANCES[key] = _REGISTRY[key]()
     if key not in _INSTANCES:
         mod, cls = _REGISTRY[key].split(":")
         try:

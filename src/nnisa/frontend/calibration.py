@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import ConfigError, FormatError
-from .float_eval import bind_inputs, evaluate_float
+from .float_eval import bind_inputs, evaluate_float, random_inputs
 from .ir import Graph
 
 METHODS = ("max", "percentile", "mse")
@@ -48,8 +48,7 @@ def calibration_inputs(graph: Graph, calib: Any = None, *, samples: int = CALIB_
         found = _bundled_tail(graph, samples)
         if found is not None:
             return found
-        rng = np.random.default_rng(CALIB_SEED)
-        return {t.name: rng.uniform(-1, 1, (samples,) + tuple(t.shape[1:])).astype(np.float32) for t in graph.inputs}
+        return random_inputs(graph, samples, CALIB_SEED)
     where = None
     if isinstance(calib, (str, Path)):
         from ..core.fileio import load_arrays

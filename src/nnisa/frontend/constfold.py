@@ -149,6 +149,11 @@ def fold_constants(model: onnx.ModelProto, max_rounds: int = 8) -> Folded:
                 f.consts[n.output[0]] = shape[start:end]
                 known.add(n.output[0])
                 changed = True
+            elif n.op_type == "CastLike" and n.input[0] in f.consts and n.input[1] in types:
+                # only the type of the second input matters
+                f.consts[n.output[0]] = np.asarray(f.consts[n.input[0]]).astype(types[n.input[1]][1])
+                known.add(n.output[0])
+                changed = True
             elif (
                 n.domain in ("", "ai.onnx")
                 and n.op_type not in _NONDETERMINISTIC

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,44 @@ def _lrn(x: np.ndarray, a: dict) -> np.ndarray:
 def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function, elementwise, in float64 (``math.erf``: correctly rounded double)."""
+    return _ERF(np.asarray(x, np.float64)).astype(np.float64)
+
+
+def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
+    """GELU in float64: ``0.5·x·(1 + erf(x/√2))``, or the ``tanh`` approximation
+    ``0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))``."""
+    v = np.asarray(x, np.float64)
+    if approximate == "tanh":
+        return 0.5 * v * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))
+    return 0.5 * v * (1.0 + erf(v / math.sqrt(2.0)))
+
+
+def layernorm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, axis: int, eps: float) -> np.ndarray:
+    """``(x - mean) / sqrt(var + eps) * gamma + beta`` over axes ``axis..`` (float64)."""
+    v = np.asarray(x, np.float64)
+    axes = tuple(range(axis, v.ndim))
+    d = v - v.mean(axis=axes, keepdims=True)
+    return d / np.sqrt((d * d).mean(axis=axes, keepdims=True) + eps) * gamma + beta
+
+
+def masked_softmax(x: np.ndarray, mask: np.ndarray, axis: int) -> np.ndarray:
+    """``softmax(x + mask)`` with the Add in float32 as the unfused ONNX graph computes it."""
+    s = np.asarray(x, np.float32) + np.asarray(mask, np.float32)
+    return _softmax(s.astype(np.float64), axis)
+
+
+def batch_concat(args: list[np.ndarray], axis: int) -> np.ndarray:
+    """``Concat`` where a constant operand with batch 1 is repeated over the actual batch."""
+    n = max(a.shape[0] for a in args) if axis != 0 else 1
+    return np.concatenate([np.broadcast_to(a, (n,) + a.shape[1:]) if n > 1 and a.shape[0] == 1 else a
+                           for a in args], axis=axis)
 
 
 def pad_array(x: np.ndarray, pads: tuple[int, ...], value) -> np.ndarray:
@@ -101,6 +140,8 @@ def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
         idx = np.asarray(x, np.int64)
         table = args[1]
         return np.take(table, np.where(idx < 0, idx + table.shape[a["axis"]], idx), axis=a["axis"])
+    if op in _TRANSFORMER_OPS:
+        return _run_transformer(op, a, args)
     if op == "Conv":
         return K.conv2d(x, args[1], args[2], a).astype(np.float32)
     if op == "Gemm":
@@ -141,7 +182,7 @@ def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     if op == "Unsqueeze":
         return np.expand_dims(x, axis=a["axes"])
     if op == "Concat":
-        return np.concatenate(args, axis=a["axis"])
+        return batch_concat(args, a["axis"])
     if op == "Pad":
         return pad_array(x, a["pads"], a["value"])
     if op == "Softmax":
@@ -151,6 +192,48 @@ def run_node(n: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     if op == "Identity":
         return x
     raise UnsupportedError(f"float evaluator has no op {op}", where=f"node {n.name} ({op})", file=g.source)
+
+
+_TRANSFORMER_OPS = ("LayerNorm", "Gelu", "Erf", "MaskedSoftmax", "Where", "Equal", "Less", "Greater", "Not",
+                    "Expand", "Cast", "Sqrt", "Reciprocal", "Exp", "Pow")
+
+
+def unary_function(op: str, x: np.ndarray, attrs: dict) -> np.ndarray:
+    """Float64 value of the elementwise functions Sqrt, Reciprocal, Exp, Pow, Gelu, Erf."""
+    v = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        if op == "Sqrt":
+            return np.sqrt(v)
+        if op == "Reciprocal":
+            return 1.0 / v
+        if op == "Exp":
+            return np.exp(v)
+        if op == "Pow":
+            return np.power(v, attrs["exponent"])
+        if op == "Gelu":
+            return gelu(v, attrs["approximate"])
+        return erf(v)
+
+
+def _run_transformer(op: str, a: dict, args: list[np.ndarray]) -> np.ndarray:
+    x = args[0]
+    if op == "LayerNorm":
+        return layernorm(x, args[1], args[2], a["axis"], a["epsilon"]).astype(np.float32)
+    if op == "Pow" and len(args) == 2:  # by a tensor (float only)
+        return _f32(np.power(x, args[1]))
+    if op in ("Gelu", "Erf", "Sqrt", "Reciprocal", "Exp", "Pow"):
+        return unary_function(op, x, a).astype(np.float32)
+    if op == "MaskedSoftmax":
+        return masked_softmax(x, args[1], a["axis"]).astype(np.float32)
+    if op == "Where":
+        return _f32(np.where(np.asarray(x, bool), args[1], args[2]))
+    if op in ("Equal", "Less", "Greater"):
+        return {"Equal": np.equal, "Less": np.less, "Greater": np.greater}[op](x, args[1])
+    if op == "Not":
+        return np.logical_not(x)
+    if op == "Expand":
+        return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(a["shape"])))
+    return np.asarray(x).astype(a["to"])  # Cast
 
 
 def bind_inputs(names: list[str], inputs: Any) -> dict[str, np.ndarray]:
@@ -186,15 +269,71 @@ def evaluate_float(graph: Graph, inputs: Any, *, return_all: bool = False) -> di
     dict of str to numpy.ndarray
         Graph outputs (float32) by name, or all tensors with ``return_all``.
     """
-    env: dict[str, np.ndarray] = {}
+    data: dict[str, np.ndarray] = {}
     for k, v in bind_inputs([t.name for t in graph.inputs], inputs).items():
         want = graph.tensors[k].shape
         if v.ndim != len(want) or tuple(v.shape[1:]) != tuple(want[1:]):
             raise FormatError(f"input {k!r} has shape {v.shape}, expected {want} (any batch size)")
-        env[k] = v if np.dtype(graph.tensors[k].dtype).kind in "iub" and v.dtype.kind in "iub" else v.astype(np.float32)
+        data[k] = v if np.dtype(graph.tensors[k].dtype).kind in "iub" and v.dtype.kind in "iub" else v.astype(np.float32)
+    return by_batch(lambda d: _run_float(graph, d, return_all), data, graph.inputs, graph.nodes, graph.tensors)
+
+
+def _run_float(graph: Graph, env: dict[str, np.ndarray], return_all: bool) -> dict[str, np.ndarray]:
+    env = dict(env)
     for n in graph.nodes:
         args = [env[i] if i in env else graph.initializers[i] for i in n.inputs]
         env[n.outputs[0]] = run_node(n, args, graph)
     if return_all:
         return env
     return {t.name: env[t.name] for t in graph.outputs}
+
+
+def mixes_batch(nodes, tensors) -> bool:
+    """True when a node moves axis 0 (the batch) elsewhere: a Reshape that folds it into another
+    axis, a Transpose/Squeeze/Flatten of axis 0, or a selection/concatenation/reduction along it."""
+    for n in nodes:
+        a = n.attrs
+        x = tensors.get(n.inputs[0]) if n.inputs else None
+        if (n.op == "Reshape" and x is not None and (not a["shape"] or not x.shape or a["shape"][0] != x.shape[0])
+                or n.op == "Flatten" and a["axis"] == 0 or n.op == "Transpose" and a["perm"][0] != 0
+                or n.op in ("Squeeze", "Unsqueeze") and 0 in a["axes"]
+                or n.op in ("Slice", "Resize") and a.get("index") and a["index"][0] is not None
+                or n.op in ("Concat", "Softmax", "MaskedSoftmax", "LayerNorm") and a["axis"] == 0
+                or n.op.startswith("Reduce") and 0 in a["axes"]):
+            return True
+    return False
+
+
+def by_batch(run, data: dict[str, np.ndarray], inputs, nodes, tensors) -> dict[str, np.ndarray]:
+    """``run(data)``, or, when the batch differs from the declared one and the graph moves its batch
+    axis (:func:`mixes_batch`), ``run`` on declared-size slices with the results concatenated."""
+    declared = inputs[0].shape[0] if inputs and inputs[0].shape else 0
+    n = len(next(iter(data.values()))) if data else 0
+    if not declared or n == declared or not mixes_batch(nodes, tensors):
+        return run(data)
+    if n % declared:
+        raise FormatError(f"this model moves its batch axis, so it runs {declared} sample(s) at a time: a batch "
+                          f"of {n} is not a multiple of {declared}")
+    parts = [run({k: v[i:i + declared] for k, v in data.items()}) for i in range(0, n, declared)]
+    return {k: np.concatenate([np.atleast_1d(p[k]) for p in parts], axis=0) for k in parts[0]}
+
+
+def random_inputs(graph: Graph, samples: int, seed: int) -> dict[str, np.ndarray]:
+    """Random inputs of ``graph``: floats uniform in ``[-1, 1)``; an integer input that indexes an
+    embedding table (``Gather``, possibly through a ``Cast``) uniform over the table's rows; any
+    other integer or boolean input (an attention mask) all ones."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for t in graph.inputs:
+        shape = (samples,) + tuple(t.shape[1:])
+        if np.dtype(t.dtype).kind not in "biu":
+            out[t.name] = rng.uniform(-1, 1, shape).astype(np.float32)
+            continue
+        names, rows = {t.name}, None
+        for n in graph.nodes:
+            if n.op == "Cast" and n.inputs[0] in names:
+                names.add(n.outputs[0])
+            elif n.op == "Gather" and n.inputs[0] in names and n.inputs[1] in graph.initializers:
+                rows = graph.initializers[n.inputs[1]].shape[n.attrs["axis"]]
+        out[t.name] = (rng.integers(0, rows, shape) if rows else np.ones(shape)).astype(t.dtype)
+    return out

@@ -17,7 +17,21 @@ from nnisa.core.errors import FormatError
 
 OPSET = 17
 _BUNDLED = {"digits_cnn": ("digits_cnn.onnx", "digits_cnn_test.npz"),
-            "digits_mlp": ("digits_mlp.onnx", "digits_cnn_test.npz")}  # same test images
+            "digits_mlp": ("digits_mlp.onnx", "digits_cnn_test.npz"),  # same test images
+            "digits_vit": ("digits_vit.onnx", "digits_cnn_test.npz"),
+            "digits_bert": ("digits_bert.onnx", "digits_cnn_test.npz")}  # the images as tokens: digit_tokens
+#: the [CLS] token id of ``digits_bert`` (patch tokens are 0 .. 80)
+DIGIT_CLS = 81
+
+
+def digit_tokens(x: np.ndarray) -> np.ndarray:
+    """``digits_bert``'s input: each ``(1, 8, 8)`` image in [0, 1] as ``[CLS]`` + its 16 2×2 patches
+    (row-major), a patch's id ``Σ_k level_k · 3^k`` over its 4 pixels (row-major) with
+    ``level = round(2 · pixel)`` ∈ {0, 1, 2}; int64 ``(N, 17)``."""
+    lv = np.clip(np.floor(np.asarray(x, np.float64).reshape(-1, 8, 8) * 2 + 0.5), 0, 2).astype(np.int64)
+    p = lv.reshape(-1, 4, 2, 4, 2).transpose(0, 1, 3, 2, 4).reshape(-1, 16, 4)
+    ids = (p * np.array([1, 3, 9, 27], np.int64)).sum(-1)
+    return np.concatenate([np.full((len(ids), 1), DIGIT_CLS, np.int64), ids], axis=1)
 
 
 def _data_dir() -> Path:
@@ -48,7 +62,8 @@ def bundled_testset(name: str) -> tuple[np.ndarray, np.ndarray]:
     if not p.is_file():
         raise FormatError("bundled test set is missing from the installation", file=str(p))
     with np.load(p) as z:
-        return z["x"].astype(np.float32), z["y"].astype(np.int64)
+        x, y = z["x"].astype(np.float32), z["y"].astype(np.int64)
+    return (digit_tokens(x) if name == "digits_bert" else x), y
 
 
 def bundled_inputs_for(model_path, samples: int = 1) -> dict[str, np.ndarray] | None:

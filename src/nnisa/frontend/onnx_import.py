@@ -1,4 +1,4 @@
-"""ONNX → IR: load, check, convert to opset 17, infer shapes, fold constants, lower, optimise.
+"""ONNX → IR: load, check, convert, infer shapes, fold constants and decomposed LayerNorm/GELU, lower, optimise.
 
 Public entry point: :func:`load_model`.
 """
@@ -22,6 +22,8 @@ from .float_eval import run_node
 from .import_ops import HANDLERS as IMPORT_HANDLERS
 from .import_ops import chain
 from .import_ops import norm_axis as _norm_axis
+from .import_transformer import HANDLERS as TRANSFORMER_HANDLERS
+from .fuse_patterns import fuse_patterns
 from .recurrent import HANDLERS as RECURRENT_HANDLERS
 from .ir import Graph, Node, TensorInfo
 from .kernels import pool_out_size
@@ -78,15 +80,22 @@ def _fix_symbolic_inputs(m: onnx.ModelProto, path: str | None) -> None:
 
 
 def _check_initializers(m: onnx.ModelProto, path: str | None) -> None:
-    """Weights must be finite numbers (a Pad's constant value may be ±inf: MaxPool padding)."""
+    """Weights must be finite numbers.  ±inf is allowed in a Pad's constant value (MaxPool padding),
+    in a scalar, and in a constant only read by Where/Add (attention-mask fill values); NaN never."""
     pad_values = {n.input[2] for n in m.graph.node if n.op_type == "Pad" and len(n.input) > 2}
+    users: dict[str, set[str]] = {}
+    for n in m.graph.node:
+        for i in n.input:
+            users.setdefault(i, set()).add(n.op_type)
     for t in m.graph.initializer:
         if t.name in pad_values:
             continue
         if t.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16):
             continue
         a = numpy_helper.to_array(t)
-        if a.size and not np.isfinite(a).all():
+        if a.size and np.isnan(a).any():
+            raise FormatError(f"initializer {t.name!r} contains NaN or infinity", file=path)
+        if a.size > 1 and not np.isfinite(a).all() and not users.get(t.name, set()) <= {"Where", "Add"}:
             raise FormatError(f"initializer {t.name!r} contains NaN or infinity", file=path)
 
 
@@ -141,6 +150,7 @@ def load_model(model: Any, *, opset: int | None = None) -> Graph:
     try:
         m = shape_inference.infer_shapes(m)
         folded = fold_constants(m)
+        fuse_patterns(folded)
     except NnisaError:
         raise
     except Exception as e:
@@ -635,7 +645,7 @@ _HANDLERS: dict[str, Callable] = {
     "BatchNormalization": _batchnorm, "Flatten": _flatten, "Reshape": _reshape, "Transpose": _transpose,
     "Squeeze": _squeeze, "Unsqueeze": _squeeze, "Concat": _concat, "Pad": _pad, "Softmax": _softmax,
     "LRN": _lrn, "Identity": _identity, "Dropout": _identity, "Cast": _identity,
-    **IMPORT_HANDLERS, **RECURRENT_HANDLERS,
+    **IMPORT_HANDLERS, **RECURRENT_HANDLERS, **TRANSFORMER_HANDLERS,
 }
 
 

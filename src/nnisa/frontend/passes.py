@@ -1,4 +1,4 @@
-"""Graph passes on the float IR: Identity removal, BN / affine folding, Pad folding, DCE.
+"""Graph passes on the float IR: Identity removal, attention masks, BN / affine folding, Pad folding, DCE.
 
 All passes keep the graph's output names stable and never mutate an initializer that another
 node might share: folded weights get new initializer names.
@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .float_eval import run_node
 from .ir import Graph, Node, TensorInfo
+from .quant_transformer import MASK_DROP, raw_tensors
 
 
 def optimize(g: Graph) -> Graph:
     """Run every pass to a fixpoint, then remove dead nodes and unused initializers."""
     remove_identities(g)
+    fold_attention_masks(g)
     while fold_affine(g) or fold_pads(g) or fold_transposes(g):
         pass
     lower_batchnorm(g)
@@ -66,7 +69,7 @@ def _sole_producer(g: Graph, x: str, ops: tuple[str, ...]) -> Node | None:
 
 def _channel_vector(c: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray | None:
     """``c`` as a per-channel (axis 1) vector if it broadcasts to ``out_shape`` along axis 1 only."""
-    if c.ndim > len(out_shape):
+    if c.ndim > len(out_shape) or len(out_shape) < 2:
         return None
     full = (1,) * (len(out_shape) - c.ndim) + tuple(c.shape)
     if any(d != 1 for k, d in enumerate(full) if k != 1) or full[1] not in (1, out_shape[1]):
@@ -249,3 +252,52 @@ def eliminate_dead(g: Graph) -> None:
     live = used | {o for n in g.nodes for o in n.outputs} | {t.name for t in g.inputs} | {t.name for t in g.outputs}
     for k in [k for k in g.tensors if k not in live]:
         del g.tensors[k]
+
+
+def _is_mask(v: np.ndarray) -> bool:
+    v = np.asarray(v, np.float64)
+    return bool(np.all((v == 0) | (v <= MASK_DROP)))
+
+
+def _probe(g: Graph, name: str, raw: set[str]):
+    """Values of raw tensor ``name`` when every integer model input is all 0 and all 1."""
+    cone, todo = set(), [name]
+    while todo:
+        p = g.producer(todo.pop())
+        if p is not None and p.name not in cone:
+            cone.add(p.name)
+            todo += [i for i in p.inputs if i in raw]
+    for fill in (0, 1):
+        env = {t.name: np.full(t.shape, fill, t.dtype) for t in g.inputs if t.name in raw}
+        for n in g.nodes:
+            if n.name in cone:
+                env[n.outputs[0]] = run_node(n, [env[i] if i in env else g.initializers[i] for i in n.inputs], g)
+        yield env[name]
+
+
+def fold_attention_masks(g: Graph) -> None:
+    """``Softmax(Add(x, M))`` with an attention mask ``M`` becomes ``MaskedSoftmax(x, M)``.
+
+    ``M`` is a mask when it adds 0 (keep) or at most ``MASK_DROP`` (drop) to every score: a
+    constant (causal masks) or a tensor computed only from integer model inputs (padding masks;
+    checked on all-0 and all-1 inputs).  The float result is unchanged (``softmax(x + M)``); the
+    integer model drops the masked positions instead of adding a number no int8 scale holds.
+    """
+    raw = raw_tensors(g)
+    for s in [n for n in g.nodes if n.op == "Softmax"]:
+        t = s.inputs[0]
+        p = g.producer(t)
+        if p is None or p.op != "Add" or g.is_output(t) or len(g.consumers(t)) != 1:
+            continue
+        for k in (0, 1):
+            m, x = p.inputs[k], p.inputs[1 - k]
+            if x in g.initializers or x in raw or np.broadcast_shapes(g.shape(x), g.shape(m)) != tuple(g.shape(x)):
+                continue
+            if m in g.initializers:
+                ok = _is_mask(g.initializers[m])
+            else:
+                ok = m in raw and all(_is_mask(v) for v in _probe(g, m, raw))
+            if ok:
+                s.op, s.inputs = "MaskedSoftmax", [x, m]
+                g.nodes.remove(p)
+                break

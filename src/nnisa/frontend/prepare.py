@@ -12,43 +12,69 @@ the host, in float, and say so in their report.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
+import os
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from ..core.errors import ConfigError, FormatError, UnsupportedError
-from ..core.options import OptionSpec
+from ..core.options import option, option_specs
 from .calibration import METHODS, calibration_inputs
 from .ir import Graph, Node
 from .quant import LUT_OPS, MOVE_OPS, QGraph, quantize
+from .quant_transformer import RAW_OPS, raw_tensors
 
 #: IR ops :func:`~nnisa.frontend.quantize` gives integer semantics
 QUANTIZABLE = set(MOVE_OPS) | set(LUT_OPS) | {
     "Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Relu", "Clip", "AveragePool", "GlobalAveragePool",
-    "ReduceMean", "ReduceSum", "Max", "Min", "Concat", "Softmax"}
+    "ReduceMean", "ReduceSum", "Max", "Min", "Concat", "Softmax", "LayerNorm", "MaskedSoftmax", "Gather", "Where"}
+
+@dataclass
+class QuantOptions:
+    """The quantization options every quantizing target takes (``-O key=value`` of compile/run,
+    and ``--calibration FILE`` as ``calib``); a target's compile options extend this class."""
+
+    calibration: str = option("max", "activation range: max-abs, a percentile of |x|, or min MSE", choices=METHODS)
+    percentile: float = option(99.99, "percentile of |x| for calibration=percentile", minimum=50.0, maximum=100.0)
+    per_channel: bool = option(True, "one weight scale per output channel (else per tensor)")
+    calib_samples: int = option(64, "size of the default calibration set", minimum=1, maximum=1 << 16)
+    #: calibration data (``--calibration FILE``: arrays or a .npy/.npz/.csv path); not an -O option
+    calib: Any = None
+
+    def quant_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`prepare_qgraph` these options give."""
+        return {"calib": self.calib, "calibration": self.calibration, "percentile": self.percentile,
+                "per_channel": self.per_channel, "calib_samples": self.calib_samples}
+
 
 #: the quantization options every compiling target declares (``-O key=value`` of compile/run)
-QUANT_OPTIONS = (
-    OptionSpec("calibration", str, "max", METHODS, "activation range: max-abs, a percentile of |x|, or min MSE"),
-    OptionSpec("percentile", float, 99.99, None, "percentile of |x| for calibration=percentile",
-               minimum=50.0, maximum=100.0),
-    OptionSpec("per_channel", bool, True, None, "one weight scale per output channel (else per tensor)"),
-    OptionSpec("calib_samples", int, 64, None, "size of the default calibration set", minimum=1, maximum=1 << 16),
-)
+QUANT_OPTIONS = option_specs(QuantOptions)
 
 #: a target's check: ``(node, graph) -> reason or None``
 Check = Callable[[Node, Graph], "str | None"]
 
 
-def quantization_issue(n: Node, g: Graph) -> str | None:
-    """Why ``n`` cannot be quantized (None when it can)."""
+def quantization_issue(n: Node, g: Graph, raw: set[str] | None = None) -> str | None:
+    """Why ``n`` cannot be quantized (None when it can); ``raw``: :func:`raw_tensors` of ``g``."""
+    raw = raw_tensors(g) if raw is None else raw
+    if n.outputs[0] in raw:  # index/mask arithmetic stays exact
+        return None
+    acts = [i for i in n.inputs if i not in g.initializers]
+    if any(i in raw for i in acts) and not (n.op == "Gather" or n.op in ("MaskedSoftmax", "Where")):
+        return f"{n.op} of a tensor computed from integer model inputs (ids/mask) has no integer semantics"
     if n.op not in QUANTIZABLE:
         why = {"LRN": "LRN has no integer semantics in nnisa (float evaluation only)",
-               "Div": "Div by a tensor computed by the graph (or of integers) has no integer lowering",
-               "Gather": "embedding lookups (Gather of a constant table) have no integer lowering yet"}
+               "Div": "Div by a tensor computed by the graph (or of integers) has no integer lowering"}
+        if n.op in RAW_OPS:
+            return f"{n.op} of a quantized activation has no integer semantics (only of ids/masks)"
         return why.get(n.op, f"{n.op} has no integer semantics in nnisa")
+    if n.op == "Pow" and "exponent" not in n.attrs:
+        return "Pow by a tensor has no integer semantics (only by a constant scalar: a lookup table)"
+    if n.op == "Gather" and (n.inputs[1] not in g.initializers or n.inputs[0] not in raw):
+        return "Gather of a constant table needs integer indices computed from the model inputs"
+    if n.op == "Where" and n.inputs[0] not in raw:
+        return "Where needs a condition computed from integer model inputs (a mask)"
     if n.op == "Resize" and n.attrs.get("mode") == "linear":
         return "linear Resize has no integer semantics in nnisa (float targets only; nearest is supported)"
     if n.op in ("Conv", "Gemm") and n.inputs[1] not in g.initializers:
@@ -59,20 +85,10 @@ def quantization_issue(n: Node, g: Graph) -> str | None:
         return "Concat with a constant input is not supported in a quantized graph"
     if n.op in ("Max", "Min") and any(i in g.initializers for i in n.inputs):
         return f"{n.op} with a constant operand is not supported in a quantized graph"
-    if n.op == "Softmax" and not _float_tail_ok(g, n.outputs[0]):
-        return "Softmax must be the last op (it stays float: a host step)"
     return None
 
 
-def _float_tail_ok(g: Graph, name: str) -> bool:
-    cons = g.consumers(name)
-    if not cons:
-        return g.is_output(name)
-    return all(c.op in ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Slice")
-               and _float_tail_ok(g, c.outputs[0]) for c in cons)
-
-
-def check_graph(graph: Graph, target: str, check: Check | None = None) -> None:
+def check_graph(graph: Graph, target: str, check: Check | None = None, *, quantized: bool = True) -> None:
     """Raise one :class:`UnsupportedError` naming every node that ``target`` cannot compile.
 
     Parameters
@@ -83,11 +99,15 @@ def check_graph(graph: Graph, target: str, check: Check | None = None) -> None:
         Target name (for the message).
     check : callable, optional
         The target's own per-node check, run after the quantization check.
+    quantized : bool
+        Whether the target compiles the quantized graph (then every node must have integer
+        semantics); float targets (Tensil, Cherry) pass False.
     """
     bad: list[tuple[tuple[str, str], str]] = []   # ((op, name), reason)
     seen: set[tuple[str, str]] = set()
+    raw = raw_tensors(graph)
     for n in graph.nodes:
-        why = quantization_issue(n, graph) or (check(n, graph) if check else None)
+        why = (quantization_issue(n, graph, raw) if quantized else None) or (check(n, graph) if check else None)
         # the nodes unrolled from one LSTM/GRU are reported once, under the ONNX node's name
         key = tuple(graph.origin[n.name].split(" ", 1)) if n.name in graph.origin else (n.op, n.name)
         if why and (key, why) not in seen:
@@ -116,7 +136,9 @@ def prepare_qgraph(model: Any, target: str, *, check: Check | None = None, calib
     Parameters
     ----------
     model
-        ONNX path / bytes / ``ModelProto`` (a :class:`QGraph` is returned unchanged).
+        ONNX path / bytes / ``ModelProto``, or a :class:`~nnisa.frontend.prepared.PreparedModel`
+        (imported once; the result is computed once per settings and copied), or a
+        :class:`QGraph` (returned unchanged).
     target : str
         Target name (messages).
     check : callable, optional
@@ -129,21 +151,32 @@ def prepare_qgraph(model: Any, target: str, *, check: Check | None = None, calib
     calib_samples : int
         Size of the default calibration set.
     """
-    from .onnx_import import load_model
+    from .prepared import PreparedModel, load_model
     if isinstance(model, QGraph):
         return model
     if calibration not in METHODS:
         raise ConfigError(f"unknown calibration method {calibration!r}; choose from {METHODS}")
+
+    def make(g: Graph) -> QGraph:
+        data = calibration_inputs(g, calib, samples=calib_samples)
+        try:
+            return quantize(g, data, bits=bits, per_channel=per_channel, scale_mode=scale_mode,
+                            calibration=calibration, percentile=percentile)
+        except FormatError as e:  # a calibration range: name the file it came from
+            if e.file is None and isinstance(calib, (str, os.PathLike)):
+                raise FormatError(e.message, file=str(calib)) from None
+            raise
+
+    if isinstance(model, PreparedModel):  # imported once; quantized once per settings (and calibration file)
+        model.check(lambda g: check_graph(g, target, check))
+        if calib is None or isinstance(calib, (str, os.PathLike)):
+            key = ("pow2" if scale_mode == "pow2" else scale_mode, bits, per_channel, calibration, percentile,
+                   calib_samples, None if calib is None else str(calib))
+            return model.quantized(key, make)
+        return make(model.graph())
     g = load_model(model)
     check_graph(g, target, check)
-    data = calibration_inputs(g, calib, samples=calib_samples)
-    try:
-        return quantize(g, data, bits=bits, per_channel=per_channel, scale_mode=scale_mode, calibration=calibration,
-                        percentile=percentile)
-    except FormatError as e:  # a calibration range: name the file it came from
-        if e.file is None and isinstance(calib, (str, Path)):
-            raise FormatError(e.message, file=str(calib)) from None
-        raise
+    return make(g)
 
 
 def split_float_tail(qg: QGraph) -> tuple[QGraph, Callable[[dict], dict] | None, list[str]]:
@@ -157,10 +190,10 @@ def split_float_tail(qg: QGraph) -> tuple[QGraph, Callable[[dict], dict] | None,
         and the names of the tail's nodes.
     """
     from .qeval import run_qnode
-    tail = [n for n in qg.nodes if n.out_bits == 0]
+    tail = [n for n in qg.nodes if qg.tensors[n.outputs[0]].is_float]
     if not tail:
         return qg, None, []
-    head = [n for n in qg.nodes if n.out_bits != 0]
+    head = [n for n in qg.nodes if not qg.tensors[n.outputs[0]].is_float]
     produced = {o for n in tail for o in n.outputs}
     feeds = []
     for n in tail:

@@ -14,8 +14,12 @@ import numpy as np
 from nnisa.core.errors import FormatError, UnsupportedError
 
 from . import kernels as K
-from .float_eval import _softmax, bind_inputs, pad_array, reshape_target, take_axes
+from .float_eval import _softmax, batch_concat, bind_inputs, by_batch, pad_array, reshape_target, run_node, take_axes
 from .quant import LUT_OPS, QGraph, QNode, qrange
+from .quant_transformer import raw_operands, run_transformer_qnode
+
+#: ops whose integer semantics live in :mod:`.quant_transformer`
+_TRANSFORMER_QOPS = ("LayerNorm", "Softmax", "MaskedSoftmax", "Gather", "Where")
 
 
 def _binary_operands(n: QNode, args: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -44,6 +48,8 @@ def run_qnode(n: QNode, args: list[np.ndarray], qg: QGraph) -> np.ndarray:
     op, a = n.op, n.attrs
     x = args[0]
     lo, hi = n.clamp
+    if qg.tensors[n.outputs[0]].raw:  # index/mask arithmetic: exact, with the float semantics
+        return run_node(n, raw_operands(n, args), qg)
     if n.out_bits == 0:  # float tail after a Softmax
         if op == "Softmax":
             return _softmax(x.astype(np.float64) * n.in_scales[0], a["axis"]).astype(np.float32)
@@ -70,6 +76,8 @@ def run_qnode(n: QNode, args: list[np.ndarray], qg: QGraph) -> np.ndarray:
         return np.clip(n.requant.apply(acc), lo, hi)
     if op in ("Relu", "Clip"):
         return np.clip(x, lo, hi)
+    if op in _TRANSFORMER_QOPS:
+        return run_transformer_qnode(n, args)
     if op in LUT_OPS:
         return n.lut[np.asarray(x, np.int64) - qrange(n.in_bits[0])[0]]
     if op in ("Slice", "Resize"):
@@ -92,7 +100,9 @@ def run_qnode(n: QNode, args: list[np.ndarray], qg: QGraph) -> np.ndarray:
         return K.div_round_away(s, x.shape[2] * x.shape[3])
     if op == "Concat":
         parts = [np.clip(r.apply(v), lo, hi) for r, v in zip(n.input_requants, args)]
-        return np.concatenate(parts, axis=a["axis"])
+        if n.const is not None:  # a constant input (class token), already at the output scale
+            parts.insert(a["const_index"], n.const)
+        return batch_concat(parts, a["axis"])
     if op == "MaxPool":
         return K.maxpool2d(np.asarray(x, np.int64), a)
     if op == "Pad":
@@ -115,6 +125,8 @@ def _move(n: QNode, x: np.ndarray, qg: QGraph) -> np.ndarray:
         return np.expand_dims(x, axis=a["axes"])
     if n.op == "Identity":
         return x
+    if n.op == "Expand":
+        return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(a["shape"])))
     raise UnsupportedError(f"quantized evaluator has no op {n.op}", where=f"node {n.name} ({n.op})", file=qg.source)
 
 
@@ -144,16 +156,24 @@ def evaluate_quantized(qgraph: QGraph, inputs: Any, *, return_all: bool = False,
         t = qgraph.tensors[k]
         if v.ndim != len(t.shape) or tuple(v.shape[1:]) != tuple(t.shape[1:]):
             raise FormatError(f"input {k!r} has shape {v.shape}, expected {t.shape} (any batch size)")
-        if np.issubdtype(v.dtype, np.integer):
+        if t.raw:  # token ids / masks: exact values
+            env[k] = v
+        elif np.issubdtype(v.dtype, np.integer):
             lo, hi = qrange(t.bits)
             if v.size and (v.min() < lo or v.max() > hi):
                 raise FormatError(f"integer input {k!r} is outside the int{t.bits} range [{lo}, {hi}]")
             env[k] = v.astype(np.int64)
         else:
             env[k] = qgraph.quantize_input(k, v)
+    env = by_batch(lambda d: _run_int(qgraph, d, return_all), env, qgraph.inputs, qgraph.nodes, qgraph.tensors)
+    if dequantize:
+        return {k: qgraph.dequantize(k, v) for k, v in env.items()}
+    return env
+
+
+def _run_int(qgraph: QGraph, env: dict[str, np.ndarray], return_all: bool) -> dict[str, np.ndarray]:
+    env = dict(env)
     for n in qgraph.nodes:
         env[n.outputs[0]] = run_qnode(n, [env[i] for i in n.inputs], qgraph)
     names = list(env) if return_all else [t.name for t in qgraph.outputs]
-    if dequantize:
-        return {k: qgraph.dequantize(k, env[k]) for k in names}
     return {k: env[k] for k in names}

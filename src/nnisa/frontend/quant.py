@@ -19,14 +19,17 @@ from nnisa.core.errors import ConfigError, UnsupportedError
 from . import kernels as K
 from .calibration import METHODS as CALIBRATION_METHODS
 from .calibration import calibrate
+from .float_eval import unary_function
 from .ir import Graph, Node
+from . import quant_transformer as TX
 
 SCALE_MODES = ("pow2", "multiplier")
 # Ops that only move or select data: output scale = input scale, no arithmetic.
 MOVE_OPS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "MaxPool", "Pad", "Slice", "Resize",
-            "ReduceMax")
+            "ReduceMax", "Expand")
 #: elementwise functions computed by a lookup table over the input codes
-LUT_OPS = ("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish")
+LUT_OPS = ("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Gelu", "Erf", "Sqrt", "Reciprocal", "Exp",
+           "Pow")
 # Ops that may follow a Softmax (they pass float values through unchanged).
 _FLOAT_PASS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Slice")
 # Intermediate scale of Add/Sub in multiplier mode: s_c = s_out * 2**-ADD_FRAC_BITS.
@@ -106,8 +109,9 @@ def make_requant(ratio, scale_mode: str, multiplier_bits: int = 15) -> Requant:
 class QTensor:
     """Quantization of one activation tensor: ``real = q * scale``.
 
-    ``bits == 0`` marks a float tensor (a Softmax output); ``exp`` is ``log2(scale)`` in
-    pow2 mode, else ``None``.
+    ``bits == 0`` marks a tensor that is not quantized: a float tensor (the output of a trailing
+    Softmax) or, with ``raw``, an exact index/mask tensor (token ids, attention masks and what is
+    computed only from them; scale 1).  ``exp`` is ``log2(scale)`` in pow2 mode, else ``None``.
     """
 
     name: str
@@ -115,11 +119,12 @@ class QTensor:
     scale: float
     bits: int
     exp: int | None = None
+    raw: bool = False
 
     @property
     def is_float(self) -> bool:
-        """True for float tensors (Softmax outputs)."""
-        return self.bits == 0
+        """True for float tensors (the trailing Softmax and what follows it)."""
+        return self.bits == 0 and not self.raw
 
 
 @dataclass
@@ -188,12 +193,16 @@ class QGraph:
     def quantize_input(self, name: str, x: np.ndarray) -> np.ndarray:
         """``clip(round_half_away(x / scale))`` of input ``name`` as int64."""
         t = self.tensors[name]
+        if t.raw:
+            return np.asarray(x)
         lo, hi = qrange(t.bits)
         return np.clip(K.round_half_away(np.asarray(x, np.float64) / t.scale), lo, hi)
 
     def dequantize(self, name: str, q: np.ndarray) -> np.ndarray:
         """Real value of tensor ``name`` (float tensors are returned unchanged), float32."""
         t = self.tensors[name]
+        if t.raw:
+            return np.asarray(q)
         return np.asarray(q, np.float32) if t.is_float else (np.asarray(q, np.float64) * t.scale).astype(np.float32)
 
     def op_counts(self) -> dict[str, int]:
@@ -220,6 +229,7 @@ class _Q:
         self.per_channel, self.mode, self.mbits = per_channel, mode, mbits
         self.t: dict[str, QTensor] = {}
         self.nodes: list[QNode] = []
+        self.raw: set[str] = set()  # index/mask tensors (never quantized)
 
     def err(self, n: Node, msg: str) -> UnsupportedError:
         return UnsupportedError(msg, where=f"node {n.name} ({n.op})", file=self.g.source)
@@ -361,8 +371,12 @@ def quantize(
         raise ConfigError(f"unknown calibration {calibration!r}; choose from {CALIBRATION_METHODS}")
     amax = calibrate(graph, calib, method=calibration, percentile=percentile, bits=bits, scale_mode=scale_mode)
     q = _Q(graph, amax, bits, w_bits, per_channel, scale_mode, multiplier_bits, weight_mse=calibration == "mse")
+    q.raw = TX.raw_tensors(graph)
     for t in graph.inputs:
-        q.act(t.name, t.shape)
+        if t.name in q.raw:
+            q.t[t.name] = QTensor(t.name, tuple(t.shape), 1.0, 0, None, raw=True)
+        else:
+            q.act(t.name, t.shape)
     fused: set[str] = set()
     for n in graph.nodes:
         if n.name in fused:
@@ -381,6 +395,16 @@ def _quantize_node(q: _Q, n: Node, act: Node | None) -> None:
     shape = g.tensors[out_name].shape
     acts = [i for i in n.inputs if i not in g.initializers]
     ins = [q.t[i] for i in acts]
+    if out_name in q.raw:  # exact index/mask arithmetic: float semantics, constants kept in attrs
+        consts = {k: g.initializers[i] for k, i in enumerate(n.inputs) if i in g.initializers}
+        q.t[out_name] = QTensor(out_name, tuple(shape), 1.0, 0, None, raw=True)
+        q.nodes.append(QNode(n.op, n.name, acts, [out_name], dict(n.attrs, consts=consts), [1.0] * len(acts),
+                             [0] * len(acts), 1.0, 0, clamp=(0, 0)))
+        return
+    raw_in = [i for i in acts if i in q.raw]
+    if raw_in and not (n.op == "Gather" and acts == [n.inputs[0]] or n.op in ("MaskedSoftmax", "Where")):
+        raise q.err(n, f"{n.op} of a tensor computed from integer inputs (ids/mask {raw_in[0]!r}) has no integer "
+                       "semantics")
     if any(t.is_float for t in ins):
         if n.op not in _FLOAT_PASS:
             raise q.err(n, "only reshaping ops may follow a Softmax in a quantized graph")
@@ -441,20 +465,47 @@ def _quantize_node(q: _Q, n: Node, act: Node | None) -> None:
         out = q.act(out_name, shape)
         qn.input_requants = [q.requant(t.scale / out.scale) for t in ins]
     elif op == "Concat":
-        if len(acts) != len(n.inputs):
-            raise q.err(n, "Concat with a constant input is not supported in a quantized graph")
         out = q.act(out_name, shape)
         qn.input_requants = [q.requant(t.scale / out.scale) for t in ins]
+        consts = [k for k, i in enumerate(n.inputs) if i in g.initializers]
+        if len(consts) > 1:
+            raise q.err(n, "Concat with more than one constant input is not supported in a quantized graph")
+        if consts:  # e.g. a class token: quantized at the output scale
+            lo, hi = qrange(out.bits)
+            c = g.initializers[n.inputs[consts[0]]].astype(np.float64)
+            qn.const, qn.const_scale = np.clip(K.round_half_away(c / out.scale), lo, hi), out.scale
+            qn.attrs["const_index"] = consts[0]
     elif op in LUT_OPS:
+        if op == "Pow" and "exponent" not in n.attrs:
+            raise q.err(n, "Pow by a tensor has no integer semantics (only by a constant scalar: a lookup table)")
         out = q.act(out_name, shape)
         qn.lut = _make_lut(op, n.attrs, ins[0], out)
-    elif op == "Softmax":
-        if not _leads_to_output(g, n.outputs[0]):
-            raise q.err(n, "Softmax must be the last op: it stays float in a quantized graph")
+    elif op == "Softmax" and _leads_to_output(g, n.outputs[0]):  # a trailing Softmax stays float (host tail)
         q.t[out_name] = out = QTensor(out_name, tuple(shape), 1.0, 0)
         qn.out_scale, qn.out_bits, qn.clamp = 1.0, 0, (0, 0)
         q.nodes.append(qn)
         return
+    elif op in ("Softmax", "MaskedSoftmax"):  # integer softmax: probabilities at the fixed scale 2^-(bits-1)
+        s = 2.0 ** -(ins[0].bits - 1)
+        out = q.t[out_name] = QTensor(out_name, tuple(shape), s, ins[0].bits, -(ins[0].bits - 1) if q.mode == "pow2"
+                                      else None)
+        TX.quantize_softmax(q, n, qn, ins[0], q.raw)
+        qn.out_scale, qn.out_bits, qn.clamp = out.scale, out.bits, (0, (1 << (out.bits - 1)) - 1)
+        q.nodes.append(qn)
+        return
+    elif op == "LayerNorm":
+        out = q.act(out_name, shape)
+        qn.requant = q.requant(TX.quantize_layernorm(q, n, qn, ins[0]) / out.scale)
+    elif op == "Gather":
+        table = g.initializers[n.inputs[1]].astype(np.float64)
+        s = float(q.scale_of(np.abs(table).max(initial=0.0), q.bits))
+        out = q.t[out_name] = QTensor(out_name, tuple(shape), s, q.bits, int(round(math.log2(s))) if q.mode == "pow2"
+                                      else None)
+        qmax = (1 << (q.bits - 1)) - 1
+        qn.weight, qn.w_scale, qn.w_bits = np.clip(K.round_half_away(table / s), -qmax, qmax), np.float64(s), q.bits
+    elif op == "Where":
+        out = q.act(out_name, shape)
+        TX.quantize_where(q, n, qn, out, q.raw)
     else:
         raise q.err(n, f"{op} has no integer semantics in nnisa (float evaluation only)")
     qn.out_scale, qn.out_bits = out.scale, out.bits
@@ -489,10 +540,12 @@ def _make_lut(op: str, attrs: dict, x: QTensor, out: QTensor) -> np.ndarray:
         f = np.clip(attrs["alpha"] * v + attrs["beta"], 0, 1)
     elif op == "HardSwish":
         f = v * np.clip(v / 6 + 0.5, 0, 1)
+    elif op in ("Gelu", "Erf", "Sqrt", "Reciprocal", "Exp", "Pow"):  # NaN (sqrt of a negative code) → 0
+        f = np.nan_to_num(unary_function(op, v, attrs), nan=0.0, posinf=np.inf, neginf=-np.inf)
     else:
         f = np.where(v >= 0, v, v * attrs["alpha"])
     olo, ohi = qrange(out.bits)
-    return np.clip(K.round_half_away(f / out.scale), olo, ohi)
+    return np.clip(K.round_half_away(np.clip(f / out.scale, olo - 1, ohi + 1)), olo, ohi)  # ±inf saturate
 
 
 def _leads_to_output(g: Graph, name: str) -> bool:

@@ -1,9 +1,11 @@
 """One timeline model for every target's ``--gantt`` picture and ``--trace`` file.
 
-A simulator that wants a Gantt chart or a Chrome/Perfetto trace converts its result into a
-:class:`Timeline`: one :class:`Track` per core/tile/unit row, each with arrays of intervals
-(start, end, unit, label, pc).  :func:`plot_gantt` and :func:`write_chrome_trace` draw and export
-any timeline, so the pictures of all targets look and behave the same.
+A simulator asked for a timeline (``simulate(..., timeline=True)``) hands back a
+:class:`Timeline` in ``SimResult.timeline``: one :class:`Track` per core/tile/unit row, each with
+arrays of intervals (start, end, unit, label, pc), built from flat per-event arrays by
+:func:`build_timeline`.  :func:`draw_timeline` (what the CLI's ``--gantt``/``--trace`` call),
+:func:`plot_gantt` and :func:`write_chrome_trace` draw and export any timeline, so the pictures
+of all targets look and behave the same.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 import orjson
@@ -67,6 +70,8 @@ class Timeline:
         Figure title.
     process
         Name of the whole (the trace's process name), e.g. ``"PIM chip"``.
+    hidden_units
+        Units kept in the data but neither drawn nor exported (e.g. scalar bookkeeping).
     """
 
     tracks: list[Track]
@@ -77,11 +82,53 @@ class Timeline:
     title: str = ""
     process: str = "chip"
     meta: dict = field(default_factory=dict)
+    hidden_units: tuple[str, ...] = ()
 
     @property
     def span(self) -> float:
         ends = [t.finish or 0.0 for t in self.tracks] + [float(t.end.max()) for t in self.tracks if len(t.end)]
         return max(ends, default=0.0)
+
+
+def build_timeline(rows: Sequence[str], row: np.ndarray, start: np.ndarray, end: np.ndarray, *,
+                   unit: np.ndarray | None = None, label: np.ndarray | None = None, pc: np.ndarray | None = None,
+                   finish: Sequence[float | None] | None = None, drop_empty: bool = False,
+                   **timeline: object) -> Timeline:
+    """A :class:`Timeline` from flat per-event arrays: event ``i`` runs ``[start[i], end[i])`` on
+    row ``row[i]`` (an index into ``rows``, the track names), in unit ``unit[i]`` with label
+    ``label[i]`` and instruction index ``pc[i]``.  Events keep their order within a row.
+
+    ``finish`` gives each row's end time (``None``: none); rows without events are kept (a bar to
+    their finish) unless ``drop_empty``.  ``timeline`` are the :class:`Timeline` fields (units,
+    labels, time_unit, ns_per_unit, title, process, meta, hidden_units).
+    """
+    row = np.asarray(row)
+    order = np.argsort(row, kind="stable")
+    bounds = np.searchsorted(row[order], np.arange(len(rows) + 1))
+    tracks = []
+    for r, name in enumerate(rows):
+        idx = order[bounds[r]:bounds[r + 1]]
+        if drop_empty and len(idx) == 0:
+            continue
+        fin = None if finish is None else finish[r]
+        tracks.append(Track(name, start[idx], end[idx], unit[idx] if unit is not None else np.zeros(0, np.int16),
+                            label[idx] if label is not None else np.zeros(0, np.int32),
+                            pc[idx] if pc is not None else None, finish=fin))
+    return Timeline(tracks, **timeline)
+
+
+def draw_timeline(tl: Timeline, *, gantt: str | os.PathLike | None = None,
+                  trace: str | os.PathLike | None = None) -> dict[str, str]:
+    """Write the Gantt chart (PNG) and/or the Chrome/Perfetto trace of a timeline; returns
+    ``{"gantt_file": ..., "trace_file": ...}`` for the files written."""
+    out = {}
+    if gantt:
+        plot_gantt(tl, gantt)
+        out["gantt_file"] = str(gantt)
+    if trace:
+        write_chrome_trace(tl, trace)
+        out["trace_file"] = str(trace)
+    return out
 
 
 def merge_intervals(S: np.ndarray, E: np.ndarray, gap: float) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +176,7 @@ def plot_gantt(tl: Timeline, path_png: str | os.PathLike, *, width_px: int = 160
     tracks = tl.tracks[:max_rows]
     scale, xlabel = _axis(tl)
     span = max(tl.span, 1.0)
-    drawn = [i for i, u in enumerate(tl.units) if u not in skip_units]
+    drawn = [i for i, u in enumerate(tl.units) if u not in skip_units and u not in tl.hidden_units]
     lane_h = 0.9 / max(1, len(drawn))
     lane_of = {u: k for k, u in enumerate(drawn)}
     colours = {u: PALETTE[k % len(PALETTE)] for k, u in enumerate(drawn)}
@@ -181,7 +228,7 @@ def write_chrome_trace(tl: Timeline, path: str | os.PathLike, *, max_events: int
     to_us = (tl.ns_per_unit or 1e3) * 1e-3
     events = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": tl.process}}]
     count = 0
-    skip = {i for i, u in enumerate(tl.units) if u in skip_units}
+    skip = {i for i, u in enumerate(tl.units) if u in skip_units or u in tl.hidden_units}
     for tid, tr in enumerate(tl.tracks):
         events.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": tid, "args": {"name": tr.name}})
         events.append({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": tid, "args": {"sort_index": tid}})

@@ -40,8 +40,10 @@ def compare_model(model: str | Path, targets: list[str] | None = None, *, sample
     figures, or ``error``/``unsupported``/``exception`` with the reason in ``error``.  With
     ``variants``, also one row per :attr:`Target.demo_variants` entry (target ``"pim (LABEL)"``).
     """
-    from ..api import model_inputs
-    model_inputs(model)  # a missing or broken model file is the user's error, not a row per target
+    from ..frontend.prepared import PreparedModel, default_inputs
+    # imported, checked and quantized once for every target; a missing or broken model file is the
+    # user's error, not a row per target
+    prepared = PreparedModel(model, default_inputs(model, samples))
     rows = []
     for name in targets or target_names():
         if progress is not None:
@@ -55,9 +57,9 @@ def compare_model(model: str | Path, targets: list[str] | None = None, *, sample
             rows.append({"target": name, "model": model_label(model), "status": "unsupported",
                          "error": f"target {name} cannot compile ONNX models yet"})
             continue
-        rows.append(measure(name, model_label(model), str(model), samples=samples))
+        rows.append(measure(name, model_label(model), prepared, samples=samples))
         for label, opts in get_target(name).demo_variants if variants else ():
-            row = measure(name, model_label(model), str(model), samples=samples, **opts)
+            row = measure(name, model_label(model), prepared, samples=samples, **opts)
             rows.append({**row, "target": f"{name} ({label})"})
     return rows
 

@@ -9,13 +9,17 @@ a ``status`` and the one-line reason.
 
 from __future__ import annotations
 
+import functools
+import os
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import NnisaError, UnsupportedError
+from ..core.fileio import private_temp_folder
 from ..core.target import get_target
+from ..frontend.prepared import PreparedModel, compare_outputs, default_inputs
 
 #: figures every row may carry, in table order
 METRICS = ("samples", "bit_exact", "top1_agreement", "max_abs_error", "cycles", "latency_ns", "period_ns",
@@ -38,17 +42,64 @@ def _scalars(d: dict[str, Any], skip: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k not in skip and isinstance(v, (bool, int, float, str)) and v is not None}
 
 
-def model_row(target_name: str, model_path: str | Path, *, samples: int = 4, config: Any = None,
+def run_prepared(target_name: str, model: PreparedModel, *, config: Any = None, out_dir: str | Path | None = None,
+                 save_outputs: str | Path | None = None, progress: Any = None, **options: Any) -> dict[str, Any]:
+    """Compile a prepared model (:class:`~nnisa.frontend.prepared.PreparedModel`, with inputs) for a
+    target, simulate its inputs and compare with onnxruntime: the report of :func:`nnisa.api.run_model`."""
+    t0 = time.perf_counter()
+    tgt = get_target(target_name)
+    inputs = model.inputs
+    with private_temp_folder("nnisa-run") as tmp:  # stale ones of killed runs are removed too
+        dest = Path(out_dir) if out_dir else tmp
+        c0 = time.perf_counter()
+        compiled = tgt.compile(model, config=config, out_dir=dest, **options)
+        c1 = time.perf_counter()
+        outs, stats, checks = tgt.run_compiled(compiled, inputs, progress=progress)
+        c2 = time.perf_counter()
+    ref = model.reference()
+    if set(outs) != set(ref) and len(outs) == len(ref):
+        outs = dict(zip(ref, outs.values()))
+    if save_outputs:
+        from ..core.fileio import save_arrays
+        save_arrays(save_outputs, outs)
+    report: dict[str, Any] = {"target": target_name, "model": str(model), "samples": len(next(iter(inputs.values())))}
+    report.update(stats.to_dict())
+    report.update(compare_outputs(outs, ref))
+    report.update(checks)
+    report.update({"compile_s": c1 - c0, "sim_s": c2 - c1, "wall_s": time.perf_counter() - t0,
+                   "compile_report": compiled.report})
+    return report
+
+
+@functools.lru_cache(maxsize=2)
+def _prepared(path: str, stamp: tuple[int, int], samples: int) -> PreparedModel:
+    return PreparedModel(path, default_inputs(path, samples))
+
+
+def prepared_model(model_path: str | Path | PreparedModel, samples: int) -> PreparedModel:
+    """The model imported once per process (the last two are kept, keyed by path, size and
+    modification time), with :func:`~nnisa.frontend.prepared.default_inputs` of ``samples``."""
+    if isinstance(model_path, PreparedModel) and model_path.inputs is not None:
+        return model_path
+    path = str(model_path)
+    try:
+        st = os.stat(path)
+        stamp = (st.st_size, st.st_mtime_ns)
+    except OSError:
+        stamp = (-1, -1)  # the reader names the problem
+    return _prepared(path, stamp, samples)
+
+
+def model_row(target_name: str, model_path: str | Path | PreparedModel, *, samples: int = 4, config: Any = None,
               **options: Any) -> dict[str, Any]:
-    """Compile, simulate and compare one ONNX model (:func:`nnisa.api.run_model`) → a flat row.
+    """Compile, simulate and compare one ONNX model (:func:`run_prepared`) → a flat row.
 
     Target-specific scalar figures of the report go under ``extra``."""
-    from ..api import run_model
     t = get_target(target_name)
     caps = t.capabilities()
     if "compile" not in caps or "simulate" not in caps:
         raise UnsupportedError(f"target {target_name!r} cannot compile and simulate ONNX models yet")
-    rep = run_model(target_name, model_path, samples=samples, config=config, **options)
+    rep = run_prepared(target_name, prepared_model(model_path, samples), config=config, **options)
     row = {k: rep.get(k) for k in METRICS if k in rep}
     row["area_proxy"], row["area_unit"] = _area(t, config, rep.get("compile_report") or {})
     row["extra"] = _scalars(rep, METRICS + ("target", "model"))
@@ -56,25 +107,21 @@ def model_row(target_name: str, model_path: str | Path, *, samples: int = 4, con
 
 
 def bench_row(target_name: str, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
-    """Run a built-in workload (:meth:`Target.bench`) → a flat row (``time_ns`` counts as latency,
-    ``energy_j`` as energy)."""
+    """Run a built-in workload (:meth:`Target.bench`, its :class:`~nnisa.core.target.Stats`) → a flat row."""
     t = get_target(target_name)
-    if workload not in t.workloads():
-        t._unknown_workload(workload)
+    t.check_workload(workload)
     t0 = time.perf_counter()
-    rep = t.bench(workload, config=config, **options)
+    rep = t.bench(workload, config=config, **options).to_dict()
     row = {k: rep.get(k) for k in METRICS if k in rep}
-    if row.get("latency_ns") is None and isinstance(rep.get("time_ns"), (int, float)):
-        row["latency_ns"] = float(rep["time_ns"])
-    if row.get("energy_pj") is None and isinstance(rep.get("energy_j"), (int, float)):
-        row["energy_pj"] = float(rep["energy_j"]) * 1e12  # workloads that report joules (pimsab)
-    row.setdefault("wall_s", time.perf_counter() - t0)
+    if row.get("wall_s") is None:
+        row["wall_s"] = time.perf_counter() - t0
     row["area_proxy"], row["area_unit"] = _area(t, config, rep)
     row["extra"] = _scalars(rep, METRICS + ("summary",))
     return row
 
 
-def measure(target_name: str, model: str, model_path: str | Path | None, *, samples: int = 4, config: Any = None,
+def measure(target_name: str, model: str, model_path: str | Path | PreparedModel | None, *, samples: int = 4,
+            config: Any = None,
             **options: Any) -> dict[str, Any]:
     """One row with ``status``: the figures, or why there are none.
 

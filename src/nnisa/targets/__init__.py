@@ -1,1 +1,4 @@
 """nnisa.targets"""
+
+#: the public parts of this package are its modules (imported on use, so importing the package is cheap)
+__all__ = ["cherry", "dais", "pim", "pimsab", "tensil"]

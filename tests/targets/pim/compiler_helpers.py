@@ -7,7 +7,7 @@ import numpy as np
 from cli_runner import run_cli as cli  # noqa: F401  (re-exported for the PIM tests)
 
 from nnisa.frontend import evaluate_quantized, load_model, quantize
-from nnisa.targets.pim.compiler import compile_model
+from nnisa.targets.pim.compiler import compile_program
 from nnisa.targets.pim.compiler.io import input_segments, read_output
 from nnisa.targets.pim.config import default_config
 from nnisa.targets.pim.sim.functional import run_functional
@@ -50,7 +50,7 @@ def assert_bit_exact(c, qg, xs: np.ndarray) -> None:
 
 
 def compile_q(qg, cfg, **kw):
-    return compile_model(qg, cfg, **kw)
+    return compile_program(qg, cfg, **kw)
 
 
 def resnet18_quantized():

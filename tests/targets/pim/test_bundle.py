@@ -96,6 +96,6 @@ def test_run_bundle_in_memory():
     from nnisa.targets.pim.formats.bundle import Bundle
     p, W, man = small_net()
     b = Bundle(p, {(0, 0): W}, {}, Manifest.model_validate(man))
-    res, outs = run_bundle(b, {"x": np.array([[2, -1, 4, 1]], dtype=np.int8)}, path="reference")
+    res, outs = run_bundle(b, {"x": np.array([[2, -1, 4, 1]], dtype=np.int8)}, engine="reference")
     assert outs["y"].tolist() == [[17, 0, 11]]  # [2+16-1, relu(-2-3+1), 4+2+4+1]
     assert res.instructions == {0: 8}

@@ -14,7 +14,7 @@ from nnisa.targets.pim.isa import build_isa
 from nnisa.targets.pim.program import DTYPE, PimProgram
 from nnisa.targets.pim.formats.text import assemble_text
 
-from pim_strategies import program_strategy
+from .pim_strategies import program_strategy
 
 MODES = [(64, False), (64, True), (32, False), (32, True)]
 

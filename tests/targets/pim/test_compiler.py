@@ -12,11 +12,11 @@ from onnx import TensorProto, helper
 
 from nnisa.core.errors import UnsupportedError
 from nnisa.frontend.models import bundled_model_path, bundled_testset, make_lenet, make_mlp, make_resnet_block
-from nnisa.targets.pim.compiler import compile_model, quantize_model
+from nnisa.targets.pim.compiler import compile_program, quantize_model
 from nnisa.targets.pim.sim.functional import run_functional
 from nnisa.targets.pim.target import PimTarget
 
-from compiler_helpers import assert_bit_exact, quantized, run_sample, small_config
+from .compiler_helpers import assert_bit_exact, quantized, run_sample, small_config
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_digits_top1_agrees_with_onnxruntime(digits, digits_compiled):
                                                  ("resnet_block", make_resnet_block, 2)])
 def test_generated_models_bit_exact(name, make, samples):
     qg, x = quantized(make())
-    c = compile_model(qg, small_config(16))
+    c = compile_program(qg, small_config(16))
     assert_bit_exact(c, qg, x[:samples])
 
 
@@ -76,7 +76,7 @@ def test_split_replicas_send_recv_and_gmem_paths(links):
     # 3 crossbars per core: LeNet's 400x120 FC (4 AGs) must spread over several cores, so the
     # partial sums travel by send/recv, or (links disabled) through global memory + barrier.
     qg, x = quantized(make_lenet())
-    c = compile_model(qg, small_config(16, xbars=3, links=links))
+    c = compile_program(qg, small_config(16, xbars=3, links=links))
     ops = c.program.op_counts()
     if links:
         assert ops.get("send", 0) > 0 and ops["send"] == ops["recv"]
@@ -89,14 +89,14 @@ def test_split_replicas_send_recv_and_gmem_paths(links):
 
 def test_residual_block_without_links_and_no_replication():
     qg, x = quantized(make_resnet_block(channels=8, size=8))
-    c = compile_model(qg, small_config(4, xbars=2), links=False, replication="none", mapping="locality")
+    c = compile_program(qg, small_config(4, xbars=2), links=False, replication="none", mapping="locality")
     assert all(l["replicas"] == 1 for l in c.report["layers"])
     assert_bit_exact(c, qg, x[:2])
 
 
 def test_small_batch_option_is_exact():
     qg, x = quantized(make_resnet_block(channels=8, size=6))
-    c = compile_model(qg, small_config(8), batch=1)
+    c = compile_program(qg, small_config(8), batch=1)
     assert_bit_exact(c, qg, x[:1])
 
 
@@ -127,7 +127,7 @@ def _check_mapping(c, cfg):
 def test_mapping_properties_lenet():
     qg, _ = quantized(make_lenet())
     cfg = small_config(16)
-    c = compile_model(qg, cfg)
+    c = compile_program(qg, cfg)
     _check_mapping(c, cfg)
     r = c.report
     assert 0 < r["crossbar_utilization"] <= 1
@@ -140,12 +140,12 @@ def test_mapping_properties_lenet():
 def test_lmem_too_small_is_reported():
     qg, _ = quantized(make_mlp())
     with pytest.raises(Exception, match="local memory"):
-        compile_model(qg, small_config(4, lmem=256))
+        compile_program(qg, small_config(4, lmem=256))
 
 
 def test_strict_encoding_when_few_groups():
     qg, _ = quantized(make_mlp())
-    c = compile_model(qg, small_config(4))
+    c = compile_program(qg, small_config(4))
     assert not c.program.extended
     assert max(len(g) for g in c.program.array_group_map.values()) <= 16
 
@@ -153,7 +153,7 @@ def test_strict_encoding_when_few_groups():
 # ----------------------------------------------------------------------------- code shape
 def test_requant_sequence_and_barrier_shape():
     qg, _ = quantized(make_lenet())
-    c = compile_model(qg, small_config(16))
+    c = compile_program(qg, small_config(16))
     ops = c.program.op_counts()
     assert 0 < ops["vvsra"] <= ops["vrsl"]
     # no more than one address set-up per non-scalar instruction (PIMCOMP-NN: ~2)
@@ -205,7 +205,7 @@ def _reducemax_model():
 
 def test_unsupported_op_names_node_and_op():
     with pytest.raises(UnsupportedError) as ei:
-        compile_model(_reducemax_model(), small_config(2))
+        compile_program(_reducemax_model(), small_config(2))
     msg = str(ei.value)
     assert "act" in msg and "ReduceMax" in msg
 
@@ -215,7 +215,7 @@ def test_multiplier_scales_rejected():
     g = load_model(make_mlp())
     qg = quantize(g, {"input": np.random.default_rng(0).random((4, 784)).astype(np.float32)}, scale_mode="multiplier")
     with pytest.raises(UnsupportedError, match="pow2"):
-        compile_model(qg, small_config(4))
+        compile_program(qg, small_config(4))
 
 
 # ----------------------------------------------------------------------------- element schedule
@@ -224,7 +224,7 @@ def test_multiplier_scales_rejected():
                                                         ("resnet_block_8c", make_resnet_block, 1, 8)])
 def test_element_schedule_bit_exact(name, make, samples, cores):
     qg, x = quantized(make())
-    c = compile_model(qg, small_config(cores), mode="element")
+    c = compile_program(qg, small_config(cores), schedule="element")
     ops = c.program.op_counts()
     assert "sync" not in ops and "wait" not in ops          # no layer barriers
     assert ops.get("send", 0) == ops.get("recv", 0)
@@ -235,7 +235,7 @@ def test_element_schedule_bit_exact(name, make, samples, cores):
 def test_element_schedule_split_replicas_and_first_fit():
     # partial sums of split replicas (send/recv) interleaved with the pipeline messages
     qg, x = quantized(make_lenet())
-    c = compile_model(qg, small_config(16, xbars=3), schedule="element", mapping="first_fit")
+    c = compile_program(qg, small_config(16, xbars=3), schedule="element", mapping="first_fit")
     fc = next(l for l in c.report["layers"] if l["K"] == 400)
     assert len(fc["cores"]) >= 2
     es = c.report["element_schedule"]
@@ -249,7 +249,7 @@ def test_element_schedule_digits_faster_than_batch(digits):
     cfg = small_config(64)
     lat = {}
     for mode in ("batch", "element"):
-        c = compile_model(path, cfg, mode=mode)
+        c = compile_program(path, cfg, schedule=mode)
         lat[mode] = simulate_timing(c.program, cfg, mode="pimsim").latency_ps
         if mode == "element":
             qg = quantize_model(path)
@@ -262,24 +262,24 @@ def test_element_schedule_digits_faster_than_batch(digits):
 def test_element_schedule_unsupported_cases():
     qg, _ = quantized(make_lenet())
     with pytest.raises(UnsupportedError, match="core links"):
-        compile_model(qg, small_config(16, xbars=3, links=False), mode="element")
+        compile_program(qg, small_config(16, xbars=3, links=False), schedule="element")
     with pytest.raises(UnsupportedError, match="gmem_reuse"):
-        compile_model(qg, small_config(16), mode="element", gmem_reuse=True)
+        compile_program(qg, small_config(16), schedule="element", gmem_reuse=True)
     with pytest.raises(UnsupportedError, match="schedule mode"):
-        compile_model(qg, small_config(16), mode="pipelined")
+        compile_program(qg, small_config(16), schedule="pipelined")
 
 
 @pytest.mark.parametrize("mapping", ["balanced", "first_fit", "locality"])
 def test_mapping_policies_bit_exact(mapping):
     qg, x = quantized(make_resnet_block())
-    c = compile_model(qg, small_config(16), mapping=mapping)
+    c = compile_program(qg, small_config(16), mapping=mapping)
     assert c.report["options"]["mapping"] == mapping
     assert_bit_exact(c, qg, x[:1])
 
 
 def test_balanced_mapping_spreads_replicas():
     qg, _ = quantized(make_lenet())
-    c = compile_model(qg, small_config(16), mapping="balanced")
+    c = compile_program(qg, small_config(16), mapping="balanced")
     for l in c.report["layers"]:
         assert l["replicas"] <= 16
         homes = len(l["cores"])

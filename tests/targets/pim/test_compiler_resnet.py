@@ -7,16 +7,16 @@ import time
 import numpy as np
 import pytest
 
-from nnisa.targets.pim.compiler import compile_model
+from nnisa.targets.pim.compiler import compile_program
 
-from compiler_helpers import resnet18_quantized, run_sample
+from .compiler_helpers import resnet18_quantized, run_sample
 
 
 @pytest.fixture(scope="module")
 def resnet18():
     qg, cfg = resnet18_quantized()
     t0 = time.perf_counter()
-    c = compile_model(qg, cfg)
+    c = compile_program(qg, cfg)
     return qg, c, cfg, time.perf_counter() - t0
 
 
@@ -45,7 +45,7 @@ def test_resnet18_mapping_report(resnet18):
     # every window once, plus the conv rows two replicas of a pool-fused conv both compute
     need = sum(l["windows"] * l["hbar"] * l["agp"] for l in layers)
     assert need <= ops["mvmul"] <= 1.05 * need
-    plain = compile_model(qg, cfg, fuse_pool=False)
+    plain = compile_program(qg, cfg, fuse_pool=False)
     assert plain.report["op_counts"]["mvmul"] == sum(l["windows"] * l["hbar"] * l["agp"]
                                                      for l in plain.report["layers"])
     assert len(c.program) < 1_000_000   # PIMCOMP-NN: 3,119,907
@@ -64,7 +64,7 @@ def test_resnet18_bit_exact_functional(resnet18):
 def test_resnet18_element_schedule_bit_exact_and_faster(resnet18):
     from nnisa.targets.pim.sim.timing import simulate_timing
     qg, c_batch, cfg, _ = resnet18
-    c = compile_model(qg, cfg, mode="element")
+    c = compile_program(qg, cfg, schedule="element")
     ops = c.program.op_counts()
     assert "wait" not in ops and ops["send"] == ops["recv"]
     x = np.random.default_rng(6).random((1, 3, 224, 224)).astype(np.float32)

@@ -17,7 +17,7 @@ from nnisa.targets.pim.sim.timing import simulate_timing
 from nnisa.targets.pim.sim.timing_report import format_pimsim_report
 
 from shared_data import require_shared
-from pim_loader import read_program
+from .pim_loader import read_program
 
 # "ref. model finish (ns)" column of spec §12.3 (tie seed 0)
 REF_MODEL_NS = [

@@ -8,13 +8,13 @@ import struct
 
 import numpy as np
 import pytest
-from compiler_helpers import quantized, small_config
+from .compiler_helpers import quantized, small_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnisa.core.errors import NnisaError
 from nnisa.frontend.models import make_lenet
-from nnisa.targets.pim.compiler import compile_model
+from nnisa.targets.pim.compiler import compile_program
 from nnisa.targets.pim.compiler.costmodel import CostModel
 from nnisa.targets.pim.compiler.emit import MAXLEN, CoreEmitter, pack_row, records_to_array
 from nnisa.targets.pim.isa import OPCODE
@@ -93,10 +93,10 @@ def test_compile_restores_gc_state(enabled):
     was = gc.isenabled()
     try:
         (gc.enable if enabled else gc.disable)()
-        compile_model(qg, small_config(16), schedule="element")
+        compile_program(qg, small_config(16), schedule="element")
         assert gc.isenabled() is enabled
         with pytest.raises(NnisaError):
-            compile_model(qg, small_config(16), schedule="nonsense")
+            compile_program(qg, small_config(16), schedule="nonsense")
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
@@ -140,7 +140,7 @@ def test_out_of_range_field_is_an_encode_error(monkeypatch):
     row = (1, 0, 0, 0, 1 << 40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)    # len beyond int32
     with pytest.raises(struct.error):
         pack_row(*row)
-    # compile_model reports a field out of range as the CLI's one-line EncodeError
+    # compile_program reports a field out of range as the CLI's one-line EncodeError
     from nnisa.core.errors import EncodeError
     from nnisa.targets.pim.compiler import driver
 
@@ -149,7 +149,7 @@ def test_out_of_range_field_is_an_encode_error(monkeypatch):
     monkeypatch.setattr(driver, "_emit_batch", emit)
     qg, _ = quantized(make_lenet())
     with pytest.raises(EncodeError, match="out of range"):
-        compile_model(qg, small_config(16), schedule="batch")
+        compile_program(qg, small_config(16), schedule="batch")
 
 
 _LEAN = {"pack_sldi": ("op", "rd", "imm"), "pack_lmv": ("op", "rd", "rs1", "len", "ofs_sel", "ofs_val"),

@@ -8,7 +8,7 @@ from nnisa.targets.pim.config import default_config
 from nnisa.targets.pim.sim.energy import xbar_energy
 from nnisa.targets.pim.sim.timing import simulate_timing
 
-from pim_loader import make_program
+from .pim_loader import make_program
 
 S8 = ("setbw", {"ibiw": 8, "obiw": 8})
 

@@ -47,7 +47,7 @@ def path(request):
 
 
 def run(rows, path, lmem=None, config=SMALL, **kw):
-    return run_functional(prog(rows, kw.pop("agm", None)), config, path=path,
+    return run_functional(prog(rows, kw.pop("agm", None)), config, engine=path,
                           lmem={0: lmem} if lmem else None, **kw)
 
 

@@ -37,7 +37,7 @@ def test_send_recv_fifo_and_data_at_transfer(path):
     c1 = [R("sldi", rd=1, imm=0), R("lldi", rd=1, imm=0x11, len=4), R("send", rs1=1, core=0, len=4),
           R("lldi", rd=1, imm=0x22, len=4), R("send", rs1=1, core=0, len=4, ofs_val=0)]
     c0 = [R("sldi", rd=2, imm=100), R("recv", rd=2, core=1, len=4), R("recv", rd=2, core=1, len=4, ofs_val=4)]
-    res = run_functional(prog({0: c0, 1: c1}), path=path)
+    res = run_functional(prog({0: c0, 1: c1}), engine=path)
     assert res.read_lmem(0, 100, 8) == b"\x11" * 4 + b"\x22" * 4
     assert res.instructions == {0: 3, 1: 5}
 
@@ -47,38 +47,38 @@ def test_send_recv_ring_both_orders(path):
     c0 = [R("lldi", imm=7, len=2), R("send", rs1=0, core=1, len=2), R("recv", rd=0, core=1, len=2, ofs_val=8)]
     c1 = [R("recv", rd=0, core=0, len=2), R("lldi", imm=9, len=2, ofs_val=2),
           R("send", rs1=0, core=0, len=2, ofs_val=2)]
-    res = run_functional(prog({0: c0, 1: c1}), path=path)
+    res = run_functional(prog({0: c0, 1: c1}), engine=path)
     assert res.read_lmem(0, 8, 2) == b"\x09\x09" and res.read_lmem(1, 0, 2) == b"\x07\x07"
 
 
 def test_send_recv_errors(path):
     with pytest.raises(SimError, match=r"core 1, pc 0 \(send \$r0, 0, 8\): send size 8 does not match "
                                        r"the size 4 of the matching recv on core 0 pc 0"):
-        run_functional(prog({0: [R("recv", core=1, len=4)], 1: [R("send", core=0, len=8)]}), path=path)
+        run_functional(prog({0: [R("recv", core=1, len=4)], 1: [R("send", core=0, len=8)]}), engine=path)
     with pytest.raises(SimError, match="send to the own core 0"):
-        run_functional(prog({0: [R("send", core=0, len=4)]}), path=path)
+        run_functional(prog({0: [R("send", core=0, len=4)]}), engine=path)
     with pytest.raises(SimError, match="recv from the own core 0"):
-        run_functional(prog({0: [R("recv", core=0, len=4)]}), path=path)
+        run_functional(prog({0: [R("recv", core=0, len=4)]}), engine=path)
 
 
 # ---------------------------------------------------------------------- sync / wait
 def test_sync_wait_check_and_reset(path):
     c0 = [R("wait", ev=3, val=2), R("lldi", imm=1, len=1), R("sync", ev=5, core=1)]
     c1 = [R("sync", ev=3, core=0), R("sync", ev=3, core=0), R("wait", ev=5, val=1), R("sync", ev=9, core=1)]
-    res = run_functional(prog({0: c0, 1: c1}), path=path)
+    res = run_functional(prog({0: c0, 1: c1}), engine=path)
     assert res.events[0][3] == 0 and res.events[1][5] == 0 and res.events[1][9] == 1
     assert res.read_lmem(0, 0, 1) == b"\x01"
 
 
 def test_sync_outside_chip(path):
     with pytest.raises(SimError, match=r"sync to core 4 outside the chip \(cores 0..3\)"):
-        run_functional(prog({0: [R("sync", ev=0, core=4)]}, chip=4), path=path)
+        run_functional(prog({0: [R("sync", ev=0, core=4)]}, chip=4), engine=path)
 
 
 # ---------------------------------------------------------------------- deadlock (§5.6)
 def deadlock(p, path):
     with pytest.raises(DeadlockError) as exc:
-        run_functional(p, path=path)
+        run_functional(p, engine=path)
     assert exc.value.exit_code == 3
     return exc.value.report
 
@@ -190,7 +190,7 @@ def test_split_matmul_two_cores_equals_numpy(path):
            R("sldi", rd=10, imm=OUT), R("st", rd=10, rs1=8, len=64)])
     p = prog({0: c0, 1: c1}, agm={0: [1], 1: [1]})
     res = run_functional(p, weights={"c0.g0": W[:128], "c1.g0": W[128:]}, gmem=gm,
-                         global_address_mode="single32", path=path)
+                         global_address_mode="single32", engine=path)
     acc = x @ W + bias
     expect = np.clip((acc + 128) >> 8, -128, 127)
     assert np.abs(acc).max() < 2**23  # exact at 24 bits
@@ -206,7 +206,7 @@ def test_schedule_order_does_not_matter(path):
           R("vvadd", rd=2, rs1=1, rs2=1, len=4), R("send", rs1=2, core=0, len=4)]
     c0 = [R("wait", ev=1, val=1), R("sldi", rd=3, imm=32), R("recv", rd=3, core=1, len=4)]
     p = prog({0: c0, 1: c1, 2: c2})
-    a = run_functional(p, path=path, schedule="ascending")
-    b = run_functional(p, path=path, schedule="descending")
+    a = run_functional(p, engine=path, schedule="ascending")
+    b = run_functional(p, engine=path, schedule="descending")
     assert a.read_lmem(0, 32, 4) == b.read_lmem(0, 32, 4) == b"\x06" * 4
     assert a.regs == b.regs and a.events == b.events and a.instructions == b.instructions

@@ -17,7 +17,7 @@ from nnisa.targets.pim.sim.functional import run_functional
 from nnisa.targets.pim.isa import OPCODE
 
 sys.path.insert(0, str(Path(__file__).parent))
-from pim_loader import read_program  # noqa: E402
+from .pim_loader import read_program  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

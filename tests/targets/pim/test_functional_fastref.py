@@ -84,7 +84,7 @@ def program(draw):
 def outcome(p, weights, gmem, lm, mode, frac, path):
     try:
         r = run_functional(p, CONFIG, weights=weights, gmem=gmem, lmem=lm, global_address_mode=mode,
-                           act_frac=frac, path=path)
+                           act_frac=frac, engine=path)
     except NnisaError as exc:
         return ("error", type(exc).__name__, str(exc), getattr(exc, "report", ""))
     return ("ok", {c: bytes(v) for c, v in r.lmem.items()}, r.regs, r.gmem.merged_segments(), r.events,
@@ -104,7 +104,7 @@ def test_fast_equals_reference_pimcomp_shape():
     from nnisa.targets.pim.sim.functional_bench import synthetic_program
     p = synthetic_program(3000, cores=2, seed=5, groups=2)
     img = {0: np.random.default_rng(1).integers(0, 256, size=500_000, dtype=np.uint8)}
-    res = [run_functional(p, weights="random", gmem=img, global_address_mode="single32", path=path)
+    res = [run_functional(p, weights="random", gmem=img, global_address_mode="single32", engine=path)
            for path in ("fast", "reference")]
     assert res[0].total_instructions == res[1].total_instructions > 2900
     for c in p.cores:

@@ -14,7 +14,7 @@ from nnisa.core.errors import FormatError
 from nnisa.targets.pim.formats.jsonio import dump_json, read_json, write_json
 from nnisa.targets.pim.program import DTYPE, PimProgram
 
-from pim_strategies import program_strategy
+from .pim_strategies import program_strategy
 
 CFG = {"core_cnt": 4, "array_group_map": {"core0": [1, 2], "core1": [4]}, "xbar_size": [128, 128]}
 

@@ -11,10 +11,10 @@ import pytest
 
 from nnisa.core.target import get_target
 from nnisa.frontend.models import make_lenet
-from nnisa.targets.pim.compiler import compile_model
+from nnisa.targets.pim.compiler import compile_program
 from nnisa.targets.pim.lint import lint_program
 
-from compiler_helpers import cli, quantized, small_config
+from .compiler_helpers import cli, quantized, small_config
 
 PIM = get_target("pim")
 
@@ -77,7 +77,7 @@ def test_uninitialised_local_memory_read_in_functional_mode():
 @pytest.mark.parametrize("mode", ["batch", "element", "throughput"])
 def test_compiled_programs_are_clean(mode):
     qg, _ = quantized(make_lenet())
-    c = compile_model(qg, small_config(16), mode=mode, images=2 if mode == "throughput" else 1)
+    c = compile_program(qg, small_config(16), schedule=mode, images=2 if mode == "throughput" else 1)
     assert lint_program(c.program) == []
 
 

@@ -15,12 +15,12 @@ from nnisa.api import run_model
 from nnisa.cli import main
 from nnisa.core.errors import ConfigError
 from nnisa.frontend.models import make_lenet, make_mlp, make_resnet_block
-from nnisa.targets.pim.compiler import compile_model
+from nnisa.targets.pim.compiler import compile_program
 from nnisa.targets.pim.compiler.throughput import layer_stages
 from nnisa.targets.pim.sim.stream import stream_figures
 from nnisa.targets.pim.sim.timing import simulate_timing
 
-from compiler_helpers import assert_bit_exact, quantized, small_config
+from .compiler_helpers import assert_bit_exact, quantized, small_config
 
 GM = -10          # the global memory's node in ``TimingResult.noc_bytes``
 
@@ -61,11 +61,11 @@ def test_stream_figures_latency_and_period():
 
 def test_layer_stages_follow_graph_depth():
     qg, _ = quantized(make_resnet_block())
-    c = compile_model(qg, small_config(16), fuse_add=False)
+    c = compile_program(qg, small_config(16), fuse_add=False)
     # conv, conv, add(input, conv2): the add is one deeper than the second conv
     assert [type(l).__name__ for l in c.lowered.layers] == ["MatLayer", "MatLayer", "EltLayer"]
     assert layer_stages(c.lowered) == [0, 1, 2]
-    c = compile_model(qg, small_config(16))
+    c = compile_program(qg, small_config(16))
     assert layer_stages(c.lowered) == [0, 1]                     # add folded into the second conv
 
 
@@ -91,7 +91,7 @@ def test_throughput_stream_bit_exact_per_image(tmp_path, name, make, images=4):
 
 
 def layer_stages_of(path) -> list[int]:
-    return layer_stages(compile_model(path).lowered)
+    return layer_stages(compile_program(path).lowered)
 
 
 def test_throughput_period_beats_batch_and_element_on_lenet():
@@ -99,7 +99,7 @@ def test_throughput_period_beats_batch_and_element_on_lenet():
     cfg = small_config(16)
     figs = {}
     for mode in ("batch", "element", "throughput"):
-        c = compile_model(qg, cfg, mode=mode, images=8)
+        c = compile_program(qg, cfg, schedule=mode, images=8)
         tr = simulate_timing(c.program, cfg, mode="pimsim")
         figs[mode] = (tr.stream_latency_ps, tr.period_ps)
         assert tr.period_ps is not None and len(tr.image_done_ps) == 8
@@ -114,7 +114,7 @@ def test_throughput_period_beats_batch_and_element_on_lenet():
 def test_throughput_with_unfused_vector_layers(make):
     # MaxPool / Add / GlobalAveragePool as their own layers: coarse tasks per core, own stages
     qg, x = quantized(make())
-    c = compile_model(qg, small_config(16), mode="throughput", images=3, fuse_pool=False, fuse_add=False,
+    c = compile_program(qg, small_config(16), schedule="throughput", images=3, fuse_pool=False, fuse_add=False,
                       fuse_gap=False)
     assert any(type(l).__name__ in ("PoolLayer", "EltLayer", "GapLayer") for l in c.lowered.layers)
     assert c.program.pipeline_depth == max(layer_stages(c.lowered)) + 1
@@ -146,19 +146,19 @@ def test_throughput_split_replicas_and_no_links():
     # send/recv inside the round; without core links that is refused with the node's name
     from nnisa.core.errors import UnsupportedError
     qg, x = quantized(make_lenet())
-    c = compile_model(qg, small_config(16, xbars=3), mode="throughput")
+    c = compile_program(qg, small_config(16, xbars=3), schedule="throughput")
     fc = next(l for l in c.report["layers"] if l["K"] == 400)
     assert len(fc["cores"]) >= 2 and c.program.op_counts()["send"] > 0
     assert_bit_exact(c, qg, x[:2])
     with pytest.raises(UnsupportedError, match="gemm.*core links"):
-        compile_model(qg, small_config(16, xbars=3, links=False), mode="throughput")
+        compile_program(qg, small_config(16, xbars=3, links=False), schedule="throughput")
 
 
 def test_throughput_program_marks_pipeline_depth_in_bundle(tmp_path):
     from nnisa.targets.pim.formats.bundle import read_bundle
     from nnisa.targets.pim.compiler.output import write_outputs
     qg, _ = quantized(make_lenet())
-    c = compile_model(qg, small_config(16), mode="throughput", images=7)
+    c = compile_program(qg, small_config(16), schedule="throughput", images=7)
     depth = c.report["element_schedule"]["stages"]
     assert c.program.pipeline_depth == depth > 1
     write_outputs(c, tmp_path)
@@ -174,7 +174,7 @@ def test_bad_pipeline_depth_in_manifest_is_one_line_error(tmp_path, depth):
     from nnisa.targets.pim.compiler.output import write_outputs
     from nnisa.targets.pim.formats.bundle import read_bundle
     qg, _ = quantized(make_mlp())
-    write_outputs(compile_model(qg, small_config(4), mode="throughput", images=2), tmp_path)
+    write_outputs(compile_program(qg, small_config(4), schedule="throughput", images=2), tmp_path)
     man = json.loads((tmp_path / "manifest.json").read_text())
     man["stream"]["pipeline_depth"] = depth
     (tmp_path / "manifest.json").write_text(json.dumps(man))
@@ -187,7 +187,7 @@ def test_images_option_range():
     qg, _ = quantized(make_mlp())
     for bad in (0, 257):
         with pytest.raises(ConfigError, match="images must be"):
-            compile_model(qg, small_config(4), images=bad)
+            compile_program(qg, small_config(4), images=bad)
 
 
 # ----------------------------------------------------------------------------- fusion
@@ -199,8 +199,8 @@ def test_images_option_range():
 def test_fusion_bit_exact_and_saves_global_memory_traffic(name, make, folded):
     qg, x = quantized(make())
     cfg = small_config(16)
-    fused = compile_model(qg, cfg)
-    plain = compile_model(qg, cfg, fuse_pool=False, fuse_add=False, fuse_gap=False)
+    fused = compile_program(qg, cfg)
+    plain = compile_program(qg, cfg, fuse_pool=False, fuse_add=False, fuse_gap=False)
     assert [f.split("(")[1].split(")")[0] for f in fused.report["fused"]] == folded
     assert plain.report["fused"] == []
     assert len(fused.lowered.layers) < len(plain.lowered.layers) or name == "gap"
@@ -216,7 +216,7 @@ def test_fusion_bit_exact_and_saves_global_memory_traffic(name, make, folded):
 def test_gap_fusion_in_every_schedule():
     qg, x = quantized(gap_model())
     for mode in ("element", "throughput"):
-        c = compile_model(qg, small_config(16), mode=mode)
+        c = compile_program(qg, small_config(16), schedule=mode)
         assert [type(l).__name__ for l in c.lowered.layers] == ["MatLayer", "GapFinishLayer", "MatLayer"]
         assert_bit_exact(c, qg, x[:2])
 
@@ -228,7 +228,7 @@ def test_batch_independent_layers_share_a_barrier_phase(links):
     from nnisa.frontend.models import make_resnet20v2
     qg, x = quantized(make_resnet20v2(softmax=False))
     cfg = small_config(16)
-    c = compile_model(qg, cfg, links=links)
+    c = compile_program(qg, cfg, links=links)
     waits = c.program.op_counts()["wait"]
     barriers = waits // len(c.program.cores)          # every core waits once per barrier
     layers = c.lowered.layers
@@ -247,8 +247,8 @@ def test_batch_independent_layers_share_a_barrier_phase(links):
 def test_element_schedule_core_to_core_activations(make, factor):
     qg, x = quantized(make())
     cfg = small_config(16)
-    c2c = compile_model(qg, cfg, mode="element")
-    viagm = compile_model(qg, cfg, mode="element", c2c=False)
+    c2c = compile_program(qg, cfg, schedule="element")
+    viagm = compile_program(qg, cfg, schedule="element", c2c=False)
     es, es_gm = c2c.report["element_schedule"], viagm.report["element_schedule"]
     assert es["messages"] > 0 and es["message_bytes"] > 0 and es["tokens"] == 0 and es["c2c_spilled"] == []
     assert es_gm["messages"] == 0 and es_gm["tokens"] > 0
@@ -268,7 +268,7 @@ def test_element_c2c_spills_when_local_memory_is_small():
     # 2 cores with 8 KiB of local memory: the second conv's input regions do not fit (3/8 of the
     # memory is the budget), they go through global memory with a token instead
     qg, x = quantized(make_resnet_block())
-    c = compile_model(qg, small_config(2, lmem=8 * 1024), mode="element", batch=4)
+    c = compile_program(qg, small_config(2, lmem=8 * 1024), schedule="element", batch=4)
     es = c.report["element_schedule"]
     assert es["c2c_spilled"] == ["layer 1 replica 0 (main)", "layer 1 replica 1 (main)"]
     assert es["tokens"] > 0
@@ -300,7 +300,7 @@ def test_cli_run_and_sim_report_latency_and_period(tmp_path, capsys):
 
 
 def test_cli_sim_of_a_throughput_bundle(tmp_path, capsys):
-    from compiler_helpers import cli
+    from .compiler_helpers import cli
     path = tmp_path / "mlp.onnx"
     onnx.save(make_mlp(), path)
     for images in (2, 6):                       # the MLP's pipeline has 3 stages

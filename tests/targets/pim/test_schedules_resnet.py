@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from nnisa.frontend import evaluate_quantized
-from nnisa.targets.pim.compiler import compile_model
+from nnisa.targets.pim.compiler import compile_program
 from nnisa.targets.pim.compiler.io import input_segments, read_output
 from nnisa.targets.pim.lint import lint_program
 from nnisa.targets.pim.sim.functional import run_functional
 from nnisa.targets.pim.sim.timing import simulate_timing
 
-from compiler_helpers import resnet18_quantized, run_sample
+from .compiler_helpers import resnet18_quantized, run_sample
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +34,7 @@ def timing(c, cfg):
 
 def test_throughput_stream_bit_exact_per_image(r18):
     qg, cfg = r18
-    c = compile_model(qg, cfg, mode="throughput", images=2)
+    c = compile_program(qg, cfg, schedule="throughput", images=2)
     assert lint_program(c.program) == []
     stride = c.memory_map["image_stride"]
     xs = np.random.default_rng(7).random((2, 1, 3, 224, 224)).astype(np.float32)
@@ -64,7 +64,7 @@ class _Shifted:
 def test_throughput_period_goal(r18):
     # issue 14 goal: period ≤ 13 ms (PIMCOMP-NN's shared batch program: 16.30 ms); measured 12.08 ms
     qg, cfg = r18
-    c = compile_model(qg, cfg, mode="throughput", images=24)
+    c = compile_program(qg, cfg, schedule="throughput", images=24)
     assert c.program.pipeline_depth == c.report["element_schedule"]["stages"] > 10
     tr = timing(c, cfg)
     assert len(tr.image_done_ps) == 24 and tr.image_done_ps == sorted(tr.image_done_ps)
@@ -75,7 +75,7 @@ def test_throughput_period_goal(r18):
 def test_element_latency_core_to_core_and_bit_exact(r18):
     # goal ≤ 16 ms (PIMCOMP-NN's element program with its missing setbw: 80.6 ms); measured 15.81 ms
     qg, cfg = r18
-    c = compile_model(qg, cfg, mode="element")
+    c = compile_program(qg, cfg, schedule="element")
     es = c.report["element_schedule"]
     # (measured: one spill, the first replica of the 1x1 shortcut conv of the 2nd stage)
     assert es["messages"] > 1000 and len(es["c2c_spilled"]) <= 1
@@ -92,9 +92,9 @@ def test_element_latency_core_to_core_and_bit_exact(r18):
 def test_batch_fusion_latency(r18):
     # before issue 14: 35.36 ms; goal ≤ 29 ms; measured 28.49 ms (fusion + barrier phases)
     qg, cfg = r18
-    fused = compile_model(qg, cfg)
+    fused = compile_program(qg, cfg)
     assert len(fused.report["fused"]) >= 9           # maxpool, 8 residual adds, the global average pool
-    plain = compile_model(qg, cfg, fuse_pool=False, fuse_add=False, fuse_gap=False)
+    plain = compile_program(qg, cfg, fuse_pool=False, fuse_add=False, fuse_gap=False)
     lat_f, lat_p = timing(fused, cfg).latency_ps / 1e9, timing(plain, cfg).latency_ps / 1e9
     assert lat_f < lat_p and lat_f <= 29.0, (lat_f, lat_p)
     x = np.random.default_rng(9).random((1, 3, 224, 224)).astype(np.float32)

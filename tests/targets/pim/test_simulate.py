@@ -11,7 +11,7 @@ from nnisa.core.target import get_target
 from nnisa.frontend.models import bundled_model_path, bundled_testset
 from nnisa.targets.pim.formats.bundle import Bundle
 
-from compiler_helpers import cli
+from .compiler_helpers import cli
 
 PIM = get_target("pim")
 

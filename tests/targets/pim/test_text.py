@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from nnisa.core.errors import AsmError
 from nnisa.targets.pim.formats.text import assemble_text, disassemble
 
-from pim_strategies import program_strategy
+from .pim_strategies import program_strategy
 
 SRC = """\
 .mode 64            # word size

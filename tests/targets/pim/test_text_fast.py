@@ -11,7 +11,7 @@ from nnisa.core.errors import AsmError
 from nnisa.targets.pim.formats import textscan as ts
 from nnisa.targets.pim.formats.text import _scan_text, assemble_text, disassemble
 
-from pim_strategies import program_strategy
+from .pim_strategies import program_strategy
 
 MODES = [(64, False), (64, True), (32, False), (32, True)]
 

@@ -15,7 +15,7 @@ from nnisa.targets.pim.formats import nnpi
 from nnisa.targets.pim.formats.text import assemble_text, disassemble
 from nnisa.targets.pim.program import PimProgram
 
-from pim_strategies import program_strategy
+from .pim_strategies import program_strategy
 
 _json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1),
                        st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8))

@@ -14,7 +14,7 @@ from nnisa.targets.pim.sim.timing_report import format_detail_report, format_pim
 from nnisa.targets.pim.sim.timing_units import fmix32
 from nnisa.targets.pim.sim.trace import write_chrome_trace
 
-from pim_loader import make_program
+from .pim_loader import make_program
 
 S8 = ("setbw", {"ibiw": 8, "obiw": 8})
 SLDI = ("sldi", {"rd": 0, "imm": 1})

@@ -10,7 +10,7 @@ import pytest
 from nnisa.targets.pim.config import default_config
 from nnisa.targets.pim.sim.timing import simulate_timing
 
-from pim_loader import make_program
+from .pim_loader import make_program
 
 SETBW = ("setbw", {"ibiw": 8, "obiw": 8})
 SLDI = ("sldi", {"rd": 0, "imm": 5})

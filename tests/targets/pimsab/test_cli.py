@@ -54,10 +54,10 @@ def test_config_forms_and_presets(tmp_path, capsys):
     src.write_text(".tile 0\nadd r16, i9, r0, i8, r8, i8\n")
     for cfg in ("abl_bus", "base,shuffle=off", "cycle_mode=bitexact"):
         code, out, _ = run_cli(["sim", "-t", "pimsab", src, "--config", cfg, "--mode", "timing", "--json"], capsys)
-        assert code == 0 and json.loads(out)["cycles"] == 9
+        assert code == 0 and json.loads(out)["cycles"] == 10  # 9-cycle add, dispatched at 0, ends at 9
     (tmp_path / "c.json").write_text('{"preset": "pimsab_s", "clock_ghz": 1.0}')
     code, out, _ = run_cli(["sim", "-t", "pimsab", src, "--config", tmp_path / "c.json", "--json"], capsys)
-    assert code == 0 and json.loads(out)["latency_ns"] == 9.0
+    assert code == 0 and json.loads(out)["latency_ns"] == 10.0
 
 
 def test_bench_lists_and_runs(capsys):
@@ -71,6 +71,34 @@ def test_bench_lists_and_runs(capsys):
         assert key in rep
     code, out, _ = run_cli(["bench", "-t", "pimsab", "vadd", "-O", "scale=0.01", "-O", "check=true", "--json"], capsys)
     assert code == 0 and json.loads(out)["values_checked"]
+
+
+def test_bench_takes_the_official_workload_parameters(capsys):
+    code, out, _ = run_cli(["bench", "-t", "pimsab", "gemv", "-O", "m=30720", "--json"], capsys)
+    rep = json.loads(out)
+    assert code == 0 and rep["cycles"] == 58885 and rep["params"] == {"m": 30720, "k": 2048, "bits": 8}
+    assert "speedup_vs_a100" not in rep  # not the paper's size
+    code, out, _ = run_cli(["bench", "-t", "pimsab", "resnet18", "-O", "layer=conv3_1_2", "--json"], capsys)
+    assert code == 0 and json.loads(out)["cycles"] == 10404
+    code, out, _ = run_cli(["bench", "-t", "pimsab", "gemm_tiled", "-O", "m=384", "-O", "k=64", "-O", "n=384",
+                            "--json"], capsys)
+    assert code == 0 and json.loads(out)["cycles"] == 3734
+
+
+@pytest.mark.parametrize("args,message", [
+    (["vadd", "-O", "m=5"], "takes no option m"),
+    (["bert", "-O", "scale=2"], "no size to scale"),
+    (["gemv", "-O", "scale=0.5", "-O", "m=100"], "either scale or m"),
+    (["resnet18", "-O", "layer=conv9"], "layer"),
+    (["gemv", "-O", "k=0"], "minimum"),
+    (["gemv", "-O", "acc_bits=65"], "maximum"),
+    (["vadd", "-O", "n=10**9"], "expected int"),
+    (["gemm", "-O", "n=100000"], "instructions"),
+    (["gemm", "-O", "k=100"], "k >= crams_per_tile"),
+])
+def test_bench_parameter_errors_are_one_line(capsys, args, message):
+    code, _, err = run_cli(["bench", "-t", "pimsab", *args], capsys)
+    assert code == 2 and message in err and "Traceback" not in err, err
 
 
 def test_targets_and_isa(capsys):
@@ -90,7 +118,7 @@ def test_targets_and_isa(capsys):
     ("mult r16, i16, r0, i8, r8, i8", ["-O", "max_cycles=10"], 4, "time limit"),
     ("add r16, i9, r0, i8, r8, i8", ["-O", "bogus=1"], 2, "unknown option"),
     ("add r16, i9, r0, i8, r8, i8", ["--config", "nope"], 2, "not a preset"),
-    ("add r16, i9, r0, i8, r8, i8", ["--mode", "fast"], 2, "--mode must be one of"),
+    ("add r16, i9, r0, i8, r8, i8", ["--mode", "fast"], 2, "unknown simulation mode"),
     ("max r16, f32, r0, f32, r40, f32", ["--mode", "timing"], 2, "bitexact"),
 ])
 def test_errors_are_one_line(tmp_path, capsys, text, args, code, message):

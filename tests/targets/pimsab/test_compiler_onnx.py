@@ -13,7 +13,8 @@ from nnisa.core.target import get_target
 from nnisa.frontend import evaluate_quantized
 from nnisa.frontend.models import bundled_model_path, bundled_testset
 from nnisa.targets.pimsab.compiler.network import lower_model, run_network
-from nnisa.targets.pimsab.compiler.netcompile import compile_model, quantized_graph
+from nnisa.targets.pimsab.compiler import compile_model
+from nnisa.targets.pimsab.compiler.netcompile import quantized_graph
 from nnisa.targets.pimsab.config import load_config
 
 

@@ -8,7 +8,7 @@ import pytest
 from nnisa.targets.pimsab.compiler import dsl as T
 from nnisa.targets.pimsab.compiler.suite import SUITE, fir
 from nnisa.targets.pimsab.config import load_config
-from nnisa.targets.pimsab.sim.simulate import simulate_pimsab
+from nnisa.targets.pimsab.sim.simulate import simulate
 
 SMALL = load_config("base").replace(mesh_width=4, mesh_height=2, n_tiles_used=8, crams_per_tile=16, htree_depth=2)
 
@@ -70,7 +70,7 @@ def test_paper_size_compiled_cycles(bench, replay, tol):
     (docs/pimsab_report.md).  gemv and gemm compile to faster programs than the handcoded ones."""
     prog = T.build(SUITE[bench][0](), "base")
     cfg = load_config("base").replace(functional=False)
-    cycles = simulate_pimsab(prog.program, config=cfg, mode="timing").stats.cycles
+    cycles = simulate(prog.program, config=cfg, mode="timing").stats.cycles
     assert cycles <= replay * (1 + tol)
 
 

@@ -413,14 +413,3 @@ def test_load_rf_elements_and_image():
     ts = run_functional(prog, SMALL).tile(2)
     assert ts.rf[:4].tolist() == [0, 3, 6, 9]
     assert ts.rf[4:7].tolist() == [0xFFFFFFFF, 2, 0xFFFFFFFD]
-
-
-@pytest.mark.parametrize("bcast", [0, 1])
-@pytest.mark.parametrize("shf_en", [0, 1])
-@pytest.mark.parametrize("shf", [0, 1, 2, 3, 4])
-def test_spread_tiling_equals_the_gather(bcast, shf_en, shf):
-    """The fast broadcast/shuffle spread (block tiling) equals the reference gather over bitlines."""
-    m = machine()
-    W = SMALL.tile_bitlines
-    bits = np.random.default_rng(shf).integers(0, 2, (5, W)).astype(bool)
-    assert np.array_equal(m._spread_bits(bits, bcast, shf_en, shf), bits[:, m._spread(bcast, shf_en, shf)])

@@ -14,7 +14,7 @@ from nnisa.targets.pimsab.formats.text import assemble_text
 from nnisa.targets.pimsab.isa import build_isa
 from nnisa.targets.pimsab.sim.costs import compute_cycles, mul_const_bitexact
 from nnisa.targets.pimsab.sim.ops import K_LOAD, K_STORE, MN_NAMES, lower
-from nnisa.targets.pimsab.sim.simulate import simulate_pimsab
+from nnisa.targets.pimsab.sim.simulate import simulate
 from nnisa.targets.pimsab.sim.timing import run_timing
 
 BASE = preset("base")
@@ -121,7 +121,7 @@ def test_bitexact_mul_const_mode(const, want):
     src = f".tile 0\nwrite_rf rf1, {const}\nmul_const r8, i16, r0, i8, rf1, i8\n"
     prog = assemble_text(src)
     for cfg, expect in ((BASE.replace(cycle_mode="bitexact"), want), (BASE, 43)):
-        res = simulate_pimsab(prog, config=cfg, mode="both")
+        res = simulate(prog, config=cfg, mode="both")
         tr = res.details.timing
         assert int(tr.end[1] - tr.start[1]) == expect
     assert mul_const_bitexact(8, const & 0xFF) == want
@@ -142,25 +142,25 @@ def test_ablation_rewrites_of_the_op_stream():
     assert ops.bypass.tolist() == [0, 0, 0, 0, 1, 1]
     assert ops.row.tolist() == [0, -1, 1, -1, 2, -1]
     assert [k for k in ops.kind.tolist()][-2:] == [K_STORE, K_LOAD]
-    res = simulate_pimsab(prog, config=off, mode="timing")
-    assert res.stats.cycles > simulate_pimsab(prog, config=BASE, mode="timing").stats.cycles
+    res = simulate(prog, config=off, mode="timing")
+    assert res.stats.cycles > simulate(prog, config=BASE, mode="timing").stats.cycles
 
 
 def test_bus_and_ring_configurations_run():
     src = ".tile 5\nload r0, 0, all, i8\nreduce_tile r40, i32, r0, i16, levels=8\nstore 0x100000, r40, 256, i32\n"
     for name in ("abl_bus", "abl_ring", "abl_all_off", "pimsab_d", "sens_cram128"):
         cfg = preset(name)
-        res = simulate_pimsab(assemble_text(src, config=cfg), config=cfg, mode="timing")
+        res = simulate(assemble_text(src, config=cfg), config=cfg, mode="timing")
         assert res.stats.cycles > 0
 
 
 def test_deadlock_is_reported():
     prog = assemble_text(".tile 3\ntile_rx t3:r0, t4:r0, 256, i8\n")
     with pytest.raises(DeadlockError, match="deadlock") as ei:
-        simulate_pimsab(prog, config=BASE, mode="timing")
+        simulate(prog, config=BASE, mode="timing")
     assert ei.value.exit_code == 3 and "tile 3" in ei.value.report
     with pytest.raises(DeadlockError):
-        simulate_pimsab(prog, config=BASE, mode="timing", engine="reference")
+        simulate(prog, config=BASE, mode="timing", engine="reference")
 
 
 SMALL = make_config(dict(mesh_width=3, mesh_height=3, crams_per_tile=16, cram_cols=64, htree_depth=2, vc_depth=2,
@@ -210,24 +210,32 @@ def test_fast_engine_matches_reference(src):
     if isinstance(fast, str) or isinstance(ref, str):
         assert fast == ref
         return
-    assert fast.cycles == ref.cycles
+    assert fast.cycles == ref.cycles and fast.steps == ref.steps
     assert np.array_equal(fast.start, ref.start) and np.array_equal(fast.end, ref.end)
     assert np.array_equal(fast.op_state, ref.op_state)
     assert np.array_equal(fast.hops, ref.hops)
     assert np.array_equal(fast.dram_busy, ref.dram_busy)
 
 
-def test_fast_engine_matches_reference_on_a_workload():
-    from nnisa.targets.pimsab.workloads.vector import vadd
-    cfg = make_config(dict(mesh_width=2, mesh_height=3))
-    ops = lower(vadd(cfg, n=6 * 65536).program, cfg)
+@pytest.mark.parametrize("what", ["vadd", "gemv", "gemm", "conv2d"])
+def test_fast_engine_matches_reference_on_a_workload(what):
+    """Replays with contended DRAM channels, tree sends, systolic broadcasts and stores."""
+    from nnisa.targets.pimsab.workloads import conv, matmul, vector
+    cfg = make_config(dict(mesh_width=3, mesh_height=3, crams_per_tile=16))
+    w = {"vadd": lambda: vector.vadd(cfg, n=8 * cfg.tile_bitlines),
+         "gemv": lambda: vector.gemv(cfg, m=4000, k=60),
+         "gemm": lambda: matmul.gemm(cfg, m=3 * 256, k=64, n=6),
+         "conv2d": lambda: conv.conv(cfg, conv.ConvLayer(2, 16, 5, 5, 24, 3, 3, 1, 3, 3))}[what]()
+    ops = lower(w.program, cfg)
     fast, ref = run_timing(ops, cfg), run_timing(ops, cfg, engine="reference")
-    assert fast.cycles == ref.cycles and np.array_equal(fast.end, ref.end)
-    assert np.array_equal(fast.hops, ref.hops)
+    assert fast.cycles == ref.cycles and fast.steps == ref.steps
+    assert np.array_equal(fast.start, ref.start) and np.array_equal(fast.end, ref.end)
+    assert np.array_equal(fast.op_state, ref.op_state)
+    assert np.array_equal(fast.hops, ref.hops) and np.array_equal(fast.dram_busy, ref.dram_busy)
 
 
 def test_warm_up_compiles_the_timing_engine():
     import nnisa
-    from nnisa.targets.pimsab.sim.engine_nb import run_engine
+    from nnisa.targets.pimsab.sim.engine_nb import run_chunk
     assert nnisa.target("pimsab").warm_up() == ["timing engine (vadd replay at 1 % scale)"]
-    assert len(run_engine.signatures) >= 1
+    assert len(run_chunk.signatures) >= 1

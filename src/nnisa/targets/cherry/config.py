@@ -7,14 +7,16 @@ keys below, ``key=value`` pairs separated by commas (``sz=16,superscalar_width=1
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ...core.errors import ConfigError
 from ...core.configs import resolve_config
+from ...core.errors import ConfigError
+from ...core.options import option
 
-__all__ = ["CherryConfig", "PRESETS", "load_config"]
+__all__ = ["CherryCompileOptions", "CherryConfig", "PRESETS", "load_config"]
 
 
 class CherryConfig(BaseModel):
@@ -133,3 +135,22 @@ def load_config(config: Any = None) -> CherryConfig:
         path, a dict or a :class:`CherryConfig`.
     """
     return resolve_config(config, {k: v[1] for k, v in PRESETS.items()}, _build, CherryConfig, "Cherry")
+
+
+@dataclass
+class CherryCompileOptions:
+    """The ``-O`` settings of compile/run/sim: they change the configuration a model is compiled
+    and simulated with (``None``: the configuration's own value)."""
+
+    element_format: str | None = option(None, "element format (default: config)", choices=("cherry18", "fp32"),
+                                        commands=("sim", "compile", "run"))
+    host_link: bool | None = option(None, "model the host link for mem_read/mem_write (§4.5)", commands=("sim", "run"))
+    race_check: bool | None = option(None, "re-run independent loops iteration-major and compare", commands=("sim",))
+    max_cycles: int | None = option(None, "simulated-time limit (exit 4 when reached; default: config, 10^7)",
+                                    commands=("sim", "run"), minimum=1, maximum=1 << 62)
+
+    def apply(self, config: Any) -> CherryConfig:
+        """``config`` (anything :func:`load_config` takes) with these settings applied."""
+        cfg = load_config(config)
+        changes = {k: v for k, v in asdict(self).items() if v is not None}
+        return cfg.with_(**changes) if changes else cfg

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ...core.bitfields import Field, Format
-from ...core.isa import ISA, InstrSpec, Operand
+from ...core.bitfields import Field
+from ...core.isa import ISA, Instr, table_isa
 from ...core.operands import Enum, Int, OperandError, OperandKind, parse_int
 
 WORD_BITS = 16
@@ -28,15 +28,6 @@ COLUMNS = [("op", "i1"), ("apu", "i1"), ("reg", "i1"), ("h", "i1"), ("w", "i1"),
            ("loop", "i1"), ("capu", "i1"), ("mapu", "i1"), ("slot", "i1")]
 
 OPCODE = Field("op", 15, 11)
-
-#: opcode numbers by mnemonic
-OP = {"matmul": 0, "mulacc": 1, "add": 2, "sub": 3, "mul": 4, "div": 5, "pow": 6, "max": 7, "sum": 8, "relu": 9,
-      "exp": 10, "log": 11, "gtz": 12, "copy": 13, "zero": 14, "load": 15, "store": 16,
-      "start_independent_loop": 17, "start_loop": 18, "end_loop": 19, "mem_read": 20, "mem_write": 21}
-#: execution unit of each opcode (§2.2 / §4.2)
-UNIT = {op: ("ls" if m in ("load", "store") else "loop" if "loop" in m else "ram" if m.startswith("mem_")
-             else "ar") for m, op in OP.items()}
-LOOP_OPS = frozenset(OP[m] for m in ("start_independent_loop", "start_loop", "end_loop"))
 
 
 def spec_field(name: str, a: int, b: int, **kw) -> Field:
@@ -92,52 +83,78 @@ class Flag(OperandKind):
         return self.letter if (self.letter and values[0]) else str(values[0])
 
 
-def _instrs(sz: int) -> list[InstrSpec]:
-    reg = Enum(REGS)
-    num = Int()
-    length = Length(sz)
-    f = spec_field
-    out = []
+class Slot(Int):
+    """The cache slot of load/store (``slot=k``, 0..3; only the cherrycore encoding holds it)."""
 
-    def add(mnem: str, fields=(), operands=(), doc: str = ""):
-        op = OP[mnem]
-        fmt = Format(WORD_BITS, ((OPCODE, op),), tuple(fields))
-        out.append(InstrSpec(mnem, op, fmt, tuple(operands), UNIT[op], doc))
+    def __init__(self):
+        super().__init__(omit_default=True)
 
-    for m, doc in (("matmul", "ACC += INPUT @ WEIGHTS"), ("mulacc", "ACC += INPUT * WEIGHTS (elementwise)"),
-                   ("add", "OUTPUT = INPUT + WEIGHTS"), ("sub", "OUTPUT = INPUT - WEIGHTS"),
-                   ("mul", "OUTPUT = INPUT * WEIGHTS"), ("div", "OUTPUT = INPUT / WEIGHTS"),
-                   ("pow", "OUTPUT = INPUT ** WEIGHTS")):
-        add(m, doc=doc)
-    red = (f("acc", 5, 5), f("axis", 6, 7, maximum=2), f("count", 8, 9))
-    red_ops = (Operand(Flag(), ("acc",)), Operand(num, ("axis",)), Operand(length, ("count",), optional=True))
-    add("max", red, red_ops, "ACC row 0 / col 0 = max over OUTPUT rows/cols (axis 0, 1; 2 = both) [and ACC]")
-    add("sum", red, red_ops, "ACC row 0 / col 0 = sum over OUTPUT rows/cols (axis 0, 1; 2 = both) [+ ACC]")
-    add("relu", doc="OUTPUT = max(INPUT, 0)")
-    add("exp", doc="OUTPUT = e ** INPUT")
-    add("log", doc="OUTPUT = log2(INPUT)")
-    add("gtz", doc="OUTPUT = 1 where INPUT > 0 else 0")
-    add("copy", (f("tgt", 5, 6), f("src", 7, 8), f("tr", 9, 9)),
-        (Operand(reg, ("tgt",)), Operand(reg, ("src",)), Operand(Flag("T"), ("tr",), optional=True)),
-        "REG[tgt] = REG[src] (T: transposed)")
-    add("zero", (f("tgt", 5, 6),), (Operand(reg, ("tgt",)),), "REG[tgt] = 0")
-    ls = (f("apu", 5, 7), f("reg", 8, 9), f("h", 10, 11), f("w", 12, 13))
-    ls_ops = (Operand(num, ("apu",)), Operand(reg, ("reg",)), Operand(length, ("h",), optional=True),
-              Operand(length, ("w",), optional=True))
-    add("load", ls + (f("zero", 14, 14), f("skip", 15, 15)),
-        ls_ops + (Operand(Flag(), ("zero",), optional=True), Operand(Flag(), ("skip",), optional=True)),
-        "REG = cache[APU] (h x w; zero: clear first; skip: one row down)")
-    add("store", ls, ls_ops, "cache[APU][:h, :w] = REG[:h, :w]")
-    loop = (f("loop", 5, 7),)
-    loop_ops = (Operand(num, ("loop",)),)
-    add("start_independent_loop", loop, loop_ops, "start loop (iterations may run in any order, superscalar)")
-    add("start_loop", loop, loop_ops, "start an in-order loop")
-    add("end_loop", loop, loop_ops, "next iteration of the innermost loop, or leave it")
-    mem = (f("capu", 5, 7), f("mapu", 8, 10), f("slot", 11, 12))
-    mem_ops = (Operand(num, ("capu",)), Operand(num, ("mapu",)), Operand(num, ("slot",), optional=True))
-    add("mem_read", mem, mem_ops, "cache[slot window + APU_c] = DRAM[APU_m] (nnisa extension opcode)")
-    add("mem_write", mem, mem_ops, "DRAM[APU_m] = cache[slot window + APU_c] (nnisa extension opcode)")
-    return out
+    def parse(self, token):
+        v = parse_int(token)
+        if not 0 <= v <= 3:
+            raise OperandError(f"slot={v} outside 0..3")
+        return (v,)
+
+
+f = spec_field
+#: the field table (spec §2.2, MSB-first bit numbers as in the spec)
+FIELDS = {
+    "acc": f("acc", 5, 5), "axis": f("axis", 6, 7, maximum=2), "count": f("count", 8, 9),
+    "tgt": f("tgt", 5, 6), "src": f("src", 7, 8), "tr": f("tr", 9, 9),
+    "apu": f("apu", 5, 7), "reg": f("reg", 8, 9), "h": f("h", 10, 11), "w": f("w", 12, 13),
+    "zero": f("zero", 14, 14), "skip": f("skip", 15, 15), "loop": f("loop", 5, 7),
+    "capu": f("capu", 5, 7), "mapu": f("mapu", 8, 10), "slot": f("slot", 11, 12),
+}
+del f
+
+
+def operands(sz: int) -> dict:
+    """The operand table: the text of lengths and counts depends on the tile size."""
+    reg, num, length, flag = Enum(REGS), Int(), Length(sz), Flag()
+    return {"acc": (flag, "acc"), "axis": (num, "axis"), "count": (length, "count"), "tgt": (reg, "tgt"),
+            "src": (reg, "src"), "T": (Flag("T"), "tr"), "apu": (num, "apu"), "reg": (reg, "reg"),
+            "h": (length, "h"), "w": (length, "w"), "zero": (flag, "zero"), "skip": (flag, "skip"),
+            "loop": (num, "loop"), "capu": (num, "capu"), "mapu": (num, "mapu"), "slot": (num, "slot"),
+            "slot_kw": (Slot(), "slot")}
+
+
+_RED, _RED_S = "acc axis count", "acc, axis, [count]"
+_LS, _LS_S = "apu reg h w", "apu, reg, [h], [w]"
+_MEM, _MEM_S = "capu mapu slot", "capu, mapu, [slot]"
+_LD = "REG = cache[APU] (h x w; zero: clear first; skip: one row down)"
+#: the instruction table; the category is the execution unit (§2.2 / §4.2): ar (arithmetic),
+#: ls (load/store), loop, ram (device memory)
+ROWS = (
+    Instr("matmul", 0, "", "", "ar", "ACC += INPUT @ WEIGHTS"),
+    Instr("mulacc", 1, "", "", "ar", "ACC += INPUT * WEIGHTS (elementwise)"),
+    Instr("add", 2, "", "", "ar", "OUTPUT = INPUT + WEIGHTS"),
+    Instr("sub", 3, "", "", "ar", "OUTPUT = INPUT - WEIGHTS"),
+    Instr("mul", 4, "", "", "ar", "OUTPUT = INPUT * WEIGHTS"),
+    Instr("div", 5, "", "", "ar", "OUTPUT = INPUT / WEIGHTS"),
+    Instr("pow", 6, "", "", "ar", "OUTPUT = INPUT ** WEIGHTS"),
+    Instr("max", 7, _RED, _RED_S, "ar",
+          "ACC row 0 / col 0 = max over OUTPUT rows/cols (axis 0, 1; 2 = both) [and ACC]"),
+    Instr("sum", 8, _RED, _RED_S, "ar",
+          "ACC row 0 / col 0 = sum over OUTPUT rows/cols (axis 0, 1; 2 = both) [+ ACC]"),
+    Instr("relu", 9, "", "", "ar", "OUTPUT = max(INPUT, 0)"),
+    Instr("exp", 10, "", "", "ar", "OUTPUT = e ** INPUT"),
+    Instr("log", 11, "", "", "ar", "OUTPUT = log2(INPUT)"),
+    Instr("gtz", 12, "", "", "ar", "OUTPUT = 1 where INPUT > 0 else 0"),
+    Instr("copy", 13, "tgt src tr", "tgt, src, [T]", "ar", "REG[tgt] = REG[src] (T: transposed)"),
+    Instr("zero", 14, "tgt", "tgt", "ar", "REG[tgt] = 0"),
+    Instr("load", 15, _LS + " zero skip", _LS_S + ", [zero], [skip], [slot=slot_kw]", "ls", _LD),
+    Instr("store", 16, _LS, _LS_S + ", [slot=slot_kw]", "ls", "cache[APU][:h, :w] = REG[:h, :w]"),
+    Instr("start_independent_loop", 17, "loop", "loop", "loop",
+          "start loop (iterations may run in any order, superscalar)"),
+    Instr("start_loop", 18, "loop", "loop", "loop", "start an in-order loop"),
+    Instr("end_loop", 19, "loop", "loop", "loop", "next iteration of the innermost loop, or leave it"),
+    Instr("mem_read", 20, _MEM, _MEM_S, "ram", "cache[slot window + APU_c] = DRAM[APU_m] (nnisa extension opcode)"),
+    Instr("mem_write", 21, _MEM, _MEM_S, "ram", "DRAM[APU_m] = cache[slot window + APU_c] (nnisa extension opcode)"),
+)
+#: opcode numbers by mnemonic, and the execution unit of each opcode (derived from the table)
+OP = {r.mnemonic: r.opcode for r in ROWS}
+UNIT = {r.opcode: r.category for r in ROWS}
+LOOP_OPS = frozenset(r.opcode for r in ROWS if r.category == "loop")
 
 
 @lru_cache(maxsize=None)
@@ -145,7 +162,7 @@ def cherry_isa(sz: int = 4) -> ISA:
     """The canonical Cherry ISA for tile size ``sz`` (only the text of lengths depends on it)."""
     if sz not in (4, 16, 32):
         raise ValueError(f"SZ must be 4, 16 or 32, not {sz}")
-    return ISA(f"Cherry cisa (SZ={sz})", WORD_BITS, OPCODE, COLUMNS, _instrs(sz))
+    return table_isa(f"Cherry cisa (SZ={sz})", WORD_BITS, OPCODE, COLUMNS, ROWS, FIELDS, operands(sz))
 
 
 #: seed spellings accepted by the assembler → (mnemonic, fixed leading operands)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.asm import make_formatter
 from ...core.errors import DecodeError, EncodeError
 from .isa import LOOP_OPS, LOOP_VARS, MAX_FORMULAS, MAX_LOOPS, OP, REG_NAMES, cherry_isa
 
@@ -193,21 +194,9 @@ def loop_structure(rows: np.ndarray) -> dict[int, tuple[int, int]]:
 
 
 def format_instruction(prog: Program, row) -> str:
-    """One row as canonical text (trailing optional operands at their defaults are omitted)."""
-    isa = prog.isa
-    vals = tuple(int(v) for v in row)
-    spec = isa.by_opcode[vals[0]]
-    idx = isa._col_index
-    toks: list[tuple[str, bool]] = []
-    for o in spec.operands:
-        v = tuple(vals[idx[c]] for c in o.columns)
-        toks.append((o.kind.format(v), o.optional and v == o.kind.default()))
-    while toks and toks[-1][1]:
-        toks.pop()
-    parts = [t for t, _ in toks]
-    if spec.mnemonic in ("load", "store") and vals[idx["slot"]]:
-        parts.append(f"slot={vals[idx['slot']]}")
-    return spec.mnemonic + (" " + ", ".join(parts) if parts else "")
+    """One row as canonical text (the table's formatter: trailing optional operands at their
+    defaults omitted, ``slot=`` when set)."""
+    return make_formatter(prog.isa)(tuple(int(v) for v in row))
 
 
 def reg_name(code: int) -> str:
@@ -230,3 +219,20 @@ def program_stats(prog: Program) -> dict[str, Any]:
                                      "jump": prog.header.jumps[a]} for a in range(MAX_LOOPS)
                       if prog.header.iterations[a] or prog.header.jumps[a]},
             "formulas_used": len(used_f)}
+
+
+@dataclass
+class Plan:
+    """Everything the runtime needs; JSON-able except the programs and constants."""
+
+    sz: int
+    tensors: list[dict[str, int]] = field(default_factory=list)
+    consts: dict[int, np.ndarray] = field(default_factory=dict)
+    programs: list[Program] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def dram_tiles(self) -> int:
+        return max((t["base"] + t["tiles"] for t in self.tensors), default=0)

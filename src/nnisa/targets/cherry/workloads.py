@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ...core.target import Stats
 from .compiler.builder import Builder
 from .config import CherryConfig
 from .formats.text import assemble
@@ -71,8 +72,12 @@ def matmul_timing(cfg: CherryConfig, m: int, k: int, n: int) -> dict[str, Any]:
             "compile_s": t1 - t0, "sim_s": time.perf_counter() - t1}
 
 
-def run_workload(name: str, cfg: CherryConfig) -> dict[str, Any]:
-    """Run a built-in workload with ``cfg``; JSON-safe figures."""
+def run_workload(name: str, cfg: CherryConfig) -> Stats:
+    """Run a built-in workload with ``cfg``; its figures."""
+    return Stats.from_figures(_figures(name, cfg))
+
+
+def _figures(name: str, cfg: CherryConfig) -> dict[str, Any]:
     t0 = time.perf_counter()
     if name == "fast_relu":
         machine = Machine(cfg)

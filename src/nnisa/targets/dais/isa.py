@@ -1,89 +1,79 @@
 """The DAIS opcode table as data (spec ``dais.md`` §2.2, §4.1, Appendix A).
 
-One :class:`OpSpec` per opcode.  The validator (operand use, allowed versions), the assembler
-and disassembler (mnemonics) and the Markdown reference (:func:`isa_markdown`) are all derived
+One :class:`~nnisa.core.isa.Instr` row per opcode, in the house idiom: the slots it uses, its
+assembly template, the integer-domain result and its :class:`Facts`.  The validator (operand
+use, allowed versions), the assembler and both disassemblers (:mod:`.formats.text`,
+:mod:`.formats.fastrender`) and the Markdown reference (:func:`isa_markdown`) are all derived
 from :data:`OPCODES`; nothing about an opcode is hard-coded elsewhere except its arithmetic in
-the engines.
+the engines.  (DAIS ops are SSA records, not bit-field words: the rows feed no
+:class:`~nnisa.core.isa.ISA` codec; the record codec is :mod:`.formats.binary`.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...core.isa import Instr
+
 
 @dataclass(frozen=True)
-class OpSpec:
-    """One DAIS opcode.
+class Facts:
+    """What the validator and the engines read about one opcode."""
 
-    Attributes
-    ----------
-    opcode
-        The int32 opcode.
-    mnemonic
-        Assembly mnemonic (negated forms share it and print ``-%a``/``-%c``).
-    uses_id0, uses_id1
-        Whether the operand slot is a buffer reference (``-1`` input reads an input index).
-    data
-        What the 64-bit ``data`` field holds (``""`` = unused, must be 0).
-    quantizing
-        Whether the op wraps its result to its dtype (TRN + WRAP).
-    sign
-        +1, or -1 for the negated form (``-2``, ``-3``, ``-6``, ``-9``).
-    versions
-        Format versions that may contain the opcode (``"legacy"``, ``0``, ``1``).
-    semantics
-        Integer-domain result (Appendix A).
-    """
-
-    opcode: int
-    mnemonic: str
-    uses_id0: bool
-    uses_id1: bool
-    data: str
-    quantizing: bool
-    sign: int
-    versions: tuple
-    semantics: str
+    #: +1, or -1 for the negated form (``-2``, ``-3``, ``-6``, ``-9``)
+    sign: int = 1
+    #: the op wraps its result to its dtype (TRN + WRAP)
+    quantizing: bool = False
+    #: format versions that may contain the opcode (``"legacy"``, ``0``, ``1``)
+    versions: tuple = ("legacy", 0, 1)
+    #: what the 64-bit ``data`` field holds (``""`` = unused, must be 0)
+    data: str = ""
 
 
 _ALL = ("legacy", 0, 1)
 _V0 = (0, 1)
 _V1 = (1,)
+_SHIFT, _KEY = "shift d (lo)", "lo key slot, hi shift on C"
+_BIT1, _BIT2 = "lo: 0 NOT, 1 ANY, 2 ALL", "lo shift; hi bit0/1 negate A/C, bits 24–31 AND/OR/XOR"
+_Q, _NQ = Facts(quantizing=True), Facts(sign=-1, quantizing=True)
 
-OPCODES: tuple[OpSpec, ...] = (
-    OpSpec(-1, "input", False, False, "", True, 1, _ALL, "wrap(floor(x[id0]·2^(inp_shift+f)))"),
-    OpSpec(0, "add", True, True, "shift d (lo)", False, 1, _ALL, "A + C·2^d, floor-shifted to f"),
-    OpSpec(1, "sub", True, True, "shift d (lo)", False, -1, _ALL, "A − C·2^d, floor-shifted to f"),
-    OpSpec(2, "relu", True, False, "", True, 1, _ALL, "A < 0 ? 0 : wrap(A >> (fa − f))"),
-    OpSpec(-2, "relu", True, False, "", True, -1, _ALL, "−A < 0 ? 0 : wrap(−A >> (fa − f))"),
-    OpSpec(3, "quant", True, False, "", True, 1, _ALL, "wrap(A >> (fa − f))"),
-    OpSpec(-3, "quant", True, False, "", True, -1, _ALL, "wrap(−A >> (fa − f))"),
-    OpSpec(4, "addc", True, False, "constant (int64)", False, 1, _ALL, "(A << (f − fa)) + data"),
-    OpSpec(5, "const", False, False, "constant (int64)", False, 1, _ALL, "data"),
-    OpSpec(6, "mux", True, True, "lo key slot, hi shift on C", True, 1, _ALL,
-           "MSB(key) ? wrap(A << (f − fa)) : wrap(C << (f − fc + hi))"),
-    OpSpec(-6, "mux", True, True, "lo key slot, hi shift on C", True, -1, _ALL,
-           "MSB(key) ? wrap(A << (f − fa)) : wrap(−C << (f − fc + hi))"),
-    OpSpec(7, "mul", True, True, "", False, 1, _ALL, "A · C"),
-    OpSpec(8, "lut", True, False, "lo table, hi pad_left", False, 1, _V0,
-           "tables[lo][A − lo_a − hi] (range-checked)"),
-    OpSpec(9, "bit1", True, False, "lo: 0 NOT, 1 ANY, 2 ALL", False, 1, _V1,
-           "NOT: k ? ~A : ~A & m; ANY: A ≠ 0; ALL: (A & m) == m"),
-    OpSpec(-9, "bit1", True, False, "lo: 0 NOT, 1 ANY, 2 ALL", False, -1, _V1, "as 9 on −A"),
-    OpSpec(10, "bit2", True, True, "lo shift; hi bit0/1 negate A/C, bits 24–31 AND/OR/XOR", False, 1, _V1,
-           "align by lo + fa − fc, then A' op C'"),
+#: the opcode table: mnemonic, opcode, slots it uses (``id0``/``id1`` buffer references, ``data``),
+#: assembly template (:mod:`.formats.text`), category, integer-domain result (Appendix A), facts
+OPCODES: tuple[Instr, ...] = (
+    Instr("input", -1, "", "input {id0}", "input", "wrap(floor(x[id0]·2^(inp_shift+f)))", _Q),
+    Instr("add", 0, "id0 id1 data", "add %{id0}, %{id1}, {lo}", "adder", "A + C·2^d, floor-shifted to f",
+          Facts(data=_SHIFT)),
+    Instr("sub", 1, "id0 id1 data", "sub %{id0}, %{id1}, {lo}", "adder", "A − C·2^d, floor-shifted to f",
+          Facts(sign=-1, data=_SHIFT)),
+    Instr("relu", 2, "id0", "relu %{id0}", "quantizer", "A < 0 ? 0 : wrap(A >> (fa − f))", _Q),
+    Instr("relu", -2, "id0", "relu -%{id0}", "quantizer", "−A < 0 ? 0 : wrap(−A >> (fa − f))", _NQ),
+    Instr("quant", 3, "id0", "quant %{id0}", "quantizer", "wrap(A >> (fa − f))", _Q),
+    Instr("quant", -3, "id0", "quant -%{id0}", "quantizer", "wrap(−A >> (fa − f))", _NQ),
+    Instr("addc", 4, "id0 data", "addc %{id0}, {data}", "adder", "(A << (f − fa)) + data",
+          Facts(data="constant (int64)")),
+    Instr("const", 5, "data", "const {data}", "constant", "data", Facts(data="constant (int64)")),
+    Instr("mux", 6, "id0 id1 data", "mux %{lo}, %{id0}, %{id1}, {hi}", "mux",
+          "MSB(key) ? wrap(A << (f − fa)) : wrap(C << (f − fc + hi))", Facts(quantizing=True, data=_KEY)),
+    Instr("mux", -6, "id0 id1 data", "mux %{lo}, %{id0}, -%{id1}, {hi}", "mux",
+          "MSB(key) ? wrap(A << (f − fa)) : wrap(−C << (f − fc + hi))", Facts(-1, True, data=_KEY)),
+    Instr("mul", 7, "id0 id1", "mul %{id0}, %{id1}", "multiplier", "A · C", Facts()),
+    Instr("lut", 8, "id0 data", "lut %{id0}, table {lo}, pad {hi}", "lut",
+          "tables[lo][A − lo_a − hi] (range-checked)", Facts(versions=_V0, data="lo table, hi pad_left")),
+    Instr("bit1", 9, "id0 data", "{lo:not|any|all} %{id0}", "logic",
+          "NOT: k ? ~A : ~A & m; ANY: A ≠ 0; ALL: (A & m) == m", Facts(versions=_V1, data=_BIT1)),
+    Instr("bit1", -9, "id0 data", "{lo:not|any|all} -%{id0}", "logic", "as 9 on −A",
+          Facts(sign=-1, versions=_V1, data=_BIT1)),
+    Instr("bit2", 10, "id0 id1 data", "{sub:and|or|xor} {-na}%{id0}, {-nc}%{id1}, {lo}", "logic",
+          "align by lo + fa − fc, then A' op C'", Facts(versions=_V1, data=_BIT2)),
 )
 
-BY_OPCODE: dict[int, OpSpec] = {s.opcode: s for s in OPCODES}
+BY_OPCODE: dict[int, Instr] = {s.opcode: s for s in OPCODES}
 #: opcodes allowed per format version (spec §5.6)
-ALLOWED: dict = {v: frozenset(s.opcode for s in OPCODES if v in s.versions) for v in _ALL}
-QUANTIZING = frozenset(s.opcode for s in OPCODES if s.quantizing)
-USES_ID0 = frozenset(s.opcode for s in OPCODES if s.uses_id0)
-USES_ID1 = frozenset(s.opcode for s in OPCODES if s.uses_id1)
-USES_DATA = frozenset(s.opcode for s in OPCODES if s.data)
-#: sub-operation names of opcodes ±9 and 10
-BIT1_OPS = ("not", "any", "all")
-BIT2_OPS = ("and", "or", "xor")
+ALLOWED: dict = {v: frozenset(s.opcode for s in OPCODES if v in s.facts.versions) for v in _ALL}
+QUANTIZING = frozenset(s.opcode for s in OPCODES if s.facts.quantizing)
+USES_ID0 = frozenset(s.opcode for s in OPCODES if "id0" in s.fields.split())
+USES_ID1 = frozenset(s.opcode for s in OPCODES if "id1" in s.fields.split())
+USES_DATA = frozenset(s.opcode for s in OPCODES if "data" in s.fields.split())
 
 
 def isa_markdown() -> str:
@@ -91,10 +81,12 @@ def isa_markdown() -> str:
     lines = ["| opcode | mnemonic | id0 | id1 | data | quantizing | versions | result |",
              "|---:|---|---|---|---|---|---|---|"]
     for s in OPCODES:
-        neg = "-" if s.sign < 0 else ""
-        id0 = "input j" if s.opcode == -1 else (f"{neg}%a" if s.uses_id0 else "-1")
-        id1 = "%c" if s.uses_id1 else "-1"
-        vers = ", ".join(str(v) for v in s.versions)
-        lines.append(f"| {s.opcode} | `{s.mnemonic}` | {id0} | {id1} | {s.data or '0'} | "
-                     f"{'yes' if s.quantizing else 'no'} | {vers} | {s.semantics} |")
+        f = s.facts
+        neg = "-" if f.sign < 0 else ""
+        used = s.fields.split()
+        id0 = "input j" if s.opcode == -1 else (f"{neg}%a" if "id0" in used else "-1")
+        id1 = "%c" if "id1" in used else "-1"
+        vers = ", ".join(str(v) for v in f.versions)
+        lines.append(f"| {s.opcode} | `{s.mnemonic}` | {id0} | {id1} | {f.data or '0'} | "
+                     f"{'yes' if f.quantizing else 'no'} | {vers} | {s.doc} |")
     return "\n".join(lines) + "\n"

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import UnsupportedError
+from ...core.target import Stats
 
 WORKLOADS = {
     "cmvm-64": "random 64x64 8-bit CMVM, CSE (wmc): adders, adder depth, solve time",
@@ -33,8 +34,8 @@ def _throughput(prog, batch: int = 10_000, n_threads: int = 1) -> float:
     return batch / (time.perf_counter() - t0)
 
 
-def run_workload(name: str, config: Any = None) -> dict[str, Any]:
-    """Run one workload; returns JSON-safe figures (``wall_s`` included)."""
+def run_workload(name: str, config: Any = None) -> Stats:
+    """Run one workload; its figures (``wall_s`` included)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     if name in ("cmvm-64", "cmvm-256"):
@@ -55,14 +56,16 @@ def run_workload(name: str, config: Any = None) -> dict[str, Any]:
             out["summary"] = (f"{n}x{n} {bits}-bit CMVM with CSE: {st['n_adders']:,} adders, depth "
                               f"{st['adder_depth']}, solved in {t1 - t0:.1f} s")
     elif name == "digits-mlp":
-        from ...core.target import get_target
+        from ...core.target import run_samples, simulate_stacked
         from ...frontend.models import bundled_model_path, bundled_testset
-        from .compiler.netcompile import compile_model
+        from .compiler import compile_model
+        from .sim.simulate import simulate
         path = bundled_model_path("digits_mlp")
         x, labels = bundled_testset("digits_mlp")
         c = compile_model(path)
         t1 = time.perf_counter()
-        outs, stats, checks = get_target("dais").run_compiled(c, {"input": x})
+        outs, stats, checks = run_samples(lambda comp, samples, _first: simulate_stacked(simulate, comp, samples),
+                                          c, {"input": x})
         y = next(iter(outs.values()))
         out = {"instructions": stats.instructions, "adders": c.report["adders"], "bit_exact": checks["bit_exact"],
                "accuracy": float((y.reshape(len(y), -1).argmax(1) == labels).mean()), "samples": len(x),
@@ -70,4 +73,4 @@ def run_workload(name: str, config: Any = None) -> dict[str, Any]:
     else:
         raise UnsupportedError(f"unknown workload {name!r}")
     out["wall_s"] = time.perf_counter() - t0
-    return out
+    return Stats.from_figures(out)

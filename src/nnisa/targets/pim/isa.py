@@ -1,16 +1,18 @@
-"""The PIM ISA as data (spec ``pim_isa.md`` §2–§4).
+"""The PIM ISA as data (spec ``pim_isa.md`` §2–§4): one row per instruction.
 
-One record per instruction; :func:`build_isa` computes the layout for the chosen word size
-(64/32) and encoding mode (``strict`` = the published 4-bit mvmul group, ``extended`` = nnisa's
-10-bit group, D5).  Opcode numbers follow pimsim-nn's enum order (D1); bit 0 is the LSB (D2).
+The field table is a function of the word size (64/32) and the encoding mode (``strict`` = the
+published 4-bit mvmul group, ``extended`` = nnisa's 10-bit group, D5); :func:`build_isa` builds
+the table for one mode.  Opcode numbers follow pimsim-nn's enum order (D1); bit 0 is the LSB (D2).
+Each row carries the facts the timing and energy models read (:class:`Facts`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
-from ...core.bitfields import Field, Format
-from ...core.isa import ISA, InstrSpec, Operand
+from ...core.bitfields import Field
+from ...core.isa import ISA, Instr, table_isa
 from ...core.operands import Byte, Int, OperandError, OperandKind, Reg, parse_int
 
 #: IR columns of a decoded PIM instruction (unused columns are 0).  ``len`` holds the vector
@@ -18,37 +20,6 @@ from ...core.operands import Byte, Int, OperandError, OperandKind, Reg, parse_in
 COLUMNS = [("op", "i2"), ("rd", "i4"), ("rs1", "i4"), ("rs2", "i4"), ("len", "i4"), ("imm", "i8"),
            ("mbiw", "i4"), ("relu", "i4"), ("group", "i4"), ("core", "i4"), ("ev", "i4"), ("val", "i4"),
            ("ibiw", "i4"), ("obiw", "i4"), ("ofs_sel", "i4"), ("ofs_val", "i4")]
-
-OPCODES = ["nop", "sldi", "sld", "sadd", "ssub", "smul", "saddi", "smuli", "setbw", "mvmul",
-           "vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll", "vvsra", "vavg", "vrelu", "vtanh",
-           "vsigm", "vmv", "vrsu", "vrsl", "ld", "st", "lldi", "lmv", "send", "recv", "wait", "sync"]
-OPCODE = {m: i for i, m in enumerate(OPCODES)}
-
-#: pimsim-nn's instruction class (decides the executing unit)
-CATEGORY = {"nop": "nop", "setbw": "matrix", "mvmul": "matrix"}
-CATEGORY.update({m: "scalar" for m in OPCODES[1:8]})
-CATEGORY.update({m: "vector" for m in OPCODES[10:24]})
-CATEGORY.update({m: "transfer" for m in OPCODES[24:]})
-
-DOC = {
-    "nop": "no operation (nnisa; not in the ISA text)",
-    "sldi": "rd ← imm",
-    "sld": "rd ← 4-byte word at GMem[gaddr(rs1) + offset_byte]",
-    "sadd": "rd ← rs1 + rs2", "ssub": "rd ← rs1 − rs2", "smul": "rd ← rs1 × rs2",
-    "saddi": "rd ← rs1 + imm", "smuli": "rd ← rs1 × imm",
-    "setbw": "set input/output element bit-widths",
-    "mvmul": "LMem[rd] ← LMem[rs1] × weights of array group (wrap to obiw, optional ReLU)",
-    "vvadd": "d = a + b", "vvsub": "d = a − b", "vvmul": "d = a · b", "vvdmul": "d = Σ a·b",
-    "vvmax": "d = max(a, b)", "vvsll": "d = a << b", "vvsra": "d = a >> b (arithmetic)",
-    "vavg": "d = mean of len elements, stride reg[rs2]", "vrelu": "d = max(a, 0)",
-    "vtanh": "d = tanh(a) (fixed point)", "vsigm": "d = sigmoid(a) (fixed point)",
-    "vmv": "gather: d[i] = a[i · reg[rs2]]", "vrsu": "d = sat(min(a, reg[rs2]))",
-    "vrsl": "d = sat(max(a, reg[rs2]))",
-    "ld": "LMem[rd] ← GMem[gaddr(rs1)], size bytes", "st": "GMem[gaddr(rd)] ← LMem[rs1], size bytes",
-    "lldi": "LMem[rd] ← imm byte repeated size times", "lmv": "LMem[rd] ← LMem[rs1], size bytes",
-    "send": "send LMem[rs1] (size bytes) to core", "recv": "receive size bytes from core into LMem[rd]",
-    "wait": "block until ev == val, then reset ev", "sync": "ev of core += 1",
-}
 
 OFS_NAMES = ("rd", "rs1", "rs2")
 
@@ -96,100 +67,121 @@ OPT_INT = Int(omit_default=True)
 OFS = Offset()
 BYTE = Byte()
 
-
-def _op(kind, *cols, optional=False):
-    return Operand(kind, tuple(cols), optional)
-
-
-#: assembly syntax per instruction (spec §2 "assembly form")
-SYNTAX = {
-    "nop": (),
-    "sldi": (_op(REG, "rd"), _op(INT, "imm")),
-    "sld": (_op(REG, "rd"), _op(REG, "rs1"), _op(OPT_INT, "ofs_val", optional=True)),
-    "sadd": (_op(REG, "rd"), _op(REG, "rs1"), _op(REG, "rs2")),
-    "saddi": (_op(REG, "rd"), _op(REG, "rs1"), _op(INT, "imm")),
-    "setbw": (_op(INT, "ibiw"), _op(INT, "obiw")),
-    "mvmul": (_op(REG, "rd"), _op(REG, "rs1"), _op(INT, "mbiw"), _op(INT, "relu"), _op(INT, "group")),
-    "vv": (_op(REG, "rd"), _op(REG, "rs1"), _op(REG, "rs2"), _op(INT, "len"), _op(OFS, "ofs_sel", "ofs_val", optional=True)),
-    "vavg": (_op(REG, "rd"), _op(REG, "rs1"), _op(REG, "rs2"), _op(INT, "len"), _op(OPT_INT, "ofs_val", optional=True)),
-    "v1": (_op(REG, "rd"), _op(REG, "rs1"), _op(INT, "len"), _op(OFS, "ofs_sel", "ofs_val", optional=True)),
-    "vmv": (_op(REG, "rd"), _op(REG, "rs1"), _op(REG, "rs2"), _op(INT, "len")),
-    "xfer": (_op(REG, "rd"), _op(REG, "rs1"), _op(INT, "len"), _op(OFS, "ofs_sel", "ofs_val", optional=True)),
-    "lldi": (_op(REG, "rd"), _op(BYTE, "imm"), _op(INT, "len"), _op(OPT_INT, "ofs_val", optional=True)),
-    "send": (_op(REG, "rs1"), _op(INT, "core"), _op(INT, "len"), _op(OPT_INT, "ofs_val", optional=True)),
-    "recv": (_op(REG, "rd"), _op(INT, "core"), _op(INT, "len"), _op(OPT_INT, "ofs_val", optional=True)),
-    "wait": (_op(INT, "ev"), _op(INT, "val")),
-    "sync": (_op(INT, "ev"), _op(INT, "core")),
+#: the operand table (spec §2 "assembly form")
+OPERANDS = {
+    "rd": (REG, "rd"), "rs1": (REG, "rs1"), "rs2": (REG, "rs2"), "len": (INT, "len"), "imm": (INT, "imm"),
+    "byte": (BYTE, "imm"), "ofs": (OFS, "ofs_sel", "ofs_val"), "ofs_byte": (OPT_INT, "ofs_val"),
+    "ibiw": (INT, "ibiw"), "obiw": (INT, "obiw"), "mbiw": (INT, "mbiw"), "relu": (INT, "relu"),
+    "group": (INT, "group"), "core": (INT, "core"), "ev": (INT, "ev"), "val": (INT, "val"),
 }
-for _m in ("ssub", "smul"):
-    SYNTAX[_m] = SYNTAX["sadd"]
-SYNTAX["smuli"] = SYNTAX["saddi"]
-for _m in ("vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll", "vvsra", "vrsu", "vrsl"):
-    SYNTAX[_m] = SYNTAX["vv"]
-for _m in ("vrelu", "vtanh", "vsigm"):
-    SYNTAX[_m] = SYNTAX["v1"]
-for _m in ("ld", "st", "lmv"):
-    SYNTAX[_m] = SYNTAX["xfer"]
 
 
-def _fields(mnem: str, word_bits: int, extended: bool, pimsim_compat: bool,
-            odd_pairs: bool = False) -> tuple[Field, ...]:
-    """The operand fields of one instruction for the chosen mode (spec §3.2, §3.5, §3.6)."""
-    # even-register rule for global addresses: strict mode, unless relaxed for programs from
-    # PIMCOMP-NN's JSON, which address global memory with one (odd) register (§1.6)
-    even = 1 if (extended or odd_pairs) else 2
+def fields(word_bits: int = 64, extended: bool = False, pimsim_compat: bool = False,
+           odd_pairs: bool = False) -> dict[str, Field | tuple[Field, ...] | None]:
+    """The field table of one mode (spec §3.2, §3.5, §3.6).
+
+    ``g*`` fields are global-address registers: even in strict mode, unless relaxed for programs
+    from PIMCOMP-NN's JSON, which address global memory with one (odd) register (§1.6)."""
+    even = not (extended or odd_pairs)
     bw_min = 0 if pimsim_compat else 1
-    rd, rs1, rs2 = Field("rd", 10, 6), Field("rs1", 15, 11), Field("rs2", 20, 16)
-    ln = Field("len", 31, 21, doc="len (elements) or size (bytes)")
-    wide64 = word_bits == 64
-    ofs = (Field("ofs_sel", 34, 32), Field("ofs_val", 63, 35, signed=True)) if wide64 else ()
-    ofs_byte = (Field("ofs_val", 63, 35, signed=True),) if wide64 else ()
-    if mnem == "nop":
-        return ()
-    if mnem == "sldi":
-        imm = Field("imm", 63, 32, signed=True, wrap_unsigned=True) if wide64 else Field("imm", 31, 11, signed=True)
-        return (rd, imm)
-    if mnem == "sld":
-        return (rd, rs1 if even == 1 else _even(rs1)) + ofs_byte
-    if mnem in ("sadd", "ssub", "smul"):
-        return (rd, rs1, rs2)
-    if mnem in ("saddi", "smuli"):
-        imm = Field("imm", 63, 32, signed=True, wrap_unsigned=True) if wide64 else Field("imm", 31, 16, signed=True)
-        return (rd, rs1, imm)
-    if mnem == "setbw":
-        return (Field("ibiw", 10, 6, minimum=bw_min), Field("obiw", 15, 11, minimum=bw_min))
-    if mnem == "mvmul":
-        group = Field("group", 30, 21) if extended else Field("group", 24, 21)
-        return (rd, rs1, Field("mbiw", 20, 16, minimum=bw_min), group, Field("relu", 31, 31))
-    if mnem in ("vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll", "vvsra", "vrsu", "vrsl"):
-        return (rd, rs1, rs2, ln) + ofs
-    if mnem == "vavg":
-        return (rd, rs1, rs2, ln) + ofs_byte
-    if mnem in ("vrelu", "vtanh", "vsigm"):
-        return (rd, rs1, ln) + ofs
-    if mnem == "vmv":
-        return (rd, rs1, rs2, ln)
-    if mnem == "ld":
-        return (rd, rs1 if even == 1 else _even(rs1), ln) + ofs
-    if mnem == "st":
-        return (rd if even == 1 else _even(rd), rs1, ln) + ofs
-    if mnem == "lmv":
-        return (rd, rs1, ln) + ofs
-    if mnem == "lldi":
-        return (rd, Field("imm", 18, 11), ln) + ofs_byte
-    if mnem == "send":
-        return (Field("rs1", 10, 6), Field("core", 20, 11), ln) + ofs_byte
-    if mnem == "recv":
-        return (rd, Field("core", 20, 11), ln) + ofs_byte
-    if mnem == "wait":
-        return (Field("ev", 10, 6), Field("val", 20, 11))
-    if mnem == "sync":
-        return (Field("ev", 10, 6), Field("core", 20, 11))
-    raise KeyError(mnem)
+    w64 = word_bits == 64
+    rd, rs1 = Field("rd", 10, 6), Field("rs1", 15, 11)
+
+    def pair(f: Field) -> Field:
+        return Field(f.name, f.hi, f.lo, multiple_of=2, doc="even register (global address pair)") if even else f
+
+    imm64 = Field("imm", 63, 32, signed=True, wrap_unsigned=True)
+    return {
+        "rd": rd, "rs1": rs1, "rs2": Field("rs2", 20, 16), "grd": pair(rd), "grs1": pair(rs1),
+        "len": Field("len", 31, 21, doc="len (elements) or size (bytes)"),
+        "ofs": (Field("ofs_sel", 34, 32), Field("ofs_val", 63, 35, signed=True)) if w64 else None,
+        "ofs_byte": Field("ofs_val", 63, 35, signed=True) if w64 else None,
+        "imm_sldi": imm64 if w64 else Field("imm", 31, 11, signed=True),
+        "imm_saddi": imm64 if w64 else Field("imm", 31, 16, signed=True),
+        "ibiw": Field("ibiw", 10, 6, minimum=bw_min), "obiw": Field("obiw", 15, 11, minimum=bw_min),
+        "mbiw": Field("mbiw", 20, 16, minimum=bw_min), "relu": Field("relu", 31, 31),
+        "group": Field("group", 30, 21) if extended else Field("group", 24, 21),
+        "byte": Field("imm", 18, 11), "src_core": Field("rs1", 10, 6), "core": Field("core", 20, 11),
+        "ev": Field("ev", 10, 6), "val": Field("val", 20, 11),
+    }
 
 
-def _even(f: Field) -> Field:
-    return Field(f.name, f.hi, f.lo, multiple_of=2, doc="even register (global address pair)")
+@dataclass(frozen=True)
+class Facts:
+    """What the timing and energy models read about one opcode (spec §8, §9)."""
+
+    #: unit charged with the busy time: scalar (also nop, setbw), matrix, vector or transfer
+    unit: str = "scalar"
+    #: register-file reads (source and address registers) and writes (scalar results)
+    reads: int = 0
+    writes: int = 0
+    #: event kind of the discrete-event loop (ld, st, send, recv, sync, wait); "" = local
+    event: str = ""
+    #: vector ops: operands read from local memory; write-back of len·obyw bytes (pimsim-nn);
+    #: one result element (native mode writes one obyw element)
+    srcs: int = 1
+    obyw_wb: bool = False
+    one_elem: bool = False
+
+
+S1, S2 = Facts(reads=1, writes=1), Facts(reads=2, writes=1)
+V3, V2 = Facts("vector", reads=3), Facts("vector", reads=2)
+VV, VVO = Facts("vector", reads=3, srcs=2), Facts("vector", reads=3, srcs=2, obyw_wb=True)
+VO = Facts("vector", reads=2, obyw_wb=True)
+_VV, _V1 = "rd rs1 rs2 len ofs", "rd rs1 len ofs"
+_VV_S, _V1_S = "rd, rs1, rs2, len, [ofs]", "rd, rs1, len, [ofs]"
+_X = "rd, rs1, len, [ofs]"
+
+#: the instruction table: mnemonic, opcode, fields, syntax, pimsim-nn's instruction class, meaning, facts
+ROWS = (
+    Instr("nop", 0, "", "", "nop", "no operation (nnisa; not in the ISA text)", Facts()),
+    Instr("sldi", 1, "rd imm_sldi", "rd, imm", "scalar", "rd ← imm", Facts(writes=1)),
+    Instr("sld", 2, "rd grs1 ofs_byte", "rd, rs1, [ofs_byte]", "scalar",
+          "rd ← 4-byte word at GMem[gaddr(rs1) + offset_byte]", S1),
+    Instr("sadd", 3, "rd rs1 rs2", "rd, rs1, rs2", "scalar", "rd ← rs1 + rs2", S2),
+    Instr("ssub", 4, "rd rs1 rs2", "rd, rs1, rs2", "scalar", "rd ← rs1 − rs2", S2),
+    Instr("smul", 5, "rd rs1 rs2", "rd, rs1, rs2", "scalar", "rd ← rs1 × rs2", S2),
+    Instr("saddi", 6, "rd rs1 imm_saddi", "rd, rs1, imm", "scalar", "rd ← rs1 + imm", S1),
+    Instr("smuli", 7, "rd rs1 imm_saddi", "rd, rs1, imm", "scalar", "rd ← rs1 × imm", S1),
+    Instr("setbw", 8, "ibiw obiw", "ibiw, obiw", "matrix", "set input/output element bit-widths", Facts()),
+    Instr("mvmul", 9, "rd rs1 mbiw group relu", "rd, rs1, mbiw, relu, group", "matrix",
+          "LMem[rd] ← LMem[rs1] × weights of array group (wrap to obiw, optional ReLU)", Facts("matrix", reads=2)),
+    Instr("vvadd", 10, _VV, _VV_S, "vector", "d = a + b", VV),
+    Instr("vvsub", 11, _VV, _VV_S, "vector", "d = a − b", VV),
+    Instr("vvmul", 12, _VV, _VV_S, "vector", "d = a · b", VVO),
+    Instr("vvdmul", 13, _VV, _VV_S, "vector", "d = Σ a·b", Facts("vector", reads=3, srcs=2, one_elem=True)),
+    Instr("vvmax", 14, _VV, _VV_S, "vector", "d = max(a, b)", VV),
+    Instr("vvsll", 15, _VV, _VV_S, "vector", "d = a << b", VVO),
+    Instr("vvsra", 16, _VV, _VV_S, "vector", "d = a >> b (arithmetic)", VVO),
+    Instr("vavg", 17, "rd rs1 rs2 len ofs_byte", "rd, rs1, rs2, len, [ofs_byte]", "vector",
+          "d = mean of len elements, stride reg[rs2]", Facts("vector", reads=3, one_elem=True)),
+    Instr("vrelu", 18, _V1, _V1_S, "vector", "d = max(a, 0)", V2),
+    Instr("vtanh", 19, _V1, _V1_S, "vector", "d = tanh(a) (fixed point)", VO),
+    Instr("vsigm", 20, _V1, _V1_S, "vector", "d = sigmoid(a) (fixed point)", VO),
+    Instr("vmv", 21, "rd rs1 rs2 len", "rd, rs1, rs2, len", "vector", "gather: d[i] = a[i · reg[rs2]]", V3),
+    Instr("vrsu", 22, _VV, _VV_S, "vector", "d = sat(min(a, reg[rs2]))", Facts("vector", reads=3, obyw_wb=True)),
+    Instr("vrsl", 23, _VV, _VV_S, "vector", "d = sat(max(a, reg[rs2]))", Facts("vector", reads=3, obyw_wb=True)),
+    Instr("ld", 24, "rd grs1 len ofs", _X, "transfer", "LMem[rd] ← GMem[gaddr(rs1)], size bytes",
+          Facts("transfer", reads=2, event="ld")),
+    Instr("st", 25, "grd rs1 len ofs", _X, "transfer", "GMem[gaddr(rd)] ← LMem[rs1], size bytes",
+          Facts("transfer", reads=2, event="st")),
+    Instr("lldi", 26, "rd byte len ofs_byte", "rd, byte, len, [ofs_byte]", "transfer",
+          "LMem[rd] ← imm byte repeated size times", Facts("transfer", reads=1)),
+    Instr("lmv", 27, "rd rs1 len ofs", _X, "transfer", "LMem[rd] ← LMem[rs1], size bytes",
+          Facts("transfer", reads=2)),
+    Instr("send", 28, "src_core core len ofs_byte", "rs1, core, len, [ofs_byte]", "transfer",
+          "send LMem[rs1] (size bytes) to core", Facts("transfer", reads=1, event="send")),
+    Instr("recv", 29, "rd core len ofs_byte", "rd, core, len, [ofs_byte]", "transfer",
+          "receive size bytes from core into LMem[rd]", Facts("transfer", reads=1, event="recv")),
+    Instr("wait", 30, "ev val", "ev, val", "transfer", "block until ev == val, then reset ev",
+          Facts("transfer", event="wait")),
+    Instr("sync", 31, "ev core", "ev, core", "transfer", "ev of core += 1", Facts("transfer", event="sync")),
+)
+
+#: mnemonics in opcode order, and opcode by mnemonic (derived from the table)
+OPCODES = [r.mnemonic for r in sorted(ROWS, key=lambda r: r.opcode)]
+OPCODE = {r.mnemonic: r.opcode for r in ROWS}
+assert OPCODES == [OPCODES[i] for i in range(len(ROWS))] and sorted(OPCODE.values()) == list(range(len(ROWS)))
 
 
 @lru_cache(maxsize=None)
@@ -212,10 +204,6 @@ def build_isa(word_bits: int = 64, extended: bool = False, pimsim_compat: bool =
     """
     if word_bits not in (32, 64):
         raise ValueError("PIM words are 32 or 64 bits")
-    opfield = Field("op", 5, 0)
-    specs = []
-    for mnem, code in OPCODE.items():
-        fmt = Format(word_bits, ((opfield, code),), _fields(mnem, word_bits, extended, pimsim_compat, odd_pairs))
-        specs.append(InstrSpec(mnem, code, fmt, SYNTAX[mnem], CATEGORY[mnem], DOC[mnem]))
     mode = ("extended" if extended else "strict") + (", odd address registers" if odd_pairs and not extended else "")
-    return ISA(f"PIM ISA ({mode})", word_bits, opfield, COLUMNS, specs)
+    return table_isa(f"PIM ISA ({mode})", word_bits, Field("op", 5, 0), COLUMNS, ROWS,
+                     fields(word_bits, extended, pimsim_compat, odd_pairs), OPERANDS)

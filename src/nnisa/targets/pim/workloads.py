@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import UnsupportedError
+from ...core.target import Stats
 
 #: pimsim-nn's chip latency of the conformance program (spec C6)
 PIMSIM_RESNET18_NS = 16_295_456
@@ -35,19 +36,23 @@ def _shared() -> Path:
     return d
 
 
-def run_workload(name: str, config: Any = None, gantt: str | None = None) -> dict[str, Any]:
-    """Run one workload; returns JSON-safe figures (``wall_s`` included); ``gantt``: a PNG of the
-    ResNet-18 run's per-core timeline."""
+def run_workload(name: str, config: Any = None, gantt: str | None = None) -> Stats:
+    """Run one workload; its figures (``wall_s`` included); ``gantt``: a PNG of the ResNet-18
+    run's per-core timeline."""
     t0 = time.perf_counter()
     if name == "resnet18-pimcomp":
         from .config import load_config
         from .formats.files import read_program
-        from .sim.simulate import simulate_pim
+        from .sim.simulate import simulate
         d = _shared()
         prog = read_program(d / "resnet18_batch_8x8.json.gz")
         t1 = time.perf_counter()
         cfg = load_config(config or d / "pimsim_config.json")
-        st = simulate_pim(prog, config=cfg, mode="timing", gantt=gantt).stats
+        res = simulate(prog, config=cfg, mode="timing", timeline=bool(gantt))
+        if gantt:
+            from ...report.timeline import draw_timeline
+            draw_timeline(res.timeline, gantt=gantt)
+        st = res.stats
         t2 = time.perf_counter()
         out = {"cycles": st.cycles, "latency_ns": st.latency_ns, "energy_pj": st.energy_pj,
                "instructions": st.instructions, "reference_ns": PIMSIM_RESNET18_NS,
@@ -59,14 +64,14 @@ def run_workload(name: str, config: Any = None, gantt: str | None = None) -> dic
                           f"{t2 - t1:.1f} s (pimsim-nn ≈23 s)")
     elif name == "digits-cnn":
         from ...frontend.models import bundled_model_path, bundled_testset
-        from .compiler.output import compile_result
-        from .sim.simulate import simulate_pim
+        from .compiler import compile_model
+        from .sim.simulate import simulate
         path = bundled_model_path("digits_cnn")
         x, _ = bundled_testset("digits_cnn")
-        c = compile_result(path, config=config)
+        c = compile_model(path, config=config)
         t1 = time.perf_counter()
         sample = {"input": x[0]}
-        res = simulate_pim(c.program, inputs=c.encode_inputs(sample), **c.sim_options)
+        res = simulate(c.program, inputs=c.encode_inputs(sample), **c.sim_options)
         ref = c.reference(sample)
         exact = all((res.outputs[k] == v).all() for k, v in ref.items())
         out = {"cycles": res.stats.cycles, "latency_ns": res.stats.latency_ns, "energy_pj": res.stats.energy_pj,
@@ -79,4 +84,4 @@ def run_workload(name: str, config: Any = None, gantt: str | None = None) -> dic
     else:
         raise UnsupportedError(f"unknown workload {name!r}")
     out["wall_s"] = time.perf_counter() - t0
-    return out
+    return Stats.from_figures(out)

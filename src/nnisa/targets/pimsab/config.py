@@ -37,22 +37,22 @@ class PimsabConfig(BaseModel):
     cram_cols: int = Field(256, ge=8, le=1024)
     htree_depth: int = Field(4, ge=1, le=8)
     tile_interconnect: Literal["htree", "bus"] = "htree"
-    bus_hops: int = Field(8, ge=1)
-    link_bits: int = Field(1024, ge=64)
+    bus_hops: int = Field(8, ge=1, le=1 << 20)
+    link_bits: int = Field(1024, ge=64, le=1 << 20)
     router_vcs: int = Field(8, ge=1, le=64)
     vc_depth: int = Field(2, ge=1, le=64)
     dram_distributed: bool = True
-    dram_tile: int = Field(0, ge=0)
-    dram_row_open_latency: int = Field(10, ge=0)
+    dram_tile: int = Field(0, ge=0, le=4095)
+    dram_row_open_latency: int = Field(10, ge=0, le=1 << 40)  # time-like keys bounded: cycles stay 64-bit
     dram_banks: int = Field(4, ge=1, le=64)
     dram_finished_queue: int = Field(1, ge=1, le=1)
     rf_regs: int = Field(32, ge=1, le=32)
     rf_bits: int = Field(32, ge=32, le=32)
-    popcount_stages: int = Field(5, ge=0)
+    popcount_stages: int = Field(5, ge=0, le=1 << 20)
     clock_ghz: float = Field(1.5, gt=0)
     cycle_mode: Literal["simulator", "bitexact"] = "simulator"
-    rf_transfer_flits: int = Field(64, ge=1)
-    transpose_latency: int = Field(0, ge=0)
+    rf_transfer_flits: int = Field(64, ge=1, le=1 << 20)
+    transpose_latency: int = Field(0, ge=0, le=1 << 40)
     const_op: bool = True
     const_op_kick_out_1_row: bool = False
     shuffle: bool = True

@@ -9,10 +9,11 @@ keyword operands.  Predication is a mnemonic suffix handled by :mod:`.formats.te
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
-from ...core.bitfields import Field, Format
-from ...core.isa import ISA, InstrSpec, Operand
+from ...core.bitfields import Field
+from ...core.isa import ISA, Instr, table_isa
 from ...core.operands import Int, OperandError, OperandKind, Reg, parse_int
 from . import precision as P
 
@@ -26,58 +27,8 @@ COLUMNS = [("op", "i2"), ("pred", "i1"), ("size", "i4"), ("rd", "i4"), ("pd", "i
            ("addr", "i8"), ("cram", "i4"), ("src_tile", "i4"), ("dst_tile", "i4"), ("src_cram", "i4"),
            ("dst_cram", "i4"), ("src_row", "i4"), ("dst_row", "i4"), ("rf", "i1"), ("tag", "i4")]
 
-OPCODES = {
-    "nop": 0x00, "add": 0x01, "sub": 0x02, "mult": 0x03, "max": 0x04, "min": 0x05, "and": 0x06, "or": 0x07,
-    "xor": 0x08, "not": 0x09, "copy": 0x0A, "set": 0x0B, "reset": 0x0C, "shift": 0x0D, "set_mask": 0x0E,
-    "reduce_cram": 0x0F, "reduce_tile": 0x10, "cram_local_shf": 0x11, "mac": 0x12,
-    "mul_const": 0x18, "add_const": 0x19, "dot_const": 0x1A, "read_rf": 0x1B, "write_rf": 0x1C, "add_rf": 0x1D,
-    "sub_rf": 0x1E, "popcount_rf": 0x1F,
-    "load": 0x20, "store": 0x21, "load_shf": 0x22, "load_rf": 0x23, "store_rf": 0x24, "cram_tx_rx": 0x25,
-    "cram_bcast": 0x26, "tile_tx": 0x27, "tile_rx": 0x28, "signal": 0x30, "wait": 0x31, "reset_sync": 0x32,
-    "halt": 0x3F,
-}
-MNEMONIC = {v: k for k, v in OPCODES.items()}
-
-BINARY = ("add", "sub", "mult", "max", "min", "and", "or", "xor")
-UNARY = ("not", "copy")
-CONST_OPS = ("mul_const", "add_const", "dot_const")
-RF_SCALAR = ("read_rf", "write_rf", "add_rf", "sub_rf", "popcount_rf")
-DRAM_OPS = ("load", "store", "load_shf", "load_rf", "store_rf")
-NET_OPS = ("tile_tx", "tile_rx")
-SYNC_OPS = ("signal", "wait", "reset_sync")
-#: instructions that take a predication suffix (.m / .c / .nc)
-PREDICATED = BINARY + UNARY + ("set", "reset", "shift", "set_mask", "reduce_cram", "reduce_tile",
-                               "cram_local_shf", "mac") + CONST_OPS
+#: the predication suffix of each ``pred`` value
 PRED_SUFFIX = {0: "", 1: ".m", 2: ".c", 3: ".nc"}
-
-DOC = {
-    "nop": "no operation", "add": "d = a + b", "sub": "d = a − b", "mult": "d = a × b",
-    "max": "d = max(a, b)", "min": "d = min(a, b)", "and": "d = a & b", "or": "d = a | b", "xor": "d = a ^ b",
-    "not": "d = ~a", "copy": "d = a", "set": "all d bits = 1", "reset": "all d bits = 0",
-    "shift": "move across bitlines by dist (cross-CRAM ring)", "set_mask": "mask latch ← wordline ra",
-    "reduce_cram": "sum bitline groups of 2^levels inside each CRAM",
-    "reduce_tile": "sum CRAM groups of 2^levels over the H-tree",
-    "cram_local_shf": "bitline b ← bitline b mod 2^shf inside each CRAM",
-    "mac": "d = acc(rd at pin) + a × b (bit-level lifetime; scratch rows)",
-    "mul_const": "d = a × rf[rb]", "add_const": "d = a + rf[rb]", "dot_const": "d = a·rf[x] + b·rf[y]",
-    "read_rf": "move rf[ra] to the controller", "write_rf": "rf[rd] ← imm", "add_rf": "rf[rd] ← rf[ra] + rf[rb]",
-    "sub_rf": "rf[rd] ← rf[ra] − rf[rb]", "popcount_rf": "rf[rd] ← Σ over bitlines of the value at (ra, pa)",
-    "load": "CRAM rows ← DRAM vector", "store": "DRAM vector ← CRAM rows",
-    "load_shf": "CRAM rows ← DRAM vector through broadcast/shuffle", "load_rf": "RF ← DRAM",
-    "store_rf": "DRAM ← RF", "cram_tx_rx": "CRAM dst rows ← CRAM src rows", "cram_bcast": "every CRAM ← CRAM 0 rows",
-    "tile_tx": "send rows (or the RF image) to a tile", "tile_rx": "receive rows from a tile (blocking)",
-    "signal": "increment a mailbox of a destination CRAM", "wait": "block until the mailbox is non-zero",
-    "reset_sync": "zero this tile's mailboxes", "halt": "end of stream",
-}
-
-CATEGORY = {m: "compute" for m in BINARY + UNARY + ("set", "reset", "shift", "set_mask", "mac")}
-CATEGORY.update({"reduce_cram": "reduce", "reduce_tile": "reduce", "cram_local_shf": "shuffle"})
-CATEGORY.update({m: "rf-compute" for m in CONST_OPS})
-CATEGORY.update({m: "rf" for m in RF_SCALAR})
-CATEGORY.update({m: "dram" for m in DRAM_OPS})
-CATEGORY.update({"cram_tx_rx": "intra-tile", "cram_bcast": "intra-tile", "tile_tx": "network",
-                 "tile_rx": "network", "signal": "sync", "wait": "sync", "reset_sync": "sync",
-                 "nop": "control", "halt": "control"})
 
 
 # ---------------------------------------------------------------------------- operand kinds
@@ -98,6 +49,9 @@ class Prec(OperandKind):
             return None
         return P.token(values[0])
 
+    def explicit(self, values):
+        return P.token(values[0])
+
 
 class Size(OperandKind):
     """A bitline count or ``all`` (0); as a keyword it is omitted when ``all``."""
@@ -116,6 +70,9 @@ class Size(OperandKind):
         if values[0] == 0:
             return None if self.omit_all else "all"
         return str(values[0])
+
+    def explicit(self, values):
+        return "all" if values[0] == 0 else str(values[0])
 
 
 class Addr(Int):
@@ -241,31 +198,34 @@ SHF = Shuffle()
 TR, BIT = Flag(1), Flag(0)
 INT_KW = Int(omit_default=True)
 
-
-def _op(kind, *cols, optional=False):
-    return Operand(kind, tuple(cols), optional)
-
-
-def _kw(key, kind, *cols, optional=True):
-    return Operand(kind, tuple(cols), optional, keyword=key)
-
+#: the operand table (Listing 1 of the paper: destination first, a precision after each vector operand)
+OPERANDS = {
+    "rd": (WL, "rd"), "pd": (PREC, "pd"), "ra": (WL, "ra"), "pa": (PREC, "pa"), "rb": (WL, "rb"), "pb": (PREC, "pb"),
+    "rd_rf": (RFR, "rd"), "ra_rf": (RFR, "ra"), "rb_rf": (RFR, "rb"), "xrf": (RFR, "xrf"), "px": (PREC, "px"),
+    "yrf": (RFR, "yrf"), "py": (PREC, "py"), "imm": (Imm32(), "imm"), "size": (SIZE_KW, "size"),
+    "dir": (Direction(), "dir"), "dist": (Distance(), "dist"), "levels": (Int(), "levels"),
+    "shf": (SHF, "shf_en", "shf"), "acc": (PREC, "pin"), "scratch": (WL, "scratch"),
+    "row": (WL, "row"), "row_rf": (RFR, "row"), "addr": (ADDR, "addr"), "len": (SIZE, "size"), "p": (PREC, "p"),
+    "len_opt": (SIZE_OPT, "size"), "p_opt": (PREC_OPT, "p"), "tr": (TR, "tr"), "cram": (INT_KW, "cram"),
+    "bcast": (BIT, "bcast"), "rf": (BIT, "rf"), "tag": (INT_KW, "tag"), "dst_cram": (INT_KW, "dst_cram"),
+    "dst": (CRAM_ROW, "dst_cram", "dst_row"), "src": (CRAM_ROW, "src_cram", "src_row"),
+    "dst_row": (WL, "dst_row"), "src_row": (WL, "src_row"),
+    "to": (TILE_ROW, "dst_tile", "dst_row"), "from": (TILE_ROW, "src_tile", "src_row"),
+    "to_cram": (TILE_CRAM, "dst_tile", "dst_cram"), "from_cram": (TILE_CRAM, "src_tile", "src_cram"),
+}
 
 # ---------------------------------------------------------------------------- formats
 OPC = Field("op", 127, 121, doc="opcode")
-
-
-def _r(*names: str, rf_rd: bool = False, rf_ra: bool = False, rf_rb: bool = False) -> tuple[Field, ...]:
-    """Format R fields by name (RF-index uses of rd/ra/rb are limited to 0..31)."""
-    lim = {"rd": rf_rd, "ra": rf_ra, "rb": rf_rb}
-    table = {
+#: the field tables of the four formats (R: compute, M: DRAM, X: CRAM/tile transfers and sync;
+#: N has the opcode only); ``*_rf`` fields index the 32-entry register file
+FIELDS = {
+    "R": {
         "pred": Field("pred", 120, 119, doc="0 always, 1 mask, 2 carry, 3 not carry"),
         "size": Field("size", 118, 98, doc="bitlines from 0 (0 = all)"),
-        "rd": Field("rd", 97, 88, maximum=31 if lim["rd"] else None),
+        "rd": Field("rd", 97, 88), "rd_rf": Field("rd", 97, 88, maximum=31),
         "pd": Field("pd", 87, 80, doc="precision byte"),
-        "ra": Field("ra", 79, 70, maximum=31 if lim["ra"] else None),
-        "pa": Field("pa", 69, 62),
-        "rb": Field("rb", 61, 52, maximum=31 if lim["rb"] else None),
-        "pb": Field("pb", 51, 44),
+        "ra": Field("ra", 79, 70), "ra_rf": Field("ra", 79, 70, maximum=31), "pa": Field("pa", 69, 62),
+        "rb": Field("rb", 61, 52), "rb_rf": Field("rb", 61, 52, maximum=31), "pb": Field("pb", 51, 44),
         "levels": Field("levels", 43, 39, minimum=1),
         "dir": Field("dir", 43, 43), "dist": Field("dist", 42, 33, doc="distance − 1"),
         "xrf": Field("xrf", 43, 34, maximum=31), "px": Field("px", 33, 26),
@@ -273,116 +233,127 @@ def _r(*names: str, rf_rd: bool = False, rf_ra: bool = False, rf_rb: bool = Fals
         "shf": Field("shf", 43, 42), "shf_en": Field("shf_en", 41, 41, minimum=1),
         "scratch": Field("scratch", 43, 34), "pin": Field("pin", 33, 26),
         "imm": Field("imm", 43, 12),
-    }
-    return tuple(table[n] for n in names)
-
-
-def _m(*names: str, rf: bool = False) -> tuple[Field, ...]:
-    table = {
+    },
+    "M": {
         "tr": Field("tr", 120, 120, doc="1 = transpose in the DRAM-side unit"),
         "bcast": Field("bcast", 119, 119), "shf_en": Field("shf_en", 118, 118), "shf": Field("shf", 117, 116),
         "size": Field("size", 115, 95, doc="elements (0 = all)"),
-        "row": Field("row", 94, 85, maximum=31 if rf else None),
+        "row": Field("row", 94, 85), "row_rf": Field("row", 94, 85, maximum=31),
         "p": Field("p", 84, 77), "addr": Field("addr", 76, 29, doc="DRAM byte address"),
         "cram": Field("cram", 28, 19, doc="first CRAM"),
-    }
-    return tuple(table[n] for n in names)
-
-
-def _x(*names: str) -> tuple[Field, ...]:
-    table = {
+    },
+    "X": {
         "bcast": Field("bcast", 120, 120), "shf_en": Field("shf_en", 119, 119), "shf": Field("shf", 118, 117),
         "size": Field("size", 116, 96), "src_tile": Field("src_tile", 95, 84), "dst_tile": Field("dst_tile", 83, 72),
         "src_cram": Field("src_cram", 71, 62), "dst_cram": Field("dst_cram", 61, 52),
         "src_row": Field("src_row", 51, 42), "dst_row": Field("dst_row", 41, 32), "p": Field("p", 31, 24),
         "rf": Field("rf", 23, 23, doc="RF image"), "tag": Field("tag", 22, 0),
-    }
-    return tuple(table[n] for n in names)
+    },
+    "N": {},
+}
 
 
-def _spec(mn: str, fields: tuple[Field, ...], operands: tuple[Operand, ...]) -> InstrSpec:
-    fmt = Format(WORD_BITS, ((OPC, OPCODES[mn]),), fields)
-    return InstrSpec(mn, OPCODES[mn], fmt, operands, CATEGORY[mn], DOC[mn])
+@dataclass(frozen=True)
+class Facts:
+    """What the assembler and the timing model read about one opcode (spec §2.5, §3.3)."""
+
+    #: kind of timing operation (:mod:`.sim.ops`): compute, load, store, send, receive, signal, wait
+    timing: str = "compute"
+    #: takes a predication suffix (.m / .c / .nc)
+    predicated: bool = False
+    #: the column naming the tile whose stream executes it (tile_tx: its sender)
+    stream: str = ""
+    #: columns the assembler fills with the executing tile
+    own: tuple[str, ...] = ()
 
 
-_DST = (_op(WL, "rd"), _op(PREC, "pd"))
-_SRC_A = (_op(WL, "ra"), _op(PREC, "pa"))
-_SRC_B = (_op(WL, "rb"), _op(PREC, "pb"))
-_SIZE = _kw("size", SIZE_KW, "size")
+C = Facts(predicated=True)
+_BIN, _BIN_S = "pred size rd pd ra pa rb pb", "rd, pd, ra, pa, rb, pb, [size=]"
+_UN, _UN_S = "pred size rd pd ra pa", "rd, pd, ra, pa, [size=]"
+_RF = "rd_rf ra_rf rb_rf"
+_LOAD = Facts("load")
+_M_OPT = "[tr=], [cram=]"
+_NET = "to, from, len, p"
+_SYNC = "src_tile dst_tile src_cram dst_cram tag"
 
+#: the instruction table: mnemonic, opcode, fields, syntax, category, meaning, facts, format
+ROWS = (
+    Instr("nop", 0x00, "", "", "control", "no operation", Facts(), "N"),
+    Instr("add", 0x01, _BIN, _BIN_S, "compute", "d = a + b", C, "R"),
+    Instr("sub", 0x02, _BIN, _BIN_S, "compute", "d = a − b", C, "R"),
+    Instr("mult", 0x03, _BIN, _BIN_S, "compute", "d = a × b", C, "R"),
+    Instr("max", 0x04, _BIN, _BIN_S, "compute", "d = max(a, b)", C, "R"),
+    Instr("min", 0x05, _BIN, _BIN_S, "compute", "d = min(a, b)", C, "R"),
+    Instr("and", 0x06, _BIN, _BIN_S, "compute", "d = a & b", C, "R"),
+    Instr("or", 0x07, _BIN, _BIN_S, "compute", "d = a | b", C, "R"),
+    Instr("xor", 0x08, _BIN, _BIN_S, "compute", "d = a ^ b", C, "R"),
+    Instr("not", 0x09, _UN, _UN_S, "compute", "d = ~a", C, "R"),
+    Instr("copy", 0x0A, _UN, _UN_S, "compute", "d = a", C, "R"),
+    Instr("set", 0x0B, "pred size rd pd", "rd, pd, [size=]", "compute", "all d bits = 1", C, "R"),
+    Instr("reset", 0x0C, "pred size rd pd", "rd, pd, [size=]", "compute", "all d bits = 0", C, "R"),
+    Instr("shift", 0x0D, _UN + " dir dist", "rd, pd, ra, pa, [dir=], [dist=], [size=]", "compute",
+          "move across bitlines by dist (cross-CRAM ring)", C, "R"),
+    Instr("set_mask", 0x0E, "pred size ra", "ra, [size=]", "compute", "mask latch ← wordline ra", C, "R"),
+    Instr("reduce_cram", 0x0F, _UN + " levels", "rd, pd, ra, pa, levels=, [size=]", "reduce",
+          "sum bitline groups of 2^levels inside each CRAM", C, "R"),
+    Instr("reduce_tile", 0x10, _UN + " levels", "rd, pd, ra, pa, levels=, [size=]", "reduce",
+          "sum CRAM groups of 2^levels over the H-tree", C, "R"),
+    Instr("cram_local_shf", 0x11, _UN + " shf shf_en", "rd, pd, ra, pa, shf=, [size=]", "shuffle",
+          "bitline b ← bitline b mod 2^shf inside each CRAM", C, "R"),
+    Instr("mac", 0x12, _BIN + " scratch pin", "rd, pd, ra, pa, rb, pb, acc=, scratch=, [size=]", "compute",
+          "d = acc(rd at pin) + a × b (bit-level lifetime; scratch rows)", C, "R"),
+    Instr("mul_const", 0x18, "pred size rd pd ra pa rb_rf pb", "rd, pd, ra, pa, rb_rf, pb, [size=]", "rf-compute",
+          "d = a × rf[rb]", C, "R"),
+    Instr("add_const", 0x19, "pred size rd pd ra pa rb_rf pb", "rd, pd, ra, pa, rb_rf, pb, [size=]", "rf-compute",
+          "d = a + rf[rb]", C, "R"),
+    Instr("dot_const", 0x1A, _BIN + " xrf px yrf py", "rd, pd, ra, pa, rb, pb, xrf, px, yrf, py, [size=]",
+          "rf-compute", "d = a·rf[x] + b·rf[y]", C, "R"),
+    Instr("read_rf", 0x1B, "ra_rf", "ra_rf", "rf", "move rf[ra] to the controller", Facts(), "R"),
+    Instr("write_rf", 0x1C, "rd_rf imm", "rd_rf, imm", "rf", "rf[rd] ← imm", Facts(), "R"),
+    Instr("add_rf", 0x1D, _RF, "rd_rf, ra_rf, rb_rf", "rf", "rf[rd] ← rf[ra] + rf[rb]", Facts(), "R"),
+    Instr("sub_rf", 0x1E, _RF, "rd_rf, ra_rf, rb_rf", "rf", "rf[rd] ← rf[ra] − rf[rb]", Facts(), "R"),
+    Instr("popcount_rf", 0x1F, "size rd_rf ra pa", "rd_rf, ra, pa, [size=]", "rf",
+          "rf[rd] ← Σ over bitlines of the value at (ra, pa)", Facts(), "R"),
+    Instr("load", 0x20, "tr size row p addr cram", "row, addr, len, p, " + _M_OPT, "dram",
+          "CRAM rows ← DRAM vector", _LOAD, "M"),
+    Instr("store", 0x21, "tr size row p addr cram", "addr, row, len, p, " + _M_OPT, "dram",
+          "DRAM vector ← CRAM rows", Facts("store"), "M"),
+    Instr("load_shf", 0x22, "tr bcast shf_en shf size row p addr cram",
+          "row, addr, len, p, [bcast=], [shf=], " + _M_OPT, "dram",
+          "CRAM rows ← DRAM vector through broadcast/shuffle", _LOAD, "M"),
+    Instr("load_rf", 0x23, "size row_rf p addr", "row_rf, addr, [len_opt], [p_opt]", "dram", "RF ← DRAM", _LOAD, "M"),
+    Instr("store_rf", 0x24, "size row_rf p addr", "addr, row_rf, [len_opt], [p_opt]", "dram", "DRAM ← RF",
+          Facts("store"), "M"),
+    Instr("cram_tx_rx", 0x25, "src_tile dst_tile src_cram dst_cram src_row dst_row p", "dst, src, p", "intra-tile",
+          "CRAM dst rows ← CRAM src rows", Facts(own=("src_tile", "dst_tile")), "X"),
+    Instr("cram_bcast", 0x26, "src_tile dst_tile src_row dst_row p", "dst_row, src_row, p", "intra-tile",
+          "every CRAM ← CRAM 0 rows", Facts(own=("src_tile", "dst_tile")), "X"),
+    Instr("tile_tx", 0x27, "shf_en shf size src_tile dst_tile src_row dst_row p rf", _NET + ", [shf=], [rf=]",
+          "network", "send rows (or the RF image) to a tile", Facts("send", stream="src_tile"), "X"),
+    Instr("tile_rx", 0x28, "bcast shf_en shf size src_tile dst_tile src_row dst_row p rf",
+          _NET + ", [bcast=], [shf=], [rf=]", "network", "receive rows from a tile (blocking)",
+          Facts("receive", stream="dst_tile"), "X"),
+    Instr("signal", 0x30, _SYNC, "to_cram, from_cram, [tag=]", "sync", "increment a mailbox of a destination CRAM",
+          Facts("signal", stream="src_tile"), "X"),
+    Instr("wait", 0x31, _SYNC, "from_cram, [tag=], [cram=dst_cram]", "sync", "block until the mailbox is non-zero",
+          Facts("wait", own=("dst_tile",)), "X"),
+    Instr("reset_sync", 0x32, "", "", "sync", "zero this tile's mailboxes", Facts(), "N"),
+    Instr("halt", 0x3F, "", "", "control", "end of stream", Facts(), "N"),
+)
 
-def _specs() -> list[InstrSpec]:
-    cr = ("pred", "size")
-    s = [_spec("nop", (), ())]
-    for mn in BINARY:
-        s.append(_spec(mn, _r(*cr, "rd", "pd", "ra", "pa", "rb", "pb"), _DST + _SRC_A + _SRC_B + (_SIZE,)))
-    for mn in UNARY:
-        s.append(_spec(mn, _r(*cr, "rd", "pd", "ra", "pa"), _DST + _SRC_A + (_SIZE,)))
-    for mn in ("set", "reset"):
-        s.append(_spec(mn, _r(*cr, "rd", "pd"), _DST + (_SIZE,)))
-    s.append(_spec("shift", _r(*cr, "rd", "pd", "ra", "pa", "dir", "dist"),
-                   _DST + _SRC_A + (_kw("dir", Direction(), "dir"), _kw("dist", Distance(), "dist"), _SIZE)))
-    s.append(_spec("set_mask", _r(*cr, "ra"), (_op(WL, "ra"), _SIZE)))
-    for mn in ("reduce_cram", "reduce_tile"):
-        s.append(_spec(mn, _r(*cr, "rd", "pd", "ra", "pa", "levels"),
-                       _DST + _SRC_A + (_kw("levels", Int(), "levels", optional=False), _SIZE)))
-    s.append(_spec("cram_local_shf", _r(*cr, "rd", "pd", "ra", "pa", "shf", "shf_en"),
-                   _DST + _SRC_A + (_kw("shf", SHF, "shf_en", "shf", optional=False), _SIZE)))
-    s.append(_spec("mac", _r(*cr, "rd", "pd", "ra", "pa", "rb", "pb", "scratch", "pin"),
-                   _DST + _SRC_A + _SRC_B + (_kw("acc", PREC, "pin", optional=False),
-                                             _kw("scratch", WL, "scratch", optional=False), _SIZE)))
-    for mn in ("mul_const", "add_const"):
-        s.append(_spec(mn, _r(*cr, "rd", "pd", "ra", "pa", "rb", "pb", rf_rb=True),
-                       _DST + _SRC_A + (_op(RFR, "rb"), _op(PREC, "pb"), _SIZE)))
-    s.append(_spec("dot_const", _r(*cr, "rd", "pd", "ra", "pa", "rb", "pb", "xrf", "px", "yrf", "py"),
-                   _DST + _SRC_A + _SRC_B + (_op(RFR, "xrf"), _op(PREC, "px"), _op(RFR, "yrf"), _op(PREC, "py"),
-                                             _SIZE)))
-    s.append(_spec("read_rf", _r("ra", rf_ra=True), (_op(RFR, "ra"),)))
-    s.append(_spec("write_rf", _r("rd", "imm", rf_rd=True), (_op(RFR, "rd"), _op(Imm32(), "imm"))))
-    for mn in ("add_rf", "sub_rf"):
-        s.append(_spec(mn, _r("rd", "ra", "rb", rf_rd=True, rf_ra=True, rf_rb=True),
-                       (_op(RFR, "rd"), _op(RFR, "ra"), _op(RFR, "rb"))))
-    s.append(_spec("popcount_rf", _r("size", "rd", "ra", "pa", rf_rd=True),
-                   (_op(RFR, "rd"), _op(WL, "ra"), _op(PREC, "pa"), _SIZE)))
-    m_opts = (_kw("tr", TR, "tr"), _kw("cram", INT_KW, "cram"))
-    s.append(_spec("load", _m("tr", "size", "row", "p", "addr", "cram"),
-                   (_op(WL, "row"), _op(ADDR, "addr"), _op(SIZE, "size"), _op(PREC, "p")) + m_opts))
-    s.append(_spec("store", _m("tr", "size", "row", "p", "addr", "cram"),
-                   (_op(ADDR, "addr"), _op(WL, "row"), _op(SIZE, "size"), _op(PREC, "p")) + m_opts))
-    s.append(_spec("load_shf", _m("tr", "bcast", "shf_en", "shf", "size", "row", "p", "addr", "cram"),
-                   (_op(WL, "row"), _op(ADDR, "addr"), _op(SIZE, "size"), _op(PREC, "p"),
-                    _kw("bcast", BIT, "bcast"), _kw("shf", SHF, "shf_en", "shf")) + m_opts))
-    s.append(_spec("load_rf", _m("size", "row", "p", "addr", rf=True),
-                   (_op(RFR, "row"), _op(ADDR, "addr"), _op(SIZE_OPT, "size", optional=True),
-                    _op(PREC_OPT, "p", optional=True))))
-    s.append(_spec("store_rf", _m("size", "row", "p", "addr", rf=True),
-                   (_op(ADDR, "addr"), _op(RFR, "row"), _op(SIZE_OPT, "size", optional=True),
-                    _op(PREC_OPT, "p", optional=True))))
-    s.append(_spec("cram_tx_rx", _x("src_tile", "dst_tile", "src_cram", "dst_cram", "src_row", "dst_row", "p"),
-                   (_op(CRAM_ROW, "dst_cram", "dst_row"), _op(CRAM_ROW, "src_cram", "src_row"), _op(PREC, "p"))))
-    s.append(_spec("cram_bcast", _x("src_tile", "dst_tile", "src_row", "dst_row", "p"),
-                   (_op(WL, "dst_row"), _op(WL, "src_row"), _op(PREC, "p"))))
-    net = (_op(TILE_ROW, "dst_tile", "dst_row"), _op(TILE_ROW, "src_tile", "src_row"), _op(SIZE, "size"),
-           _op(PREC, "p"))
-    s.append(_spec("tile_tx", _x("shf_en", "shf", "size", "src_tile", "dst_tile", "src_row", "dst_row", "p", "rf"),
-                   net + (_kw("shf", SHF, "shf_en", "shf"), _kw("rf", BIT, "rf"))))
-    s.append(_spec("tile_rx", _x("bcast", "shf_en", "shf", "size", "src_tile", "dst_tile", "src_row", "dst_row",
-                                 "p", "rf"),
-                   net + (_kw("bcast", BIT, "bcast"), _kw("shf", SHF, "shf_en", "shf"), _kw("rf", BIT, "rf"))))
-    tag = _kw("tag", INT_KW, "tag")
-    s.append(_spec("signal", _x("src_tile", "dst_tile", "src_cram", "dst_cram", "tag"),
-                   (_op(TILE_CRAM, "dst_tile", "dst_cram"), _op(TILE_CRAM, "src_tile", "src_cram"), tag)))
-    s.append(_spec("wait", _x("src_tile", "dst_tile", "src_cram", "dst_cram", "tag"),
-                   (_op(TILE_CRAM, "src_tile", "src_cram"), tag, _kw("cram", INT_KW, "dst_cram"))))
-    s.append(_spec("reset_sync", (), ()))
-    s.append(_spec("halt", (), ()))
-    return s
+#: opcode by mnemonic, mnemonic by opcode, category by mnemonic (derived from the table)
+OPCODES = {r.mnemonic: r.opcode for r in ROWS}
+MNEMONIC = {r.opcode: r.mnemonic for r in ROWS}
+CATEGORY = {r.mnemonic: r.category for r in ROWS}
+#: instructions that take a predication suffix (.m / .c / .nc)
+PREDICATED = tuple(r.mnemonic for r in ROWS if r.facts.predicated)
+BINARY = tuple(r.mnemonic for r in ROWS if r.fields == _BIN)
 
 
 @lru_cache(maxsize=1)
 def build_isa() -> ISA:
     """The PIMSAB ISA table (one instance; the encoding does not depend on the configuration)."""
-    return ISA("PIMSAB", WORD_BITS, OPC, COLUMNS, _specs())
+    return table_isa("PIMSAB", WORD_BITS, OPC, COLUMNS, ROWS, FIELDS, OPERANDS)
 
 
 def op(mnemonic: str) -> int:

@@ -7,36 +7,43 @@ energy) and ``workloads/`` (the paper's replay generators and ``nnisa bench``).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ...core.options import OptionSpec as O
-from ...core.target import Target
+from ...core.target import Example, ENGINES, CompileResult, Stats, Target
+from .compiler import compile_model
 from .config import PRESETS, load_config
-from .formats.files import FORMATS, check, program_config, read_program, write_program
-from .formats.image import decode_image, encode_image
+from .formats.files import FORMATS, decode, program_config
+from .formats.image import encode_image
 from .formats.text import assemble_text, disassemble
 from .isa import build_isa
 from .program import PimsabProgram
+from .sim.simulate import simulate
 from .stats import program_stats
+from .workloads.params import BENCH_OPTIONS
+
+__all__ = ["PimsabTarget"]
 
 
 class PimsabTarget(Target):
     """PIMSAB (bit-serial compute-in-SRAM tiles on a mesh) with the paper's workloads."""
 
     name = "pimsab"
+    lowerings = "nnisa.targets.pimsab.compiler.network:LOWERINGS"
     description = "PIMSAB bit-serial processing-in-SRAM (128-bit ISA, cycle/energy simulator, paper workloads)"
-    formats = dict(FORMATS)
+    file_formats = FORMATS
+    has_timeline = True
     demo_workloads = (("vadd", None), ("gemv", None))
     demo_model = "digits_cnn"
+    example = Example(".tile 0\nadd r16, i9, r0, i8, r8, i8\n", workload="vadd")
     options = (
         O("lenient", bool, False, None, "decode words with nonzero reserved bits", ("disasm", "stats", "convert")),
-        O("engine", str, "fast", ("fast", "reference"), "timing engine: numba (fast) or the Python reference",
+        O("engine", str, "fast", ENGINES, "timing engine: numba (fast) or the Python reference",
           ("sim", "bench")),
         O("log", str, None, None, "write the per-instruction timing log (CSV) here", ("sim",)),
         O("dump", str, None, None, "also output DRAM ranges ADDR:LEN[,ADDR:LEN]", ("sim",)),
         O("max_cycles", int, 2_000_000_000, None, "simulated-time limit (exit 4 when reached)", ("sim",),
-          minimum=1),
+          minimum=1, maximum=2**60),
         O("microops", bool, False, None, "also run compute instructions bit-serially on a bit-plane model and "
           "check them (small configurations)", ("sim",)),
         O("scale", float, 1.0, None, "workload size factor (0.5 = half, 2 = double; Fig. 20a)", ("bench",),
@@ -44,6 +51,7 @@ class PimsabTarget(Target):
         O("bits", int, None, None, "element precision of the workload (int4..int8 sweeps, Fig. 20b)", ("bench",),
           minimum=1, maximum=32, nullable=True),
         O("check", bool, False, None, "also compute values and check them (vadd, gemv, fir)", ("bench",)),
+        *BENCH_OPTIONS,
     )
 
     def config_presets(self) -> dict[str, str]:
@@ -72,46 +80,38 @@ class PimsabTarget(Target):
 
     def decode(self, data: bytes, *, lenient: bool = False, file: str | None = None, config: Any = None,
                **options: Any) -> PimsabProgram:
-        prog = decode_image(data, lenient=lenient, file=file)
-        return check(prog, program_config(prog, config), file)
-
-    def read(self, path: str | Path, *, config: Any = None, lenient: bool = False, **options: Any) -> PimsabProgram:
-        return read_program(path, config, lenient=lenient)
-
-    def write(self, program: PimsabProgram, path: str | Path, *, config: Any = None, **options: Any) -> None:
-        write_program(program, path, config)
+        return decode(data, lenient=lenient, file=file, config=config)
 
     def stats(self, program: PimsabProgram, *, config: Any = None, **options: Any) -> dict[str, Any]:
         return program_stats(program, program_config(program, config))
 
     def simulate(self, program: PimsabProgram, *, config: Any = None, inputs=None, **options: Any):
         """Values and/or cycles + energy (``--mode functional|timing|both``); see
-        :func:`nnisa.targets.pimsab.sim.simulate.simulate_pimsab`."""
-        from .sim.simulate import simulate_pimsab
-        return simulate_pimsab(program, config=config, inputs=inputs, **options)
+        :func:`nnisa.targets.pimsab.sim.simulate.simulate`."""
+        return simulate(program, config=config, inputs=inputs, **options)
 
-    def compile(self, model: str | Path, *, config: Any = None, out_dir: str | Path | None = None,
-                **options: Any):
+    def compile(self, model: Any, *, config: Any = None, out_dir=None, **options: Any) -> CompileResult:
         """ONNX model → the frontend's quantized graph → per-layer DSL programs (spec §4.11); see
-        :mod:`nnisa.targets.pimsab.compiler.netcompile`."""
-        from .compiler.netcompile import compile_model
+        :func:`nnisa.targets.pimsab.compiler.compile_model`."""
         return compile_model(model, config=config, out_dir=out_dir, **options)
 
-    def run_compiled(self, compiled, inputs, progress=None):
-        from .compiler.netcompile import run_compiled
-        return run_compiled(compiled, inputs, progress)
+    def simulate_batch(self, compiled: CompileResult, samples, first: int):
+        """Samples through the compiled layers, the run's first one also timed."""
+        from .compiler.netcompile import simulate_batch
+        return simulate_batch(compiled, samples, first)
 
     def workloads(self) -> dict[str, str]:
         from .workloads.registry import WORKLOADS
-        return {k: v[0] for k, v in WORKLOADS.items()}
+        return {k: v.description for k, v in WORKLOADS.items()}
 
-    def bench(self, workload: str, *, config: Any = None, scale: float = 1.0, bits: int | None = None,
-              check: bool = False, engine: str = "fast", **options: Any) -> dict[str, Any]:
-        """Generate and simulate one of the paper's workloads (timing mode; values with check)."""
+    def bench(self, workload: str, *, config: Any = None, scale: float = 1.0, check: bool = False,
+              engine: str = "fast", **params: Any) -> Stats:
+        """Generate and simulate one of the paper's workloads (timing mode; values with check);
+        ``params``: the workload's parameters (``-O n=``, ``m=``, ``bits=``, ...)."""
         from .workloads.registry import run_workload
         if workload not in self.workloads():
             self._unknown_workload(workload)
-        return run_workload(workload, load_config(config), scale=scale, bits=bits, check=check, engine=engine)
+        return run_workload(workload, load_config(config), scale=scale, check=check, engine=engine, **params)
 
     def warm_up(self) -> list[str]:
         """Compile the numba timing engine (:mod:`.sim.engine_nb`) with a small vadd replay, the

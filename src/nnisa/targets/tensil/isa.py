@@ -25,11 +25,13 @@ IR rows (numpy structured arrays, :data:`COLUMNS`):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ...core.bitfields import Field, Format
-from ...core.isa import ISA, InstrSpec
+from ...core.bitfields import Field
+from ...core.isa import ISA, Instr, table_isa
+from ...core.operands import Int, OperandError, OperandKind, parse_int
 from .config import TensilArch
 
 COLUMNS = [("hdr", "i4"), ("a0", "i8"), ("s0", "i8"), ("a1", "i8"), ("s1", "i8"), ("n", "i8"),
@@ -158,6 +160,184 @@ def _layout(arch: TensilArch) -> Layout:
                   op2_addr_bits, op2_bits, header_bits, nbytes)
 
 
+# ---------------------------------------------------------------------------- operand kinds
+_NUM = r"(0[xX][0-9a-fA-F]+|\d+)"
+_MEM = re.compile(r"^\s*(local|acc|dram0|dram1)\s*\[\s*" + _NUM + r"\s*\]\s*(?:@\s*2\s*\^\s*(\d+))?\s*$", re.I)
+_MOVE = re.compile(r"^(.*?)(<-|->|\+>)(.*)$")
+_SIMD = re.compile(r"^\s*(\w+)\s*=\s*(\w+)\s*(?:\(\s*([^)]*?)\s*\))?\s*$")
+#: DataMove kind of each text form (arrow, other memory)
+KIND_BY_FORM = {(arrow, mem): kind for kind, (_, mem, arrow) in DATAMOVE_KINDS.items()}
+
+
+def parse_mem(tok: str, want: tuple[str, ...]) -> tuple[str, int, int]:
+    """``local[12]@2^1`` → ("local", 12, 1); the memory must be one of ``want``."""
+    m = _MEM.match(tok)
+    if not m:
+        raise OperandError(f"expected a memory operand like {want[0]}[12] or {want[0]}[12]@2^1, got {tok.strip()!r}")
+    name = m.group(1).lower()
+    if name not in want:
+        raise OperandError(f"expected {' or '.join(want)}, got {name}")
+    digits = max(len(m.group(2)), len(m.group(3) or ""))
+    if digits > 20:  # no field is wider than 64 bits (and Python refuses > 4,300 digits)
+        raise OperandError(f"{name} address or stride out of range ({digits:,} digits)")
+    return name, int(m.group(2), 0), int(m.group(3) or 0)
+
+
+def format_mem(mem: str, addr: int, stride: int) -> str:
+    return f"{mem}[{addr}]" + (f"@2^{stride}" if stride else "")
+
+
+class Mem(OperandKind):
+    """An address in one memory with its stride exponent: ``local[3]@2^1`` (columns addr, stride)."""
+
+    ncols = 2
+
+    def __init__(self, mem: str):
+        self.mem = mem
+
+    def label(self, columns):
+        return f"{self.mem}[{columns[0]}]@2^{columns[1]}"
+
+    def parse(self, token):
+        return parse_mem(token, (self.mem,))[1:]
+
+    def format(self, values):
+        return format_mem(self.mem, *values)
+
+
+class Count(OperandKind):
+    """A vector count ≥ 1, stored as count − 1."""
+
+    def label(self, columns):
+        return "count"
+
+    def parse(self, token):
+        c = parse_int(token)
+        if c < 1:
+            raise OperandError(f"count must be >= 1, got {c}")
+        return (c - 1,)
+
+    def format(self, values):
+        return str(values[0] + 1)
+
+
+class Move(OperandKind):
+    """One DataMove kind: ``local[a]@2^s <- acc[b]@2^t`` (columns a0, s0, a1, s1; the arrow and the
+    other memory select the kind)."""
+
+    ncols = 4
+
+    def __init__(self, kind: int):
+        _, self.mem, self.arrow = DATAMOVE_KINDS[kind]
+
+    def label(self, columns):
+        return f"local[a0]@2^s0 {self.arrow} {self.mem}[a1]@2^s1"
+
+    def parse(self, token):
+        m = _MOVE.match(token)
+        if not m:
+            raise OperandError("expected 'local[a] <- MEM[b]', 'local[a] -> MEM[b]' or 'local[a] +> acc[b]'")
+        _, a0, s0 = parse_mem(m.group(1), ("local",))
+        mem, a1, s1 = parse_mem(m.group(3), ("dram0", "dram1", "acc"))
+        if (m.group(2), mem) != (self.arrow, self.mem):
+            raise OperandError(f"no DataMove kind 'local {m.group(2)} {mem}'")
+        return a0, s0, a1, s1
+
+    def format(self, values):
+        a0, s0, a1, s1 = values
+        return f"{format_mem('local', a0, s0)} {self.arrow} {format_mem(self.mem, a1, s1)}"
+
+
+class SimdExpr(OperandKind):
+    """``DST = OP(SRC, SRC)`` (columns sd, sop, sl, sr): O/I or R1..Rn, the op by name."""
+
+    ncols = 4
+
+    def __init__(self, regs: int, lut: bool):
+        self.regs, self.lut = regs, lut
+
+    def label(self, columns):
+        return "DST = OP(SRC, SRC)"
+
+    def _reg(self, tok: str, what: str) -> int:
+        t = tok.strip().upper()
+        if t == ("I" if what == "source" else "O"):
+            return 0
+        if t.startswith("R") and t[1:].isdigit():
+            k = int(t[1:])
+            if not 1 <= k <= self.regs:
+                raise OperandError(f"register {t} outside R1..R{self.regs} (simd_registers_depth {self.regs})")
+            return k
+        raise OperandError(f"expected {'I' if what == 'source' else 'O'} or R1..R{self.regs} as {what}, "
+                           f"got {tok.strip()!r}")
+
+    def parse(self, token):
+        m = _SIMD.match(token)
+        if not m:
+            raise OperandError("expected 'DST = OP(SRC, SRC)[, w=acc[a]][, r=acc[b]]'")
+        op = m.group(2).lower()
+        if op not in SIMD_OP_CODES or (op == "lookup" and not self.lut):
+            raise OperandError(f"unknown SIMD op {m.group(2)!r}")
+        srcs = [t.strip() for t in m.group(3).split(",")] if (m.group(3) or "").strip() else []
+        if len(srcs) > 2:
+            raise OperandError("a SIMD op takes at most two sources")
+        sl = self._reg(srcs[0], "source") if srcs else 0
+        sr = self._reg(srcs[1], "source") if len(srcs) == 2 else 0
+        return self._reg(m.group(1), "destination"), SIMD_OP_CODES[op], sl, sr
+
+    def format(self, values):
+        sd, sop, sl, sr = values
+        return f"{f'R{sd}' if sd else 'O'} = {SIMD_OPS[sop]}({f'R{sl}' if sl else 'I'}, {f'R{sr}' if sr else 'I'})"
+
+
+class AccAddr(OperandKind):
+    """``acc[a]`` of a SIMD write/read; printed when its flag is set (``always``) or non-zero."""
+
+    def __init__(self, always: bool):
+        self.always = always
+
+    def label(self, columns):
+        return "acc[a]"
+
+    def parse(self, token):
+        _, addr, stride = parse_mem(token, ("acc",))
+        if stride:
+            raise OperandError("SIMD accumulator addresses take no stride")
+        return (addr,)
+
+    def format(self, values):
+        return f"acc[{values[0]}]" if self.always or values[0] else None
+
+
+class ConfigRegister(OperandKind):
+    """A configuration register by name (``timeout``) or number 0..15."""
+
+    def label(self, columns):
+        return "register"
+
+    def parse(self, token):
+        t = token.strip().lower()
+        v = CONFIG_REGISTER_CODES[t] if t in CONFIG_REGISTER_CODES else parse_int(t)
+        if not 0 <= v <= 15:
+            raise OperandError(f"configure register must be a name or 0..15, got {token.strip()!r}")
+        return (v,)
+
+    def format(self, values):
+        return CONFIG_REGISTERS.get(values[0], str(values[0]))
+
+
+def operands(arch: TensilArch) -> dict:
+    """The operand table of ``arch`` (SIMD registers and ops depend on it)."""
+    out = {"local": (Mem("local"), "a0", "s0"), "acc": (Mem("acc"), "a1", "s1"), "size": (Count(), "n"),
+           "count": (Count(), "a1"),
+           "expr": (SimdExpr(arch.simd_registers_depth, bool(arch.lut)), "sd", "sop", "sl", "sr"),
+           "w": (AccAddr(False), "a0"), "w_set": (AccAddr(True), "a0"), "r": (AccAddr(False), "a1"),
+           "r_set": (AccAddr(True), "a1"), "reg": (ConfigRegister(), "reg"), "val": (Int(), "val"),
+           "table": (Int(), "a1")}
+    out.update({stat: (Move(kind), "a0", "s0", "a1", "s1") for kind, (stat, _, _) in DATAMOVE_KINDS.items()})
+    return out
+
+
 # ---------------------------------------------------------------------------- the table
 @dataclass(frozen=True)
 class Limit:
@@ -171,11 +351,17 @@ class Limit:
 class TensilISA(ISA):
     """The :class:`~nnisa.core.isa.ISA` of one layout, plus the limit names for messages."""
 
-    def __init__(self, layout: Layout, instrs: list[InstrSpec], limits: dict[tuple[int, str], Limit]):
-        super().__init__(f"Tensil ({layout.arch.name or 'custom'})", layout.instruction_bits,
-                         Field("hdr", layout.instruction_bits - 1, layout.instruction_bits - 8), COLUMNS, instrs)
+    def __init__(self, name, word_bits, opcode_field, columns, instrs, *, layout: Layout,
+                 limits: dict[tuple[int, str], Limit]):
+        super().__init__(name, word_bits, opcode_field, columns, instrs)
         self.layout = layout
         self.limits = limits
+
+    def range_message(self, spec, field: Field, value: int) -> str | None:
+        lim = self.limits.get((spec.opcode, field.name))
+        if lim is None or value < 0:
+            return None
+        return f"{spec.text}: {lim.label} {value} ≥ {lim.bound} {lim.value}"
 
 
 def _f(name: str, lo: int, width: int, limit: int | None = None) -> Field | None:
@@ -184,83 +370,88 @@ def _f(name: str, lo: int, width: int, limit: int | None = None) -> Field | None
     return Field(name, lo + width - 1, lo, maximum=None if limit is None else limit - 1)
 
 
+def _dn(mem: str) -> str:
+    return "accumulator_depth" if mem == "acc" else f"{mem}_depth"
+
+
+def fields(arch: TensilArch) -> tuple[dict[str, Field | None], dict[str, Limit]]:
+    """The field table of ``arch``'s layout (spec §2, §3) and the limit of each entry (messages)."""
+    L = Layout.from_arch(arch)
+    depth = {"local": arch.local_depth, "acc": arch.accumulator_depth, "dram0": arch.dram0_depth,
+             "dram1": arch.dram1_depth}
+    regs = arch.simd_registers_depth + 1
+    nops = 17 if arch.lut else 16
+    ob = L.simd_operand_bits
+    table: dict[str, Field | None] = {}
+    limits: dict[str, Limit] = {}
+
+    def add(key, col, lo, width, label, bound, value):
+        table[key] = _f(col, lo, width, value)
+        limits[key] = Limit(label, bound, value)
+
+    add("local", "a0", 0, L.op0_addr_bits, "local address", "local_depth", depth["local"])
+    add("s0", "s0", L.op0_addr_bits, L.stride0_bits, "stride field", "stride0_depth", arch.stride0_depth)
+    add("s1", "s1", L.op1_lo + L.op1_addr_bits, L.stride1_bits, "stride field", "stride1_depth", arch.stride1_depth)
+    for mem in ("acc", "dram0", "dram1"):
+        add(mem, "a1", L.op1_lo, L.op1_addr_bits, f"{mem} address", _dn(mem), depth[mem])
+        add("n_" + mem, "n", L.op2_lo, L.op2_addr_bits, "size (count − 1)", _dn(mem), min(depth["local"], depth[mem]))
+    add("count", "a1", L.op1_lo, L.op1_addr_bits, "size (count − 1)", "local_depth", depth["local"])
+    add("acc_w", "a0", 0, L.op0_addr_bits, "acc write address", "accumulator_depth", depth["acc"])
+    add("acc_r", "a1", L.op1_lo, L.op1_addr_bits, "acc read address", "accumulator_depth", depth["acc"])
+    for k, col in enumerate(("sd", "sr", "sl")):
+        add(col, col, L.op2_lo + k * ob, ob, "SIMD register", "simd_registers_depth + 1", regs)
+    add("sop", "sop", L.op2_lo + 3 * ob, L.simd_op_bits, "SIMD op", "op count", nops)
+    if arch.lut:
+        add("lut", "a1", L.op1_lo, L.op1_addr_bits, "LUT table", "tables + 1", arch.lut[0] + 1)
+    table["reg"] = Field("reg", 3, 0)
+    table["val"] = Field("val", L.instruction_bits - 9, 4, maximum=VAL_MAX)
+    return table, limits
+
+
+def _simd(flags: int) -> Instr:
+    tag = "".join(c for b, c in ((1, "r"), (2, "w"), (4, "a")) if flags & b)
+    w, r = ("w=w_set" if flags & 2 else "w=w"), ("r=r_set" if flags & 1 else "r=r")
+    return Instr("simd" + ("." + tag if tag else ""), SIMD << 4 | flags, "acc_w acc_r sd sr sl sop",
+                 f"expr, [{w}], [{r}]", "simd", "ALU op on accumulator vectors and registers")
+
+
+def _matmul(flags: int) -> Instr:
+    names = [n for b, n in ((1, "acc"), (2, "zeroes")) if flags & b]
+    return Instr(".".join(["matmul"] + names), MATMUL << 4 | flags, "local s0 acc s1 n_acc", "local, acc, size",
+                 "array", "multiply local vectors by the weights into the accumulators"
+                 + (" (accumulate)" if flags & 1 else "") + (" (zero input)" if flags & 2 else ""))
+
+
+def _datamove(kind: int) -> Instr:
+    stat, mem, arrow = DATAMOVE_KINDS[kind]
+    return Instr(f"datamove.{stat.lower()}", DATAMOVE << 4 | kind, f"local s0 {mem} s1 n_{mem}", f"{stat}, size",
+                 "move", f"copy vectors local {arrow} {mem}", spelling="datamove")
+
+
+#: the instruction table: one row per canonical header byte (opcode << 4 | flags)
+ROWS = (
+    Instr("nop", NOP << 4, "", "", "control", "no operation"),
+    *(_matmul(f) for f in range(4)),
+    *(_datamove(k) for k in DATAMOVE_KINDS),
+    Instr("loadweights", LOADWEIGHTS << 4, "local s0 count", "local, count", "array",
+          "push vectors into the array weights"),
+    Instr("loadweights.zeroes", LOADWEIGHTS << 4 | 1, "local s0 count", "local, count", "array",
+          "push vectors into the array weights (zero vectors)"),
+    *(_simd(f) for f in range(8)),
+    Instr("loadlut", LOADLUT << 4, "local s0 lut", "local, table=", "simd",
+          "load a lookup table from local memory (nnisa extension)"),
+    Instr("configure", CONFIGURE << 4, "reg val", "reg, val", "control", "set a configuration register"),
+)
+
+
 @lru_cache(maxsize=64)
 def build_isa(arch: TensilArch) -> TensilISA:
     """The instruction table of ``arch`` (cached per architecture)."""
     L = Layout.from_arch(arch)
     W = L.instruction_bits
-    hdr_field = Field("hdr", W - 1, W - 8)
-    depth = {"local": arch.local_depth, "acc": arch.accumulator_depth, "dram0": arch.dram0_depth,
-             "dram1": arch.dram1_depth}
-    instrs: list[InstrSpec] = []
-    limits: dict[tuple[int, str], Limit] = {}
-
-    def add(mnemonic, opcode, flags, fields, category, doc, lims=()):
-        hdr = opcode << 4 | flags
-        fmt = Format(W, ((hdr_field, hdr),), tuple(f for f in fields if f is not None))
-        instrs.append(InstrSpec(mnemonic, hdr, fmt, (), category, doc))
-        for col, label, bound, value in lims:
-            limits[(hdr, col)] = Limit(label, bound, value)
-
-    def addr0(mem, col="a0", scol="s0"):
-        return [_f(col, 0, L.op0_addr_bits, depth[mem]), _f(scol, L.op0_addr_bits, L.stride0_bits, arch.stride0_depth)]
-
-    def addr1(mem, col="a1", scol="s1"):
-        return [_f(col, L.op1_lo, L.op1_addr_bits, depth[mem]),
-                _f(scol, L.op1_lo + L.op1_addr_bits, L.stride1_bits, arch.stride1_depth)]
-
-    def lims_addr(mem0, mem1, size_mem=None):
-        out = [("a0", f"{mem0} address", f"{_dn(mem0)}", depth[mem0]),
-               ("s0", "stride field", "stride0_depth", arch.stride0_depth)]
-        if mem1:
-            out += [("a1", f"{mem1} address", _dn(mem1), depth[mem1]),
-                    ("s1", "stride field", "stride1_depth", arch.stride1_depth)]
-        if size_mem:
-            out.append(("n", "size (count − 1)", f"{_dn(size_mem)}", min(depth["local"], depth[size_mem])))
-        return out
-
-    add("nop", NOP, 0, [], "control", "no operation")
-    for flags in range(4):
-        names = [n for b, n in ((1, "acc"), (2, "zeroes")) if flags & b]
-        size = _f("n", L.op2_lo, L.op2_addr_bits, min(depth["local"], depth["acc"]))
-        add(".".join(["matmul"] + names), MATMUL, flags, addr0("local") + addr1("acc") + [size], "array",
-            "multiply local vectors by the weights into the accumulators"
-            + (" (accumulate)" if flags & 1 else "") + (" (zero input)" if flags & 2 else ""),
-            lims_addr("local", "acc", "acc"))
-    for kind, (stat, mem, arrow) in DATAMOVE_KINDS.items():
-        size = _f("n", L.op2_lo, L.op2_addr_bits, min(depth["local"], depth[mem]))
-        add(f"datamove.{stat.lower()}", DATAMOVE, kind, addr0("local") + addr1(mem) + [size], "move",
-            f"copy vectors local {arrow} {mem}", lims_addr("local", mem, mem))
-    for flags in range(2):
-        count = _f("a1", L.op1_lo, L.op1_addr_bits, depth["local"])
-        add("loadweights" + (".zeroes" if flags else ""), LOADWEIGHTS, flags, addr0("local") + [count], "array",
-            "push vectors into the array weights" + (" (zero vectors)" if flags else ""),
-            lims_addr("local", None) + [("a1", "size (count − 1)", "local_depth", depth["local"])])
-    ob = L.simd_operand_bits
-    regs = arch.simd_registers_depth + 1
-    nops = 17 if arch.lut else 16
-    for flags in range(8):
-        tag = "".join(c for b, c in ((1, "r"), (2, "w"), (4, "a")) if flags & b)
-        fields = [_f("a0", 0, L.op0_addr_bits, depth["acc"]), _f("a1", L.op1_lo, L.op1_addr_bits, depth["acc"]),
-                  _f("sd", L.op2_lo, ob, regs), _f("sr", L.op2_lo + ob, ob, regs), _f("sl", L.op2_lo + 2 * ob, ob, regs),
-                  _f("sop", L.op2_lo + 3 * ob, L.simd_op_bits, nops)]
-        add("simd" + ("." + tag if tag else ""), SIMD, flags, fields, "simd",
-            "ALU op on accumulator vectors and registers",
-            [("a0", "acc write address", "accumulator_depth", depth["acc"]),
-             ("a1", "acc read address", "accumulator_depth", depth["acc"]),
-             ("sd", "SIMD register", "simd_registers_depth + 1", regs),
-             ("sr", "SIMD register", "simd_registers_depth + 1", regs),
-             ("sl", "SIMD register", "simd_registers_depth + 1", regs),
-             ("sop", "SIMD op", "op count", nops)])
-    if arch.lut:
-        tables = arch.lut[0]
-        add("loadlut", LOADLUT, 0, addr0("local") + [_f("a1", L.op1_lo, L.op1_addr_bits, tables + 1)], "simd",
-            "load a lookup table from local memory (nnisa extension)",
-            lims_addr("local", None) + [("a1", "LUT table", "tables + 1", tables + 1)])
-    add("configure", CONFIGURE, 0, [Field("reg", 3, 0), Field("val", W - 9, 4, maximum=VAL_MAX)], "control",
-        "set a configuration register")
-    return TensilISA(L, instrs, limits)
-
-
-def _dn(mem: str) -> str:
-    return "accumulator_depth" if mem == "acc" else f"{mem}_depth"
+    table, limits = fields(arch)
+    rows = [r for r in ROWS if arch.lut or r.mnemonic != "loadlut"]
+    by_row = {(r.opcode, f.name): limits[key] for r in rows for key in r.fields.split()
+              if key in limits and (f := table[key]) is not None}
+    return table_isa(f"Tensil ({arch.name or 'custom'})", W, Field("hdr", W - 1, W - 8), COLUMNS, rows, table,
+                     operands(arch), TensilISA, layout=L, limits=by_row)

@@ -7,18 +7,22 @@ estimator, detailed and SCALE-Sim cycle models) and ``compiler/`` (ONNX lowering
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ...core.options import OptionSpec as O
-from ...core.target import Target
+from ...core.options import option_specs
+from ...core.target import Example, ENGINES, CompileResult, Stats, Target
+from .compiler import TensilCompileOptions, compile_model
 from .config import PRESETS, load_arch
 from .formats import files
 from .formats.binary import decode_program, encode_program
 from .formats.text import assemble, disassemble
 from .isa import Layout, build_isa
 from .program import TensilProgram
+from .sim.simulate import simulate
 from .stats import program_stats
+
+__all__ = ["TensilTarget"]
 
 _SIM = ("sim",)
 
@@ -27,12 +31,14 @@ class TensilTarget(Target):
     """Tensil's weight-stationary systolic-array TCU (v1.0.15), architecture-parameterised."""
 
     name = "tensil"
+    lowerings = "nnisa.targets.tensil.compiler.lower:LOWERINGS"
     description = "Tensil systolic-array TCU (v1.0.15): .tmodel/.tprog/.tdata, emulator, estimator"
-    formats = {".tmodel": "Tensil model (program + consts + I/O map)", ".tprog": "Tensil binary program",
-               ".tasm": "Tensil listing dialect", ".s": "canonical Tensil assembly", ".nasm": "canonical Tensil assembly",
-               ".asm": "canonical Tensil assembly"}
+    file_formats = files.FORMATS
+    has_timeline = True
     demo_model = "digits_mlp"
     demo_workloads = (("resnet20-baseline", None),)
+    example = Example("loadweights local[0], 5\nmatmul local[5], acc[0], 2\n", config="tiny4x4",
+                      sim_options={"timing": "detailed"}, workload="scalesim-test")
     options = (
         O("extended", bool, False, None, ".tasm: spell instructions Tensil's dialect cannot (lossy otherwise)",
           ("asm", "convert")),
@@ -44,7 +50,8 @@ class TensilTarget(Target):
           maximum=1 << 20, nullable=True),
         O("local_consts", bool, None, None, "load consts into local memory (default: the model's flag)", _SIM,
           nullable=True),
-        O("path", str, "fast", ("fast", "reference"), "emulator: numba kernel or reference interpreter", _SIM),
+        O("engine", str, "fast", ENGINES, "emulator: numba kernel or reference interpreter", _SIM),
+        O("path", str, "fast", ENGINES, "old name of engine", _SIM, alias_of="engine", deprecated=True),
         O("compare", str, None, None, "CSV of expected outputs, checked with the data type's tolerance", _SIM,
           nullable=True),
         O("conversion", str, "tensil", ("tensil", "pynq"), "float→fixed rule of the inputs", _SIM),
@@ -57,16 +64,7 @@ class TensilTarget(Target):
         O("topology", str, None, None, "scalesim model: SCALE-Sim topology CSV (default: the model's layers)",
           _SIM, nullable=True),
         O("dataflow", str, "ws", ("ws", "os", "is"), "scalesim model: dataflow", _SIM),
-        O("strategy", str, "local-isolated", ("local-isolated", "local-vars", "local-consts",
-                                              "local-vars-and-consts"), "memory strategy (Tensil's names)"),
-        O("softmax", str, "host", ("host", "passthrough", "error"),
-          "Softmax at an output: on the host (default), passed through as logits (Tensil), or an error"),
-        O("reuse", bool, True, None, "read a job's output from local memory in the next job instead of DRAM0 "
-          "(false: Tensil's DRAM round trips, byte-identical XOR)"),
-        O("outputs", str, None, None, "comma-separated tensors to output (default: every graph output)",
-          ("compile",), nullable=True),
-        O("lut", bool, False, None, "Sigmoid/Tanh through nnisa's LoadLUT/Lookup extension (adds x_nnisa_lut and "
-          "3 SIMD registers to the architecture; not runnable on Tensil hardware)"),
+        *option_specs(TensilCompileOptions),
     )
 
     # ------------------------------------------------------------------ configuration
@@ -98,25 +96,16 @@ class TensilTarget(Target):
     def decode(self, data: bytes, *, config: Any = None, file: str | None = None, **options: Any) -> TensilProgram:
         return decode_program(data, load_arch(config), file=file)
 
-    def read(self, path: str | Path, *, config: Any = None, **options: Any) -> TensilProgram:
-        """``.tmodel`` (or a compiler output folder), ``.tprog``/``.tasm``/text with ``--arch``."""
-        return files.read_program(path, config)
-
-    def write(self, program: TensilProgram, path: str | Path, *, extended: bool = False, **options: Any) -> None:
-        files.write_program(program, path, extended=extended)
-
     def stats(self, program: TensilProgram, **options: Any) -> dict[str, Any]:
         return program_stats(program)
 
     # ------------------------------------------------------------------ simulate / compile
     def simulate(self, program, *, config=None, inputs=None, **options: Any):
-        """Emulator values and cycles (``nnisa.targets.tensil.sim.simulate.simulate``)."""
-        from .sim.simulate import simulate
+        """Emulator values and cycles (:func:`nnisa.targets.tensil.sim.simulate.simulate`)."""
         return simulate(program, config=config, inputs=inputs, **options)
 
-    def compile(self, model, *, config=None, out_dir=None, **options: Any):
-        """ONNX → ``.tmodel``/``.tprog``/``.tdata`` bundle (``nnisa.targets.tensil.compiler``)."""
-        from .compiler.output import compile_model
+    def compile(self, model, *, config=None, out_dir=None, **options: Any) -> CompileResult:
+        """ONNX → ``.tmodel``/``.tprog``/``.tdata`` bundle (:func:`nnisa.targets.tensil.compiler.compile_model`)."""
         return compile_model(model, config=config, out_dir=out_dir, **options)
 
     # ------------------------------------------------------------------ workloads
@@ -124,8 +113,7 @@ class TensilTarget(Target):
         from .workloads import WORKLOADS
         return dict(WORKLOADS)
 
-    def bench(self, workload: str, *, config: Any = None, **options: Any) -> dict[str, Any]:
-        from .workloads import WORKLOADS, run_workload
-        if workload not in WORKLOADS:
-            self._unknown_workload(workload)
+    def bench(self, workload: str, *, config: Any = None, **options: Any) -> Stats:
+        from .workloads import run_workload
+        self.check_workload(workload)
         return run_workload(workload)

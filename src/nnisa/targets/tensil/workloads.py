@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import UnsupportedError
+from ...core.target import Stats
 from .config import PRESETS, TensilArch
 from .isa import LOADWEIGHTS, MATMUL
 from .program import DTYPE, TensilProgram
@@ -90,7 +91,7 @@ def _resnet20() -> dict[str, Any]:
                        f"{', exact' if res.stats.cycles == RESNET20_BASELINE_CYCLES else ''})"}
 
 
-def run_workload(name: str) -> dict[str, Any]:
+def run_workload(name: str) -> Stats:
     t0 = time.perf_counter()
     if name == "resnet20-baseline":
         out = _resnet20()
@@ -106,4 +107,4 @@ def run_workload(name: str) -> dict[str, Any]:
     else:
         raise UnsupportedError(f"unknown workload {name!r}")
     out["wall_s"] = time.perf_counter() - t0
-    return out
+    return Stats.from_figures(out)

@@ -1,6 +1,6 @@
 """The plan builder: device tensors, constants, host layout steps and device kernels (§6).
 
-A :class:`Plan` is what the runtime replays: device-memory tensors (batches of tiled matrices),
+A :class:`~nnisa.targets.cherry.program.Plan` is what the runtime replays: device-memory tensors (batches of tiled matrices),
 constant tensors, and steps (``device``: programs to run; ``host``: a layout transform the
 runtime performs between device tensors, §5.3).  :class:`Builder` offers the operators
 (matmul, elementwise, reductions, transposes, pooling) and emits blocked, fused programs.
@@ -8,39 +8,21 @@ runtime performs between device tensors, §5.3).  :class:`Builder` offers the op
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ....core.errors import ConfigError, UnsupportedError
 from ..config import CherryConfig
-from ..program import Program
+from ..layout import tiles_of
+from ..program import Plan, Program
 from . import kernels as K
-from .layout import tiles_of
 
 UNARY = ("relu", "exp", "log", "gtz")
 BINARY = ("add", "sub", "mul", "div", "pow")
 NEEDS_FIXUP = ("exp", "log", "div", "pow")
 #: k-tiles per matmul iteration (2u + 1 formulas <= 8 allows 3; fewer ACC loads/stores, §6.10)
 MATMUL_UNROLL = 3
-
-
-@dataclass
-class Plan:
-    """Everything the runtime needs; JSON-able except the programs and constants."""
-
-    sz: int
-    tensors: list[dict[str, int]] = field(default_factory=list)
-    consts: dict[int, np.ndarray] = field(default_factory=dict)
-    programs: list[Program] = field(default_factory=list)
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    @property
-    def dram_tiles(self) -> int:
-        return max((t["base"] + t["tiles"] for t in self.tensors), default=0)
 
 
 class Builder:
@@ -334,7 +316,7 @@ class Builder:
     # ------------------------------------------------------------------ graph boundary
     def input(self, name: str, view: dict) -> int:
         """A model input with its view (the runtime converts and uploads it)."""
-        from .layout import mat_shape
+        from ..layout import mat_shape
         tid = self.tensor(*mat_shape(view))
         self.plan.inputs[name] = {"tensor": tid, "view": view}
         return tid
@@ -344,7 +326,7 @@ class Builder:
 
     def relayout(self, tid: int, src_view: dict, dst_view: dict) -> int:
         """Host step: the same logical values in another view."""
-        from .layout import mat_shape
+        from ..layout import mat_shape
         return self.host("relayout", tid, mat_shape(dst_view), src_view=src_view, dst_view=dst_view)
 
     def broadcast(self, x: int, axis: int, n: int) -> int:

@@ -18,19 +18,16 @@ from typing import Any
 import numpy as np
 
 from ....core.errors import UnsupportedError
+from ....core.lowering import refusal
 from ....core.target import CompileResult
 from ....frontend import load_model
 from ....frontend.ir import Graph, Node
+from ....frontend.prepare import check_graph
 from ....frontend.kernels import conv_weight_matrix
 from ..config import CherryConfig
 from .builder import Builder
-from .bundle import CompiledModel, write_bundle
-from .layout import conv_out_hw, mat_shape, nhwc, plain, pool_windows, to_matrix
-
-SUPPORTED = ("Conv", "Gemm", "MatMul", "Relu", "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool",
-             "GlobalAveragePool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity",
-             "BatchNormalization", "Sigmoid", "Clip", "LeakyRelu", "Softmax")
-
+from ..formats.bundle import CompiledModel, write_bundle
+from ..layout import conv_out_hw, mat_shape, nhwc, plain, pool_windows, to_matrix
 
 class _Lowering:
     def __init__(self, g: Graph, cfg: CherryConfig):
@@ -71,13 +68,10 @@ class _Lowering:
 
     # ops ---------------------------------------------------------------------------------
     def lower(self, n: Node) -> None:
-        op = n.op
-        fn = getattr(self, "op_" + op, None)
+        fn = LOWERINGS.get(n.op)
         if fn is None:
-            raise self.err(n, f"operator {op} is not supported by the Cherry compiler (supported: "
-                           f"{', '.join(SUPPORTED)})")
-        out = fn(n)
-        self.env[n.outputs[0]] = out
+            raise self.err(n, refusal(LOWERINGS, "Cherry", n.op))
+        self.env[n.outputs[0]] = fn(self, n)
 
     def op_Identity(self, n):
         return self.value(n.inputs[0])
@@ -299,8 +293,15 @@ class _Lowering:
         return self.b.elementwise("mul", s, self.masked(1.0 / (h * w), view)), view
 
 
+#: the Cherry lowering table: IR op → ``fn(lowering, node)`` (the ``op_*`` methods); the node
+#: check, ``nnisa targets --ops`` and the docs come from it
+LOWERINGS = {name[3:]: fn for name, fn in vars(_Lowering).items() if name.startswith("op_")}
+
+
 def lower_graph(g: Graph, cfg: CherryConfig) -> Builder:
-    """Lower a float graph; returns the builder holding the plan."""
+    """Lower a float graph; returns the builder holding the plan.  Every node the table lacks is
+    refused at once, before any lowering."""
+    check_graph(g, "cherry", lambda n, _: refusal(LOWERINGS, "Cherry", n.op), quantized=False)
     lw = _Lowering(g, cfg)
     for t in g.inputs:
         view = plain(t.shape)
@@ -313,7 +314,7 @@ def lower_graph(g: Graph, cfg: CherryConfig) -> Builder:
     return lw.b
 
 
-def compile_model(model: str | Path, cfg: CherryConfig, out_dir: str | Path | None = None) -> CompileResult:
+def compile_network(model: str | Path, cfg: CherryConfig, out_dir: str | Path | None = None) -> CompileResult:
     """ONNX → a compiled Cherry model (bundle folder when ``out_dir`` is given)."""
     t0 = time.perf_counter()
     g = load_model(model)
@@ -325,5 +326,7 @@ def compile_model(model: str | Path, cfg: CherryConfig, out_dir: str | Path | No
     report.pop("units", None)
     cm.report = report
     files = write_bundle(cm, out_dir) if out_dir is not None else {}
-    return CompileResult(program=cm, files=files, report=report, encode_inputs=lambda x: x,
-                         decode_outputs=lambda y: y, sim_options={"config": cfg})
+    # the runtime takes and gives tensors with their batch axis of one sample
+    return CompileResult(program=cm, files=files, report=report, sim_options={"config": cfg}, config=cfg,
+                         encode_inputs=lambda x: {k: np.asarray(v)[None] for k, v in x.items()},
+                         decode_outputs=lambda y: {k: v[0] if v.shape[:1] == (1,) else v for k, v in y.items()})

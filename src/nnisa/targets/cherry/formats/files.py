@@ -7,38 +7,32 @@
 | ``.pkt`` | the host → device packet stream that loads and starts the program (§5.1): ro_data upload (type 0), program upload (type 1, ≤ 63 words per packet), enqueue (type 2) |
 
 The tile size and the encoding of binary files come from the configuration (``--arch``).
+:data:`FORMATS` is the table (compiled bundle folders included, :mod:`.bundle`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ....core.errors import DecodeError, FormatError, UnsupportedError
-from ....core.fileio import decode_text, read_bytes, write_atomic
-from ..program import HEADER_BYTES, MAX_PROGRAM, Header, Program
+from ....core.errors import DecodeError, FormatError
+from ....core.fileio import decode_text, read_bytes
+from ....core.formats import FileFormat, FormatTable
+from ..config import load_config
+from ..program import HEADER_BYTES, MAX_PROGRAM, Header, Program, program_stats
 from .binary import decode_image, decode_words, encode_image, encode_words
+from .bundle import CompiledModel, read_bundle
 from .text import assemble, disassemble
 
-BINARY = (".cisa", ".bin")
-TEXT = (".casm", ".s", ".txt")
-PACKETS = (".pkt",)
-FORMATS = {".cisa": "Cherry program image (header + 16-bit words)", ".casm": "Cherry assembly text",
-           ".pkt": "host packet stream (ro_data upload, program upload, enqueue)"}
+__all__ = ["FORMATS", "assemble_for", "decode", "decode_packets", "encode_packets", "read_program", "stats_of", "text_of",
+           "write_program"]
+
 MAX_PACKET_WORDS = 63
 #: the largest file of each kind read: an image is a header and at most MAX_PROGRAM words; text and
 #: packet streams (which may re-upload) get a generous bound, checked before the file is read
 MAX_FILE_BYTES = {"binary": HEADER_BYTES + 2 * MAX_PROGRAM, "text": 16 << 20, "packets": 16 << 20}
-
-
-def _kind(path: Path) -> str:
-    ext = path.suffix.lower()
-    for kind, exts in (("binary", BINARY), ("text", TEXT), ("packets", PACKETS)):
-        if ext in exts:
-            return kind
-    raise UnsupportedError(f"unknown Cherry file type {ext or '(none)'!r} for {path} "
-                           f"(known: {', '.join(BINARY + TEXT + PACKETS)})")
 
 
 def encode_packets(prog: Program, slot: int = 0) -> bytes:
@@ -108,31 +102,83 @@ def decode_packets(data: bytes, sz: int = 4, encoding: str = "canonical") -> Pro
                    encoding=encoding)
 
 
-def read_program(path: str | Path, *, sz: int = 4, encoding: str = "canonical", sz_given: bool = False) -> Program:
-    """Read a program file (format from the extension)."""
-    p = Path(path)
-    kind = _kind(p)
-    data = read_bytes(p, max_size=MAX_FILE_BYTES[kind], what=f"Cherry {kind} file ({MAX_PROGRAM} instructions at most)")
+def assemble_for(text: str, *, file: str | None = None, config: Any = None, encoding: str | None = None) -> Program:
+    """Assemble with the tile size and encoding of ``config`` when one is given (else the text's
+    own ``.sz``/defaults); ``encoding`` overrides the configuration's."""
+    cfg = load_config(config) if config is not None else None
+    enc = encoding or (cfg.encoding if cfg is not None and cfg.encoding != "canonical" else None)
+    return assemble(text, file=file, sz=cfg.sz if cfg is not None else None, encoding=enc)
+
+
+def _binary_setting(config: Any, encoding: str | None) -> tuple[int, str]:
+    cfg = load_config(config)
+    return cfg.sz, encoding or cfg.encoding
+
+
+def decode(data: bytes, *, config: Any = None, encoding: str | None = None) -> Program:
+    """A program image with the tile size and encoding of ``config`` (``encoding`` overrides it)."""
+    return decode_image(data, *_binary_setting(config, encoding))
+
+
+def _bounded(path: Path, kind: str) -> bytes:
+    """The file's bytes, its size checked against :data:`MAX_FILE_BYTES` before it is read."""
+    return read_bytes(path, max_size=MAX_FILE_BYTES[kind], what=f"Cherry {kind} file ({MAX_PROGRAM} instructions at most)")
+
+
+def _decoding(read, kind: str):
+    """A reader whose decode errors name the file."""
+    def reader(path: Path, *, config: Any = None, encoding: str | None = None, **_: Any) -> Program:
+        data = _bounded(path, kind)
+        try:
+            return read(data, *_binary_setting(config, encoding))
+        except DecodeError as exc:
+            raise exc.with_context(file=str(path))
+    return reader
+
+
+def _read_text(path: Path, *, config: Any = None, encoding: str | None = None, **_: Any) -> Program:
     try:
-        if kind == "text":
-            return assemble(decode_text(data, str(p)), file=str(p), sz=sz if sz_given else None,
-                            encoding=encoding if encoding != "canonical" else None)
-        if kind == "binary":
-            return decode_image(data, sz, encoding)
-        return decode_packets(data, sz, encoding)
+        return assemble_for(decode_text(_bounded(path, "text"), str(path)), file=str(path), config=config,
+                            encoding=encoding)
     except DecodeError as exc:
-        raise exc.with_context(file=str(p))
+        raise exc.with_context(file=str(path))
 
 
-def write_program(prog: Program, path: str | Path, *, encoding: str | None = None) -> None:
-    """Write a program atomically (format from the extension)."""
-    p = Path(path)
-    kind = _kind(p)
-    if encoding and encoding != prog.encoding:
-        prog = Program(prog.rows, prog.header, prog.sz, prog.org, encoding)
-    if kind == "text":
-        write_atomic(p, disassemble(prog))
-    elif kind == "binary":
-        write_atomic(p, encode_image(prog))
-    else:
-        write_atomic(p, encode_packets(prog))
+def _encoded(render):
+    """A renderer of the program in the ``encoding`` asked for (default: its own)."""
+    def out(prog: Program, path: Path, *, encoding: str | None = None, **_: Any):
+        if encoding and encoding != prog.encoding:
+            prog = Program(prog.rows, prog.header, prog.sz, prog.org, encoding)
+        return render(prog)
+    return out
+
+
+#: Cherry files: extension → reader, writer, description; compiled bundle folders read as models
+FORMATS = FormatTable("Cherry", [
+    FileFormat((".cisa", ".bin"), "Cherry program image (header + 16-bit words)", _decoding(decode_image, "binary"),
+               _encoded(encode_image)),
+    FileFormat((".casm", ".s", ".txt"), "Cherry assembly text", _read_text, _encoded(disassemble)),
+    FileFormat((".pkt",), "host packet stream (ro_data upload, program upload, enqueue)", _decoding(decode_packets, "packets"),
+               _encoded(encode_packets)),
+], bundle=lambda path, **_: read_bundle(path))
+
+
+def read_program(path: str | Path, **options: Any) -> Program | CompiledModel:
+    """Read a program file (format from the extension; tile size and encoding from ``config``)
+    or a compiled bundle folder."""
+    return FORMATS.read(path, **options)
+
+
+def write_program(prog: Program, path: str | Path, **options: Any) -> None:
+    """Write a program atomically (format from the extension; ``encoding`` to re-encode)."""
+    FORMATS.write(prog, path, **options)
+
+
+def text_of(program: Program | CompiledModel) -> str:
+    """Canonical text of a program, or of every program of a compiled model (as in its bundle)."""
+    return program.text() if isinstance(program, CompiledModel) else disassemble(program)
+
+
+def stats_of(program: Program | CompiledModel) -> dict[str, Any]:
+    """Static statistics of a program or of a compiled model."""
+    return program.stats() if isinstance(program, CompiledModel) else program_stats(program)

@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from ....core.asm import Line, iter_lines, parse_operands, split_operands
+from ....core.asm import Assembler, Directives, Line
 from ....core.errors import AsmError, EncodeError
 from ....core.operands import OperandError, parse_int
 from ..isa import ALIASES, LOOP_VARS, MAX_FORMULAS, MAX_LOOPS, OP, cherry_isa
@@ -29,7 +29,6 @@ from ..program import (MAX_ITERATIONS, MAX_JUMP, MAX_PROGRAM, VALUE_MAX, VALUE_M
 from .binary import ENCODINGS, encode_alt
 
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(.))")
-_SLOT_KW = re.compile(r"^slot\s*=\s*(\S+)$", re.I)
 
 
 # ------------------------------------------------------------------ formulas
@@ -151,17 +150,156 @@ def format_formula(values) -> str:
 
 
 # ------------------------------------------------------------------ assembler
-def _kv(tokens: list[str], where, allowed: set[str]) -> dict[str, int]:
-    out = {}
-    for tok in tokens:
-        key, eq, val = tok.partition("=")
-        if not eq or key.strip().lower() not in allowed:
-            raise AsmError(f"expected {' or '.join(sorted(k + '=N' for k in allowed))}, got {tok!r}", **where)
+#: the directives of Cherry assembly (§2.5)
+DIRECTIVES = Directives("Cherry")
+
+
+class CherryAssembler(Assembler):
+    """Cherry text → :class:`Program`: the core assembler with Cherry's directives, the seed
+    spellings as aliases, loop jumps computed from the matching start/end pair (§2.6)."""
+
+    directives = DIRECTIVES
+    aliases = ALIASES
+    labels = "labels are not used in Cherry assembly (loops are blocks)"
+
+    def __init__(self, file: str | None, sz: int | None, encoding: str | None):
+        super().__init__(None, file=file)
+        self.sz, self.org, self.encoding = sz, 0, encoding or "canonical"
+        self.loops: dict[int, dict[str, int]] = {}
+        self.loop_lines: dict[int, int] = {}
+        self.formulas: dict[int, list[int]] = {}
+        self.source_lines: list[Line] = []
+
+    def _index(self, tok: str, limit: int, what: str, line: Line) -> int:
         try:
-            out[key.strip().lower()] = parse_int(val)
+            v = parse_int(tok)
         except OperandError as exc:
-            raise AsmError(str(exc), **where) from None
-    return out
+            raise self.error(f"{what}: {exc}", line) from None
+        if not 0 <= v < limit:
+            raise self.error(f"{what} {v} outside 0..{limit - 1}", line)
+        return v
+
+    @DIRECTIVES.register(".sz", "4|16|32", "tile size (must match the configuration's)")
+    def _sz(self, line: Line) -> None:
+        try:
+            n = parse_int(line.tail.strip())
+        except OperandError as exc:
+            raise self.error(f".sz: {exc}", line) from None
+        if n not in (4, 16, 32):
+            raise self.error(f".sz {n}: the tile size is 4, 16 or 32", line)
+        if self.sz is not None and self.sz != n:
+            raise self.error(f".sz {n} does not match the configuration's SZ={self.sz} (use --arch sz{n})", line)
+        if self.isa is not None:
+            raise self.error(".sz must come before the first instruction", line)
+        self.sz = n
+
+    @DIRECTIVES.register(".org", "ADDR", "load address of the program (pc offset)")
+    def _org(self, line: Line) -> None:
+        try:
+            self.org = parse_int(line.tail.strip())
+        except OperandError as exc:
+            raise self.error(f".org: {exc}", line) from None
+        if self.org < 0:
+            raise self.error(".org must be >= 0", line)
+
+    @DIRECTIVES.register(".encoding", "|".join(ENCODINGS), "binary encoding of the program image")
+    def _encoding(self, line: Line) -> None:
+        args = line.tail.strip()
+        if args.lower() not in ENCODINGS:
+            raise self.error(f".encoding {args!r}: expected one of {', '.join(ENCODINGS)}", line)
+        self.encoding = args.lower()
+
+    @DIRECTIVES.register(".loop", "A iterations=N [jump=J]", "iteration count (and jump) of loop address A")
+    def _loop(self, line: Line) -> None:
+        parts = line.tail.split()
+        if not parts:
+            raise self.error(".loop needs a loop address and iterations=N", line)
+        a = self._index(parts[0], MAX_LOOPS, "loop address", line)
+        if a in self.loops:
+            raise self.error(f"loop {a} is defined twice", line)
+        kv = {}
+        for tok in parts[1:]:
+            key, eq, val = tok.partition("=")
+            if not eq or key.strip().lower() not in ("iterations", "jump"):
+                raise self.error(f"expected iterations=N or jump=N, got {tok!r}", line)
+            try:
+                kv[key.strip().lower()] = parse_int(val)
+            except OperandError as exc:
+                raise self.error(str(exc), line) from None
+        if "iterations" not in kv:
+            raise self.error(f".loop {a}: iterations=N is required", line)
+        if not 1 <= kv["iterations"] <= MAX_ITERATIONS:
+            raise self.error(f".loop {a}: iterations={kv['iterations']} outside 1..{MAX_ITERATIONS}", line)
+        if "jump" in kv and not 0 <= kv["jump"] <= MAX_JUMP:
+            raise self.error(f".loop {a}: jump={kv['jump']} outside 0..{MAX_JUMP}", line)
+        self.loops[a] = kv
+        self.loop_lines[a] = line.lineno
+
+    @DIRECTIVES.register(".apu", "F = FORMULA", "address formula F, linear in the loop variables i..p")
+    def _apu(self, line: Line) -> None:
+        idx, eq, expr = line.tail.strip().partition("=")
+        if not eq:
+            raise self.error(".apu needs `.apu N = <formula>`", line)
+        f = self._index(idx.strip(), MAX_FORMULAS, "formula", line)
+        if f in self.formulas:
+            raise self.error(f"formula {f} is defined twice", line)
+        try:
+            vals = parse_formula(expr)
+        except OperandError as exc:
+            raise self.error(f".apu {f}: {exc}", line) from None
+        for c, v in enumerate(vals):
+            if not VALUE_MIN <= v <= VALUE_MAX:
+                what = "constant" if c == 8 else f"coefficient of {LOOP_VARS[c]}"
+                raise self.error(f".apu {f}: {what} {v} outside signed 18 bits ({VALUE_MIN}..{VALUE_MAX})", line)
+        self.formulas[f] = vals
+
+    def instruction(self, line: Line) -> None:
+        if self.isa is None:
+            self.sz = self.sz or 4
+            self.isa = cherry_isa(self.sz)
+        self.emit(self.parse(line), line)
+        self.source_lines.append(line)
+
+    def finish(self) -> Program:
+        isa = self.isa or cherry_isa(self.sz or 4)
+        lines, file = self.source_lines, self.file
+        if len(self.rows) > MAX_PROGRAM:
+            raise self.error(f"program has {len(self.rows)} instructions; at most {MAX_PROGRAM} fit",
+                             lines[MAX_PROGRAM].lineno)
+        arr = isa.rows(self.rows)
+        try:
+            pairs = loop_structure(arr)
+        except ValueError as exc:
+            pc = int(str(exc).split(":")[0].split()[-1]) if str(exc).startswith("pc ") else len(lines) - 1
+            ln = lines[pc] if lines else None
+            raise AsmError(str(exc).split(": ", 1)[-1] if str(exc).startswith("pc ") else str(exc), file=file,
+                           line=ln.lineno if ln else None) from None
+        header = Header()
+        for a, spec in self.loops.items():
+            header.iterations[a] = spec["iterations"]
+            header.jumps[a] = spec.get("jump", 0)
+        for a, (start, end) in pairs.items():
+            ln = lines[start]
+            if a not in self.loops or self.loops[a]["iterations"] == 0:
+                raise self.error(f"loop {a} has no iteration count (add `.loop {a} iterations=N`)", ln)
+            jump = end - start
+            if jump > MAX_JUMP:
+                raise self.error(f"loop {a} body has {jump - 1} instructions; at most {MAX_JUMP - 1} fit (jump <= "
+                                 f"{MAX_JUMP})", ln)
+            if "jump" in self.loops[a] and self.loops[a]["jump"] != jump:
+                raise self.error(f"loop {a}: jump={self.loops[a]['jump']} but its body needs jump={jump}",
+                                 self.loop_lines[a])
+            header.jumps[a] = jump
+        for f, vals in self.formulas.items():
+            header.formulas[f] = vals
+        prog = Program(arr, header, sz=self.sz or 4, org=self.org, encoding=self.encoding)
+        if prog.encoding == "cherrycore":
+            for pc, r in enumerate(prog.instructions()):
+                try:
+                    encode_alt(r)
+                except EncodeError as exc:
+                    raise self.error(exc.message, lines[pc]) from None
+        return prog
 
 
 def assemble(text: str, *, file: str | None = None, sz: int | None = None, encoding: str | None = None) -> Program:
@@ -178,162 +316,7 @@ def assemble(text: str, *, file: str | None = None, sz: int | None = None, encod
     encoding
         Encoding from the configuration; ``.encoding`` overrides it.
     """
-    state = {"sz": sz, "org": 0, "encoding": encoding or "canonical"}
-    loops: dict[int, dict[str, int]] = {}
-    loop_lines: dict[int, int] = {}
-    formulas: dict[int, list[int]] = {}
-    rows: list[tuple] = []
-    lines: list[Line] = []
-    isa = None
-    for line in iter_lines(text):
-        where = {"file": file, "line": line.lineno, "column": line.col}
-        if line.label is not None:
-            raise AsmError("labels are not used in Cherry assembly (loops are blocks)", **where)
-        head = line.head.lower()
-        if head.startswith("."):
-            _directive(head, line, where, state, loops, loop_lines, formulas, isa is not None)
-            continue
-        if isa is None:
-            state["sz"] = state["sz"] or 4
-            isa = cherry_isa(state["sz"])
-        rows.append(_instruction(isa, line, file))
-        lines.append(line)
-    if isa is None:
-        isa = cherry_isa(state["sz"] or 4)
-    if len(rows) > MAX_PROGRAM:
-        raise AsmError(f"program has {len(rows)} instructions; at most {MAX_PROGRAM} fit", file=file,
-                       line=lines[MAX_PROGRAM].lineno)
-    arr = isa.rows(rows)
-    try:
-        pairs = loop_structure(arr)
-    except ValueError as exc:
-        pc = int(str(exc).split(":")[0].split()[-1]) if str(exc).startswith("pc ") else len(lines) - 1
-        ln = lines[pc] if lines else None
-        raise AsmError(str(exc).split(": ", 1)[-1] if str(exc).startswith("pc ") else str(exc), file=file,
-                       line=ln.lineno if ln else None) from None
-    header = Header()
-    for a, spec in loops.items():
-        header.iterations[a] = spec["iterations"]
-        header.jumps[a] = spec.get("jump", 0)
-    for a, (start, end) in pairs.items():
-        ln = lines[start]
-        if a not in loops or loops[a]["iterations"] == 0:
-            raise AsmError(f"loop {a} has no iteration count (add `.loop {a} iterations=N`)", file=file,
-                           line=ln.lineno, column=ln.col)
-        jump = end - start
-        if jump > MAX_JUMP:
-            raise AsmError(f"loop {a} body has {jump - 1} instructions; at most {MAX_JUMP - 1} fit (jump <= "
-                           f"{MAX_JUMP})", file=file, line=ln.lineno, column=ln.col)
-        if "jump" in loops[a] and loops[a]["jump"] != jump:
-            raise AsmError(f"loop {a}: jump={loops[a]['jump']} but its body needs jump={jump}", file=file,
-                           line=loop_lines[a])
-        header.jumps[a] = jump
-    for f, vals in formulas.items():
-        header.formulas[f] = vals
-    prog = Program(arr, header, sz=state["sz"] or 4, org=state["org"], encoding=state["encoding"])
-    if prog.encoding == "cherrycore":
-        for pc, r in enumerate(prog.instructions()):
-            try:
-                encode_alt(r)
-            except EncodeError as exc:
-                raise AsmError(exc.message, file=file, line=lines[pc].lineno, column=lines[pc].col) from None
-    return prog
-
-
-def _directive(head, line, where, state, loops, loop_lines, formulas, started) -> None:
-    args = line.tail.strip()
-    if head == ".sz":
-        try:
-            n = parse_int(args)
-        except OperandError as exc:
-            raise AsmError(f".sz: {exc}", **where) from None
-        if n not in (4, 16, 32):
-            raise AsmError(f".sz {n}: the tile size is 4, 16 or 32", **where)
-        if state["sz"] is not None and state["sz"] != n:
-            raise AsmError(f".sz {n} does not match the configuration's SZ={state['sz']} (use --arch sz{n})",
-                           **where)
-        if started:
-            raise AsmError(".sz must come before the first instruction", **where)
-        state["sz"] = n
-    elif head == ".org":
-        try:
-            state["org"] = parse_int(args)
-        except OperandError as exc:
-            raise AsmError(f".org: {exc}", **where) from None
-        if state["org"] < 0:
-            raise AsmError(".org must be >= 0", **where)
-    elif head == ".encoding":
-        if args.lower() not in ENCODINGS:
-            raise AsmError(f".encoding {args!r}: expected one of {', '.join(ENCODINGS)}", **where)
-        state["encoding"] = args.lower()
-    elif head == ".loop":
-        parts = args.split()
-        if not parts:
-            raise AsmError(".loop needs a loop address and iterations=N", **where)
-        a = _index(parts[0], MAX_LOOPS, "loop address", where)
-        if a in loops:
-            raise AsmError(f"loop {a} is defined twice", **where)
-        kv = _kv(parts[1:], where, {"iterations", "jump"})
-        if "iterations" not in kv:
-            raise AsmError(f".loop {a}: iterations=N is required", **where)
-        if not 1 <= kv["iterations"] <= MAX_ITERATIONS:
-            raise AsmError(f".loop {a}: iterations={kv['iterations']} outside 1..{MAX_ITERATIONS}", **where)
-        if "jump" in kv and not 0 <= kv["jump"] <= MAX_JUMP:
-            raise AsmError(f".loop {a}: jump={kv['jump']} outside 0..{MAX_JUMP}", **where)
-        loops[a] = kv
-        loop_lines[a] = line.lineno
-    elif head == ".apu":
-        idx, eq, expr = args.partition("=")
-        if not eq:
-            raise AsmError(".apu needs `.apu N = <formula>`", **where)
-        f = _index(idx.strip(), MAX_FORMULAS, "formula", where)
-        if f in formulas:
-            raise AsmError(f"formula {f} is defined twice", **where)
-        try:
-            vals = parse_formula(expr)
-        except OperandError as exc:
-            raise AsmError(f".apu {f}: {exc}", **where) from None
-        for c, v in enumerate(vals):
-            if not VALUE_MIN <= v <= VALUE_MAX:
-                what = "constant" if c == 8 else f"coefficient of {LOOP_VARS[c]}"
-                raise AsmError(f".apu {f}: {what} {v} outside signed 18 bits ({VALUE_MIN}..{VALUE_MAX})", **where)
-        formulas[f] = vals
-    else:
-        raise AsmError(f"unknown directive {line.head!r} (directives: .sz .org .encoding .loop .apu)", **where)
-
-
-def _index(tok: str, limit: int, what: str, where) -> int:
-    try:
-        v = parse_int(tok)
-    except OperandError as exc:
-        raise AsmError(f"{what}: {exc}", **where) from None
-    if not 0 <= v < limit:
-        raise AsmError(f"{what} {v} outside 0..{limit - 1}", **where)
-    return v
-
-
-def _instruction(isa, line: Line, file) -> tuple:
-    head = line.head.lower()
-    tokens = split_operands(line.tail, line.tail_col)
-    if head in ALIASES:
-        head, fixed = ALIASES[head]
-        tokens = [(line.col, t) for t in fixed] + tokens
-    spec = isa.by_mnemonic.get(head)
-    if spec is None:
-        raise AsmError(f"unknown instruction {line.head!r}", file=file, line=line.lineno, column=line.col)
-    slot = None
-    if head in ("load", "store") and tokens and _SLOT_KW.match(tokens[-1][1]):
-        col, tok = tokens.pop()
-        try:
-            slot = parse_int(_SLOT_KW.match(tok).group(1))
-        except OperandError as exc:
-            raise AsmError(f"{head} slot: {exc}", file=file, line=line.lineno, column=col) from None
-        if not 0 <= slot <= 3:
-            raise AsmError(f"{head} slot={slot} outside 0..3", file=file, line=line.lineno, column=col)
-    row = list(parse_operands(isa, spec, tokens, line, file))
-    if slot is not None:
-        row[isa._col_index["slot"]] = slot
-    return tuple(row)
+    return CherryAssembler(file, sz, encoding).assemble(text)
 
 
 # ------------------------------------------------------------------ disassembler

@@ -1,5 +1,5 @@
-"""Simulation entry points: run programs on a :class:`Machine` with the cycle model and turn the
-result into nnisa's ``Stats`` and ``Timeline`` (spec ``cherry.md`` §3-§4)."""
+"""Running programs on a :class:`Machine` with the cycle model, and the result as nnisa's
+``Stats`` and ``Timeline`` (spec ``cherry.md`` §3-§4); the entry point is :mod:`.simulate`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ....core.errors import FormatError, OptionError, SimError
-from ....core.target import Stats
+from ....core.target import MODES, Stats
 from ..config import CherryConfig
 from ..isa import OP
 from ..program import Program
@@ -17,7 +17,6 @@ from .element import tile_bytes
 from .machine import Machine
 from .timing import UNITS, QueueModel
 
-MODES = ("both", "functional", "timing")
 TIMING_MODEL = "cherrycore superscalar instruction queue (spec cherry.md §4)"
 
 
@@ -95,46 +94,38 @@ def load_inputs(machine: Machine, inputs: dict[str, np.ndarray] | None) -> None:
 
 def timeline_of(tm: QueueModel, title: str):
     """The recorded pushes as a :class:`~nnisa.report.timeline.Timeline` (one track per unit)."""
-    from ....report.timeline import Timeline, Track
+    from ....report.timeline import build_timeline
     from ..isa import OP as ops
     names = {v: k for k, v in ops.items()}
     ev = np.array(tm.events, dtype=np.int64).reshape(-1, 5)
     labels = sorted({names[int(o)] for o in ev[:, 4]}) if len(ev) else []
     lab_idx = {n: i for i, n in enumerate(labels)}
-    tracks = []
-    for u, name in enumerate(UNITS):
-        sel = ev[ev[:, 0] == u]
-        tracks.append(Track(name.upper(), start=sel[:, 1], end=sel[:, 1] + sel[:, 2],
-                            unit=np.full(len(sel), u, np.int16),
-                            label=np.array([lab_idx[names[int(o)]] for o in sel[:, 4]], np.int32),
-                            pc=sel[:, 3]))
-    return Timeline(tracks, units=tuple(u.upper() for u in UNITS), labels=tuple(labels) or ("busy",),
-                    time_unit="cycles", ns_per_unit=None, title=title, process="Cherry device")
+    label = np.array([lab_idx[names[int(o)]] for o in ev[:, 4]], np.int32)
+    return build_timeline([u.upper() for u in UNITS], ev[:, 0], ev[:, 1], ev[:, 1] + ev[:, 2],
+                          unit=ev[:, 0].astype(np.int16), label=label, pc=ev[:, 3],
+                          units=tuple(u.upper() for u in UNITS), labels=tuple(labels) or ("busy",),
+                          time_unit="cycles", ns_per_unit=None, title=title, process="Cherry device")
 
 
 def simulate_program(programs: list[Program], cfg: CherryConfig, inputs: dict[str, np.ndarray] | None = None, *,
-                     mode: str = "both", engine: str = "fast", trace: str | None = None,
-                     gantt: str | None = None) -> tuple[dict[str, np.ndarray], Stats, Machine]:
-    """Run raw programs (device memory given by ``inputs``); outputs = the device tiles used."""
+                     mode: str = "both", engine: str = "fast",
+                     timeline: bool = False) -> tuple[dict[str, np.ndarray], Stats, Machine, Any]:
+    """Run raw programs (device memory given by ``inputs``); outputs = the device tiles used.
+    Returns the outputs, the statistics, the machine and the timeline (``None`` unless asked)."""
     t0 = time.perf_counter()
     machine = Machine(cfg)
     load_inputs(machine, inputs)
-    tm = make_timing(cfg, record=bool(trace or gantt)) if mode != "functional" else None
+    tm = make_timing(cfg, record=timeline) if mode != "functional" else None
     run_programs(machine, programs, mode=mode, engine=engine, timing=tm)
     st = stats_of(machine, tm, programs, time.perf_counter() - t0)
-    write_pictures(tm, trace, gantt, "Cherry program")
     outs = {} if mode == "timing" else {"dram": machine.dram[:machine.dram_hi].copy()}
-    return outs, st, machine
+    return outs, st, machine, recorded_timeline(tm, timeline, "Cherry program")
 
 
-def write_pictures(tm: QueueModel | None, trace: str | None, gantt: str | None, title: str) -> None:
-    if not (trace or gantt):
-        return
+def recorded_timeline(tm: QueueModel | None, wanted: bool, title: str):
+    """The timeline of a run when one was asked for (it needs the cycle model)."""
+    if not wanted:
+        return None
     if tm is None:
         raise OptionError("--trace/--gantt need the cycle model (mode timing or both)")
-    from ....report.timeline import plot_gantt, write_chrome_trace
-    tl = timeline_of(tm, title)
-    if gantt:
-        plot_gantt(tl, gantt)
-    if trace:
-        write_chrome_trace(tl, trace)
+    return timeline_of(tm, title)

@@ -22,25 +22,20 @@ dtype comes from the exact integer range of its value, so no op can wrap.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ....core.errors import UnsupportedError
+from ....core.lowering import OnHost, refusal
 from ....core.target import CompileResult
 from .cmvm import CMVMCompiler, _to_int_matrix
 from .cmvm_emit import make_replay
-
-#: default CSE work budget per layer, in greedy steps (heap pops): a layer's CSE stops after this
-#: many and its remaining terms go to plain adder trees (exact either way); ``cse_budget=None`` for
-#: no limit.  Counted in work, not seconds, so the same model gives the same program on every run.
-DEFAULT_CSE_BUDGET = 500_000
-#: default row-block size of a layer's CSE (:meth:`CMVMCompiler._cse_blocks`; ``None``: one block).
-#: LeNet-5 (load 8): 32 rows → 471 MB, 583,544 ops; one block → 985 MB, 562,118 ops
-DEFAULT_CSE_BLOCK_ROWS = 32
+from .options import DEFAULT_CSE_BLOCK_ROWS, DEFAULT_CSE_BUDGET, DaisCompileOptions
 from ..program import Program, ProgramBuilder, minimal_kif
-from .netextra import EXTRA_OPS, NetExtraOps
+from .netextra import NetExtraOps
 from .netops import NetOps
 
 #: pure data-movement nodes (C-order element list unchanged, batch 1)
@@ -56,15 +51,11 @@ class _Act:
     f: int    # the slot's dtype f
 
 
-#: IR ops the DAIS compiler lowers (the frontend's check runs before any work)
-DAIS_OPS = {"Gemm", "Conv", *MOVES, "Transpose", "Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
-            "HardSwish", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Sub", "Softmax", *EXTRA_OPS}
-
-
 def dais_check(n, g) -> str | None:
     """Why the DAIS compiler cannot lower float-graph node ``n`` (None when it can)."""
-    if n.op not in DAIS_OPS:
-        return f"operator {n.op} is not supported by the DAIS compiler"
+    why = refusal(LOWERINGS, "DAIS", n.op)
+    if why:
+        return why
     a = n.attrs
     if n.op == "Transpose" and a["perm"][0] != 0:
         return "Transpose must keep the batch axis first"
@@ -312,6 +303,24 @@ class _Net(NetOps, NetExtraOps):
         self.layers.append(row)
 
 
+def _clamp(net: _Net, node) -> None:
+    x = net.env[node.inputs[0]]
+    net.set_out(node, np.vectorize(lambda a: net.clamp(a, *node.clamp), otypes=[object])(x))
+
+
+#: the DAIS lowering table: IR op → lowering (``net, node``); the node check, ``nnisa targets --ops``
+#: and the docs come from it
+LOWERINGS = {
+    "Gemm": _Net.gemm, "Conv": _Net.conv, **dict.fromkeys((*MOVES, "Transpose"), _Net.move),
+    "Relu": _clamp, "Clip": _clamp, **dict.fromkeys(("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish"), _Net.lut),
+    "MaxPool": _Net.maxpool, "AveragePool": _Net.avgpool, "GlobalAveragePool": _Net.avgpool,
+    "Add": _Net.addsub, "Sub": _Net.addsub, "Slice": _Net.select, "Resize": _Net.select, "Concat": _Net.concat,
+    **dict.fromkeys(("ReduceMean", "ReduceMax", "ReduceSum"), _Net.reduce), "Max": _Net.minmax, "Min": _Net.minmax,
+    "Mul": _Net.mul, "MatMul": _Net.matmul,
+    "Softmax": OnHost("a trailing Softmax runs on the host in float (DAIS has no exponential)"),
+}
+
+
 def _kif_of(b: ProgramBuilder, slot: int):
     o = b.op(slot)
     return (o[4], o[5], o[6])
@@ -348,37 +357,10 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     for node in qg.nodes:
         if node.out_bits == 0:
             net.fail(node, f"float operator {node.op} cannot be compiled to DAIS")
-        if node.op == "Gemm":
-            net.gemm(node)
-        elif node.op == "Conv":
-            net.conv(node)
-        elif node.op in MOVES or node.op == "Transpose":
-            net.move(node)
-        elif node.op in ("Relu", "Clip"):
-            x = net.env[node.inputs[0]]
-            net.set_out(node, np.vectorize(lambda a: net.clamp(a, *node.clamp), otypes=[object])(x))
-        elif node.op in ("Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish"):
-            net.lut(node)
-        elif node.op == "MaxPool":
-            net.maxpool(node)
-        elif node.op in ("AveragePool", "GlobalAveragePool"):
-            net.avgpool(node)
-        elif node.op in ("Add", "Sub"):
-            net.addsub(node)
-        elif node.op in ("Slice", "Resize"):
-            net.select(node)
-        elif node.op == "Concat":
-            net.concat(node)
-        elif node.op in ("ReduceMean", "ReduceMax", "ReduceSum"):
-            net.reduce(node)
-        elif node.op in ("Max", "Min"):
-            net.minmax(node)
-        elif node.op == "Mul":
-            net.mul(node)
-        elif node.op == "MatMul":
-            net.matmul(node)
-        else:
+        fn = LOWERINGS.get(node.op)
+        if fn is None or isinstance(fn, OnHost):
             net.fail(node, f"operator {node.op} is not supported by the DAIS compiler")
+        fn(net, node)
     outs = net.env[qg.outputs[0].name].reshape(-1)
     outs = [net._same_e(a) if a.e < 0 else a for a in outs]  # out shifts only scale down (q = v·2^-e, e >= 0)
     net.b.set_outputs([a.slot for a in outs], [-a.e for a in outs], [0] * len(outs))
@@ -386,36 +368,35 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     return prog, net.layers
 
 
-def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_depth=None, bits: int = 8,
-                  cse_budget: int | None = DEFAULT_CSE_BUDGET, cse_block_rows: int | None = DEFAULT_CSE_BLOCK_ROWS,
-                  calibration: str = "max", extra_outputs=None,
-                  percentile: float = 99.99, per_channel: bool = True, calib_samples: int = 64,
-                  **_ignored) -> CompileResult:
+def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir=None,
+                    extra_outputs=None) -> CompileResult:
     """ONNX model → check → quantize (pow2, frontend) → one DAIS program; writes ``model.dais`` etc.
 
     Every node DAIS cannot lower is reported at once before any work
     (:func:`~nnisa.frontend.prepare.check_graph`).  A trailing Softmax is a host step in float
-    (``report["host_tail"]``): DAIS has no exponential.  ``calib`` is the calibration data (arrays
-    or a ``.npy/.npz/.csv`` file; default: disjoint from ``run``'s samples), ``calibration`` the
-    range method (``max``, ``percentile``, ``mse``).
+    (``report["host_tail"]``): DAIS has no exponential.  ``options.calib`` is the calibration data
+    (arrays or a ``.npy/.npz/.csv`` file; default: disjoint from ``run``'s samples),
+    ``options.calibration`` the range method (``max``, ``percentile``, ``mse``).
 
     The report has ``adders``, ``adder_bits`` and ``depth`` (adder depth) at top level, plus
     ``n_ops``, per-layer rows and the compile time.  ``cse_budget`` bounds each layer's CSE
     in greedy steps (default :data:`DEFAULT_CSE_BUDGET`, ``None``: unlimited); ``cse_budget`` and
     ``cse_cut_short`` (indices of layers whose CSE hit the budget) are in the report.
+    With ``options.hdl`` the network is also written as RTL (:mod:`..rtl.flow`);
     ``extra_outputs(program, stem)`` may return ``({file name: text}, {report key: value})``: more
-    files for the bundle (e.g. RTL).
+    files for the bundle.
     """
     import time
 
     from ....frontend.prepare import prepare_qgraph, split_float_tail
+    o = options if options is not None else DaisCompileOptions()
+    bits, cse_budget, cse_block_rows = o.bits, o.cse_budget, o.cse_block_rows
     t0 = time.perf_counter()
-    full = prepare_qgraph(model, "dais", check=dais_check, calib=calib, bits=bits, per_channel=per_channel,
-                          calibration=calibration, percentile=percentile, calib_samples=calib_samples)
+    full = prepare_qgraph(model, "dais", check=dais_check, bits=bits, **o.quant_kwargs())
     if len(full.inputs) != 1 or len(full.outputs) != 1:
         raise UnsupportedError("DAIS compiles single-input, single-output graphs", file=full.source)
     qg, tail, tail_nodes = split_float_tail(full)
-    prog, layers = compile_qgraph(qg, method=method, max_depth=max_depth, cse_budget=cse_budget,
+    prog, layers = compile_qgraph(qg, method=o.method, max_depth=o.max_depth, cse_budget=cse_budget,
                                   cse_block_rows=cse_block_rows)
     st = prog.stats()
     report = {"n_ops": st["n_ops"], "adders": st["n_adders"], "n_adders": st["n_adders"],
@@ -426,17 +407,23 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
                                 if isinstance(r.get("cse"), dict) and r["cse"].get("complete") is False],
               "compile_s": round(time.perf_counter() - t0, 3),
               "input_scale": qg.inputs[0].scale, "output_scale": qg.outputs[0].scale,
-              "quantization": {"calibration": calibration, "per_channel": per_channel, "bits": bits,
+              "quantization": {"calibration": o.calibration, "per_channel": o.per_channel, "bits": bits,
                                "scale_mode": "pow2"},
               "note": "program inputs are the quantized integers q = QGraph.quantize_input(x), C order"}
     if tail is not None:
         report["host_tail"] = {"nodes": tail_nodes, "note": "DAIS has no exponential: these run on the host in "
                                "float on the program's integer outputs (not counted in adders/depth)"}
     t_in, t_out = qg.inputs[0], qg.outputs[0]
-    stem = Path(str(model)).stem if isinstance(model, (str, Path)) else "model"
+    stem = Path(model).stem if isinstance(model, (str, os.PathLike)) else "model"
     extra = {}
+    if o.hdl:
+        from ..rtl.flow import rtl_outputs
+        extra, rtl = rtl_outputs(prog, o.hdl, stem=stem, latency_cutoff=o.latency_cutoff, top=o.top,
+                                 synth=o.synth, synth_script=o.synth_script)
+        report["rtl"] = rtl
     if extra_outputs is not None:
-        extra, more = extra_outputs(prog, stem)
+        more_files, more = extra_outputs(prog, stem)
+        extra.update(more_files)
         report.update(more)
     files = {}
     if out_dir is not None:
@@ -458,11 +445,9 @@ def compile_model(model, *, out_dir=None, calib=None, method: str = "wmc", max_d
         x = np.asarray(sample[t_in.name] if t_in.name in sample else next(iter(sample.values())))
         return {"y": evaluate_quantized(qg, {t_in.name: x[None]})[t_out.name].reshape(1, -1)}
 
-    res = CompileResult(program=prog, files=files, report=report, encode_inputs=encode, decode_outputs=decode,
-                        reference=reference)
-    res.qgraph = qg  # for callers comparing against the frontend reference (the integer head)
-    res.float_tail = tail
-    return res
+    # one simulation runs every sample (the interpreter takes a batch); ``qgraph`` is the integer head
+    return CompileResult(program=prog, files=files, report=report, encode_inputs=encode, decode_outputs=decode,
+                         reference=reference, samples_per_run=None, qgraph=qg)
 
 
 def _write_bundle(prog: Program, out_dir, stem: str, t_in, t_out, bits: int, report: dict,

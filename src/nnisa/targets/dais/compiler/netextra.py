@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-#: IR ops of a QGraph this module lowers
-EXTRA_OPS = ("Concat", "Slice", "Resize", "ReduceMean", "ReduceMax", "ReduceSum", "Max", "Min", "Mul", "MatMul")
-
 
 class NetExtraOps:
     """Layers that select, concatenate, reduce or multiply activations."""

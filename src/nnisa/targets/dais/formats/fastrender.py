@@ -4,9 +4,10 @@ arrays by the :mod:`.rows_nb` kernel instead of a Python loop per op.
 
 What varies per op is mostly integers (indices, operands, shifts); the rest takes few distinct
 values per program (a dtype's ``: (k,I,f) ; [lo, hi] step s`` suffix, its da4ml ``qint``, a
-latency), rendered once per distinct value in Python and referenced by number.  Ops the adder
-form does not cover (inputs, constants, LUTs, ...) and ops with a stored ``qint`` are rendered per
-op by the reference helpers.
+latency), rendered once per distinct value in Python and referenced by number.  The operand text
+comes from the table's templates (:class:`.text.Template`) for whole arrays; the rare forms (of
+more than 8 pieces, or only ``raw``) and ops with a stored ``qint`` are rendered per op by the
+reference helpers.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ import json
 
 import numpy as np
 
-from .. import isa
 from ..program import Program, qint_floats
 from .jsonio import Raw, da4ml_document, lut_key_qints, to_da4ml_json
 from .rows_nb import INT, STR, StringTable, render_rows_bytes
-from .text import _structured, header_lines, op_suffix, output_lines
+from .text import TEMPLATES, header_lines, op_suffix, output_lines, op_text
 
 #: ops rendered per kernel call (bounds the piece arrays: 16 pieces x 8 bytes x this)
 CHUNK = 1 << 16
@@ -43,36 +43,77 @@ def _dtype_ids(p: Program) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _bodies(table: StringTable, o, a, c, d, lo, hi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Operand text of the common forms as 8 pieces ``str int str int str int str int`` per op:
-    ``(kinds, vals, covered)``; the other ops (``covered`` False) are left to the reference.
+    """Operand text of the ops as 8 pieces per op: ``(kinds, vals, covered)``; ops of the rare
+    forms (``covered`` False) are left to the reference.
 
-    The forms and their conditions are :func:`.text._structured`'s: adders (sign-extended shift),
-    ``relu``/``quant`` (``id1 = -1``, no data), ``addc`` (``id1 = -1``) and ``mux``.
-    """
+    The forms and their conditions are the table's templates (:class:`.text.Template`), rendered
+    here for whole arrays: every form of at most 8 pieces."""
     m = len(o)
     kinds = np.zeros((8, m), np.int8)  # piece-major: each piece's column is contiguous
     vals = np.zeros((8, m), np.int64)
     covered = np.zeros(m, bool)
-
-    def put(mask, pieces):
-        idx = np.flatnonzero(mask)
+    sub, na, nc = (hi >> 24) & 0xFF, hi & 1, (hi >> 1) & 1
+    view = {"id0": a, "id1": c, "data": d, "lo": lo, "hi": hi, "sub": sub, "na": na, "nc": nc}
+    present = set(np.unique(o).tolist())
+    for t in TEMPLATES.values():
+        if t.opcode not in present:
+            continue
+        pieces = _pieces(t, view, table)
+        if pieces is None:
+            continue
+        idx = np.flatnonzero((o == t.opcode) & _fits(t, view) & ~covered)
         if not len(idx):
-            return
+            continue
         for j, x in enumerate(pieces):
             if isinstance(x, str):
                 kinds[j, idx], vals[j, idx] = STR, table.id(x)
             else:
-                kinds[j, idx], vals[j, idx] = INT, x[idx]
+                kinds[j, idx], vals[j, idx] = x[0], x[1][idx]
         covered[idx] = True
-
-    for opc in (0, 1):
-        put((o == opc) & (hi == np.where(lo < 0, -1, 0)), [f"{isa.BY_OPCODE[opc].mnemonic} %", a, ", %", c, ", ", lo])
-    for opc in (2, -2, 3, -3):
-        put((o == opc) & (c == -1) & (d == 0), [f"{isa.BY_OPCODE[opc].mnemonic} {'-' if opc < 0 else ''}%", a])
-    put((o == 4) & (c == -1), ["addc %", a, ", ", d])
-    for opc in (6, -6):
-        put(o == opc, ["mux %", lo, ", %", a, f", {'-' if opc < 0 else ''}%", c, ", ", hi])
     return kinds, vals, covered
+
+
+def _pieces(t, view: dict, table: StringTable) -> list | None:
+    """A template as at most 8 pieces: literal text, or (kind, per-op values); None if longer."""
+    out: list = []
+    for p in t.parts:
+        if p[0] == "lit":
+            if out and isinstance(out[-1], str):
+                out[-1] += p[1]
+            else:
+                out.append(p[1])
+        elif p[0] in ("ref", "int"):
+            out.append((INT, view[p[1]]))
+        else:
+            words = p[2] if p[0] == "enum" else ("", "-")
+            ids = np.array([table.id(w) for w in words], np.int64)
+            out.append((STR, ids[np.clip(view[p[1]], 0, len(words) - 1)]))
+    return out if len(out) <= 8 else None
+
+
+def _fits(t, v: dict) -> np.ndarray:
+    """:meth:`.text.Template.fits` for whole arrays."""
+    ok = np.ones(len(v["id0"]), bool)
+    if "id1" not in t.used:
+        ok &= v["id1"] == -1
+    if "id0" not in t.used and t.opcode != -1:
+        ok &= v["id0"] == -1
+    for p in t.parts:
+        if p[0] == "ref":  # "%-1" would not parse: raw
+            ok &= v[p[1]] >= 0
+    if "data" not in t.used:
+        return ok & (v["data"] == 0)
+    for p in t.parts:
+        if p[0] == "enum":
+            ok &= (v[p[1]] >= 0) & (v[p[1]] < len(p[2]))
+    cols = t.cols
+    if "data" in cols:
+        return ok
+    if "sub" in cols:
+        return ok & ((v["hi"] & 0x00FFFFFC) == 0)
+    if "hi" in cols:
+        return ok
+    return ok & (v["hi"] == np.where(v["lo"] < 0, -1, 0))
 
 
 def disassemble_fast(p: Program, *, intervals: bool = True, encoded: bool = False) -> str | bytes:
@@ -92,7 +133,7 @@ def disassemble_fast(p: Program, *, intervals: bool = True, encoded: bool = Fals
         kinds, vals, covered = _bodies(table, *cols)
         other = np.flatnonzero(~covered)  # the rare forms: the reference's operand text
         for j, oi, a, c, d, lo_i, hi_i in zip(other.tolist(), *(x[other].tolist() for x in cols)):
-            body = _structured(oi, a, c, d, lo_i, hi_i)
+            body = op_text(oi, a, c, d, lo_i, hi_i)
             kinds[0, j], vals[0, j] = STR, table.id(body if body is not None else f"raw {oi} {a} {c} {lo_i} {hi_i}")
         suf = suffix_id[s:e].copy()
         if qint is not None:

@@ -1,6 +1,7 @@
-"""DAIS program files by extension (binary, JSON, text) and the compiled-model bundle.
+"""DAIS program files by extension (binary, JSON, text, RTL) and the compiled-model bundle.
 
-The one dispatcher behind ``DaisTarget.read/write`` and the network compiler's output folder.
+:data:`FORMATS` is the table behind ``DaisTarget.read/write`` and the network compiler's output
+folder (:func:`program_bytes`).
 """
 
 from __future__ import annotations
@@ -8,34 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ....core.bundle import Manifest, is_bundle_dir, member, read_manifest
+from ....core.bundle import Manifest, member, read_manifest
 from ....core.errors import UnsupportedError
-from ....core.fileio import decode_text, read_maybe_compressed, write_atomic
+from ....core.fileio import decode_text, read_maybe_compressed
+from ....core.formats import FileFormat, FormatTable
 from ..program import Program
 from .binary import check_head, read_binary, to_bytes
 from .jsonio import from_da4ml_json, from_nnisa_json, to_nnisa_json
 from .text import assemble
-
-TEXT_EXT = (".dais.txt", ".s", ".txt", ".asm")
-BINARY_EXT = (".bin", ".dais")
-#: write-only RTL forms (spec §10): extension → hdl
-RTL_EXT = {".v": "verilog", ".vhd": "vhdl", ".vhdl": "vhdl"}
-
-
-def file_kind(path: str | Path) -> str:
-    """``"text"``, ``"json"`` or ``"binary"`` from the file name."""
-    path = Path(path)
-    name = path.name.lower()
-    if any(name.endswith(e) for e in TEXT_EXT):
-        return "text"
-    if name.endswith(".json"):
-        return "json"
-    if any(name.endswith(e) for e in BINARY_EXT):
-        return "binary"
-    if path.suffix.lower() in RTL_EXT:
-        return RTL_EXT[path.suffix.lower()]
-    raise UnsupportedError(f"unknown DAIS file type {path.suffix!r} (use .bin/.dais, .json, .dais.txt, "
-                           "or .v/.vhd to write RTL)", file=str(path))
 
 
 def decode(data: bytes, *, format: str = "auto", file: str | None = None, legacy_data_order: str = "lo-hi",
@@ -48,24 +29,18 @@ def encode(program: Program, *, format: str = "v1", firmware_version: int | None
     return to_bytes(program, format, firmware_version)
 
 
-def read_program(path: str | Path, **options: Any) -> Program:
-    """Read a binary/JSON/text program, or the program of a compiled bundle folder."""
-    path = Path(path)
-    if is_bundle_dir(path):
-        man = read_manifest(path)
-        if man.program is None:
-            raise UnsupportedError("the bundle names no program", file=str(path))
-        path = member(path, man.program, what="program file")
-    kind = file_kind(path)
-    if kind in ("verilog", "vhdl"):
-        raise UnsupportedError(f"{kind} files are written from DAIS programs, not read", file=str(path))
-    raw = read_maybe_compressed(path, head=(lambda h, size: check_head(h, size, str(path))) if kind == "binary"
-                                else None)
-    if kind == "binary":
-        return decode(raw, file=str(path), **options)
-    text = decode_text(raw, str(path))
-    if kind == "text":
-        return assemble(text, file=str(path))
+def _read_binary(path: Path, **options: Any) -> Program:
+    # the header's counts are checked before a big file is read whole
+    raw = read_maybe_compressed(path, head=lambda h, size: check_head(h, size, str(path)))
+    return decode(raw, file=str(path), **options)
+
+
+def _read_text(path: Path, **_: Any) -> Program:
+    return assemble(decode_text(read_maybe_compressed(path), str(path)), file=str(path))
+
+
+def _read_json(path: Path, **_: Any) -> Program:
+    text = decode_text(read_maybe_compressed(path), str(path))
     if text.lstrip().startswith("{"):
         return from_nnisa_json(text, file=str(path))
     prog = from_da4ml_json(text, file=str(path))
@@ -75,26 +50,61 @@ def read_program(path: str | Path, **options: Any) -> Program:
     return prog
 
 
-def program_bytes(program: Program, path: str | Path, **options: Any) -> bytes | str:
-    """The file content for ``path``'s format."""
-    kind = file_kind(path)
-    if kind == "binary":
-        return encode(program, **options)
-    if kind in ("verilog", "vhdl"):
-        from ..rtl import emit, module_name
-        return emit(program, kind, latency_cutoff=options.get("latency_cutoff"),
-                    name=options.get("top") or module_name(path))[0]
-    from .fastrender import disassemble_fast, to_da4ml_json_fast  # numba: only when writing these forms
-    if kind == "text":
-        return disassemble_fast(program, encoded=True)
-    if options.get("json") == "nnisa":
+def _read_bundle(path: Path, **options: Any) -> Program:
+    """The program of a compiled bundle folder."""
+    man = read_manifest(path)
+    if man.program is None:
+        raise UnsupportedError("the bundle names no program", file=str(path))
+    return FORMATS.read(member(path, man.program, what="program file"), **options)
+
+
+def _binary_bytes(program: Program, path: Path, **options: Any) -> bytes:
+    return encode(program, **options)
+
+
+def _text_bytes(program: Program, path: Path, **_: Any) -> str:
+    from .fastrender import disassemble_fast  # numba: only when writing this form
+    return disassemble_fast(program, encoded=True)
+
+
+def _json_bytes(program: Program, path: Path, *, json: str = "da4ml", **_: Any) -> str:
+    if json == "nnisa":
         return to_nnisa_json(program)
+    from .fastrender import to_da4ml_json_fast
     return to_da4ml_json_fast(program, encoded=True)
+
+
+def _rtl_bytes(hdl: str):
+    def render(program: Program, path: Path, *, latency_cutoff: float | None = None, top: str | None = None,
+               **_: Any) -> str:
+        from ..rtl import emit, module_name
+        return emit(program, hdl, latency_cutoff=latency_cutoff, name=top or module_name(path))[0]
+    return render
+
+
+#: DAIS files: extension → reader, writer, description (the RTL forms are write-only, spec §10)
+FORMATS = FormatTable("dais", [
+    FileFormat((".bin", ".dais"), "DAIS binary (v1/v0/legacy, auto-detected)", _read_binary, _binary_bytes),
+    FileFormat((".json",), "da4ml CombLogic JSON (or nnisa DAIS JSON on read)", _read_json, _json_bytes),
+    FileFormat((".dais.txt", ".s", ".txt", ".asm"), "nnisa DAIS assembly", _read_text, _text_bytes),
+    FileFormat((".v",), "Verilog-2005 RTL", render=_rtl_bytes("verilog")),
+    FileFormat((".vhd", ".vhdl"), "VHDL-2008 RTL", render=_rtl_bytes("vhdl")),
+], bundle=_read_bundle)
+
+
+def read_program(path: str | Path, **options: Any) -> Program:
+    """Read a binary/JSON/text program (by extension), or the program of a compiled bundle folder."""
+    return FORMATS.read(path, **options)
 
 
 def write_program(program: Program, path: str | Path, **options: Any) -> None:
     """Write by extension, atomically."""
-    write_atomic(path, program_bytes(program, path, **options))
+    FORMATS.write(program, path, **options)
+
+
+def program_bytes(program: Program, path: str | Path, **options: Any) -> bytes | str:
+    """The file content for ``path``'s format."""
+    return FORMATS.render(program, path, **options)
 
 
 class DaisManifest(Manifest):

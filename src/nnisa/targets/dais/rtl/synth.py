@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from ....core.errors import OptionError
-from .tools import cache_root, cached_dir, digest, run, yosys
+from .tools import cache_root, cached_dir, digest, run, yosys_tool
 
 SCRIPTS = {
     "xilinx": "synth_xilinx -flatten -nodsp -top {top}",
@@ -33,12 +33,14 @@ def synthesize(sources: dict[str, str], top: str, script: str = "xilinx", *, tim
     -------
     dict or None
         ``luts`` (LUT1–LUT6 and INV), ``ffs`` (flip-flops), ``carry`` (carry-chain cells), ``muxf``
-        (MUXF7/8), ``dsp``, ``cells`` (all), the per-type histogram, the script and Yosys' version;
+        (MUXF7/8), ``dsp``, ``cells`` (all), the per-type histogram, the script, Yosys' version and
+        ``yosys_kind`` (``native`` or ``wasm``, see :func:`.tools.yosys_tool`);
         None when ``cached_only`` and the result is not in the cache (Yosys is not run).
     """
     if script not in SCRIPTS:
         raise OptionError(f"synthesis script must be one of {tuple(SCRIPTS)}, not {script!r}")
-    cmd = yosys()
+    kind, exe = yosys_tool()
+    cmd = [exe]
     version = run(cmd + ["-V"], cwd=Path.cwd(), what="yosys -V").strip()
     key = "ys-" + digest(top, script, version, *(f"{k}\0{v}" for k, v in sorted(sources.items())))
 
@@ -55,7 +57,7 @@ def synthesize(sources: dict[str, str], top: str, script: str = "xilinx", *, tim
     if cached_only and not (cache_root() / key / ".done").exists():
         return None
     out = cached_dir(key, _build)
-    return parse_stat((out / "stat.json").read_text(), script=script, version=version)
+    return {**parse_stat((out / "stat.json").read_text(), script=script, version=version), "yosys_kind": kind}
 
 
 def parse_stat(text: str, *, script: str = "", version: str = "") -> dict:

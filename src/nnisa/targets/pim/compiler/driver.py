@@ -11,7 +11,7 @@ import functools
 import gc
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -25,26 +25,24 @@ from .fusion import GapFinishLayer, fuse_layers, size_partials
 from .graph import ClampLayer, EltLayer, GapLayer, Lowered, MatLayer, PoolLayer, lower_graph
 from .lower_fused import gap_finish_tasks
 from .lower_extra import ExtraLayer
-from .lower_hook import lower_node
+from .lowerings import LOWERINGS, prepare_inputs
 from .lower_mat import MatCodegen
 from .lower_vec import clamp_tasks, elt_tasks, emit_clamp, emit_elt, emit_gap, emit_pool, gap_tasks, pool_tasks
 from .mapping import MappingError, map_ags
 from .memory_plan import ConstPool, plan_gmem
+from .options import MAX_IMAGES, SCHEDULES, ChipShape, PimCompileOptions
 from .partition import build_ags, partition, replicate
 from .pipeline import Producers, coarsen, run_element
 from .throughput import layer_stages, run_throughput
 from .schedule import barrier
 
 STRICT_GROUPS = 16
-SCHEDULES = ("batch", "element", "throughput")
 #: default output windows per task of the element schedule
 ELEMENT_BATCH = 2
 #: default batch of a conv with a fused max-pool in the element schedule: its pool rows appear
 #: only when a whole conv row of the tile is done, so finer tasks would not start the consumer
 #: earlier (ResNet-18 conv1: 7,784 tasks at 2 → 556 at 32, latency 15.86 → 15.84 ms)
 ELEMENT_POOL_BATCH = 32
-#: most images a stream program may hold (each image's code is generated separately)
-MAX_IMAGES = 256
 #: partial-sum scratch area of the global-memory reduction path (no core-to-core links)
 SCRATCH_BASE = 0x4000_0000
 
@@ -82,13 +80,6 @@ def resolve_compile_config(config):
 
 
 
-def _hw(cfg) -> dict:
-    mc = cfg.chip_config.core_config.matrix_config
-    rows, cols = (int(v) for v in mc.xbar_size)
-    return {"cores": int(cfg.chip_config.core_cnt), "xbars": int(mc.xbar_array_count), "rows": rows, "cols": cols,
-            "lmem": int(cfg.chip_config.core_config.local_memory_config.memory_size)}
-
-
 def quantize_model(model, calib=None, *, bits: int = 8, **quant_options):
     """Check and pow2-quantize a model (path/bytes/ModelProto) for PIM; a QGraph passes through.
 
@@ -123,12 +114,9 @@ def _gc_paused(fn):
 
 
 @_gc_paused
-def compile_model(model, config=None, *, calib=None, mode: str = "batch", replication: str = "balance",
-                  fill: float = 0.9, mapping: str = "balanced", links: bool | None = None, batch: int | None = None,
-                  bits: int = 8, gmem_reuse: bool | None = None, schedule: str | None = None,
-                  rounds: int = 1, interleave: bool = True, images: int = 1, fuse_pool: bool | None = None,
-                  fuse_add: bool = True, fuse_gap: bool = True, c2c: bool = True) -> Compiled:
-    """Compile ``model`` for the PIM configuration ``config``.
+def compile_program(model, config=None, options: PimCompileOptions | None = None,
+                    **overrides: Any) -> Compiled:
+    """Compile ``model`` for the PIM configuration ``config`` into an in-memory :class:`Compiled`.
 
     Parameters
     ----------
@@ -137,39 +125,27 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     config
         pimsim-nn config path, dict or :class:`~nnisa.targets.pim.config.PimConfig`;
         ``None`` = the 8×8-core conformance hardware.
-    calib
-        Calibration inputs for quantization (default: bundled test set / seeded uniform).
-    mode
-        ``"batch"`` (layer by layer with barriers), ``"element"`` (inter-layer pipeline at
-        window/row granularity, token-synchronised, low latency; ``pipeline.py``) or
-        ``"throughput"`` (a layer pipeline across the images of a stream: one task per unit,
-        layer and image, one token per producer/consumer core pair, layer boundary and image).
-        ``schedule`` is an alias (``-O schedule=throughput`` on the command line).
-    replication
-        ``"balance"`` or ``"none"``.
-    fill
-        Fraction of the chip's crossbars replication may use.
-    mapping
-        ``"balanced"`` (default: a layer's replicas on different cores, least-loaded first,
-        replicas capped at the cores they can use), ``"first_fit"`` or ``"locality"``.
-    links
-        Core-to-core send/recv available (default from ``nnisa.core_links`` in the config, true).
-    batch
-        Maximum output windows per batch (vector instructions cover a whole batch); default
-        :data:`ELEMENT_BATCH` in the element schedule (finer tasks pipeline better: ResNet-18
-        16.58 ms at 32, 15.86 ms at 2) except :data:`ELEMENT_POOL_BATCH` for a conv with a fused
-        max-pool (whole conv rows), else 32.
-    fuse_pool, fuse_add, fuse_gap
-        Fold MaxPool / residual Add(+ReLU) / GlobalAveragePool into the producing conv
-        (``fusion.py``); ``fuse_pool`` defaults to on with the balanced mapping only.
-    images
-        Images in the compiled stream: each image has its own input, output and activation
-        buffers (``image_stride`` bytes apart); the simulator reports the latency of the first
-        image and the period (steady-state time per image) of the stream.
+    options
+        :class:`~nnisa.targets.pim.compiler.options.PimCompileOptions` (default: all defaults);
+        ``overrides`` set fields of it by name (``schedule="element"``, ``images=4``).
+
+    The schedules: ``"batch"`` (layer by layer with barriers), ``"element"`` (inter-layer
+    pipeline at window/row granularity, token-synchronised, low latency; ``pipeline.py``) or
+    ``"throughput"`` (a layer pipeline across the images of a stream: one task per unit, layer
+    and image, one token per producer/consumer core pair, layer boundary and image).  With
+    ``images`` > 1 each image has its own input, output and activation buffers (``image_stride``
+    bytes apart); the simulator reports the latency of the first image and the period
+    (steady-state time per image) of the stream.  Replication (``"balance"``/``"none"``) may use
+    ``fill`` of the chip's crossbars; mapping ``"balanced"`` (a layer's replicas on different
+    cores, least-loaded first), ``"first_fit"`` or ``"locality"``; ``fuse_pool``/``fuse_add``/
+    ``fuse_gap`` fold MaxPool / residual Add(+ReLU) / GlobalAveragePool into the producing conv
+    (``fusion.py``).
     """
+    o = replace(options or PimCompileOptions(), **overrides)
+    mode, replication, fill, mapping, links, batch = o.schedule, o.replication, o.fill, o.mapping, o.links, o.batch
+    gmem_reuse, rounds, interleave, images = o.gmem_reuse, o.rounds, o.interleave, o.images
+    fuse_pool, c2c = o.fuse_pool, o.c2c
     t0 = time.perf_counter()
-    if schedule is not None:
-        mode = schedule
     if mode not in SCHEDULES:
         raise UnsupportedError(f"schedule mode {mode!r} is not implemented (use {', '.join(map(repr, SCHEDULES))})")
     element = mode in ("element", "throughput")
@@ -184,14 +160,14 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         raise ConfigError(f"images must be 1..{MAX_IMAGES}, got {images}")
     images = int(images)
     cfg = resolve_compile_config(config)
-    hw = _hw(cfg)
+    hw = ChipShape.of(cfg)
     if links is None:
         links = bool(getattr(cfg.nnisa, "core_links", True))
-    qg = quantize_model(model, calib, bits=bits)
+    qg = quantize_model(model, o.calib, bits=o.bits)
     t_q = time.perf_counter()
-    low = lower_graph(qg, lower_node)
+    low = lower_graph(qg, LOWERINGS, prepare_inputs)
     mats = [l for l in low.layers if isinstance(l, MatLayer)]
-    plans = [partition(l, hw["rows"], hw["cols"], hw["xbars"]) for l in mats]
+    plans = [partition(l, hw.rows, hw.cols, hw.xbars) for l in mats]
     for l, p in zip(mats, plans):
         l.plan = p
     if fuse_pool is None:
@@ -199,8 +175,8 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         # pile replicas onto few cores, where that cap costs more than the fusion saves (LeNet
         # first-fit 386 -> 1056 µs fused)
         fuse_pool = mapping == "balanced"
-    fused = fuse_layers(low, pool=fuse_pool, add=fuse_add, gap=fuse_gap, cores=hw["cores"])
-    total = hw["cores"] * hw["xbars"]
+    fused = fuse_layers(low, pool=fuse_pool, add=o.fuse_add, gap=o.fuse_gap, cores=hw.cores)
+    total = hw.cores * hw.xbars
     base_need = sum(p.xbars_per_replica for p in plans)
     if base_need > total:
         raise MappingError(f"the model needs {base_need} crossbars without replication; the chip has {total}")
@@ -209,18 +185,18 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     # the element schedule with core-to-core activations cuts the convs into column strips
     tall = mode == "element" and c2c and bool(links) and interleave and rounds == 1
     for f in ([fill, fill * 0.75, fill * 0.5, 0.0] if replication != "none" else [0.0]):
-        caps = [hw["cores"]] * len(mats)
+        caps = [hw.cores] * len(mats)
         try:
             for _ in range(4 if mapping == "balanced" else 1):
                 if mapping == "balanced":
                     # replicas on one core run serially: at most one replica per core is useful
                     replicate(mats, plans, total, mode="balance" if f > 0 else "none", fill=f,
-                              max_replicas=caps, work=True, xbars_per_core=hw["xbars"])
+                              max_replicas=caps, work=True, xbars_per_core=hw.xbars)
                 else:
                     replicate(mats, plans, total, mode="balance" if f > 0 else "none", fill=f)
                 for i, (l, p) in enumerate(zip(mats, plans)):
-                    build_ags(i, l, p, hw["rows"], hw["cols"], tall and _tall(l, graph_in))
-                used = map_ags(plans, hw["cores"], hw["xbars"], policy=mapping)
+                    build_ags(i, l, p, hw.rows, hw.cols, tall and _tall(l, graph_in))
+                used = map_ags(plans, hw.cores, hw.xbars, policy=mapping)
                 if mapping != "balanced":
                     break
                 # a layer whose replicas had to share home cores: cap it at the distinct homes
@@ -249,7 +225,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     consts = ConstPool(gmap["end"] + 4096)
     ag_cores = sorted({a.core for p in plans for ags in p.ags for a in ags})
     workers = ag_cores or [0]
-    em = {c: CoreEmitter(c, hw["lmem"]) for c in workers}
+    em = {c: CoreEmitter(c, hw.lmem) for c in workers}
     scratch = {"top": 0}
 
     def scratch_alloc(n: int) -> int:
@@ -262,10 +238,10 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
     try:
         if element:
             # (the throughput schedule keeps every image's activations in its own global buffers)
-            cplan = plan_c2c(low, hw["lmem"], enabled=c2c and links and interleave and rounds == 1
+            cplan = plan_c2c(low, hw.lmem, enabled=c2c and links and interleave and rounds == 1
                              and mode == "element")
             pipe_stats = _emit_element(low, em, workers, consts, links, batch, scratch_alloc,
-                                       interleave=interleave, lmem=hw["lmem"], images=images, stride=stride,
+                                       interleave=interleave, lmem=hw.lmem, images=images, stride=stride,
                                        throughput=mode == "throughput", c2c=cplan, cost=CostModel(cfg),
                                        pool_batch=pool_batch)
         else:
@@ -280,12 +256,12 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
         prog.pipeline_depth = pipe_stats.get("stages", 1)
     weights = _weights(em, mats)
     for e in em.values():
-        if e.per_task and (e.arena.peak > e.tarena.base or e.tarena.peak > hw["lmem"]):
+        if e.per_task and (e.arena.peak > e.tarena.base or e.tarena.peak > hw.lmem):
             raise ConfigError(f"core {e.cid}: the interleaved element schedule needs {e.arena.peak} bytes of "
                               f"per-unit state and {e.tarena.peak - e.tarena.base} bytes per task; the config has "
-                              f"{hw['lmem']} (use interleave=False or lower the batch option)")
-        if e.arena.peak > hw["lmem"]:
-            raise ConfigError(f"core {e.cid} needs {e.arena.peak} bytes of local memory; the config has {hw['lmem']}"
+                              f"{hw.lmem} (use interleave=False or lower the batch option)")
+        if e.arena.peak > hw.lmem:
+            raise ConfigError(f"core {e.cid} needs {e.arena.peak} bytes of local memory; the config has {hw.lmem}"
                               " (lower the batch option)")
     t_end = time.perf_counter()
     inputs = [_tensor_entry(t) for t in low.inputs]
@@ -295,7 +271,7 @@ def compile_model(model, config=None, *, calib=None, mode: str = "batch", replic
                   "constants": {"base": consts.base, "bytes": consts.nbytes, "segments": len(consts.segments)},
                   "scratch": {"base": scratch_base, "bytes": scratch["top"]},
                   "local_memory_peak": {str(c): e.arena.peak for c, e in sorted(em.items())},
-                  "local_memory_size": hw["lmem"]}
+                  "local_memory_size": hw.lmem}
     report = _report(low, mats, plans, used, hw, prog, em, links, mapping, replication)
     report["options"]["schedule"] = mode
     report["options"]["images"] = images
@@ -440,7 +416,7 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
     return stats
 
 
-def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -> PimProgram:
+def _build_program(em: dict[int, CoreEmitter], hw: ChipShape, cfg, images: int = 1) -> PimProgram:
     cores = {}
     agm = {}
     for c, e in sorted(em.items()):
@@ -449,10 +425,10 @@ def _build_program(em: dict[int, CoreEmitter], hw: dict, cfg, images: int = 1) -
         cores[c] = arr
         agm[c] = list(e.group_xbars)
     extended = any(len(v) > STRICT_GROUPS for v in agm.values())
-    prog = PimProgram(cores=cores, array_group_map=agm, chip_cores=hw["cores"], extended=extended)
+    prog = PimProgram(cores=cores, array_group_map=agm, chip_cores=hw.cores, extended=extended)
     if images > 1:
         prog.image_ends = {c: [e.marks.get(k, 0) for k in range(images)] for c, e in sorted(em.items())}
-    prog.config_extra = {"xbar_size": [hw["rows"], hw["cols"]], "xbar_array_count": hw["xbars"]}
+    prog.config_extra = {"xbar_size": [hw.rows, hw.cols], "xbar_array_count": hw.xbars}
     return prog
 
 
@@ -485,7 +461,7 @@ def _tensor_entry(t) -> dict:
 
 
 def _report(low, mats, plans, used, hw, prog, em, links, mapping, replication) -> dict:
-    total = hw["cores"] * hw["xbars"]
+    total = hw.cores * hw.xbars
     xb_used = sum(used) if used else 0
     cells = sum(int(l.K) * int(l.N) * p.replicas for l, p in zip(mats, plans))
     per_layer = []
@@ -500,10 +476,10 @@ def _report(low, mats, plans, used, hw, prog, em, links, mapping, replication) -
         per_core[str(c)] = {"instructions": len(prog.cores.get(c, ())), "groups": len(e.group_xbars),
                             "xbars": int(sum(e.group_xbars)), "lmem_peak": e.arena.peak}
     return {
-        "hardware": hw,
+        "hardware": hw.as_dict(),
         "crossbars_used": xb_used, "crossbars_total": total,
         "crossbar_utilization": xb_used / total if total else 0.0,
-        "cell_utilization": cells / (xb_used * hw["rows"] * hw["cols"]) if xb_used else 0.0,
+        "cell_utilization": cells / (xb_used * hw.rows * hw.cols) if xb_used else 0.0,
         "array_groups": sum(len(v) for v in prog.array_group_map.values()),
         "cores_used": len(em), "extended_encoding": prog.extended,
         "instructions": len(prog), "op_counts": prog.op_counts(),

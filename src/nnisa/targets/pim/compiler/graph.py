@@ -250,11 +250,52 @@ def _matrix_hwc(n: QNode) -> np.ndarray:
     return full.reshape(kh * kw * cg * g, m)
 
 
-def lower_graph(qg: QGraph, extra=None) -> Lowered:
+@dataclass
+class LowerContext:
+    """What a lowering function (:data:`.lowerings.LOWERINGS`) works on: the graph, the tensors
+    so far, the layer list and ``new_tensor(name)`` (a fresh buffer for a computed tensor)."""
+
+    qg: QGraph
+    tensors: dict[str, TensorRef]
+    layers: list[Layer]
+    new_tensor: Any
+
+
+def lower_alias(cx: LowerContext, n: QNode, ins: list[TensorRef]) -> None:
+    """A layout-only op: the result aliases its input's buffer with a permutation (no code)."""
+    cx.tensors[n.outputs[0]] = _alias(n, ins[0], cx.qg)
+
+
+def lower_mat(cx: LowerContext, n: QNode, ins: list[TensorRef]) -> None:
+    cx.layers.append(_mat_layer(n, ins[0], cx.new_tensor(n.outputs[0]), cx.qg))
+
+
+def lower_pool(cx: LowerContext, n: QNode, ins: list[TensorRef]) -> None:
+    cx.layers.append(_pool_layer(n, ins[0], cx.new_tensor(n.outputs[0]), cx.qg.source))
+
+
+def lower_gap(cx: LowerContext, n: QNode, ins: list[TensorRef]) -> None:
+    x = _need_hwc(n, ins[0], cx.qg.source)
+    cx.layers.append(GapLayer(n, [x], cx.new_tensor(n.outputs[0]), in_hwc=x.buf.hwc))
+
+
+def lower_elt(cx: LowerContext, n: QNode, ins: list[TensorRef]) -> None:
+    cx.layers.append(_elt_layer(n, ins, cx.new_tensor(n.outputs[0])))
+
+
+def lower_clamp(cx: LowerContext, n: QNode, ins: list[TensorRef]) -> None:
+    out = cx.new_tensor(n.outputs[0])
+    out.perm = ins[0].perm
+    out.buf.hwc = ins[0].buf.hwc
+    cx.layers.append(ClampLayer(n, [ins[0]], out, clamp=tuple(int(v) for v in n.clamp)))
+
+
+def lower_graph(qg: QGraph, lowerings: dict, prepare=None) -> Lowered:
     """Build the layer list of ``qg`` (raises :class:`UnsupportedError` for what cannot be compiled).
 
-    ``extra(node, inputs, new_tensor, layers) -> bool`` (:func:`.lower_hook.lower_node`) lowers
-    the operators of the extra modules (True) and may replace ``inputs`` by relaid-out copies.
+    Every node goes through its entry of ``lowerings`` (:data:`.lowerings.LOWERINGS`), after
+    ``prepare(node, inputs, new_tensor, layers)`` (:func:`.lowerings.prepare_inputs`) has laid
+    its inputs out for it.
     """
     if qg.scale_mode != "pow2":
         raise UnsupportedError("the PIM compiler needs power-of-two scales (quantize with scale_mode='pow2')",
@@ -285,6 +326,7 @@ def lower_graph(qg: QGraph, extra=None) -> Lowered:
         inputs.append(new_tensor(qt.name))
 
     layers: list[Layer] = []
+    cx = LowerContext(qg, tensors, layers, new_tensor)
     for n in qg.nodes:
         where = _where(n)
         if n.out_bits == 0:
@@ -294,27 +336,12 @@ def lower_graph(qg: QGraph, extra=None) -> Lowered:
             ins = [tensors[i] for i in n.inputs]
         except KeyError as exc:
             raise UnsupportedError(f"input {exc.args[0]} is not an activation tensor", where=where) from None
-        if extra is not None and extra(n, ins, new_tensor, layers):
-            continue
-        if n.op in LAYOUT_OPS:
-            tensors[n.outputs[0]] = _alias(n, ins[0], qg)
-            continue
-        if n.op in ("Conv", "Gemm"):
-            layers.append(_mat_layer(n, ins[0], new_tensor(n.outputs[0]), qg))
-        elif n.op in ("MaxPool", "AveragePool"):
-            layers.append(_pool_layer(n, ins[0], new_tensor(n.outputs[0]), qg.source))
-        elif n.op == "GlobalAveragePool":
-            x = _need_hwc(n, ins[0], qg.source)
-            layers.append(GapLayer(n, [x], new_tensor(n.outputs[0]), in_hwc=x.buf.hwc))
-        elif n.op in ("Add", "Sub"):
-            layers.append(_elt_layer(n, ins, new_tensor(n.outputs[0])))
-        elif n.op in ("Relu", "Clip"):
-            out = new_tensor(n.outputs[0])
-            out.perm = ins[0].perm
-            out.buf.hwc = ins[0].buf.hwc
-            layers.append(ClampLayer(n, [ins[0]], out, clamp=tuple(int(v) for v in n.clamp)))
-        else:
+        if prepare is not None:
+            prepare(n, ins, new_tensor, layers)
+        fn = lowerings.get(n.op)
+        if fn is None or not callable(fn):
             raise UnsupportedError(f"unsupported op {n.op} on the PIM target", where=where, file=qg.source)
+        fn(cx, n, ins)
     outputs = [tensors[t.name] for t in qg.outputs]
     return Lowered(qg, layers, tensors, buffers, inputs, outputs)
 

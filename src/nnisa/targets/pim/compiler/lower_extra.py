@@ -1,14 +1,14 @@
 """PIM lowering of the data-movement operators: Concat, Slice/Split, nearest Resize, channel shuffle.
 
 Every one of them is a *gather*: each byte of the output's storage comes from one byte of one
-input's storage.  :func:`lower_node` (:func:`.lower_hook.lower_node`, the hook :func:`~.graph.lower_graph` calls
-for every node) turns them into a :class:`CopyLayer` holding that map (``which`` input, ``pos`` in its
+input's storage.  Their entries of the lowering table (:data:`.lowerings.LOWERINGS`) turn them into a
+:class:`CopyLayer` holding that map (``which`` input, ``pos`` in its
 storage), computed once with numpy from the logical semantics (the frontend's
 ``take_axes``/``concatenate``) and the storage permutations of the tensors — so a Slice of a
 transposed tensor, a Split after a channel shuffle (Reshape–Transpose–Reshape, which stays a
 free alias) or a Concat of differently laid-out inputs are all the same code.
 
-The same hook *materialises* a permuted tensor in the standard HWC layout when a consumer
+The pre-pass :func:`.lowerings.prepare_inputs` *materialises* a permuted tensor in the standard HWC layout when a consumer
 needs it (Conv, pooling, GlobalAveragePool, or the two operands of Add/Sub disagree): a
 channel shuffle feeding a convolution costs one copy layer.
 

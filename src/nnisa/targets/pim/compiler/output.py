@@ -22,7 +22,8 @@ from ....core.target import CompileResult
 from ....core.errors import ConfigError
 from ....core.fileio import read_bytes
 from ..formats.bundle import NOC_FILE, write_bundle
-from .driver import Compiled, compile_model, quantize_model
+from .driver import Compiled, compile_program, quantize_model
+from .options import PimCompileOptions
 from .io import from_storage, input_segments, to_storage
 
 
@@ -67,20 +68,19 @@ def _entry(e: dict) -> dict:
     return {k: e[k] for k in ("name", "shape", "bits", "scale", "zero_point", "layout", "address")}
 
 
-def compile_result(model, *, config=None, out_dir=None, **options) -> CompileResult:
-    """``PimTarget.compile``: compile, write files (when ``out_dir``), build the callbacks.
+def compile_result(model, *, config=None, out_dir=None, options: PimCompileOptions | None = None) -> CompileResult:
+    """The compile entry's work: compile, write files (when ``out_dir``), build the callbacks.
 
     ``encode_inputs(sample)`` returns ``{global address: bytes}`` (quantized, storage layout);
     the simulator's outputs are expected as ``{name: int array of the manifest shape}`` read
     at the manifest address (``sim_options["outputs"]``); ``reference(sample)`` returns the
     frontend's integer outputs in that same form; ``decode_outputs`` gives float NCHW/NC arrays.
     """
-    from ....frontend.prepare import QUANT_OPTIONS, split_float_tail
-    calib = options.pop("calib", None)
-    qopts = {o.name: options.pop(o.name) for o in QUANT_OPTIONS if o.name in options}
-    full = quantize_model(model, calib, bits=options.get("bits", 8), **qopts)
+    from ....frontend.prepare import split_float_tail
+    o = options or PimCompileOptions()
+    full = quantize_model(model, bits=o.bits, **o.quant_kwargs())
     qg, tail, tail_nodes = split_float_tail(full)
-    c = compile_model(qg, config, **options)
+    c = compile_program(qg, config, o)
     if tail is not None:
         c.report["host_tail"] = {"nodes": tail_nodes, "note": "the PIM ISA has no exponential: these run on the "
                                  "host in float on the program's integer outputs (not in cycles/energy)"}
@@ -127,5 +127,7 @@ def compile_result(model, *, config=None, out_dir=None, **options) -> CompileRes
                    "outputs": [_entry(e) for e in c.outputs], "inputs_layout": [_entry(e) for e in c.inputs]}
     if stream is not None:
         sim_options["stream"] = stream
+    # a stream program runs one sample per image slot (``images`` samples per simulation)
     return CompileResult(program=c.program, files=files, report=c.report, encode_inputs=encode_inputs,
-                         decode_outputs=decode_outputs, reference=reference, sim_options=sim_options)
+                         decode_outputs=decode_outputs, reference=reference, sim_options=sim_options,
+                         samples_per_run=stream["images"] if stream else 1, qgraph=qg, config=c.config)

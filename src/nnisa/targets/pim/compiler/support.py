@@ -1,4 +1,5 @@
-"""Which float-graph nodes the PIM compiler lowers: the per-node check run before any work.
+"""Which float-graph nodes the PIM compiler lowers: the per-node check run before any work, from
+the lowering table (:data:`.lowerings.LOWERINGS`) and the conditions of its lowerings.
 
 ``frontend.prepare.check_graph`` calls :func:`pim_check` on every node of the imported graph
 and reports every refusal at once, before calibration, mapping or code generation.
@@ -6,14 +7,8 @@ and reports every refusal at once, before calibration, mapping or code generatio
 
 from __future__ import annotations
 
-from .graph import LAYOUT_OPS
-
-#: IR ops the PIM compiler lowers (BatchNormalization arrives as a 1×1 depthwise Conv); Concat,
-#: Slice (Split, Gather with constant indices), nearest Resize, the lookup-table activations and Mul
-#: are lowered by :mod:`.lower_extra` / :mod:`.lower_lut`
-PIM_OPS = {"Conv", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Sub", "Relu", "Clip", "Softmax",
-           "Concat", "Slice", "Resize", "Mul", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish",
-           *LAYOUT_OPS}
+from ....core.lowering import refusal
+from .lowerings import LOWERINGS
 
 _WHY = {
     "MatMul": "crossbar weights must be constants: a MatMul of two activations (attention) cannot run on the "
@@ -32,8 +27,9 @@ def pim_check(n, g) -> str | None:
     if n.name in g.origin:
         return ("LSTM/GRU is not compiled on PIM (recurrent cells are unrolled for DAIS only; the PIM compiler "
                 "maps feed-forward layers onto crossbars)")
-    if n.op not in PIM_OPS:
-        return _WHY.get(n.op, f"operator {n.op} is not supported on PIM")
+    why = refusal(LOWERINGS, "PIM", n.op, _WHY)
+    if why:
+        return why
     if n.op in ("Add", "Sub") and any(i in g.initializers for i in n.inputs):
         return f"{n.op} with a constant operand (not folded into a Conv/Gemm bias) is not lowered on PIM"
     if n.op == "AveragePool" and tuple(n.attrs.get("dilations", (1, 1))) != (1, 1):

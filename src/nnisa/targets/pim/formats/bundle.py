@@ -29,7 +29,7 @@ from ....core.fileio import load_npz
 from ..program import PimProgram
 from ..sim.memory import as_bytes
 from ..sim.weights import load_weights
-from .files import encode, read_program, write_program
+from .program_files import PROGRAM_FILES, encode
 
 BUNDLE_FORMAT = "nnisa-pim-bundle"
 BUNDLE_VERSION = 1
@@ -142,7 +142,7 @@ def write_bundle(out_dir: str | os.PathLike, program: PimProgram | None,
     with BundleWriter(out_dir) as w:
         files = dict(man.files)
         if program is not None:
-            write_program(program, w.file(program_name))
+            PROGRAM_FILES.write(program, w.file(program_name))
             if program.act_frac and not man.act_frac:
                 man = man.model_copy(update={"act_frac": dict(program.act_frac)})
             if binary and program_name != "program.nnpi":
@@ -171,7 +171,7 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
         ppath = member(root, man.program, what="program file")
         if not ppath.is_file():
             raise FormatError(f"program file {man.program} named by the manifest is missing", file=str(root))
-        program = read_program(ppath)
+        program = PROGRAM_FILES.read(ppath)
         for c, fr in man.act_frac.items():
             program.act_frac.setdefault(int(c), tuple(fr))
         if man.stream is not None:

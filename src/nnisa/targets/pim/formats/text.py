@@ -1,11 +1,11 @@
 """PIM text assembly (spec §4): assembler with directives and a bulk canonical disassembler.
 
-The assembler has a fast path for the canonical operand forms (``$rN``, decimal integers,
+The assembler is the core one (:class:`~nnisa.core.asm.Assembler`) with PIM's directives
+registered and a fast path for the canonical operand forms (``$rN``, decimal integers,
 ``ofs(...)``) that stores operand values in flat lists and scatters them into the IR columns
 per opcode with numpy; ranges are checked in bulk afterwards.  Any line the fast path does not
-understand, and any line that fails a check, is re-parsed by the generic engine of
-:mod:`nnisa.core.asm`, which produces the :class:`~nnisa.core.errors.AsmError` with
-file:line:column.  The disassembler renders all rows with per-opcode templates
+understand, and any line that fails a check, is re-parsed through the table, which produces the
+:class:`~nnisa.core.errors.AsmError` with file:line:column.  The disassembler renders all rows with per-opcode templates
 (:mod:`.render`).
 """
 
@@ -15,17 +15,19 @@ import json
 
 import numpy as np
 
-from ....core.asm import iter_lines, parse_instruction, split_operands, strip_comment
+from ....core.asm import Assembler, Directives, Line
 from ....core.errors import AsmError
-from ....core.operands import OperandError, parse_int
+from ....core.operands import OperandError
 from ..isa import OFS, OPCODES, build_isa
 from ..program import DTYPE, PimProgram
 from .render import RenderPlan
 from .textplans import kind_code, operand_plans
 
+
 def _fast_operands(kinds: tuple[str, ...], required: int, tail: str) -> list[int] | None:
-    """Operand values of the canonical forms, or ``None`` (then the generic parser decides)."""
+    """Operand values of the canonical forms, or ``None`` (then the table's parser decides)."""
     if "(" in tail:
+        from ....core.asm import split_operands
         toks = [t for _, t in split_operands(tail, 1)]
     else:
         toks = tail.split(",") if tail.strip() else []
@@ -65,201 +67,165 @@ def _fast_operands(kinds: tuple[str, ...], required: int, tail: str) -> list[int
     return vals
 
 
-class _Assembler:
-    def __init__(self, text: str, file: str | None):
-        self.text = text
-        self.file = file
-        self.word_bits = 64
-        self.extended = False
+#: the directives of PIM assembly (spec §4.2)
+DIRECTIVES = Directives("PIM")
+
+
+class PimAssembler(Assembler):
+    """PIM text → :class:`PimProgram`: the core assembler with PIM's directives and a fast path
+    for the canonical operand forms (flat operand values scattered into the IR columns per opcode
+    with numpy, ranges checked in bulk by :meth:`~nnisa.core.asm.Assembler.check_bulk`)."""
+
+    directives = DIRECTIVES
+    labels = True
+
+    def __init__(self, file: str | None = None):
+        self.word_bits, self.extended, self.odd_pairs = 64, False, False
+        super().__init__(build_isa(), file=file)
         self.chip_cores: int | None = None
         self.groups: dict[int, list[int]] = {}
         self.act_frac: dict[int, tuple[int, int]] = {}
-        self.labels: dict[str, int] = {}
         self.core: int | None = None
         self.core_order: list[int] = []
         self.seg_core: list[int] = []  # per instruction segment: core id
         self.seg_start: list[int] = []
         self.ops: list[int] = []
         self.vals: list[int] = []
-        self.lines: list[int] = []
-        self.raw_lines: list[str] = []
-        self.isa = None
-        self.odd_pairs = False
         self.config_extra: dict = {}
         self.nocode: set[int] = set()
+        self.plans = operand_plans()
 
-    def err(self, msg: str, lineno: int, col: int | None = None) -> AsmError:
-        return AsmError(msg, file=self.file, line=lineno, column=col)
+    @property
+    def started(self) -> bool:
+        return bool(self.ops)
 
-    def _ints(self, args: str, n: int, lineno: int, col: int, what: str) -> list[int]:
-        toks = [t.strip() for t in args.split(",")] if args.strip() else []
-        if len(toks) != n:
-            raise self.err(f"{what} takes {n} integer argument(s), got {len(toks)}", lineno, col)
+    def set_mode(self) -> None:
+        self.isa = build_isa(self.word_bits, self.extended, odd_pairs=self.odd_pairs)
+
+    # ---------------------------------------------------------------- directives
+    @DIRECTIVES.register(".mode", "32|64", "instruction word size", before_code=True)
+    def _mode(self, line: Line) -> None:
+        self.word_bits = int(self.choice(line, ("32", "64")))
+        self.set_mode()
+
+    @DIRECTIVES.register(".encoding", "strict|extended", "field layout (spec §3.5)", before_code=True)
+    def _encoding(self, line: Line) -> None:
+        self.extended = self.choice(line, ("strict", "extended")) == "extended"
+        self.set_mode()
+
+    @DIRECTIVES.register(".odd_pairs", "", "accept odd global-address registers in strict mode (§1.6)",
+                         before_code=True)
+    def _odd_pairs(self, line: Line) -> None:
+        self.odd_pairs = True
+        self.set_mode()
+
+    @DIRECTIVES.register(".core", "N", "the instructions that follow run on core N")
+    def _core(self, line: Line) -> None:
+        (c,) = self.ints(line, 1)
+        if not 0 <= c < 2 ** 31:
+            raise self.error(f"core id {c} out of range", line)
+        self.core = c
+        if c not in self.core_order:
+            self.core_order.append(c)
+        self.seg_core.append(c)
+        self.seg_start.append(len(self.ops))
+
+    @DIRECTIVES.register(".group", "ID, CROSSBARS", "array group ID of the current core (ids 0, 1, 2, ...)")
+    def _group(self, line: Line) -> None:
+        gid, xbars = self.ints(line, 2)
+        if self.core is None:
+            raise self.error(".group before the first .core directive", line)
+        groups = self.groups.setdefault(self.core, [])
+        if gid != len(groups):
+            raise self.error(f"array group ids must be 0, 1, 2, ... in order: expected {len(groups)}, got {gid}", line)
+        if not 0 <= xbars < 2 ** 31:
+            raise self.error(f"crossbar count {xbars} out of range", line)
+        groups.append(xbars)
+
+    @DIRECTIVES.register(".chip_cores", "N", "cores of the chip")
+    def _chip_cores(self, line: Line) -> None:
+        (n,) = self.ints(line, 1)
+        if not 0 <= n < 2 ** 31:
+            raise self.error(f".chip_cores {n} out of range", line)
+        self.chip_cores = n
+
+    @DIRECTIVES.register(".config_extra", "{JSON}", "configuration keys the program carries (one JSON line)")
+    def _config_extra(self, line: Line) -> None:
         try:
-            return [parse_int(t) for t in toks]
-        except OperandError as exc:
-            raise self.err(f"{what}: {exc}", lineno, col) from None
+            extra = parse_config_extra(line.tail)
+        except ValueError as exc:
+            raise self.error(f".config_extra: {exc}", line) from None
+        self.config_extra.update(extra)
 
-    def directive(self, head: str, args: str, lineno: int, col: int) -> None:
-        d = head.lower()
-        if d in (".mode", ".encoding"):
-            if self.ops:
-                raise self.err(f"{d} must come before the first instruction", lineno, col)
-            a = args.strip().lower()
-            if d == ".mode":
-                if a not in ("32", "64"):
-                    raise self.err(f".mode must be 32 or 64, got {args.strip()!r}", lineno, col)
-                self.word_bits = int(a)
-            else:
-                if a not in ("strict", "extended"):
-                    raise self.err(f".encoding must be strict or extended, got {args.strip()!r}", lineno, col)
-                self.extended = a == "extended"
-            self.isa = None
-        elif d == ".odd_pairs":
-            if self.ops:
-                raise self.err(".odd_pairs must come before the first instruction", lineno, col)
-            self.odd_pairs = True
-            self.isa = None
-        elif d == ".core":
-            (c,) = self._ints(args, 1, lineno, col, ".core")
-            if not 0 <= c < 2 ** 31:
-                raise self.err(f"core id {c} out of range", lineno, col)
-            self.core = c
-            if c not in self.core_order:
-                self.core_order.append(c)
-            self.seg_core.append(c)
-            self.seg_start.append(len(self.ops))
-        elif d == ".group":
-            gid, xbars = self._ints(args, 2, lineno, col, ".group")
-            if self.core is None:
-                raise self.err(".group before the first .core directive", lineno, col)
-            groups = self.groups.setdefault(self.core, [])
-            if gid != len(groups):
-                raise self.err(f"array group ids must be 0, 1, 2, ... in order: expected {len(groups)}, got {gid}",
-                               lineno, col)
-            if not 0 <= xbars < 2 ** 31:
-                raise self.err(f"crossbar count {xbars} out of range", lineno, col)
-            groups.append(xbars)
-        elif d == ".chip_cores":
-            (n,) = self._ints(args, 1, lineno, col, ".chip_cores")
-            if not 0 <= n < 2 ** 31:
-                raise self.err(f".chip_cores {n} out of range", lineno, col)
-            self.chip_cores = n
-        elif d == ".config_extra":
-            try:
-                extra = parse_config_extra(args)
-            except ValueError as exc:
-                raise self.err(f".config_extra: {exc}", lineno, col) from None
-            self.config_extra.update(extra)
-        elif d == ".nocode":
-            if args.strip() or self.core is None or self.seg_core[-1] != self.core or \
-                    self.seg_start[-1] != len(self.ops) or any(c == self.core for c in self.seg_core[:-1]):
-                raise self.err(".nocode takes no argument and must follow the only .core line of its core",
-                               lineno, col)
-            self.nocode.add(self.core)
-        elif d == ".act_frac":
-            a, b = self._ints(args, 2, lineno, col, ".act_frac")
-            if self.core is None:
-                raise self.err(".act_frac before the first .core directive", lineno, col)
-            if not (0 <= a <= 31 and 0 <= b <= 31):
-                raise self.err("activation fraction bits must be 0..31", lineno, col)
-            self.act_frac[self.core] = (a, b)
-        else:
-            raise self.err(f"unknown directive {head!r}", lineno, col)
+    @DIRECTIVES.register(".nocode", "", "the current core has groups or fractions but no instructions")
+    def _nocode(self, line: Line) -> None:
+        if line.tail.strip() or self.core is None or self.seg_core[-1] != self.core or \
+                self.seg_start[-1] != len(self.ops) or any(c == self.core for c in self.seg_core[:-1]):
+            raise self.error(".nocode takes no argument and must follow the only .core line of its core", line)
+        self.nocode.add(self.core)
 
-    def generic(self, raw: str, lineno: int) -> tuple:
-        """Parse one instruction line with the generic engine (raises AsmError with column)."""
-        line = next(iter_lines(raw))
-        line.lineno = lineno
-        return parse_instruction(self.get_isa(), line, self.file)
+    @DIRECTIVES.register(".act_frac", "IN, OUT", "fraction bits of the current core's activation tables")
+    def _act_frac(self, line: Line) -> None:
+        a, b = self.ints(line, 2)
+        if self.core is None:
+            raise self.error(".act_frac before the first .core directive", line)
+        if not (0 <= a <= 31 and 0 <= b <= 31):
+            raise self.error("activation fraction bits must be 0..31", line)
+        self.act_frac[self.core] = (a, b)
 
-    def get_isa(self):
-        if self.isa is None:
-            self.isa = build_isa(self.word_bits, self.extended, odd_pairs=self.odd_pairs)
-        return self.isa
+    # ---------------------------------------------------------------- instructions
+    def fast_line(self, head: str, tail: str, lineno: int) -> bool:
+        """The canonical operand forms straight into flat value lists (no :class:`Line`)."""
+        plan = self.plans.get(head)
+        if plan is None or self.core is None or self.core in self.nocode:
+            return False
+        vals = _fast_operands(plan[1], plan[3], tail)
+        if vals is None:
+            return False
+        self.ops.append(plan[0])
+        self.vals.extend(vals)
+        self.linenos.append(lineno)
+        return True
 
-    def run(self) -> PimProgram:
-        plans = operand_plans()
-        for lineno, raw in enumerate(self.text.splitlines(), start=1):
-            body = strip_comment(raw) if ("#" in raw or ";" in raw) else raw
-            parts = body.split(None, 1)
-            if not parts:
-                continue
-            head = parts[0]
-            if head[-1] == ":" and head[0] != ".":
-                label = head[:-1]
-                col = len(body) - len(body.lstrip()) + 1
-                if not label or not (label[0].isalpha() or label[0] == "_") or \
-                        not label.replace("_", "a").replace(".", "a").isalnum():
-                    raise self.err(f"bad label {label!r}", lineno, col)
-                if label in self.labels:
-                    raise self.err(f"duplicate label {label!r} (first defined on line {self.labels[label]})",
-                                   lineno, col)
-                self.labels[label] = lineno
-                body = body.lstrip()[len(head):]
-                parts = body.split(None, 1)
-                if not parts:
-                    continue
-                head = parts[0]
-            tail = parts[1] if len(parts) > 1 else ""
-            if head[0] == ".":
-                self.directive(head, tail, lineno, body.index(head) + 1)
-                continue
-            plan = plans.get(head) or plans.get(head.lower())
-            if self.core is None:
-                raise self.err("instruction before the first .core directive", lineno,
-                               body.index(head) + 1)
-            if self.core in self.nocode:
-                raise self.err(f"instruction in core {self.core}, declared .nocode", lineno, body.index(head) + 1)
-            vals = _fast_operands(plan[1], plan[3], tail) if plan else None
-            if vals is None:
-                row = self.generic(body, lineno)  # raises on bad input
-                spec_cols = operand_plans()[OPCODES[row[0]]][2]
-                idx = self.get_isa()._col_index
-                vals = [row[idx[c]] for c in spec_cols]
-                plan = plans[OPCODES[row[0]]]
-            self.ops.append(plan[0])
-            self.vals.extend(vals)
-            self.lines.append(lineno)
-        return self.finish()
+    def instruction(self, line: Line) -> None:
+        if self.core is None:
+            raise self.error("instruction before the first .core directive", line)
+        if self.core in self.nocode:
+            raise self.error(f"instruction in core {self.core}, declared .nocode", line)
+        plan = self.plans.get(line.head.lower())
+        vals = _fast_operands(plan[1], plan[3], line.tail) if plan else None
+        if vals is None:
+            row = self.parse(line)  # raises on bad input
+            plan = self.plans[OPCODES[row[0]]]
+            idx = self.isa._col_index
+            vals = [row[idx[c]] for c in plan[2]]
+        self.ops.append(plan[0])
+        self.vals.extend(vals)
+        self.linenos.append(line.lineno)
+
+    def bulk_error(self, row: tuple, line: Line) -> AsmError:
+        # the parser accepted it: the offender is a column without a field (32-bit offsets)
+        return self.error(f"offsets are not supported in {self.word_bits}-bit mode (spec §3.6)", line.lineno)
 
     def finish(self) -> PimProgram:
-        isa = self.get_isa()
-        plans = operand_plans()
+        plans = self.plans
         n = len(self.ops)
         ops = np.array(self.ops, dtype=np.int64)
         vals = np.array(self.vals, dtype=np.int64)
-        lines = np.array(self.lines, dtype=np.int64)
         nvals = np.zeros(len(OPCODES), dtype=np.int64)
-        for m, (code, _, cols, _) in plans.items():
+        for code, _, cols, _ in plans.values():
             nvals[code] = len(cols)
         offs = np.zeros(n, dtype=np.int64)
         if n:
             offs[1:] = np.cumsum(nvals[ops])[:-1]
         rows = np.zeros(n, dtype=DTYPE)
         rows["op"] = ops
-        bad_line = None
         for code in np.unique(ops).tolist():
-            mnem = OPCODES[code]
             idx = np.flatnonzero(ops == code)
             base = offs[idx]
-            fields = {f.name: f for f in isa.spec(code).format.fields}
-            for j, c in enumerate(plans[mnem][2]):
-                v = vals[base + j]
-                f = fields.get(c)
-                if f is None:
-                    bad = v != 0
-                else:
-                    lo, hi = f.value_range
-                    bad = (v < lo) | (v > hi)
-                    if f.multiple_of != 1:
-                        bad |= v % f.multiple_of != 0
-                if bad.any():
-                    first = int(lines[idx[np.argmax(bad)]])
-                    bad_line = first if bad_line is None else min(bad_line, first)
-                rows[c][idx] = v
-        if bad_line is not None:
-            self._raise_for_line(bad_line)
+            for j, c in enumerate(plans[OPCODES[code]][2]):
+                rows[c][idx] = vals[base + j]
+        self.check_bulk(rows, self.linenos)
         cores: dict[int, list[np.ndarray]] = {c: [] for c in self.core_order}
         bounds = self.seg_start + [n]
         for k, c in enumerate(self.seg_core):
@@ -270,14 +236,9 @@ class _Assembler:
                           word_bits=self.word_bits, extended=self.extended, act_frac=self.act_frac,
                           odd_pairs=self.odd_pairs, config_extra=self.config_extra)
 
-    def _raise_for_line(self, lineno: int) -> None:
-        self.generic(strip_comment(self.text.splitlines()[lineno - 1]), lineno)  # raises on a bad range
-        # the generic parser accepted it: the offender is a column without a field (32-bit offsets)
-        raise self.err(f"offsets are not supported in {self.word_bits}-bit mode (spec §3.6)", lineno)
-
 
 def _scan_text(text: str) -> PimProgram | None:
-    """The numba scanner (:mod:`.textscan`); ``None`` when it leaves the text to :class:`_Assembler`."""
+    """The numba scanner (:mod:`.textscan`); ``None`` when it leaves the text to :class:`PimAssembler`."""
     from . import textscan as ts
 
     try:
@@ -367,7 +328,7 @@ def assemble_text(text: str, file: str | None = None, fast: bool = True) -> PimP
         prog = _scan_text(text)
         if prog is not None:
             return prog
-    return _Assembler(text, file).run()
+    return PimAssembler(file).assemble(text)
 
 
 # --------------------------------------------------------------------------- disassembler

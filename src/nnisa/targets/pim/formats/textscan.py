@@ -9,7 +9,7 @@ between tokens, mnemonics and directives in any case, registers ``$rN``/``$RN``/
 and ``0x`` integers with an optional sign, and ``ofs(rd|rs1|rs2 or 0-7, value)``.
 
 It checks every value against the field ranges of the current encoding mode exactly as
-:meth:`.text._Assembler.finish` does.  Anything else — labels, other integer forms, non-ASCII
+:meth:`.text.PimAssembler.finish` does.  Anything else — labels, other integer forms, non-ASCII
 outside comments, unusual line breaks, a directive in the wrong place, a value out of range, a
 malformed operand — makes it return :data:`ST_BAIL` and the caller runs the Python assembler on
 the whole text, which is the authority for results and for error messages (file:line:column).
@@ -497,7 +497,7 @@ def scan(buf, out, segs, dirs, info, ht, mn_key, nk, req, kind, slot0, nslot, so
         if not ok or ntok < req[op]:
             st = ST_BAIL
             break
-        # -- ranges of the current mode (as _Assembler.finish), then the row
+        # -- ranges of the current mode (as PimAssembler.finish), then the row
         m = word64 * 4 + ext * 2 + odd
         base = nrows * rowsize
         for j in range(nslot[op]):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import PimConfig
+from ..isa import build_isa
 from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, OBYW_WB, ONE_ELEM, OP_MVMUL,
                            TWO_SRC, CorePlan, Params, cdiv)
 
@@ -20,15 +21,9 @@ from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, OBYW_WB, ONE_
 COMPONENTS = ("static", "mvmul", "vector", "local_memory", "global_memory", "noc", "inst_fetch",
               "inst_decode", "reg_file", "scalar")
 
-# register-file reads per opcode (source registers; address registers included)
-_REG_READS = np.zeros(32, np.int64)
-for _op, _n in {2: 1, 3: 2, 4: 2, 5: 2, 6: 1, 7: 1, 9: 2, 10: 3, 11: 3, 12: 3, 13: 3, 14: 3, 15: 3,
-                16: 3, 17: 3, 18: 2, 19: 2, 20: 2, 21: 3, 22: 3, 23: 3, 24: 2, 25: 2, 26: 1, 27: 2,
-                28: 1, 29: 1}.items():
-    _REG_READS[_op] = _n
-# register-file writes per opcode (scalar results)
-_REG_WRITES = np.zeros(32, np.int64)
-_REG_WRITES[1:8] = 1
+# register-file reads (source and address registers) and writes per opcode: facts of the ISA table
+_REG_READS = build_isa().fact_array("reads", 0, np.int64, 32)
+_REG_WRITES = build_isa().fact_array("writes", 0, np.int64, 32)
 
 
 def xbar_energy(cfg: PimConfig, ibiw: int, native: bool) -> float:

@@ -5,9 +5,9 @@ data: per-core registers, local memory, event registers and array groups holding
 matrices, plus one sparse global memory.  Two interchangeable interpreters share this module's
 machine state, communication and scheduling (:mod:`.machine`):
 
-* ``path="fast"`` (default, :mod:`.functional_fast`): tight dispatch over per-core column
+* ``engine="fast"`` (default, :mod:`.functional_fast`): tight dispatch over per-core column
   lists, numpy for vectors and mvmul;
-* ``path="reference"`` (:mod:`.functional_ref`): one readable function per instruction using
+* ``engine="reference"`` (:mod:`.functional_ref`): one readable function per instruction using
   the exact integer definitions of :mod:`.semantics`.
 
 Scheduling is deterministic: cores are visited in ascending id order and each runs until it
@@ -58,7 +58,7 @@ class FunctionalResult:
         core id → instructions executed.
     warnings
         Aggregated warnings, one line per kind (count and first occurrence).
-    wall_s, path
+    wall_s, engine
         Host run time in seconds (preparation + execution) and the interpreter used.
     shapes
         (core, group) → (K, N) of the array groups' weights (the program lint uses them).
@@ -72,7 +72,7 @@ class FunctionalResult:
     instructions: dict[int, int]
     warnings: list[str] = field(default_factory=list)
     wall_s: float = 0.0
-    path: str = "fast"
+    engine: str = "fast"
     shapes: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
 
     @property
@@ -128,7 +128,7 @@ def _resolve_act_frac(program: PimProgram, cfg, act_frac) -> dict[int, tuple]:
 
 
 def run_functional(program: PimProgram, config=None, weights=None, gmem=None, *,
-                   global_address_mode: str | None = None, act_frac=None, path: str = "fast",
+                   global_address_mode: str | None = None, act_frac=None, engine: str = "fast",
                    weight_seed: int = 0, lmem: Mapping[int, Mapping[int, Any]] | None = None,
                    schedule: str = "ascending") -> FunctionalResult:
     """Run ``program`` with real values (spec §5).
@@ -152,7 +152,7 @@ def run_functional(program: PimProgram, config=None, weights=None, gmem=None, *,
     act_frac
         ``(act_in_frac, act_out_frac)`` for every core or ``{core: (in, out)}``; ``None``
         entries keep the D9 defaults.  Overrides ``program.act_frac`` and the config.
-    path
+    engine
         ``"fast"`` or ``"reference"`` interpreter (identical results).
     weight_seed
         Seed for ``weights="random"``.
@@ -201,14 +201,14 @@ def run_functional(program: PimProgram, config=None, weights=None, gmem=None, *,
                                   f"exceeds the local memory size {m.lsize}")
             core.lmem[addr:addr + len(data)] = data
     _static_warnings(m)
-    if path == "fast":
+    if engine == "fast":
         run_core = run_core_fast
         for core in m.cores.values():
             prepare(core)
-    elif path == "reference":
+    elif engine == "reference":
         run_core = run_core_ref
     else:
-        raise ConfigError(f"path must be 'fast' or 'reference', got {path!r}")
+        raise ConfigError(f"engine must be 'fast' or 'reference', got {engine!r}")
     if schedule not in ("ascending", "descending"):
         raise ConfigError(f"schedule must be 'ascending' or 'descending', got {schedule!r}")
     m.run(run_core, schedule)
@@ -221,6 +221,6 @@ def run_functional(program: PimProgram, config=None, weights=None, gmem=None, *,
         instructions={c: core.pc for c, core in m.cores.items()},
         warnings=_format_warnings(m),
         wall_s=time.perf_counter() - t0,
-        path=path,
+        engine=engine,
         shapes={k: (g.K, g.N) for k, g in m.groups.items()},
     )

@@ -67,12 +67,12 @@ def synthetic_program(n_instr: int, cores: int = 2, seed: int = 0, groups: int =
     return prog
 
 
-def bench(n_instr: int = 1_000_000, path: str = "fast", weights: str = "random") -> tuple[int, float]:
+def bench(n_instr: int = 1_000_000, engine: str = "fast", weights: str = "random") -> tuple[int, float]:
     """Run :func:`synthetic_program` and return (instructions, seconds)."""
     from .functional import run_functional
     prog = synthetic_program(n_instr)
     t0 = time.perf_counter()
-    res = run_functional(prog, weights=weights, global_address_mode="single32", path=path)
+    res = run_functional(prog, weights=weights, global_address_mode="single32", engine=engine)
     return res.total_instructions, time.perf_counter() - t0
 
 

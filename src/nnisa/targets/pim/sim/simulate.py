@@ -1,4 +1,4 @@
-"""``PimTarget.simulate``: functional values and timing/energy behind the common interface.
+"""The PIM ``simulate()`` entry point: functional values and timing/energy behind the common interface.
 
 One call runs the functional simulator (values, :mod:`.functional`) and/or the timing and energy
 model (:mod:`.timing`) on a program or a compiled bundle, places inputs in global memory, reads
@@ -13,17 +13,18 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ....core.errors import ConfigError, FormatError
-from ....core.target import SimResult, Stats
 import os
 
+from ....core.errors import ConfigError, FormatError
+from ....core.target import SimResult, Stats, check_mode, take_engine
 from ..formats.bundle import Bundle, TensorSpec, read_bundle
 from .functional import FunctionalResult, run_functional
 from ..config import PimConfig, load_config
 from .memory import GlobalMemory, as_bytes
 from ..program import PimProgram
 
-MODES = ("both", "timing", "functional")
+__all__ = ["simulate", "run_bundle", "write_input", "read_output"]
+
 _SEG = re.compile(r"^seg@(0x[0-9a-fA-F]+|\d+)$")
 
 
@@ -110,12 +111,12 @@ def _place_inputs(gm: GlobalMemory, inputs: Mapping[Any, Any] | None, in_specs: 
             raise FormatError(f"unknown input {key!r}; the program's inputs are: {known}")
 
 
-def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Mapping | None = None,
-                 weights: Any = None, gmem: Any = None, outputs: Any = None, inputs_layout: Any = None,
-                 mode: str | None = None, timing: str = "pimsim", trace: str | None = None,
-                 gantt: str | None = None, global_address_mode: str | None = None,
-                 report: str | None = None, source: str | None = None, images: int | None = None,
-                 stream: Mapping | None = None, lint: bool = True, **options: Any) -> SimResult:
+def simulate(program: PimProgram | Bundle, *, config: Any = None, inputs: Mapping | None = None,
+             weights: Any = None, gmem: Any = None, outputs: Any = None, inputs_layout: Any = None,
+             mode: str | None = None, timing: str = "pimsim", timeline: bool = False,
+             global_address_mode: str | None = None,
+             report: str | None = None, source: str | None = None, images: int | None = None,
+             stream: Mapping | None = None, lint: bool = True, **options: Any) -> SimResult:
     """Simulate a PIM program or bundle.
 
     Parameters
@@ -140,12 +141,13 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
         weights are available or no ``mvmul`` needs them, else ``timing``.
     timing
         ``"pimsim"`` (reproduces pimsim-nn) or ``"native"``.
-    trace, gantt
-        Write a Chrome/Perfetto trace (JSON) / a per-core Gantt chart (PNG).
+    timeline
+        Record the per-instruction times: ``SimResult.timeline`` (one track per core) for the
+        Gantt chart and the trace.
     global_address_mode
         ``"pair"`` or ``"single32"`` (default: the bundle's or the configuration's).
     report
-        ``"pimsim"``: also render pimsim-nn's report block (``stats.extra["report_text"]``).
+        ``"pimsim"``: also render pimsim-nn's report block (``SimResult.report_text``).
     source
         The program's file name, shown in that report.
     images
@@ -158,6 +160,9 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
     lint
         Check the program (:mod:`~nnisa.targets.pim.lint`; with values also reads of
         never-written local memory): ``stats.extra["lint"]``, each finding also a warning.
+    engine
+        The functional interpreter: ``"fast"`` (numba) or ``"reference"`` (``path`` is the
+        deprecated old name).
 
     Returns
     -------
@@ -167,6 +172,7 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
         outputs of a stream have a leading image axis.
     """
     t0 = time.perf_counter()
+    engine = take_engine(options)
     bundle = program if isinstance(program, Bundle) else None
     if bundle is not None:
         if bundle.program is None:
@@ -187,10 +193,10 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
     if mode is None:
         needs_weights = any((rows["op"] == 9).any() for _, rows in prog.items())
         mode = "both" if (weights is not None or not needs_weights) else "timing"
-    if mode not in MODES:
-        raise ConfigError(f"unknown simulation mode {mode!r}; choose from {', '.join(MODES)}")
+    mode = check_mode(mode)
     out_specs = _specs(outputs)
     n_img, stride, repeat = _stream_shape(prog, stream, images)
+    tl, report_text = None, None
     stats = Stats(instructions=len(prog))
     outs: dict[str, np.ndarray] = {}
     extra: dict[str, Any] = {"mode": mode, "images": n_img if repeat == 1 else repeat}
@@ -209,7 +215,7 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
             gm.write(addr, data)
         _place_inputs(gm, inputs, _specs(inputs_layout), n_img, stride)
         fres = run_functional(prog, cfg, weights=weights, gmem=gm, global_address_mode=global_address_mode,
-                              **options)
+                              engine=engine, **options)
         if n_img > 1:
             outs = {t.name: np.concatenate([read_output(fres, gm, sp) for sp in _image_specs(t, n_img, stride)])
                     for t in out_specs}
@@ -220,7 +226,7 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
     if mode in ("both", "timing"):
         from .timing import simulate_timing
         from .timing_report import result_to_dict
-        tres = simulate_timing(prog, cfg, mode=timing, trace=bool(trace or gantt), repeat=repeat)
+        tres = simulate_timing(prog, cfg, mode=timing, trace=timeline, repeat=repeat)
         d = result_to_dict(tres)
         stats.cycles = int(round(d["cycles"]))
         stats.latency_ns = d["latency_ns"]
@@ -231,19 +237,13 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
         extra["timing_mode"] = timing
         extra["timing_model"] = ("pimsim-nn 3e3442b (reference-compatible)" if timing == "pimsim"
                                  else "nnisa native (pimsim-nn defects fixed)")
-        if trace:
-            from .trace import write_chrome_trace
-            write_chrome_trace(tres, trace)
-            extra["trace_file"] = str(trace)
-        if gantt:
-            from .trace import plot_gantt
-            plot_gantt(tres, gantt)
-            extra["gantt_file"] = str(gantt)
+        if timeline:
+            from .trace import timeline as to_timeline
+            tl = to_timeline(tres)
         if report == "pimsim":
             from .timing_report import format_pimsim_report
             verbose = cfg.sim_config.report_verbose_level if cfg is not None else 0
-            extra["report_text"] = format_pimsim_report(tres, str(config or "default"), source or "program",
-                                                        verbose)
+            report_text = format_pimsim_report(tres, str(config or "default"), source or "program", verbose)
         details = tres
     else:
         details = None
@@ -257,7 +257,7 @@ def simulate_pim(program: PimProgram | Bundle, *, config: Any = None, inputs: Ma
         extra["lint"] = lint_dicts(issues)
     stats.wall_s = time.perf_counter() - t0
     stats.extra = extra
-    return SimResult(outputs=outs, stats=stats, details=details)
+    return SimResult(outputs=outs, stats=stats, details=details, timeline=tl, report_text=report_text)
 
 
 def _stream_shape(prog: PimProgram, stream: Mapping | None, images: int | None) -> tuple[int, int, int]:
@@ -285,7 +285,7 @@ def run_bundle(bundle: Bundle | str | os.PathLike, inputs: Mapping[str, np.ndarr
     """Functional run of a bundle: place ``inputs`` (by manifest name) in global memory, run,
     and read every manifest output as an integer array of its shape.
 
-    ``options`` go to :func:`~nnisa.targets.pim.sim.functional.run_functional` (e.g. ``path``,
+    ``options`` go to :func:`~nnisa.targets.pim.sim.functional.run_functional` (e.g. ``engine``,
     ``config`` to override the manifest's hardware configuration).
     """
     b = bundle if isinstance(bundle, Bundle) else read_bundle(bundle)

@@ -30,7 +30,7 @@ import numpy as np
 from .timing_engine import DONE, GM_WAIT, RECV_WAIT, RUN, SEND_WAIT, WAIT_WAIT, EngineResult
 from .semantics import wrap32
 from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, OP_LLDI,
-                           OP_LMV, OP_MVMUL, OP_SETBW, CorePlan, Params, cdiv)
+                           OBYW_WB, OP_LMV, OP_MVMUL, OP_SETBW, TWO_SRC, CorePlan, Params, cdiv)
 
 
 
@@ -69,8 +69,8 @@ class LocalMemory:
             del self.ends[:k]
 
 
-_TWO_SRC = {10, 11, 12, 13, 14, 15, 16}
-_OBYW = {12, 15, 16, 19, 20, 22, 23}
+_TWO_SRC = frozenset(TWO_SRC)
+_OBYW = frozenset(OBYW_WB)
 
 
 def _ranges(op: int, r: list[int], row, ibyw: int, obyw: int, native: bool, rows_: int, cols: int,

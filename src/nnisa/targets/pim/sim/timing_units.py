@@ -16,7 +16,7 @@ import numpy as np
 
 from ....core.errors import SimError
 from ..config import PimConfig
-from ..isa import OPCODE
+from ..isa import OPCODE, build_isa
 
 PS = 1000  # ps per ns
 
@@ -27,24 +27,21 @@ EVENT_NAMES = ("ld", "st", "send", "recv", "sync", "wait", "sld")
 OP_NOP, OP_SLD, OP_SETBW, OP_MVMUL = OPCODE["nop"], OPCODE["sld"], OPCODE["setbw"], OPCODE["mvmul"]
 OP_LD, OP_ST, OP_LLDI, OP_LMV = OPCODE["ld"], OPCODE["st"], OPCODE["lldi"], OPCODE["lmv"]
 OP_SEND, OP_RECV, OP_WAIT, OP_SYNC = OPCODE["send"], OPCODE["recv"], OPCODE["wait"], OPCODE["sync"]
-SCALAR_OPS = tuple(range(1, 8))
-VECTOR_OPS = tuple(range(10, 24))
+_ISA = build_isa()
+#: per-opcode facts of the ISA table (:class:`~nnisa.targets.pim.isa.Facts`)
+SCALAR_OPS = tuple(s.opcode for s in _ISA.instrs if s.category == "scalar")
+VECTOR_OPS = _ISA.opcodes_where("unit", "vector")
 #: two-source vector ops (n_src = 2)
-TWO_SRC = tuple(OPCODE[m] for m in ("vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll", "vvsra"))
+TWO_SRC = _ISA.opcodes_where("srcs", 2)
 #: vector ops whose write-back is len·obyw (pimsim-nn)
-OBYW_WB = tuple(OPCODE[m] for m in ("vvmul", "vvsll", "vvsra", "vtanh", "vsigm", "vrsu", "vrsl"))
+OBYW_WB = _ISA.opcodes_where("obyw_wb")
 #: vector ops that produce one element (native mode writes one obyw element)
-ONE_ELEM = (OPCODE["vvdmul"], OPCODE["vavg"])
+ONE_ELEM = _ISA.opcodes_where("one_elem")
 
 #: unit of each opcode for busy-time accounting
 UNITS = ("scalar", "matrix", "vector", "transfer")
-UNIT_OF_OP = np.zeros(32, dtype=np.int8)  # 0 scalar/setbw/nop, 1 matrix, 2 vector, 3 transfer
-UNIT_OF_OP[OP_MVMUL] = 1
-UNIT_OF_OP[list(VECTOR_OPS)] = 2
-UNIT_OF_OP[24:32] = 3
-EVENT_OF_OP = np.full(32, -1, dtype=np.int8)
-EVENT_OF_OP[[OP_LD, OP_ST, OP_SEND, OP_RECV, OP_SYNC, OP_WAIT]] = [EV_LD, EV_ST, EV_SEND, EV_RECV,
-                                                                     EV_SYNC, EV_WAIT]
+UNIT_OF_OP = _ISA.fact_array("unit", "scalar", np.int8, 32, UNITS.index)
+EVENT_OF_OP = _ISA.fact_array("event", "", np.int8, 32, lambda e: EVENT_NAMES.index(e) if e else -1)
 
 
 def cdiv(a, b):

@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from ....report.timeline import Timeline, Track
+from ....report.timeline import Timeline, build_timeline
 from ....report.timeline import plot_gantt as draw_gantt
 from ....report.timeline import write_chrome_trace as write_trace
 from ..isa import OPCODES
@@ -76,29 +76,28 @@ def instruction_times(plan: CorePlan, ev_S: np.ndarray, ev_E: np.ndarray, P: int
 
 def timeline(result, cores: list[int] | None = None) -> Timeline:
     """The :class:`~nnisa.report.timeline.Timeline` of a timing result: one track per core,
-    lanes matrix / vector / transfer (scalar front-end work kept as a unit but not drawn), labels
-    = mnemonics, times in ps.  Without a per-instruction trace each core is one bar to its finish."""
+    lanes matrix / vector / transfer (scalar front-end work kept as a hidden unit), labels =
+    mnemonics, times in ps.  Without a per-instruction trace each core is one bar to its finish."""
     ids = sorted(result.finish_ps) if cores is None else list(cores)
-    tracks = []
-    for c in ids:
-        tr = result.trace.get(c) if result.trace else None
-        fin = float(result.finish_ps.get(c, 0))
-        if tr is None or len(tr) == 0:
-            tracks.append(Track(f"core {c}", finish=fin))
-            continue
-        tracks.append(Track(f"core {c}", start=tr["S"], end=tr["E"], unit=UNIT_OF_OP[tr["op"]],
-                            label=tr["op"].astype(np.int32), pc=tr["pc"], finish=fin))
-    return Timeline(tracks, units=UNITS, labels=tuple(OPCODES), time_unit="ps", ns_per_unit=1e-3,
-                    title=f"PIM timing ({result.mode} mode): chip latency {result.latency_ps / 1000:,.0f} ns",
-                    process="PIM chip", meta={"latency_ns": result.latency_ps / PS, "mode": result.mode})
+    traces = [(result.trace.get(c) if result.trace else None) for c in ids]
+    traces = [tr if tr is not None else np.zeros(0, TRACE_DTYPE) for tr in traces]
+    ev = np.concatenate(traces) if traces else np.zeros(0, TRACE_DTYPE)
+    row = np.repeat(np.arange(len(ids)), [len(tr) for tr in traces])
+    return build_timeline([f"core {c}" for c in ids], row, ev["S"], ev["E"], unit=UNIT_OF_OP[ev["op"]],
+                          label=ev["op"].astype(np.int32), pc=ev["pc"],
+                          finish=[float(result.finish_ps.get(c, 0)) for c in ids],
+                          units=UNITS, labels=tuple(OPCODES), time_unit="ps", ns_per_unit=1e-3,
+                          title=f"PIM timing ({result.mode} mode): chip latency {result.latency_ps / 1000:,.0f} ns",
+                          process="PIM chip", meta={"latency_ns": result.latency_ps / PS, "mode": result.mode},
+                          hidden_units=("scalar",))
 
 
 def write_chrome_trace(result, path: str | os.PathLike, *, max_events: int = 2_000_000) -> int:
     """Write a Chrome/Perfetto trace of a timing result (one track per core, one event per
     non-scalar instruction, args = pc); returns the number of events written."""
-    return write_trace(timeline(result), path, max_events=max_events, skip_units=("scalar",))
+    return write_trace(timeline(result), path, max_events=max_events)
 
 
 def plot_gantt(result, path_png: str | os.PathLike, **kw) -> None:
     """Write a per-core Gantt chart (PNG) of a timing result."""
-    draw_gantt(timeline(result), path_png, skip_units=("scalar",), **kw)
+    draw_gantt(timeline(result), path_png, **kw)

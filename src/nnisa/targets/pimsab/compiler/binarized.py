@@ -291,11 +291,11 @@ def time_network(progs: list[BinProgram]) -> dict[str, Any]:
         the simulation), the latency ``cycles`` (sum: layers back to back), ``energy_j`` and
         ``time_us`` at 1.5 GHz.
     """
-    from ..sim.simulate import simulate_pimsab
+    from ..sim.simulate import simulate
     rows, total, energy = [], 0, 0.0
     for p in progs:
         t0 = time.process_time()
-        r = simulate_pimsab(p.compiled.program, config=p.compiled.config.replace(functional=False),
+        r = simulate(p.compiled.program, config=p.compiled.config.replace(functional=False),
                             mode="timing").stats
         rows.append({"layer": p.layer.name, "kind": p.layer.kind, "cycles": int(r.cycles),
                      "energy_j": float(r.extra["energy_j"]), "instructions": len(p.compiled.program),

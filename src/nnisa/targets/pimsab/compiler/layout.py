@@ -108,35 +108,47 @@ class Layout:
     # ------------------------------------------------------------------ host side
     def pack(self, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Input arrays (by tensor name) → ``{"dram_0x0": image}`` for :func:`simulate`."""
+        return {"dram_0x0": self.pack_batch([values])[0]}
+
+    def pack_batch(self, samples: list[dict[str, np.ndarray]]) -> np.ndarray:
+        """:meth:`pack` of many samples at once: their DRAM images as one (samples, bytes) array."""
         flat = {}
         for name, (shape, _) in self.inputs.items():
-            if name not in values:
-                raise CompileError(f"missing input tensor {name!r} (inputs: {', '.join(self.inputs)})")
-            a = np.asarray(values[name])
-            if a.shape != shape:
-                raise CompileError(f"input {name!r}: shape {a.shape}, expected {shape}")
-            if self.inputs[name][1] in FLOAT_TOKENS:  # float tensors travel as their bit patterns
-                a = float_patterns(a, self.inputs[name][1])
-            flat[name] = np.concatenate([a.reshape(-1).astype(np.int64), [0]])  # index −1 → 0
+            arrs = []
+            for values in samples:
+                if name not in values:
+                    raise CompileError(f"missing input tensor {name!r} (inputs: {', '.join(self.inputs)})")
+                a = np.asarray(values[name])
+                if a.shape != shape:
+                    raise CompileError(f"input {name!r}: shape {a.shape}, expected {shape}")
+                if self.inputs[name][1] in FLOAT_TOKENS:  # float tensors travel as their bit patterns
+                    a = float_patterns(a, self.inputs[name][1])
+                arrs.append(a.reshape(-1).astype(np.int64))
+            stacked = np.stack(arrs)
+            flat[name] = np.concatenate([stacked, np.zeros((len(samples), 1), np.int64)], axis=1)  # index −1 → 0
         end = max((r.addr + r.nbytes for r in self.regions), default=0)
-        img = np.zeros(end, np.uint8)
+        img = np.zeros((len(samples), end), np.uint8)
         for r in self.regions:
-            v = flat[r.tensor][self.patterns[r.pattern] + np.where(self.patterns[r.pattern] >= 0, r.offset, 0)]
+            v = flat[r.tensor][:, self.patterns[r.pattern] + np.where(self.patterns[r.pattern] >= 0, r.offset, 0)]
             if r.stack > 1:
                 b = r.prec_bits // r.stack
-                parts = v.view(np.uint64).reshape(r.stack, r.n) & np.uint64((1 << b) - 1)
-                v = sum(parts[j] << np.uint64(j * b) for j in range(r.stack)).view(np.int64)
+                parts = v.view(np.uint64).reshape(len(samples), r.stack, r.n) & np.uint64((1 << b) - 1)
+                v = sum(parts[:, j] << np.uint64(j * b) for j in range(r.stack)).view(np.int64)
             if r.tr:
                 data = pack_elements(v.view(np.uint64), r.bits)
             else:
-                bits = (v.view(np.uint64)[None, :] >> np.arange(r.prec_bits, dtype=np.uint64)[:, None]) & np.uint64(1)
-                data = pack_planes(bits)
-            img[r.addr:r.addr + len(data)] = data
-        return {"dram_0x0": img}
+                shifts = np.arange(r.prec_bits, dtype=np.uint64)[:, None]
+                data = pack_planes((v.view(np.uint64)[:, None, :] >> shifts) & np.uint64(1))
+            img[:, r.addr:r.addr + data.shape[-1]] = data
+        return img
 
     def unpack(self, read) -> dict[str, np.ndarray]:
         """Outputs from DRAM (``read(addr, nbytes)`` → uint8 array) → arrays by tensor name."""
-        out = {name: np.zeros(int(np.prod(shape)), np.float32 if tok in FLOAT_TOKENS else np.int64)
+        return self.unpack_batch(lambda addr, n: np.asarray(read(addr, n), np.uint8)[None], 1)[0]
+
+    def unpack_batch(self, read, samples: int) -> list[dict[str, np.ndarray]]:
+        """:meth:`unpack` of many samples: ``read(addr, nbytes)`` → (samples or 1, nbytes) uint8."""
+        out = {name: np.zeros((samples, int(np.prod(shape))), np.float32 if tok in FLOAT_TOKENS else np.int64)
                for name, (shape, tok) in self.outputs.items()}
         for r in self.store_regions:
             raw = np.asarray(read(r.addr, r.nbytes), np.uint8)
@@ -147,8 +159,9 @@ class Layout:
                 v = np.where(v >= (1 << (r.bits - 1)), v - (1 << r.bits), v)
             pat = self.patterns[r.pattern]
             ok = pat >= 0
-            out[r.tensor][pat[ok] + r.offset] = v[ok]
-        return {name: out[name].reshape(shape) for name, (shape, _) in self.outputs.items()}
+            out[r.tensor][:, pat[ok] + r.offset] = v[:, ok]
+        return [{name: out[name][b].reshape(shape) for name, (shape, _) in self.outputs.items()}
+                for b in range(samples)]
 
     def summary(self) -> dict:
         return {"input_regions": len(self.regions), "output_regions": len(self.store_regions),

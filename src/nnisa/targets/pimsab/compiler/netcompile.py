@@ -2,14 +2,16 @@
 
 The compiled folder holds one program image per device program (``NN_<layer>_<role>.psab``, the
 spec §2.6 container), the compile report (``compile_report.json``) and ``manifest.json``.
-:func:`run_compiled` runs a batch: every sample through the layers (device programs in the
-functional simulator, host layers with the frontend's integer semantics); the first sample is
-also timed, giving per-layer and total cycles and energy (the programs are data-independent in
-the ``simulator`` cycle mode).
+:func:`simulate_batch` runs samples through the layers, ``CompileResult.samples_per_run`` at a
+time (each device program simulated once for the whole batch by the batched functional machine,
+host layers with the frontend's integer semantics per sample); the run's first batch is also
+timed, giving per-layer and total cycles and energy (the programs are data-independent in the
+``simulator`` cycle mode).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -17,33 +19,45 @@ from typing import Any
 
 import numpy as np
 
-from ....core.errors import FormatError
-from ....core.target import CompileResult, Stats
+from ....core.errors import FormatError, UnsupportedError
+from ....core.target import CompileResult, RunResult, Stats, run_samples
 from ..config import PimsabConfig, load_config, preset_for_hash
-from .network import lower_model, run_network
+from .network import lower_model, run_network, run_network_batch
 
 
 def quantized_graph(model, calib=None, bits: int = 8):
-    """The frontend's quantized graph of a model (pow2 scales, per-tensor weights: spec Decision 13)."""
-    from ....frontend import load_model, quantize
+    """The frontend's quantized graph of a model (pow2 scales, per-tensor weights: spec Decision 13);
+    a prepared model is quantized once per ``bits`` (without ``calib``)."""
+    from ....frontend import PreparedModel, load_model, quantize
     from ....frontend.models import bundled_inputs_for
-    g = load_model(model)
-    if calib is None:
-        calib = bundled_inputs_for(model, samples=64) if isinstance(model, (str, Path)) else None
-    if calib is None:  # spec §4.11: 8 samples of N(0, 1), seed 0
-        shape = (8,) + tuple(g.inputs[0].shape[1:])
-        calib = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    return quantize(g, calib, bits=bits, scale_mode="pow2", per_channel=False)
+
+    from ....frontend.prepare import check_graph
+
+    def make(g):
+        check_graph(g, "pimsab")  # every node with integer semantics lowers (device or host): refuse the rest now
+        data = calib
+        if data is None:
+            data = bundled_inputs_for(model, samples=64) if isinstance(model, (str, os.PathLike)) else None
+        if data is None:  # spec §4.11: 8 samples of N(0, 1), seed 0
+            shape = (8,) + tuple(g.inputs[0].shape[1:])
+            data = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        return quantize(g, data, bits=bits, scale_mode="pow2", per_channel=False)
+
+    if isinstance(model, PreparedModel) and calib is None:
+        return model.quantized(("pimsab", bits), make)
+    return make(load_model(model))
 
 
-def compile_model(model, *, config: Any = None, out_dir=None, calib=None, bits: int = 8,
-                  **_: Any) -> CompileResult:
+def compile_network(model, *, config: Any = None, out_dir=None, calib=None, bits: int = 8) -> CompileResult:
     """ONNX model → quantized graph → per-layer DSL programs (see the module docstring)."""
     t0 = time.perf_counter()
     cfg = load_config(config)
     qg = quantized_graph(model, calib, bits)
     if len(qg.inputs) != 1:
         raise FormatError(f"PIMSAB compiles models with one input, this one has {len(qg.inputs)}")
+    if qg.inputs[0].raw:  # token ids (an embedding lookup): not a quantized tensor
+        raise UnsupportedError(f"input {qg.inputs[0].name!r} holds integer ids (an embedding lookup); PIMSAB "
+                               "compiles models with a float input", file=qg.source)
     layers, lower_s = lower_model(qg, cfg)
     programs = [(L, p) for L in layers for p in L.programs]
     report = {"compile_s": round(time.perf_counter() - t0, 3), "lowering_s": round(lower_s, 3),
@@ -65,11 +79,10 @@ def compile_model(model, *, config: Any = None, out_dir=None, calib=None, bits: 
         from ....frontend import evaluate_quantized
         return evaluate_quantized(qg, encode(sample))
 
-    res = CompileResult(program=[p.compiled.program for _, p in programs], files=files, report=report,
-                        encode_inputs=encode, reference=reference,
-                        decode_outputs=lambda outs: {k: qg.dequantize(k, v)[0] for k, v in outs.items()})
-    res.qgraph, res.layers, res.config = qg, layers, cfg
-    return res
+    return CompileResult(program=[p.compiled.program for _, p in programs], files=files, report=report,
+                         encode_inputs=encode, reference=reference,
+                         decode_outputs=lambda outs: {k: qg.dequantize(k, v)[0] for k, v in outs.items()},
+                         qgraph=qg, layers=layers, config=cfg, samples_per_run=BATCH_CHUNK)
 
 
 def _brief(r: dict) -> dict:
@@ -97,33 +110,38 @@ def _write_bundle(out_dir, model, cfg: PimsabConfig, qg, programs, report) -> di
     return {role: str(out / n) for role, n in names.items()} | {"manifest": str(out / "manifest.json")}
 
 
-def run_compiled(compiled: CompileResult, inputs: dict[str, np.ndarray], progress=None):
-    """Simulate a batch (leading axis = samples); see the module docstring."""
-    qg, layers = compiled.qgraph, compiled.layers
-    n = len(next(iter(inputs.values())))
-    outs: dict[str, list] = {}
-    exact = []
-    stats = Stats()
+#: samples one batched functional pass takes (``CompileResult.samples_per_run``)
+BATCH_CHUNK = 64
+
+
+def simulate_batch(compiled: CompileResult, samples: list[dict[str, np.ndarray]], first: int, *,
+                   batched: bool = True) -> tuple[list[dict[str, np.ndarray]], Stats | None]:
+    """``PimsabTarget.simulate_batch``: the samples through the layers in one batched pass
+    (:func:`.network.run_network_batch`), or one by one on the reference machine when
+    ``batched`` is false; the run's first batch (``first == 0``) is also timed, its figures the
+    run's statistics (``None`` otherwise)."""
+    qg, layers, cfg = compiled.qgraph, compiled.layers, compiled.config
     t0 = time.perf_counter()
-    for i in range(n):
-        sample = {k: v[i] for k, v in inputs.items()}
-        q = compiled.encode_inputs(sample)
-        r = run_network(qg, layers, q, mode="both" if i == 0 else "functional")
-        if i == 0:
-            first = r
-        ref = compiled.reference(sample)
-        exact.append(all(np.array_equal(r.outputs[k], ref[k]) for k in ref))
-        for k, v in compiled.decode_outputs(r.outputs).items():
-            outs.setdefault(k, []).append(v)
-        if progress is not None:
-            progress(i + 1, n)
-    cfg = compiled.config
-    stats.cycles = first.cycles
-    stats.latency_ns = first.cycles / cfg.clock_ghz
-    stats.energy_pj = first.energy_j * 1e12
-    stats.instructions = first.instructions
-    stats.wall_s = time.perf_counter() - t0
-    stats.extra = {"timing_model": f"pimsab-{cfg.cycle_mode} (spec 3.2-3.5), layers back to back from an idle "
-                                  "machine; host layers 0 cycles",
-                   "layers": first.layers, "energy_j": first.energy_j}
-    return {k: np.stack(v) for k, v in outs.items()}, stats, {"bit_exact": bool(all(exact))}
+    mode = "both" if first == 0 else "functional"
+    if batched:
+        runs = run_network_batch(qg, layers, [compiled.encode_inputs(s) for s in samples], mode=mode)
+    else:
+        runs = [run_network(qg, layers, compiled.encode_inputs(s), mode=mode if i == 0 else "functional")
+                for i, s in enumerate(samples)]
+    stats = None
+    if first == 0:
+        r = runs[0]
+        stats = Stats(cycles=r.cycles, latency_ns=r.cycles / cfg.clock_ghz, energy_pj=r.energy_j * 1e12,
+                      instructions=r.instructions, wall_s=time.perf_counter() - t0,
+                      extra={"timing_model": f"pimsab-{cfg.cycle_mode} (spec 3.2-3.5), layers back to back "
+                                             "from an idle machine; host layers 0 cycles",
+                             "layers": r.layers, "energy_j": r.energy_j})
+    return [r.outputs for r in runs], stats
+
+
+def run_compiled(compiled: CompileResult, inputs: dict[str, np.ndarray], progress: Any = None, *,
+                 batched: bool = True) -> RunResult:
+    """``Target.run_compiled`` with the choice of machine: the batched one (the default, what the
+    target runs) or the per-sample reference machine (``batched=False``), for A/B checks."""
+    return run_samples(lambda c, samples, first: simulate_batch(c, samples, first, batched=batched),
+                       compiled, inputs, progress)

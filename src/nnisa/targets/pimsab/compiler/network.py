@@ -30,6 +30,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ....core.lowering import OnHost
+from ....frontend.prepare import QUANTIZABLE
 from ....frontend.qeval import run_qnode
 from ....frontend.quant import QGraph, QNode
 from ..config import PimsabConfig
@@ -103,14 +105,13 @@ class Lowering:
 
     def lower(self) -> list[Layer]:
         for n in self.qg.nodes:
-            fn = getattr(self, "_" + n.op.lower(), None)
+            entry = LOWERINGS.get(n.op) or _fallback(n.op)
             layer = Layer(n)
             reason = self._host_reason(n)
-            if fn is None or reason:
-                layer.host_reason = reason or ("layout op (host)" if n.op in HOST_LAYOUT else
-                                               f"{n.op}: host fallback (frontend integer semantics)")
+            if isinstance(entry, OnHost) or reason:
+                layer.host_reason = reason or entry.why
             else:
-                fn(n, layer)
+                entry(self, n, layer)
             self.layers.append(layer)
         return self.layers
 
@@ -308,7 +309,6 @@ class Lowering:
     def _relu(self, n: QNode, layer: Layer) -> None:
         self._elementwise(n, layer, lambda a: a[0], [n.inputs[0]])
 
-    _clip = _relu
 
     def _add(self, n: QNode, layer: Layer) -> None:
         if n.const is not None or not n.requant.is_pow2 or any(not r.is_pow2 or np.ndim(r.shift)
@@ -329,7 +329,6 @@ class Lowering:
                 (acc << -out_shift if out_shift < 0 else acc)
         self._elementwise(n, layer, expr, list(n.inputs[:2]))
 
-    _sub = _add
 
 
 @dataclass
@@ -344,27 +343,45 @@ class NetRun:
 def run_network(qg: QGraph, layers: list[Layer], qinputs: dict[str, np.ndarray], *, mode: str = "functional",
                 cfg: PimsabConfig | None = None) -> NetRun:
     """Run the lowered graph on integer inputs (batch 1): device layers in the simulator, the rest
-    on the host.  ``mode="both"`` also times each program; ``"timing"`` only times (no values)."""
-    env: dict[str, np.ndarray] = {k: np.asarray(v, np.int64) for k, v in qinputs.items()}
+    on the host.  ``mode="both"`` also times each program; ``"timing"`` only times (no values).
+    Values come from the single-sample reference machine (:func:`run_network_batch`: many at once)."""
+    return _run_network(qg, layers, [qinputs], mode, batched=False)[0]
+
+
+def run_network_batch(qg: QGraph, layers: list[Layer], qinputs: list[dict[str, np.ndarray]], *,
+                      mode: str = "functional") -> list[NetRun]:
+    """:func:`run_network` for many samples: each device program runs once for all of them (a
+    batched functional machine, :mod:`..sim.batch`; with ``mode="both"`` one timing run); host
+    layers run per sample.  One :class:`NetRun` per sample (cycles and layer rows shared)."""
+    return _run_network(qg, layers, list(qinputs), mode, batched=True)
+
+
+def _run_network(qg: QGraph, layers: list[Layer], qinputs: list[dict[str, np.ndarray]], mode: str,
+                 batched: bool) -> list[NetRun]:
+    envs: list[dict[str, np.ndarray]] = [{k: np.asarray(v, np.int64) for k, v in q.items()} for q in qinputs]
     rows, total_c, total_e, total_i = [], 0, 0.0, 0
     for L in layers:
         n = L.node
         row: dict[str, Any] = {"layer": n.name, "op": n.op, "device": L.on_device, "cycles": 0, "energy_j": 0.0}
         if not L.on_device:
             if mode != "timing":
-                env[n.outputs[0]] = run_qnode(n, [env[i] for i in n.inputs if i in env], qg)
+                for env in envs:
+                    env[n.outputs[0]] = run_qnode(n, [env[i] for i in n.inputs if i in env], qg)
             row["note"] = L.host_reason
         else:
             for p in L.programs:
-                vals = p.feed(env) if mode != "timing" else None
                 if mode == "timing":
-                    from ..sim.simulate import simulate_pimsab
-                    res = simulate_pimsab(p.compiled.program, config=p.compiled.config.replace(functional=False),
+                    from ..sim.simulate import simulate
+                    res = simulate(p.compiled.program, config=p.compiled.config.replace(functional=False),
                                           mode="timing")
-                    outs = {}
+                    outs = [{} for _ in envs]
+                elif batched:
+                    outs, res = p.compiled.run_batch([p.feed(env) for env in envs], mode=mode)
                 else:
-                    outs, res = p.compiled.run(vals, mode=mode)
-                env.update(outs)
+                    out, res = p.compiled.run(p.feed(envs[0]), mode=mode)
+                    outs = [out]
+                for env, out in zip(envs, outs):
+                    env.update(out)
                 if mode != "functional":
                     row["cycles"] += int(res.stats.cycles)
                     row["energy_j"] += float(res.stats.extra["energy_j"])
@@ -373,12 +390,28 @@ def run_network(qg: QGraph, layers: list[Layer], qinputs: dict[str, np.ndarray],
                                                        "cycles": int(res.stats.cycles or 0)})
                 total_i += len(p.compiled.program)
             if mode != "timing":
-                env[n.outputs[0]] = L.finish(env)
+                for env in envs:
+                    env[n.outputs[0]] = L.finish(env)
         total_c += row["cycles"]
         total_e += row["energy_j"]
         rows.append(row)
-    outs = {t.name: env[t.name] for t in qg.outputs if t.name in env}
-    return NetRun(outs, rows, total_c, total_e, total_i)
+    return [NetRun({t.name: env[t.name] for t in qg.outputs if t.name in env}, rows, total_c, total_e, total_i)
+            for env in envs]
+
+
+def _fallback(op: str) -> OnHost:
+    return OnHost(f"{op}: host fallback (frontend integer semantics)")
+
+
+#: the PIMSAB lowering table: IR op → ``fn(lowering, node, layer)`` for the layers compiled to device
+#: programs; layout ops and every other op with integer semantics run on the host (the frontend's
+#: integer reference).  ``nnisa targets --ops`` and the docs come from it.
+LOWERINGS = {
+    **{op: _fallback(op) for op in sorted(QUANTIZABLE)}, **dict.fromkeys(HOST_LAYOUT, OnHost("layout op (host)")),
+    "Conv": Lowering._conv, "Gemm": Lowering._gemm, "MaxPool": Lowering._maxpool,
+    "GlobalAveragePool": Lowering._globalaveragepool, "Relu": Lowering._relu, "Clip": Lowering._relu,
+    "Add": Lowering._add, "Sub": Lowering._add,
+}
 
 
 def lower_model(qg: QGraph, cfg: PimsabConfig) -> tuple[list[Layer], float]:

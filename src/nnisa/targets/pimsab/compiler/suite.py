@@ -193,13 +193,13 @@ def run_compiled_benchmark(name: str, config="base", **options) -> dict:
     import time
 
     from ..config import load_config
-    from ..sim.simulate import simulate_pimsab
+    from ..sim.simulate import simulate
     from .dsl import build
     t0 = time.perf_counter()
     prog = build(SUITE["vecadd" if name == "vadd" else name][0](), config, **options)
     t1 = time.perf_counter()
     cfg = load_config(config).replace(functional=False)
-    res = simulate_pimsab(prog.program, config=cfg, mode="timing")
+    res = simulate(prog.program, config=cfg, mode="timing")
     return {"cycles": int(res.stats.cycles), "energy_j": float(res.stats.extra["energy_j"]),
             "dram_read_bits": int(res.stats.extra["dram_read_bits"]), "compile_s": round(t1 - t0, 3),
             "sim_s": round(time.perf_counter() - t1, 3), "distribution": prog.report["distribution"],

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ....core.errors import DecodeError, FormatError, UnsupportedError
-from ....core.fileio import decode_text, read_bytes, write_atomic
+from ....core.errors import DecodeError, FormatError
+from ....core.fileio import decode_text, read_bytes
+from ....core.formats import FileFormat, FormatTable
 from ..config import PimsabConfig, load_config, preset, preset_for_hash
 from ..program import PimsabProgram, ZERO_SHA, check_program
 from .image import MAGIC, check_head, decode_image, encode_image
@@ -14,8 +15,8 @@ from .text import assemble_text, disassemble
 
 IMAGE_EXT = (".psab", ".bin")
 TEXT_EXT = (".s", ".asm", ".pimsab", ".txt")
-FORMATS = {".psab": "PIMSAB program image", ".bin": "PIMSAB program image", ".s": "PIMSAB assembly",
-           ".asm": "PIMSAB assembly", ".pimsab": "PIMSAB assembly", ".txt": "PIMSAB assembly"}
+
+__all__ = ["FORMATS", "check", "decode", "program_config", "read_program", "write_program"]
 
 
 def program_config(prog: PimsabProgram, config: Any = None) -> PimsabConfig:
@@ -37,29 +38,38 @@ def check(prog: PimsabProgram, cfg: PimsabConfig, file: str | None = None) -> Pi
     return prog
 
 
-def read_program(path: str | Path, config: Any = None, *, lenient: bool = False) -> PimsabProgram:
-    """A program image or an assembly file (by extension, else by content)."""
-    path = Path(path)
-    name = path.name.lower()
-    data = read_bytes(path, head=lambda h, size: check_head(h, size, str(path)) if name.endswith(IMAGE_EXT) else None)
-    if name.endswith(IMAGE_EXT) or data[:4] == MAGIC:
-        prog = decode_image(data, lenient=lenient, file=str(path))
-        return check(prog, program_config(prog, config), str(path))
-    if name.endswith(TEXT_EXT) or not name.endswith(IMAGE_EXT):
-        try:
-            text = decode_text(data, str(path))
-        except FormatError:
-            raise DecodeError("neither a PIMSAB program image nor assembly text", file=str(path)) from None
-        return assemble_text(text, file=str(path), config=config)
-    raise UnsupportedError(f"{path}: unknown PIMSAB file type")
+def decode(data: bytes, *, lenient: bool = False, file: str | None = None, config: Any = None) -> PimsabProgram:
+    """A program image, checked against ``config`` (default: the preset it names, else base)."""
+    prog = decode_image(data, lenient=lenient, file=file)
+    return check(prog, program_config(prog, config), file)
 
 
-def write_program(prog: PimsabProgram, path: str | Path, config: Any = None) -> None:
+def _read_any(path: Path, *, config: Any = None, lenient: bool = False, **_: Any) -> PimsabProgram:
+    """A program image (by extension or by its magic number) or assembly text."""
+    image = path.name.lower().endswith(IMAGE_EXT)
+    data = read_bytes(path, head=(lambda h, size: check_head(h, size, str(path))) if image else None)
+    if image or data[:4] == MAGIC:
+        return decode(data, lenient=lenient, file=str(path), config=config)
+    try:
+        text = decode_text(data, str(path))
+    except FormatError:
+        raise DecodeError("neither a PIMSAB program image nor assembly text", file=str(path)) from None
+    return assemble_text(text, file=str(path), config=config)
+
+
+#: PIMSAB files: images and assembly by extension; any other name is told apart by its content
+FORMATS = FormatTable("PIMSAB", [
+    FileFormat(IMAGE_EXT, "PIMSAB program image", _read_any, lambda prog, p, **_: encode_image(prog)),
+    FileFormat(TEXT_EXT, "PIMSAB assembly", _read_any, lambda prog, p, **_: disassemble(prog)),
+], fallback=_read_any)
+
+
+def read_program(path: str | Path, config: Any = None, **options: Any) -> PimsabProgram:
+    """A program image or an assembly file (by extension, else by content), checked against
+    ``config`` (default: the preset the program names, else the base configuration)."""
+    return FORMATS.read(path, config=config, **options)
+
+
+def write_program(prog: PimsabProgram, path: str | Path, config: Any = None, **options: Any) -> None:
     """Write an image (``.psab``/``.bin``) or canonical assembly (``.s``/``.asm``/...), atomically."""
-    name = Path(path).name.lower()
-    if name.endswith(IMAGE_EXT):
-        write_atomic(path, encode_image(prog))
-    elif name.endswith(TEXT_EXT):
-        write_atomic(path, disassemble(prog))
-    else:
-        raise UnsupportedError(f"{path}: unknown PIMSAB file extension (use {', '.join(FORMATS)})")
+    FORMATS.write(prog, path, config=config, **options)

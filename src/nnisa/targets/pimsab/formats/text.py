@@ -18,25 +18,26 @@ from pathlib import Path
 
 import numpy as np
 
-from ....core.asm import Line, iter_lines, make_formatter, parse_operands, split_operands, strip_comment
+from ....core.asm import Assembler, Directives, Line, iter_lines, make_formatter, parse_operands, split_operands
+from ....core.asm import strip_comment
 from ....core.errors import AsmError, NnisaError
 from ....core.fileio import read_bytes
 from ....core.operands import OperandError, parse_int
 from .. import precision as P
 from ..config import PimsabConfig, load_config, preset, preset_for_hash, PRESETS
-from ..isa import OPCODES, PRED_SUFFIX, PREDICATED, build_isa
+from ..isa import OPCODES, PRED_SUFFIX, SIZE, TILE_ROW, build_isa
 from ..program import PimsabProgram, ZERO_SHA
 from .broadcast import expand_broadcast, parse_tile_set
 
 ISA = build_isa()
 _SUFFIX = {v[1:]: k for k, v in PRED_SUFFIX.items() if v}
 _IDENT = re.compile(r"(?<!\w)[A-Za-z_]\w*")
+_FOR = re.compile(r"\s*([A-Za-z_]\w*)\s+in\s+(.+?)\s*\.\.\s*(.+?)\s*")
 _EXPR_CHARS = re.compile(r"[+*/%()<>&|^~]|(?<=\w)\s*-")
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
            ast.Div: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
            ast.RShift: operator.rshift, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
            ast.BitXor: operator.xor}
-_IN_SELF = {"tile_tx": "src_tile", "signal": "src_tile", "tile_rx": "dst_tile"}
 
 
 def eval_int(expr: str, names: dict[str, int]) -> int:
@@ -72,151 +73,165 @@ def eval_int(expr: str, names: dict[str, int]) -> int:
     return ev(tree)
 
 
-class _Assembler:
-    def __init__(self, text: str, file: str | None, config) -> None:
-        self.file = file
+#: the directives of PIMSAB assembly (spec §2.5)
+DIRECTIVES = Directives("PIMSAB")
+
+
+class PimsabAssembler(Assembler):
+    """PIMSAB text → :class:`PimsabProgram`: the core assembler with PIMSAB's directives, ``.equ``
+    expressions in operands, the ``@tN`` stream prefix, predication suffixes and the
+    ``tile_bcast`` pseudo-instruction; checked against the configuration at the end."""
+
+    directives = DIRECTIVES
+    labels = True
+
+    def __init__(self, file: str | None, config) -> None:
+        super().__init__(ISA, file=file)
         self.cfg: PimsabConfig | None = None if config is None else load_config(config)
         self.cfg_given = config is not None
         self.config_name: str | None = None
         self.config_sha: bytes | None = None
         self.symbols: dict[str, int] = {}
         self.tile: int | None = None
-        self.rows: list[tuple] = []
         self.tiles: list[int] = []
-        self.lines: list[int] = []
         self.segments: list[tuple[int, bytes]] = []
-        self.text = text
-
-    def err(self, msg: str, line: Line | int, col: int | None = None) -> AsmError:
-        lineno = line if isinstance(line, int) else line.lineno
-        col = col if col is not None or isinstance(line, int) else line.col
-        return AsmError(msg, file=self.file, line=lineno, column=col)
-
-    # ---------------------------------------------------------------- driver
-    def run(self) -> PimsabProgram:
-        for line in self._expanded():
-            if line.head.startswith("."):
-                self._directive(line)
-            else:
-                self._instruction(line)
-        cfg = self.config()
-        sha = self.config_sha if self.config_sha is not None else cfg.sha256
-        prog = PimsabProgram(ISA.rows(self.rows), np.asarray(self.tiles, np.int32), self.segments, sha,
-                             self.config_name, np.asarray(self.lines, np.int32))
-        from ..program import check_program
-        bad = check_program(prog, cfg)
-        if bad is not None:
-            i, msg = bad
-            raise self.err(f"{prog.mnemonics()[i]}: {msg}", int(prog.lines[i]), None)
-        return prog
 
     def config(self) -> PimsabConfig:
         if self.cfg is None:
             self.cfg = preset("base")
         return self.cfg
 
-    def _expanded(self):
-        """Lines after ``.for`` expansion (line numbers of the loop body are kept)."""
-        lines = list(iter_lines(self.text))
-        yield from self._expand(lines, 0, len(lines), {})
+    def finish(self) -> PimsabProgram:
+        cfg = self.config()
+        sha = self.config_sha if self.config_sha is not None else cfg.sha256
+        prog = PimsabProgram(ISA.rows(self.rows), np.asarray(self.tiles, np.int32), self.segments, sha,
+                             self.config_name, np.asarray(self.linenos, np.int32))
+        from ..program import check_program
+        bad = check_program(prog, cfg)
+        if bad is not None:
+            i, msg = bad
+            raise self.error(f"{prog.mnemonics()[i]}: {msg}", int(prog.lines[i]))
+        return prog
 
-    def _expand(self, lines: list[Line], lo: int, hi: int, env: dict[str, int]):
-        i = lo
-        while i < hi:
-            line = lines[i]
-            if line.head.lower() == ".for":
-                m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s+in\s+(.+?)\s*\.\.\s*(.+?)\s*", line.tail)
-                if m is None:
-                    raise self.err(".for takes 'v in A..B'", line)
-                depth, j = 1, i + 1
-                while j < hi and depth:
-                    h = lines[j].head.lower()
-                    depth += (h == ".for") - (h == ".endfor")
-                    j += 1
-                if depth:
-                    raise self.err(".for without .endfor", line)
-                names = {**self.symbols, **env}
-                try:
-                    a, b = eval_int(self._subst(m.group(2), env, line), names), \
-                        eval_int(self._subst(m.group(3), env, line), names)
-                except OperandError as exc:
-                    raise self.err(f".for: {exc}", line) from None
-                if b - a > 10_000_000:
-                    raise self.err(".for range too large", line)
-                for v in range(a, b + 1):
-                    yield from self._expand(lines, i + 1, j - 1, {**env, m.group(1): v})
-                i = j
-                continue
-            if line.head.lower() == ".endfor":
-                raise self.err(".endfor without .for", line)
-            if env or "{" in line.tail or "{" in line.head:
-                line = Line(line.lineno, line.col, line.label, self._subst(line.head, env, line),
-                            self._subst(line.tail, env, line), line.tail_col)
+    # ---------------------------------------------------------------- {expr} substitution and .for
+    def source(self, text: str):
+        """The lines, with ``{expr}`` substituted outside ``.for`` bodies (bodies are substituted
+        when their loop runs)."""
+        depth = 0
+        for line in iter_lines(text):
+            h = line.head.lower()
+            if depth == 0 and ("{" in line.tail or "{" in line.head):
+                line = self._subst_line(line, {})
+            depth = max(depth + (h == ".for") - (h == ".endfor"), 0)
             yield line
-            i += 1
+
+    def _subst_line(self, line: Line, env: dict[str, int]) -> Line:
+        return Line(line.lineno, line.col, line.label, self._subst(line.head, env, line),
+                    self._subst(line.tail, env, line), line.tail_col, line.label_col)
 
     def _subst(self, text: str, env: dict[str, int], line: Line) -> str:
         def repl(m):
             try:
                 return str(eval_int(m.group(1), {**self.symbols, **env}))
             except OperandError as exc:
-                raise self.err(f"{{{m.group(1)}}}: {exc}", line) from None
+                raise self.error(f"{{{m.group(1)}}}: {exc}", line) from None
         return re.sub(r"\{([^{}]*)\}", repl, text)
 
+    @DIRECTIVES.register(".for", "v in A..B", "repeat the body up to .endfor for v = A..B (inclusive; {v} and "
+                         "{expr} substituted)", block_end=".endfor")
+    def _for(self, line: Line, body: list[Line] | None) -> None:
+        if body is None:  # no .endfor: check the header only
+            if _FOR.fullmatch(line.tail) is None:
+                raise self.error(".for takes 'v in A..B'", line)
+            return
+        self.feed(self._expand(line, body, {}))
+
+    @DIRECTIVES.register(".endfor", "", "end of a .for body")
+    def _endfor(self, line: Line) -> None:
+        raise self.error(".endfor without .for", line)
+
+    def _expand(self, line: Line, body: list[Line], env: dict[str, int]):
+        m = _FOR.fullmatch(line.tail)
+        if m is None:
+            raise self.error(".for takes 'v in A..B'", line)
+        names = {**self.symbols, **env}
+        try:
+            a, b = (eval_int(self._subst(m.group(k), env, line), names) for k in (2, 3))
+        except OperandError as exc:
+            raise self.error(f".for: {exc}", line) from None
+        if b - a > 10_000_000:
+            raise self.error(".for range too large", line)
+        for v in range(a, b + 1):
+            inner = {**env, m.group(1): v}
+            i = 0
+            while i < len(body):
+                if body[i].head.lower() == ".for":  # a nested loop: its body up to the matching .endfor
+                    depth, j = 1, i + 1
+                    while depth:
+                        h = body[j].head.lower()
+                        depth += (h == ".for") - (h == ".endfor")
+                        j += 1
+                    yield from self._expand(body[i], body[i + 1:j - 1], inner)
+                    i = j
+                    continue
+                yield self._subst_line(body[i], inner)
+                i += 1
+
     # ---------------------------------------------------------------- directives
-    def _directive(self, line: Line) -> None:
-        d, args = line.head.lower(), line.tail.strip()
-        if d == ".config":
-            if self.rows:
-                raise self.err(".config must come before the first instruction", line)
-            if args not in PRESETS:
-                raise self.err(f"unknown preset {args!r} (presets: {', '.join(PRESETS)})", line)
-            named = preset(args)
-            if self.cfg_given and named.sha256 != self.cfg.sha256:
-                raise self.err(f".config {args} does not match the configuration given to the assembler", line)
-            self.cfg, self.config_name = named if not self.cfg_given else self.cfg, args
-        elif d == ".config_hash":
-            try:
-                digest = bytes.fromhex(args)
-            except ValueError:
-                digest = b""
-            if len(digest) != 32:
-                raise self.err(".config_hash takes 64 hex digits", line)
-            self.config_sha = digest
-            if not self.cfg_given and self.cfg is None and (name := preset_for_hash(digest)):
-                self.cfg = preset(name)
-        elif d == ".tile":
-            self.tile = self._int(args, line, ".tile")
-            if not 0 <= self.tile < self.config().n_tiles:
-                raise self.err(f"tile {self.tile} outside the {self.config().n_tiles}-tile mesh", line)
-        elif d == ".equ":
-            name, sep, value = args.partition(",")
-            name = name.strip()
-            if not sep or not _IDENT.fullmatch(name):
-                raise self.err(".equ takes NAME, value", line)
-            self.symbols[name] = self._int(value, line, ".equ")
-        elif d == ".data":
-            self._data(args, line)
-        else:
-            raise self.err(f"unknown directive {line.head}", line)
+    @DIRECTIVES.register(".config", "NAME", "the configuration preset the program is for", before_code=True)
+    def _config(self, line: Line) -> None:
+        args = line.tail.strip()
+        if args not in PRESETS:
+            raise self.error(f"unknown preset {args!r} (presets: {', '.join(PRESETS)})", line)
+        named = preset(args)
+        if self.cfg_given and named.sha256 != self.cfg.sha256:
+            raise self.error(f".config {args} does not match the configuration given to the assembler", line)
+        self.cfg, self.config_name = named if not self.cfg_given else self.cfg, args
+
+    @DIRECTIVES.register(".config_hash", "HEX", "SHA-256 of the configuration (64 hex digits)")
+    def _config_hash(self, line: Line) -> None:
+        try:
+            digest = bytes.fromhex(line.tail.strip())
+        except ValueError:
+            digest = b""
+        if len(digest) != 32:
+            raise self.error(".config_hash takes 64 hex digits", line)
+        self.config_sha = digest
+        if not self.cfg_given and self.cfg is None and (name := preset_for_hash(digest)):
+            self.cfg = preset(name)
+
+    @DIRECTIVES.register(".tile", "N", "the instructions that follow go to tile N's stream")
+    def _tile(self, line: Line) -> None:
+        self.tile = self._int(line.tail, line, ".tile")
+        if not 0 <= self.tile < self.config().n_tiles:
+            raise self.error(f"tile {self.tile} outside the {self.config().n_tiles}-tile mesh", line)
+
+    @DIRECTIVES.register(".equ", "NAME, value", "a symbol for integer expressions")
+    def _equ(self, line: Line) -> None:
+        name, sep, value = line.tail.strip().partition(",")
+        name = name.strip()
+        if not sep or not _IDENT.fullmatch(name):
+            raise self.error(".equ takes NAME, value", line)
+        self.symbols[name] = self._int(value, line, ".equ")
 
     def _int(self, text: str, line: Line, what: str) -> int:
         try:
             return eval_int(text, self.symbols)
         except OperandError as exc:
-            raise self.err(f"{what}: {exc}", line) from None
+            raise self.error(f"{what}: {exc}", line) from None
 
-    def _data(self, args: str, line: Line) -> None:
-        addr_txt, sep, payload = args.partition(",")
+    @DIRECTIVES.register(".data", 'ADDR, "file" | ADDR, hex:...', "a DRAM segment")
+    def _data(self, line: Line) -> None:
+        addr_txt, sep, payload = line.tail.strip().partition(",")
         if not sep:
-            raise self.err('.data takes ADDR, "file" or ADDR, hex:...', line)
+            raise self.error('.data takes ADDR, "file" or ADDR, hex:...', line)
         addr = self._int(addr_txt, line, ".data")
         payload = payload.strip()
         if payload.lower().startswith("hex:"):
             try:
                 data = bytes.fromhex(payload[4:])
             except ValueError:
-                raise self.err(".data hex: payload is not hexadecimal", line) from None
+                raise self.error(".data hex: payload is not hexadecimal", line) from None
         elif len(payload) >= 2 and payload[0] == payload[-1] == '"':
             path = Path(payload[1:-1])
             if not path.is_absolute() and self.file:
@@ -224,67 +239,64 @@ class _Assembler:
             try:
                 data = read_bytes(path)
             except NnisaError as exc:
-                raise self.err(f".data: {exc.message}", line) from None
+                raise self.error(f".data: {exc.message}", line) from None
         else:
-            raise self.err('.data takes ADDR, "file" or ADDR, hex:...', line)
+            raise self.error('.data takes ADDR, "file" or ADDR, hex:...', line)
         if not 0 <= addr or addr + len(data) > 1 << 48:
-            raise self.err(".data segment outside the 48-bit DRAM address space", line)
+            raise self.error(".data segment outside the 48-bit DRAM address space", line)
         self.segments.append((addr, data))
 
     # ---------------------------------------------------------------- instructions
-    def _instruction(self, line: Line) -> None:
+    def instruction(self, line: Line) -> None:
         head = line.head
         tile = self.tile
         if head.startswith("@"):
             m = re.fullmatch(r"@t(\d+)", head.lower())
             if m is None:
-                raise self.err(f"bad stream tag {head!r} (expected @tN)", line)
+                raise self.error(f"bad stream tag {head!r} (expected @tN)", line)
             tile = int(m.group(1))
             if not 0 <= tile < self.config().n_tiles:
-                raise self.err(f"tile {tile} outside the {self.config().n_tiles}-tile mesh", line)
+                raise self.error(f"tile {tile} outside the {self.config().n_tiles}-tile mesh", line)
             rest = line.tail.strip()
             if not rest:
-                raise self.err("@tN needs an instruction", line)
+                raise self.error("@tN needs an instruction", line)
             first = rest.split(None, 1)
             col = line.tail_col + (len(line.tail) - len(line.tail.lstrip()))
             line = Line(line.lineno, col, None, first[0], rest[len(first[0]):], col + len(first[0]))
             head = line.head
         mnem, _, suffix = head.lower().partition(".")
-        tokens = self._tokens(line)
+        tokens = self.tokens(line)
         if mnem == "tile_bcast":
             self._bcast(line, tokens)
             return
         spec = ISA.by_mnemonic.get(mnem)
         if spec is None:
-            raise self.err(f"unknown instruction {line.head!r}", line)
+            raise self.error(f"unknown instruction {line.head!r}", line)
         pred = 0
         if suffix:
-            if mnem not in PREDICATED or suffix not in _SUFFIX:
-                raise self.err(f"{line.head}: unknown predication suffix (use .m, .c or .nc on compute)", line)
+            if not spec.facts.predicated or suffix not in _SUFFIX:
+                raise self.error(f"{line.head}: unknown predication suffix (use .m, .c or .nc on compute)", line)
             pred = _SUFFIX[suffix]
         vals = list(parse_operands(ISA, spec, tokens, line, self.file))
         idx = ISA._col_index
         if pred:
             vals[idx["pred"]] = pred
-        if mnem in _IN_SELF:
-            own = vals[idx[_IN_SELF[mnem]]]
+        if spec.facts.stream:
+            own = vals[idx[spec.facts.stream]]
             if tile is not None and tile != own:
-                raise self.err(f"{mnem} executes in the stream of t{own}, not t{tile}", line)
+                raise self.error(f"{mnem} executes in the stream of t{own}, not t{tile}", line)
             tile = own
         if tile is None:
-            raise self.err(f"{mnem}: no tile (use .tile N or an @tN prefix)", line)
-        if mnem in ("cram_tx_rx", "cram_bcast"):
-            vals[idx["src_tile"]] = vals[idx["dst_tile"]] = tile
-        elif mnem == "wait":
-            vals[idx["dst_tile"]] = tile
+            raise self.error(f"{mnem}: no tile (use .tile N or an @tN prefix)", line)
+        for c in spec.facts.own:
+            vals[idx[c]] = tile
         if mnem == "load_shf" or (mnem in ("tile_tx", "tile_rx") and (vals[idx["shf_en"]] or vals[idx["bcast"]])):
             self._fill_shuffle_size(vals, line)
         self._emit(tuple(vals), tile, line.lineno)
 
     def _emit(self, row: tuple, tile: int, lineno: int) -> None:
-        self.rows.append(row)
+        self.emit(row, lineno)
         self.tiles.append(tile)
-        self.lines.append(lineno)
 
     def _fill_shuffle_size(self, vals: list[int], line: Line) -> None:
         from ..program import shuffle_size
@@ -293,9 +305,9 @@ class _Assembler:
         if vals[idx["size"]] == 0:
             vals[idx["size"]] = want
         elif vals[idx["size"]] != want:
-            raise self.err(f"shuffled transfer size {vals[idx['size']]} must be {want} (or all)", line)
+            raise self.error(f"shuffled transfer size {vals[idx['size']]} must be {want} (or all)", line)
 
-    def _tokens(self, line: Line) -> list[tuple[int, str]]:
+    def tokens(self, line: Line) -> list[tuple[int, str]]:
         """Comma-separated tokens; whitespace also separates ``key=value`` options; expressions
         over ``.equ`` names are evaluated."""
         out: list[tuple[int, str]] = []
@@ -313,7 +325,7 @@ class _Assembler:
             try:
                 body = str(eval_int(body, self.symbols))
             except OperandError as exc:
-                raise self.err(str(exc), line, col) from None
+                raise self.error(str(exc), line, col) from None
         return f"{key}={body}" if eq else body
 
     def _bcast(self, line: Line, tokens: list[tuple[int, str]]) -> None:
@@ -329,11 +341,11 @@ class _Assembler:
                 pos.append(tok)
         unknown = set(opts) - {"to", "mode", "bcast", "shf"}
         if len(pos) != 3 or "to" not in opts or unknown:
-            raise self.err("tile_bcast takes tS:rS, size, p, to=tA..tB[,tC] [mode=systolic|one_to_many] "
-                           "[bcast=0|1] [shf=k]" + (f" (unknown option {sorted(unknown)[0]})" if unknown else ""), line)
+            raise self.error("tile_bcast takes tS:rS, size, p, to=tA..tB[,tC] [mode=systolic|one_to_many] "
+                             "[bcast=0|1] [shf=k]" + (f" (unknown option {sorted(unknown)[0]})" if unknown else ""),
+                             line)
         cfg = self.config()
         try:
-            from ..isa import TILE_ROW, SIZE
             src_tile, row = TILE_ROW.parse(pos[0])
             size = SIZE.parse(pos[1])[0]
             prec = P.parse_token(pos[2])
@@ -341,19 +353,19 @@ class _Assembler:
             bcast = int(parse_int(opts.get("bcast", "0")))
             shf = None if "shf" not in opts else int(parse_int(opts["shf"]))
         except OperandError as exc:
-            raise self.err(f"tile_bcast: {exc}", line) from None
+            raise self.error(f"tile_bcast: {exc}", line) from None
         mode = opts.get("mode", "systolic" if cfg.broadcast_type == "systolic" else "one_to_many").lower()
         if mode not in ("systolic", "one_to_many"):
-            raise self.err("tile_bcast mode must be systolic or one_to_many", line)
+            raise self.error("tile_bcast mode must be systolic or one_to_many", line)
         if not 0 <= src_tile < cfg.n_tiles or bcast not in (0, 1) or (shf is not None and not 0 <= shf <= 3):
-            raise self.err("tile_bcast: sender tile, bcast or shf out of range", line)
+            raise self.error("tile_bcast: sender tile, bcast or shf out of range", line)
         for tile, row_ in expand_broadcast(cfg, src_tile, row, size, prec, receivers, mode, bcast, shf):
             self._emit(row_, tile, line.lineno)
 
 
 def assemble_text(text: str, *, file: str | None = None, config=None) -> PimsabProgram:
     """Assemble PIMSAB assembly text into a program (checked against the configuration)."""
-    return _Assembler(text, file, config).run()
+    return PimsabAssembler(file, config).assemble(text)
 
 
 def disassemble(prog: PimsabProgram, config=None) -> str:

@@ -1,7 +1,11 @@
 """Functional semantics of the PIMSAB compute instructions (spec §2.7.1–§2.7.4, §2.7.6 local shuffle).
 
 Each handler takes the tile state and the instruction (a dict of IR columns) and updates CRAM
-rows, latches and the RF.  Integers are exact modulo 2^pD; floats are IEEE with round-to-nearest-
+rows, latches and the RF.  Element arrays have the bitlines on the last axis and may carry a
+leading batch axis (one row per sample, :mod:`.batch`); every handler indexes with ``...`` so the
+same semantics serve the single-sample reference state (:class:`.cram.TileState`) and the batched
+one.  A state with ``fast = True`` (the batched one) runs the integer ``mac`` and reductions through
+the compiled kernels of :mod:`.cram_nb`; the NumPy lines next to them are the reference.  Integers are exact modulo 2^pD; floats are IEEE with round-to-nearest-
 even in the destination format.  Bitlines g ≥ size never change; with predication only bitlines
 whose predicate bit is 1 write (and update the carry latch).
 """
@@ -14,6 +18,7 @@ import numpy as np
 
 from ....core.errors import SimError
 from ..precision import Precision, decode
+from . import cram_nb
 from .cram import TileState
 from .values import U64, as_int, extend, float_op, from_float32, low_mask, to_float32, wrap
 
@@ -30,8 +35,8 @@ def enable(ts: TileState, ins: Ins, n: int) -> np.ndarray | None:
     if pred == 0:
         return None
     if pred == 1:
-        return ts.mask[:n].copy()
-    return ts.carry[:n].copy() if pred == 2 else ~ts.carry[:n]
+        return ts.mask[..., :n].copy()
+    return ts.carry[..., :n].copy() if pred == 2 else ~ts.carry[..., :n]
 
 
 def check_overlap(ins: Ins, dst: tuple[int, int], *srcs: tuple[int, int]) -> None:
@@ -48,11 +53,11 @@ def _operand(ts: TileState, row: int, prec: Precision, n: int) -> np.ndarray:
 
 
 def _set_carry(ts: TileState, n: int, en: np.ndarray | None, carry: np.ndarray | None) -> None:
-    new = np.zeros(n, bool) if carry is None else carry
+    new = False if carry is None else carry
     if en is None:
-        ts.carry[:n] = new
+        ts.carry[..., :n] = new
     else:
-        ts.carry[:n] = np.where(en, new, ts.carry[:n])
+        ts.carry[..., :n] = np.where(en, new, ts.carry[..., :n])
 
 
 def _store(ts: TileState, ins: Ins, pd: Precision, pattern: np.ndarray, n: int, en, carry=None) -> None:
@@ -125,15 +130,15 @@ def set_reset(ts: TileState, ins: Ins, value: int) -> None:
     pd = decode(ins["pd"])
     n = _n(ts, ins)
     en = enable(ts, ins, n)
-    ts.write_bits(ins["rd"], np.full((pd.bits, n), value, np.uint8), 0, en)
+    ts.write(ins["rd"], pd.bits, np.full(n, low_mask(pd.bits) if value else 0, U64), 0, en)
     _set_carry(ts, n, en, None)
 
 
 def set_mask(ts: TileState, ins: Ins) -> None:
     n = _n(ts, ins)
     en = enable(ts, ins, n)
-    bits = ts.read_bits(ins["ra"], 1, 0, n)[0].astype(bool)
-    ts.mask[:n] = bits if en is None else np.where(en, bits, ts.mask[:n])
+    bits = ts.read(ins["ra"], 1, 0, n).astype(bool)
+    ts.mask[..., :n] = bits if en is None else np.where(en, bits, ts.mask[..., :n])
     _set_carry(ts, n, en, None)
 
 
@@ -144,7 +149,7 @@ def _full(ts: TileState, row: int, prec: Precision) -> np.ndarray:
 def _write_full(ts: TileState, ins: Ins, pd: Precision, values: np.ndarray) -> None:
     n = _n(ts, ins)
     en = enable(ts, ins, n)
-    _store(ts, ins, pd, values[:n], n, en)
+    _store(ts, ins, pd, values[..., :n], n, en)
 
 
 def shift(ts: TileState, ins: Ins) -> None:
@@ -154,12 +159,12 @@ def shift(ts: TileState, ins: Ins) -> None:
     check_overlap(ins, (ins["rd"], pd.bits), (ins["ra"], pa.bits))
     a = _operand(ts, ins["ra"], pa, n)
     a = a if pd.is_float else extend(a, pa)
-    out = np.zeros(n, U64)
+    out = np.zeros(a.shape, U64)
     if d < n:
         if ins["dir"] == 0:
-            out[: n - d] = a[d:]
+            out[..., : n - d] = a[..., d:]
         else:
-            out[d:] = a[: n - d]
+            out[..., d:] = a[..., : n - d]
     en = enable(ts, ins, n)
     _store(ts, ins, pd, wrap(out, pd.bits), n, en)
 
@@ -185,11 +190,17 @@ def reduce_cram(ts: TileState, ins: Ins) -> None:
     pd, pa = decode(ins["pd"]), decode(ins["pa"])
     g = 1 << ins["levels"]
     check_overlap(ins, (ins["rd"], pd.bits), (ins["ra"], pa.bits))
-    v = _full(ts, ins["ra"], pa).reshape(ts.crams, ts.cols // g, g)
-    out = np.zeros((ts.crams, ts.cols // g, g), U64)
+    v = _full(ts, ins["ra"], pa)
+    if getattr(ts, "fast", False) and not pd.is_float:   # the compiled kernel of the lines below
+        _write_full(ts, ins, pd, cram_nb.group_sum_words(v, g, 1, pa, pd.bits))
+        return
+    lead = v.shape[:-1]
+    v = v.reshape(lead + (ts.crams, ts.cols // g, g))
+    out = np.zeros(v.shape, U64)
     # tree order within a group: bitline b accumulates b + 2^(i-1): a pairwise tree over the group
-    out[:, :, 0] = _tree_sum(v[:, :, _tree_perm(g)], ins["levels"], 2, pd, pa)
-    _write_full(ts, ins, pd, out.reshape(-1))
+    # (integer sums do not depend on the order)
+    out[..., 0] = _tree_sum(v[..., _tree_perm(g)] if pd.is_float else v, ins["levels"], -1, pd, pa)
+    _write_full(ts, ins, pd, out.reshape(lead + (-1,)))
 
 
 def reduce_tile(ts: TileState, ins: Ins) -> None:
@@ -197,10 +208,15 @@ def reduce_tile(ts: TileState, ins: Ins) -> None:
     pd, pa = decode(ins["pd"]), decode(ins["pa"])
     g = 1 << ins["levels"]
     check_overlap(ins, (ins["rd"], pd.bits), (ins["ra"], pa.bits))
-    v = _full(ts, ins["ra"], pa).reshape(ts.crams // g, g, ts.cols)
-    out = np.zeros((ts.crams // g, g, ts.cols), U64)
-    out[:, 0, :] = _tree_sum(v[:, _tree_perm(g), :], ins["levels"], 1, pd, pa)
-    _write_full(ts, ins, pd, out.reshape(-1))
+    v = _full(ts, ins["ra"], pa)
+    if getattr(ts, "fast", False) and not pd.is_float:   # the compiled kernel of the lines below
+        _write_full(ts, ins, pd, cram_nb.group_sum_words(v, g, ts.cols, pa, pd.bits))
+        return
+    lead = v.shape[:-1]
+    v = v.reshape(lead + (ts.crams // g, g, ts.cols))
+    out = np.zeros(v.shape, U64)
+    out[..., 0, :] = _tree_sum(v[..., _tree_perm(g), :] if pd.is_float else v, ins["levels"], -2, pd, pa)
+    _write_full(ts, ins, pd, out.reshape(lead + (-1,)))
 
 
 def _tree_perm(g: int) -> np.ndarray:
@@ -224,12 +240,13 @@ def cram_local_shf(ts: TileState, ins: Ins) -> None:
     v = _full(ts, ins["ra"], pa)
     v = v if pd.is_float else extend(v, pa)
     src = (np.arange(ts.W) // ts.cols) * ts.cols + (np.arange(ts.W) % ts.cols) % G
-    _write_full(ts, ins, pd, wrap(v[src], pd.bits))
+    _write_full(ts, ins, pd, wrap(v[..., src], pd.bits))
 
 
 def _rf_operand(ts: TileState, reg: int, byte: int) -> tuple[np.ndarray, Precision]:
+    """RF register ``reg`` read at precision ``byte``: shape (1,), or (batch, 1) per sample."""
     p = decode(byte)
-    return np.array([int(ts.rf[reg]) & ((1 << min(p.bits, 32)) - 1)], U64), p
+    return ts.rf[..., reg:reg + 1].astype(U64) & U64((1 << min(p.bits, 32)) - 1), p
 
 
 def const_op(ts: TileState, ins: Ins, op: str) -> None:
@@ -241,7 +258,7 @@ def const_op(ts: TileState, ins: Ins, op: str) -> None:
         r = float_op(base, to_float32(a, pa), to_float32(c, pc))
         _store(ts, ins, pd, from_float32(r, pd), n, en)
         return
-    res, carry = _int_binary(base, a, np.broadcast_to(c, a.shape), pa, pc, pd)
+    res, carry = _int_binary(base, a, np.broadcast_to(c, np.broadcast_shapes(a.shape, c.shape)), pa, pc, pd)
     _store(ts, ins, pd, res, n, en, carry)
 
 
@@ -278,10 +295,12 @@ def mac(ts: TileState, ins: Ins) -> None:
     if pd.is_float:
         r = float_op("add", to_float32(acc, pin), float_op("mult", to_float32(a, pa), to_float32(b, pb)))
         res = from_float32(r, pd)
+    elif getattr(ts, "fast", False):   # the compiled kernel of the line below
+        res = cram_nb.mac_words(a, b, acc, pa, pb, pin, pd.bits)
     else:
         with np.errstate(over="ignore"):
             res = wrap(extend(acc, pin) + extend(a, pa) * extend(b, pb), pd.bits)
-    ts.write_bits(ins["scratch"], np.zeros((scratch, n), np.uint8), 0, en)
+    ts.write(ins["scratch"], scratch, np.zeros(n, U64), 0, en)
     _store(ts, ins, pd, res, n, en)
 
 
@@ -290,16 +309,18 @@ def popcount_rf(ts: TileState, ins: Ins) -> None:
     pa = decode(ins["pa"])
     v = ts.read(ins["ra"], pa.bits, 0, _n(ts, ins))
     with np.errstate(over="ignore"):
-        ts.rf[ins["rd"]] = np.uint32(int(v.sum(dtype=U64)) & 0xFFFFFFFF)
+        ts.rf[..., ins["rd"]] = (v.sum(axis=-1, dtype=U64) & U64(0xFFFFFFFF)).astype(np.uint32)
 
 
 def rf_scalar(ts: TileState, ins: Ins, op: str) -> None:
-    if op == "write_rf":
-        ts.rf[ins["rd"]] = np.uint32(ins["imm"] & 0xFFFFFFFF)
-    elif op == "add_rf":
-        ts.rf[ins["rd"]] = np.uint32((int(ts.rf[ins["ra"]]) + int(ts.rf[ins["rb"]])) & 0xFFFFFFFF)
-    elif op == "sub_rf":
-        ts.rf[ins["rd"]] = np.uint32((int(ts.rf[ins["ra"]]) - int(ts.rf[ins["rb"]])) & 0xFFFFFFFF)
+    rf, rd = ts.rf, ins["rd"]
+    with np.errstate(over="ignore"):   # uint32 arithmetic wraps modulo 2^32
+        if op == "write_rf":
+            rf[..., rd] = np.uint32(ins["imm"] & 0xFFFFFFFF)
+        elif op == "add_rf":
+            rf[..., rd] = rf[..., ins["ra"]] + rf[..., ins["rb"]]
+        elif op == "sub_rf":
+            rf[..., rd] = rf[..., ins["ra"]] - rf[..., ins["rb"]]
 
 
 #: mnemonic → handler(tile_state, ins)

@@ -88,6 +88,13 @@ class TileState:
         for k, j in enumerate(sel):
             rows[row + j][b0:b1] = packed[k]
 
+    def write_groups(self, row: int, bits: np.ndarray, G: int, reps: int) -> None:
+        """Write ``bits`` (p, m·G) from bitline 0 with each group of G bitlines repeated ``reps``
+        times (m·G·reps bitlines): the tilings of broadcast and shuffled transfers."""
+        lead, m = bits.shape[:-1], bits.shape[-1] // G
+        block = bits.reshape(lead + (m, 1, G))
+        self.write_bits(row, np.broadcast_to(block, lead + (m, reps, G)).reshape(lead + (m * reps * G,)), 0)
+
     # ------------------------------------------------------------------ element patterns
     def read(self, row: int, p: int, start: int = 0, n: int | None = None) -> np.ndarray:
         """uint64 patterns of the p-bit elements at (row, bitlines [start, start+n))."""
@@ -110,18 +117,18 @@ class TileState:
 
 
 def bits_to_patterns(bits: np.ndarray) -> np.ndarray:
-    """(p, n) bit matrix (p ≤ 64) → n uint64 patterns (bit j from row j)."""
-    p, n = bits.shape
+    """(p, n) bit matrix (p ≤ 64) → n uint64 patterns (bit j from row j); leading axes are kept."""
+    lead, (p, n) = bits.shape[:-2], bits.shape[-2:]
     if p == 0:
-        return np.zeros(n, U64)
-    packed = np.packbits(bits.T, axis=1, bitorder="little")  # (n, ceil(p/8))
-    full = np.zeros((n, 8), np.uint8)
-    full[:, :packed.shape[1]] = packed
-    return full.view("<u8").reshape(n).astype(U64)
+        return np.zeros(lead + (n,), U64)
+    packed = np.packbits(np.swapaxes(bits, -1, -2), axis=-1, bitorder="little")  # (..., n, ceil(p/8))
+    full = np.zeros(lead + (n, 8), np.uint8)
+    full[..., :packed.shape[-1]] = packed
+    return full.view("<u8").reshape(lead + (n,)).astype(U64)
 
 
 def patterns_to_bits(values: np.ndarray, p: int) -> np.ndarray:
-    """n uint64 patterns → (p, n) bit matrix of their low p bits."""
+    """n uint64 patterns → (p, n) bit matrix of their low p bits; leading axes are kept."""
     v = np.ascontiguousarray(values, dtype="<u8")
-    bits = np.unpackbits(v.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")  # (n, 64)
-    return np.ascontiguousarray(bits[:, :p].T)
+    bits = np.unpackbits(v.view(np.uint8).reshape(v.shape + (8,)), axis=-1, bitorder="little")  # (..., n, 64)
+    return np.ascontiguousarray(np.swapaxes(bits[..., :p], -1, -2))

@@ -20,7 +20,10 @@ ADDR_LIMIT = 1 << 48
 class Dram:
     """Sparse DRAM: ``read(addr, n)`` / ``write(addr, data)`` on byte ranges."""
 
+    page_bits = PAGE_BITS
+
     def __init__(self) -> None:
+        self.page_size = 1 << self.page_bits
         self.pages: dict[int, np.ndarray] = {}
         self.written: list[tuple[int, int]] = []
 
@@ -28,15 +31,14 @@ class Dram:
         if addr < 0 or addr + n > ADDR_LIMIT:
             raise SimError(f"DRAM access 0x{addr:x}+{n} outside the 48-bit address space")
 
-    @staticmethod
-    def _spans(addr: int, n: int):
+    def _spans(self, addr: int, n: int):
         """(page, offset in page, position in the range, length) pieces of a byte range."""
-        pos = 0
+        pos, size = 0, self.page_size
         while pos < n:
             a = addr + pos
-            off = a & (PAGE - 1)
-            take = min(PAGE - off, n - pos)
-            yield a >> PAGE_BITS, off, pos, take
+            off = a & (size - 1)
+            take = min(size - off, n - pos)
+            yield a >> self.page_bits, off, pos, take
             pos += take
 
     def read(self, addr: int, n: int) -> np.ndarray:
@@ -56,7 +58,7 @@ class Dram:
         for page, off, pos, take in self._spans(addr, n):
             buf = self.pages.get(page)
             if buf is None:
-                buf = self.pages[page] = np.zeros(PAGE, np.uint8)
+                buf = self.pages[page] = np.zeros(self.page_size, np.uint8)
             buf[off:off + take] = data[pos:pos + take]
         if record and n:
             self.written.append((addr, n))
@@ -78,38 +80,45 @@ def element_bytes(n: int, w: int) -> int:
 
 
 def unpack_elements(raw: np.ndarray, n: int, w: int) -> np.ndarray:
-    """``tr=1`` layout: n elements of w bits (little-endian packing) → uint64 patterns."""
+    """``tr=1`` layout: n elements of w bits (little-endian packing) → uint64 patterns (leading
+    axes, such as a batch axis, are kept: (..., bytes) → (..., n))."""
+    lead = raw.shape[:-1]
     if w >= 8:
         nb = w // 8
-        b = raw[: n * nb].reshape(n, nb).astype(np.uint64)
-        out = np.zeros(n, np.uint64)
+        b = raw[..., : n * nb].reshape(lead + (n, nb)).astype(np.uint64)
+        out = np.zeros(lead + (n,), np.uint64)
         for j in range(nb):
-            out |= b[:, j] << np.uint64(8 * j)
+            out |= b[..., j] << np.uint64(8 * j)
         return out
-    bits = np.unpackbits(raw[: element_bytes(n, w)], bitorder="little")[: n * w].reshape(n, w)
-    return (bits.astype(np.uint64) << np.arange(w, dtype=np.uint64)).sum(axis=1).astype(np.uint64)
+    bits = np.unpackbits(raw[..., : element_bytes(n, w)], axis=-1, bitorder="little")[..., : n * w]
+    bits = bits.reshape(lead + (n, w))
+    return (bits.astype(np.uint64) << np.arange(w, dtype=np.uint64)).sum(axis=-1).astype(np.uint64)
 
 
 def pack_elements(vals: np.ndarray, w: int) -> np.ndarray:
-    """uint64 patterns → ``tr=1`` bytes of w-bit elements (only the low w bits are kept)."""
+    """uint64 patterns → ``tr=1`` bytes of w-bit elements (only the low w bits are kept;
+    (..., n) → (..., bytes))."""
     vals = vals.astype(np.uint64)
-    n = len(vals)
+    lead, n = vals.shape[:-1], vals.shape[-1]
     if w >= 8:
         nb = w // 8
-        out = np.empty((n, nb), np.uint8)
+        out = np.empty(lead + (n, nb), np.uint8)
         for j in range(nb):
-            out[:, j] = (vals >> np.uint64(8 * j)) & np.uint64(0xFF)
-        return out.reshape(-1)
-    bits = ((vals[:, None] >> np.arange(w, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8).reshape(-1)
-    return np.packbits(bits, bitorder="little")
+            out[..., j] = (vals >> np.uint64(8 * j)) & np.uint64(0xFF)
+        return out.reshape(lead + (n * nb,))
+    bits = ((vals[..., None] >> np.arange(w, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
+    return np.packbits(bits.reshape(lead + (n * w,)), axis=-1, bitorder="little")
 
 
 def unpack_planes(raw: np.ndarray, n: int, p: int) -> np.ndarray:
-    """``tr=0`` layout: p bit planes of ceil(n/8) bytes → (p, n) uint8 bit matrix."""
+    """``tr=0`` layout: p bit planes of ceil(n/8) bytes → (p, n) uint8 bit matrix ((..., p, n))."""
     nb = (n + 7) // 8
-    return np.unpackbits(raw[: p * nb].reshape(p, nb), axis=1, bitorder="little")[:, :n]
+    planes = raw[..., : p * nb].reshape(raw.shape[:-1] + (p, nb))
+    return np.unpackbits(planes, axis=-1, bitorder="little")[..., :n]
 
 
 def pack_planes(bits: np.ndarray) -> np.ndarray:
-    """(p, n) bit matrix → ``tr=0`` bytes (one plane of ceil(n/8) bytes per bit)."""
-    return np.packbits(bits.astype(np.uint8), axis=1, bitorder="little").reshape(-1)
+    """(p, n) bit matrix → ``tr=0`` bytes (one plane of ceil(n/8) bytes per bit; (..., p, n) →
+    (..., bytes))."""
+    packed = np.packbits(bits.astype(np.uint8), axis=-1, bitorder="little")
+    return packed.reshape(packed.shape[:-2] + (-1,))

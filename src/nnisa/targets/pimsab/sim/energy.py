@@ -38,10 +38,12 @@ NO_CTRL = ("nop", "signal", "wait", "reset_sync")
 
 
 def _reduce_tile_interconnect(ps: int, levels: int, crams: int, cols: int) -> tuple[int, int]:
-    """(ops, bits) of an inter-CRAM reduction; the double loop reproduces the official simulator."""
+    """(ops, bits) of an inter-CRAM reduction, as the official simulator counts them: its loop over
+    levels 1..L-1 runs twice, the second pass carrying on from the halved CRAM count and grown
+    precision of the first (so it adds only the last level or two, not a second copy)."""
     ops = bits = 0
+    n, p = crams, ps
     for _ in range(2):
-        n, p = crams, ps
         for _i in range(1, levels):
             n //= 2
             bits += n * p * cols

@@ -1,13 +1,20 @@
-"""Readable reference of the PIMSAB timing model (spec §3.3–§3.5): tile controller FSMs, a
-wormhole mesh of virtual-channel routers and DRAM channels, advanced one cycle at a time.
+"""Readable reference of the PIMSAB timing model (spec §3.3–§3.5 with the corrections of §3.4a):
+tile controller FSMs, a wormhole mesh of virtual-channel routers and DRAM channels, advanced one
+cycle at a time.
 
 Objects mirror the spec: :class:`Fifo` (a VC buffer with arrival stamps), :class:`Router`
 (allocation then traversal, round-robin per input port), :class:`DramChannel` (receive buffer,
 request queue of row-open countdowns, one streaming request) and :class:`TileFsm` (IDLE,
-REQ_MODE, SEND_WAIT, RECEIVE_WAIT, POPPING).  Components are updated in a fixed order each cycle
-(tile controllers, then routers, then DRAM channels); a flit pushed in cycle t can be forwarded,
-accepted or popped from cycle t + 1 on, while buffer occupancy is seen as it is when a component
-runs (docs/pimsab.md explains this choice against the calibration table).
+REQ_MODE, SEND_WAIT, RECEIVE_WAIT, POPPING).  Each cycle the tile controllers run first, then
+every router in index order, and a router's cycle starts with its DRAM channel (§3.4a).
+
+What a component sees (§3.4a): a flit pushed in cycle t is visible from cycle t + 1; a router
+tests its neighbours' buffers as they were at the start of the cycle (a flit a neighbour forwarded
+in this cycle still occupies its slot), while a tile's pops and the DRAM receive buffer are seen
+at once.  Input directions are served in the order D, L, N, S, W, E, a ready store spends one
+set-up cycle before its first flit is consumed, and the run ends when every tile is idle and the
+mesh and every DRAM channel have drained.  Cycles in which nothing can change except countdowns
+(compute instructions, row opens) are skipped.
 This path is slow and exists to check the numba engine (:mod:`.engine_nb`) on small programs.
 """
 
@@ -23,10 +30,14 @@ from ..config import PimsabConfig
 from .ops import K_COMPUTE, K_LOAD, K_RX, K_SIGNAL, K_STORE, K_WAIT, TimingOps
 
 N, S, W, E, L, D = range(6)
-PORT_NAMES = "NSWELD"
+#: input directions in the order the official router serves them (enum order of DynaSwitch.h)
+PRIORITY = (D, L, N, S, W, E)
+#: input directions a tile looks for its data in (N, S, W, E, D)
+TILE_SEARCH = (N, S, W, E, D)
 OPPOSITE = {N: S, S: N, W: E, E: W}
 IDLE, REQ, SEND, RECV, POP = range(5)
 STATE_NAMES = ("idle", "req_mode", "send_wait", "receive_wait", "popping")
+STORE_SETUP = 1
 
 
 @dataclass
@@ -49,13 +60,15 @@ class Message:
 
 
 class Fifo:
-    """A FIFO of ``depth`` flits; entries remember the cycle they arrived.  ``owner`` (a router)
-    counts the flits in its buffers so idle routers are skipped."""
+    """A FIFO of ``depth`` flits; entries remember the cycle they arrived, ``last_pop`` the cycle a
+    router last forwarded from it (that slot still counts for the upstream router in that cycle).
+    ``owner`` (a router) counts the flits in its buffers so idle routers are skipped."""
 
     def __init__(self, depth: int, owner: "Router | None" = None) -> None:
         self.depth = depth
         self.q: deque[tuple[Flit, int]] = deque()
         self.owner = owner
+        self.last_pop = -1
 
     def head(self, now: int) -> Flit | None:
         """The head flit if it arrived before this cycle."""
@@ -63,17 +76,24 @@ class Fifo:
             return self.q[0][0]
         return None
 
-    def full(self) -> bool:
-        return len(self.q) >= self.depth
+    def seen(self, now: int) -> int:
+        """Occupancy as the upstream router sees it: the start-of-cycle contents, less the tile's pops."""
+        return len(self.q) + (self.last_pop == now)
+
+    def full(self, now: int) -> bool:
+        return self.seen(now) >= self.depth
 
     def push(self, flit: Flit, now: int) -> None:
         self.q.append((flit, now))
         if self.owner is not None:
             self.owner.nflits += 1
 
-    def pop(self) -> Flit:
+    def pop(self, now: int | None = None) -> Flit:
+        """Remove the head; ``now`` marks a router's forward (deferred for its upstream neighbour)."""
         if self.owner is not None:
             self.owner.nflits -= 1
+        if now is not None:
+            self.last_pop = now
         return self.q.popleft()[0]
 
 
@@ -117,11 +137,16 @@ class Router:
             return self.dram.recv
         return self.neighbour[out].inputs[OPPOSITE[out]][vc]
 
+    def busy(self) -> bool:
+        return self.nflits > 0 or (self.dram is not None and not self.dram.idle())
+
     def step(self, now: int, mesh_w: int) -> None:
+        if self.dram is not None:
+            self.dram.step(now)  # the DRAM phase opens the router's cycle (§3.4a)
         if self.nflits == 0:
             return
         # 1. allocation
-        for p in range(6):
+        for p in PRIORITY:
             for v, fifo in enumerate(self.inputs[p]):
                 if self.conn[p][v] is not None:
                     continue
@@ -137,13 +162,13 @@ class Router:
                         self.conn[p][v] = Conn(D, 0, f.count)
                     continue
                 for ov in range(self.nvc):
-                    if not self.out_busy[out][ov] and not self.downstream(out, ov).q:
+                    if not self.out_busy[out][ov] and self.downstream(out, ov).seen(now) == 0:
                         self.out_busy[out][ov] = True
                         self.conn[p][v] = Conn(out, ov, f.count)
                         break
         # 2. traversal
         used = set()
-        for p in range(6):
+        for p in PRIORITY:
             n = len(self.inputs[p])
             for k in range(n):
                 v = (self.rr[p] + k) % n
@@ -154,9 +179,9 @@ class Router:
                 if fifo.head(now) is None:
                     continue
                 down = self.downstream(c.out, c.vc)
-                if down.full():
+                if down.full(now):
                     continue
-                down.push(fifo.pop(), now)
+                down.push(fifo.pop(now), now)
                 used.add(c.out)
                 if c.out != D:
                     self.hops += 1
@@ -172,9 +197,11 @@ class Router:
 
 
 class DramChannel:
-    """Receive buffer → request queue (row-open countdowns) → one streaming request (§3.5)."""
+    """Receive buffer → request queue (row-open countdowns) → one streaming request (§3.5).
 
-    def __init__(self, router: Router, cfg: PimsabConfig, store_setup: int) -> None:
+    The receive buffer is seen at once by the router and the channel (no start-of-cycle copy)."""
+
+    def __init__(self, router: Router, cfg: PimsabConfig) -> None:
         self.router = router
         self.recv = Fifo(cfg.vc_depth)
         self.queue: list[list] = []          # [message, countdown]
@@ -183,8 +210,18 @@ class DramChannel:
         self.ready: Message | None = None
         self.done = 0                        # flits streamed of the ready request
         self.setup = 0
-        self.store_setup = store_setup
         self.busy_cycles = 0
+
+    def _submit(self, m: Message) -> bool:
+        """Bypassed requests go straight to the ready slot when it is free, others (and bypassed
+        ones that find it taken) to the request queue when it has room."""
+        if m.bypass and self.ready is None:
+            self._make_ready(m)
+            return True
+        if len(self.queue) < self.banks:
+            self.queue.append([m, self.latency])
+            return True
+        return False
 
     def step(self, now: int) -> None:
         # 1. accept a request at the head of the receive buffer
@@ -192,26 +229,18 @@ class DramChannel:
         if f is not None:
             m = f.msg
             if m.kind == K_LOAD:
-                if m.bypass and self.ready is None and not self.queue:
-                    self._make_ready(m)
-                    self.recv.pop()
-                elif not m.bypass and len(self.queue) < self.banks:
-                    self.queue.append([m, self.latency])
+                if self._submit(m):
                     self.recv.pop()
             elif m.kind == K_STORE and not m.submitted:
-                if m.bypass and self.ready is None and not self.queue:
+                if self._submit(m):
                     m.submitted = True
-                    self._make_ready(m)
-                elif not m.bypass and len(self.queue) < self.banks:
-                    m.submitted = True
-                    self.queue.append([m, self.latency])
         # 2. stream the ready request
         if self.ready is not None:
             self.busy_cycles += 1
             m = self.ready
             if m.kind == K_LOAD:
                 d_in = self.router.inputs[D][0]
-                if not d_in.full():
+                if not d_in.full(now):
                     left = m.flits - self.done
                     d_in.push(Flit(m.src_tile, False, m.key, left, m), now)
                     self.done += 1
@@ -236,10 +265,17 @@ class DramChannel:
     def _make_ready(self, m: Message) -> None:
         self.ready = m
         self.done = 0
-        self.setup = self.store_setup if m.kind == K_STORE else 0
+        self.setup = STORE_SETUP if m.kind == K_STORE else 0
 
     def idle(self) -> bool:
         return self.ready is None and not self.queue and not self.recv.q
+
+    def next_countdown(self, now: int) -> int | None:
+        """The cycle in which the oldest queued request becomes ready, when nothing else moves
+        (``now`` is the next cycle to simulate; its countdown reaches 0 in cycle now + c - 1)."""
+        if self.ready is None and self.queue:
+            return now + self.queue[0][1] - 1
+        return None
 
 
 @dataclass
@@ -252,7 +288,6 @@ class TileFsm:
     remaining: int = 0
     second: bool = False
     cur: int = -1
-    start_t: int = 0
 
 
 @dataclass
@@ -263,10 +298,10 @@ class RefResult:
     op_state: np.ndarray
     hops: np.ndarray
     dram_busy: np.ndarray
+    steps: int
 
 
-def simulate_ref(ops: TimingOps, cfg: PimsabConfig, *, max_cycles: int = 50_000_000,
-                 store_setup: int = 0) -> RefResult:
+def simulate_ref(ops: TimingOps, cfg: PimsabConfig, *, max_cycles: int = 50_000_000) -> RefResult:
     """Cycle-by-cycle reference run of the timing operations."""
     nr = cfg.n_tiles
     routers = [Router(i, cfg) for i in range(nr)]
@@ -280,10 +315,9 @@ def simulate_ref(ops: TimingOps, cfg: PimsabConfig, *, max_cycles: int = 50_000_
             r.neighbour[W] = routers[r.idx - 1]
         if r.col < Wm - 1:
             r.neighbour[E] = routers[r.idx + 1]
-    dram_routers = sorted({cfg.dram_router(t) for t in range(nr)})
     drams = []
-    for i in dram_routers:
-        routers[i].dram = DramChannel(routers[i], cfg, store_setup)
+    for i in sorted({cfg.dram_router(t) for t in range(nr)}):
+        routers[i].dram = DramChannel(routers[i], cfg)
         drams.append(routers[i].dram)
     fsms = [TileFsm(int(t), range(int(ops.start[k]), int(ops.start[k + 1]))) for k, t in enumerate(ops.tiles)]
     start = np.full(len(ops), -1, np.int64)
@@ -292,47 +326,61 @@ def simulate_ref(ops: TimingOps, cfg: PimsabConfig, *, max_cycles: int = 50_000_
     depth = cfg.transfer_depth
     now = 0
     live = [f for f in fsms if len(f.ops)]
-    quiet = 0
-    last = None
-    while live:
-        if all(f.state == REQ and f.finish > now for f in live) and all(d.idle() for d in drams) \
-                and not any(r.nflits for r in routers):
-            skip = min(f.finish for f in live) - now  # nothing moves until the next compute ends
-            for f in live:
-                op_state[f.cur, REQ] += skip
-            now += skip
+    steps = 0
+    while live or any(r.busy() for r in routers):
         if now > max_cycles:
             raise SimTimeExceeded(f"simulated time limit of {max_cycles} cycles reached")
+        steps += 1
+        before = _fingerprint(routers, drams, live)
         for f in live:
             _tile_step(f, ops, routers, now, depth, start, end, op_state)
         for r in routers:
             r.step(now, Wm)
-        for d in drams:
-            d.step(now)
         live = [f for f in live if not (f.pc >= len(f.ops) and f.state == IDLE)]
-        snapshot = (sum(r.hops for r in routers), sum(r.nflits for r in routers),
-                    tuple((f.pc, f.state, f.remaining) for f in live),
-                    tuple((len(d.recv.q), d.done, len(d.queue), d.ready is None) for d in drams))
-        counting = any(f.state == IDLE or (f.state == REQ and f.finish >= now) or (f.state == POP and not f.remaining)
-                       for f in live) or any(d.setup or (d.queue and (d.queue[0][1] > 0 or d.ready is None))
-                                             for d in drams)
-        quiet = 0 if (snapshot != last or counting) else quiet + 1
-        last = snapshot
-        if quiet > 3:
-            raise DeadlockError(f"deadlock at cycle {now}: {len(live)} tile(s) wait forever",
-                                report="\n".join(f"  tile {f.tile}: {_describe(f, ops)}" for f in live))
         now += 1
-    last_end = int(end.max()) if len(end) else 0
-    return RefResult(last_end, start, end, op_state,
-                     np.array([r.hops for r in routers]), np.array([d.busy_cycles for d in drams]))
+        if _fingerprint(routers, drams, live) != before:
+            continue
+        # nothing but countdowns changed: jump to the next countdown that ends (or report a deadlock)
+        nxt = [f.finish for f in live if f.state == REQ and f.finish >= now]
+        nxt += [t for t in (d.next_countdown(now) for d in drams) if t is not None]
+        nxt += [now for f in live if f.state in (IDLE, POP) or (f.state == SEND and f.remaining == 0)]
+        nxt += [now for d in drams if d.setup]
+        if not nxt and not live:
+            flits = sum(r.nflits for r in routers)
+            raise DeadlockError(f"deadlock at cycle {now}: every stream ended but {flits} flit(s) are never "
+                                f"delivered (a tile_tx or signal without its tile_rx or wait?)")
+        if not nxt:
+            raise DeadlockError(f"deadlock at cycle {now}: {len(live)} tile(s) wait forever",
+                                report="\n".join(f"  tile {f.tile}: {_describe(f)}" for f in live))
+        target = min(min(nxt), max_cycles + 1)
+        skip = target - now
+        if skip > 0:
+            for f in live:
+                op_state[f.cur, f.state] += skip
+            for d in drams:
+                if d.ready is not None:
+                    d.busy_cycles += skip
+                for e in d.queue:
+                    e[1] = max(0, e[1] - skip)
+            now = target
+    return RefResult(now, start, end, op_state,
+                     np.array([r.hops for r in routers]), np.array([d.busy_cycles for d in drams]), steps)
 
 
-def _describe(f: TileFsm, ops: TimingOps) -> str:
+def _fingerprint(routers: list[Router], drams: list["DramChannel"], live: list[TileFsm]) -> tuple:
+    """Everything that changes when something other than a countdown happens."""
+    return (sum(r.hops for r in routers), sum(r.nflits for r in routers),
+            sum(1 for r in routers for row in r.conn for c in row if c is not None),
+            tuple((f.pc, f.state, f.remaining) for f in live),
+            tuple((len(d.recv.q), d.done, len(d.queue), id(d.ready), d.setup) for d in drams))
+
+
+def _describe(f: TileFsm) -> str:
     return f"op {f.cur} state {STATE_NAMES[f.state]}"
 
 
 def _find(router: Router, key: int, now: int) -> Fifo | None:
-    for p in (N, S, W, E, D):
+    for p in TILE_SEARCH:
         for fifo in router.inputs[p]:
             f = fifo.head(now)
             if f is not None and f.key == key and f.dst == router.idx and not f.dram:
@@ -341,11 +389,9 @@ def _find(router: Router, key: int, now: int) -> Fifo | None:
 
 
 def _tile_step(f: TileFsm, ops: TimingOps, routers: list[Router], now: int, depth: int,
-               start: np.ndarray, end: np.ndarray, op_state: np.ndarray) -> bool:
+               start: np.ndarray, end: np.ndarray, op_state: np.ndarray) -> None:
     router = routers[f.tile]
     if f.state == IDLE:
-        if f.pc >= len(f.ops):
-            return False
         i = f.ops[f.pc]
         op_state[i, IDLE] += 1
         f.pc += 1
@@ -362,55 +408,50 @@ def _tile_step(f: TileFsm, ops: TimingOps, routers: list[Router], now: int, dept
         else:
             f.finish = now + (int(ops.cycles[i]) if k == K_COMPUTE else depth)
             f.state = REQ
-        return True
+        return
     i = f.cur
     op_state[i, f.state] += 1
     k = ops.kind[i]
     if f.state == REQ:
         if now < f.finish:
-            return True
+            return
         if f.second or k in (K_COMPUTE, K_RX, K_WAIT):
             end[i] = now
             f.state = IDLE
         else:
             f.remaining = 1 if k in (K_LOAD, K_SIGNAL) else int(ops.flits[i])
             f.state = SEND
-        return True
+        return
     if f.state == SEND:
         if f.remaining > 0:
             fifo = router.inputs[L][0]
-            if not fifo.full():
+            if not fifo.full(now):
                 msg = _message(f, ops, i)
                 dram = k in (K_LOAD, K_STORE)
                 fifo.push(Flit(int(ops.dst[i]), dram, msg.key, f.remaining, msg), now)
                 f.remaining -= 1
-            return True
+            return
         if k == K_LOAD:
             f.remaining = int(ops.flits[i])
             f.state = RECV
         else:
             end[i] = now
             f.state = IDLE
-        return True
+        return
     if f.state == RECV:
         if _find(router, int(ops.key[i]), now) is not None:
             f.state = POP
-        return True
+        return
     if f.state == POP:
         if f.remaining > 0:
             fifo = _find(router, int(ops.key[i]), now)
             if fifo is not None:
                 fifo.pop()
                 f.remaining -= 1
-            return True
+            return
         f.second = True
         f.finish = now + depth
         f.state = REQ
-        return True
-    return False
-
-
-_MSG_CACHE: dict[tuple[int, int], Message] = {}
 
 
 def _message(f: TileFsm, ops: TimingOps, i: int) -> Message:
@@ -418,7 +459,6 @@ def _message(f: TileFsm, ops: TimingOps, i: int) -> Message:
     m = getattr(f, "_msg", None)
     if m is None or getattr(f, "_msg_op", -1) != i:
         k = int(ops.kind[i])
-        flits = 1 if k in (K_LOAD, K_SIGNAL) else int(ops.flits[i])
-        m = Message(k, flits if k != K_LOAD else int(ops.flits[i]), f.tile, int(ops.key[i]), bool(ops.bypass[i]))
+        m = Message(k, int(ops.flits[i]), f.tile, int(ops.key[i]), bool(ops.bypass[i]))
         f._msg, f._msg_op = m, i
     return m

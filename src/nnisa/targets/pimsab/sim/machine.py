@@ -29,11 +29,25 @@ COLS = ISA.columns
 
 
 class Machine:
-    """Architectural state of a PIMSAB chip plus the functional semantics of every instruction."""
+    """Architectural state of a PIMSAB chip plus the functional semantics of every instruction.
 
-    def __init__(self, cfg: PimsabConfig, segments: Iterable[tuple[int, bytes]] = ()) -> None:
+    ``batch=None`` is the readable single-sample reference (:class:`.cram.TileState`, bit rows
+    unpacked with NumPy).  ``batch=B`` runs B samples of the same program at once: the control
+    flow of a PIMSAB program does not depend on data, so every state array gets a leading sample
+    axis (:mod:`.batch`: packed rows shared by all samples until one writes its own data, compiled
+    bit/word kernels); the semantics below are the same code for both.
+    """
+
+    def __init__(self, cfg: PimsabConfig, segments: Iterable[tuple[int, bytes]] = (),
+                 batch: int | None = None) -> None:
         self.cfg = cfg
-        self.dram = Dram()
+        self.batch = batch
+        if batch is None:
+            self.dram, self._tile_state = Dram(), TileState
+        else:
+            from .batch import BatchDram, BatchTileState
+            self.dram = BatchDram(batch)
+            self._tile_state = lambda cfg, t: BatchTileState(cfg, t, batch)
         for addr, data in segments:
             self.dram.write(addr, data, record=False)
         self.tiles: dict[int, TileState] = {}
@@ -45,7 +59,7 @@ class Machine:
     def tile(self, t: int) -> TileState:
         ts = self.tiles.get(t)
         if ts is None:
-            ts = self.tiles[t] = TileState(self.cfg, t)
+            ts = self.tiles[t] = self._tile_state(self.cfg, t)
         return ts
 
     # ------------------------------------------------------------------ one instruction
@@ -102,7 +116,7 @@ class Machine:
         if mn == "load_shf":
             count = shuffle_size(self.cfg, ins["bcast"], ins["shf_en"], ins["shf"], ins["size"])
             bits = self._vector_from_dram(ins, count, p, w)
-            ts.write_bits(ins["row"], self._spread_bits(bits, ins["bcast"], ins["shf_en"], ins["shf"]), 0)
+            self._write_spread(ts, ins["row"], bits, ins["bcast"], ins["shf_en"], ins["shf"])
             return
         n = ins["size"] or ts.W
         start = ins["cram"] * ts.cols
@@ -116,21 +130,22 @@ class Machine:
         else:
             self.dram.write(ins["addr"], pack_planes(bits))
 
-    def _spread_bits(self, bits: np.ndarray, bcast: int, shf_en: int, shf: int) -> np.ndarray:
-        """``bits[:, self._spread(...)]``: the spread patterns are tilings, so they are built by
-        broadcasting blocks (memory-speed copies) instead of a gather over every bitline."""
+    def _write_spread(self, ts: TileState, row: int, bits: np.ndarray, bcast: int, shf_en: int, shf: int) -> None:
+        """Write a broadcast/shuffled receive: tile bitline g gets element ``self._spread(...)[g]``
+        of ``bits``.  The spread patterns are tilings (a CRAM's pattern repeated, or each CRAM
+        repeating its own 2^shf elements), written as repeated groups (:meth:`TileState.write_groups`)
+        instead of a gather over every bitline."""
         cols, W = self.cfg.cram_cols, self.cfg.tile_bitlines
         crams, G = W // cols, 1 << shf
-        p = bits.shape[0]
         if not bcast and not shf_en:
-            return bits[:, :W]
-        if shf_en and cols % G:   # a group size that does not divide a CRAM: the general gather
-            return bits[:, self._spread(bcast, shf_en, shf)]
-        if bcast:
-            unit = bits[:, :G] if shf_en else bits[:, :cols]          # one CRAM's pattern source
-            return np.broadcast_to(unit[:, None, :], (p, W // unit.shape[1], unit.shape[1])).reshape(p, W)
-        block = bits[:, :crams * G].reshape(p, crams, 1, G)             # CRAM c repeats its own G elements
-        return np.broadcast_to(block, (p, crams, cols // G, G)).reshape(p, W)
+            ts.write_bits(row, bits[..., :W], 0)
+        elif shf_en and cols % G:   # a group size that does not divide a CRAM: the general gather
+            ts.write_bits(row, bits[..., self._spread(bcast, shf_en, shf)], 0)
+        elif bcast:
+            k = G if shf_en else cols                                      # one CRAM's pattern source
+            ts.write_groups(row, bits[..., :k], k, W // k)
+        else:
+            ts.write_groups(row, bits[..., :crams * G], G, cols // G)      # CRAM c repeats its own G elements
 
     def _spread(self, bcast: int, shf_en: int, shf: int) -> np.ndarray:
         """Source element of every tile bitline for a broadcast/shuffled receive (§2.7.6)."""
@@ -154,7 +169,7 @@ class Machine:
         s, base = ins["size"], ins["row"]
         if s == 0:
             if mn == "load_rf":
-                ts.rf[:] = self.dram.read(ins["addr"], 4 * len(ts.rf)).view("<u4")
+                ts.rf[...] = self.dram.read(ins["addr"], 4 * ts.rf.shape[-1]).view("<u4")
             else:
                 self.dram.write(ins["addr"], ts.rf.astype("<u4").view(np.uint8))
             return
@@ -162,9 +177,9 @@ class Machine:
         w = prec.dram_bits
         if mn == "load_rf":
             pats = unpack_elements(self.dram.read(ins["addr"], element_bytes(s, w)), s, w)
-            ts.rf[base:base + s] = (extend(pats, prec) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+            ts.rf[..., base:base + s] = (extend(pats, prec) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         else:
-            pats = extend(ts.rf[base:base + s].astype(np.uint64), prec)
+            pats = extend(ts.rf[..., base:base + s].astype(np.uint64), prec)
             self.dram.write(ins["addr"], pack_elements(pats, w))
 
     # ------------------------------------------------------------------ tile-to-tile
@@ -175,7 +190,7 @@ class Machine:
         elif ins["shf_en"]:
             G = 1 << ins["shf"]
             idx = (np.arange(ts.crams)[:, None] * ts.cols + np.arange(G)[None, :]).reshape(-1)
-            bits = ts.read_bits(ins["src_row"], p, 0, ts.W)[:, idx]
+            bits = ts.read_bits(ins["src_row"], p, 0, ts.W)[..., idx]
         else:
             bits = ts.read_bits(ins["src_row"], p, 0, ins["size"] or ts.W)
         key = (ins["src_tile"], ins["src_row"], ins["dst_tile"], ins["dst_row"])
@@ -193,15 +208,17 @@ class Machine:
         if rf:
             ts.set_rf_image_bits(bits)
         elif ins["bcast"] or ins["shf_en"]:
-            ts.write_bits(ins["dst_row"], self._spread_bits(bits, ins["bcast"], ins["shf_en"], ins["shf"]), 0)
+            self._write_spread(ts, ins["dst_row"], bits, ins["bcast"], ins["shf_en"], ins["shf"])
         else:
             ts.write_bits(ins["dst_row"], bits, 0)
         return True
 
     # ------------------------------------------------------------------ outputs
-    def dram_outputs(self) -> dict[str, np.ndarray]:
-        """Every DRAM range the program stored to, as ``dram_0x<addr>`` uint8 arrays."""
-        return {f"dram_0x{a:x}": self.dram.read(a, n) for a, n in self.dram.written_regions()}
+    def dram_outputs(self, sample: int | None = None) -> dict[str, np.ndarray]:
+        """Every DRAM range the program stored to, as ``dram_0x<addr>`` uint8 arrays (of one
+        ``sample`` of a batched machine)."""
+        dram = self.dram if sample is None else self.dram.sample(sample)
+        return {f"dram_0x{a:x}": dram.read(a, n) for a, n in self.dram.written_regions()}
 
 
 def _where(prog: PimsabProgram, i: int, tile: int) -> str:

@@ -30,17 +30,16 @@ COLS = ISA.columns
 
 K_COMPUTE, K_LOAD, K_STORE, K_TX, K_RX, K_SIGNAL, K_WAIT = range(7)
 KIND_NAMES = ("compute", "load", "store", "send", "receive", "signal", "wait")
-DRAM_MN = ("load", "load_shf", "load_rf", "store", "store_rf")
-NET_MN = ("tile_tx", "tile_rx")
+DRAM_MN = tuple(s.mnemonic for s in ISA.instrs if s.category == "dram")
+NET_MN = tuple(s.mnemonic for s in ISA.instrs if s.category == "network")
 MN_NAMES = tuple(sorted(OPCODES, key=OPCODES.get))
 MN_INDEX = {m: i for i, m in enumerate(MN_NAMES)}
 
 _OP_MN = np.full(128, -1, np.int64)
 for _m, _o in OPCODES.items():
     _OP_MN[_o] = MN_INDEX[_m]
-_KIND = {"load": K_LOAD, "load_shf": K_LOAD, "load_rf": K_LOAD, "store": K_STORE, "store_rf": K_STORE,
-         "tile_tx": K_TX, "tile_rx": K_RX, "signal": K_SIGNAL, "wait": K_WAIT}
-_KIND_OF_MN = np.array([_KIND.get(m, K_COMPUTE) for m in MN_NAMES], np.int64)
+#: timing-op kind of each mnemonic: the ``timing`` fact of the ISA table
+_KIND_OF_MN = np.array([KIND_NAMES.index(ISA.fact(m, "timing")) for m in MN_NAMES], np.int64)
 _BITS = np.array([P.decode(b).bits if P.valid_byte(b) else 0 for b in range(256)], np.int64)
 _DRAM_BITS = np.array([P.decode(b).dram_bits if P.valid_byte(b) else 0 for b in range(256)], np.int64)
 #: columns that decide the cycle count of a compute instruction

@@ -17,7 +17,7 @@ import numpy as np
 
 from ....core.errors import ConfigError, OptionError, SimError
 from ....core.fileio import write_atomic
-from ....core.target import SimResult, Stats
+from ....core.target import SimResult, Stats, check_mode
 from ..config import PimsabConfig, load_config, preset_for_hash
 from ..isa import build_isa
 from ..program import PimsabProgram, ZERO_SHA, check_program
@@ -26,8 +26,9 @@ from .machine import Machine, run_functional
 from .ops import KIND_NAMES, MN_NAMES, TimingOps, classify, lower
 from .timing import STATES, TimingResult, run_timing
 
+__all__ = ["PimsabRun", "check_values", "parse_dump", "simulate"]
+
 ISA = build_isa()
-MODES = ("functional", "timing", "both")
 CLASSES = ("compute", "dram", "network")
 
 
@@ -57,16 +58,24 @@ def parse_dump(spec: str) -> list[tuple[int, int]]:
     return out
 
 
-def _inputs_to_dram(m: Machine, inputs: dict[str, np.ndarray] | None) -> None:
-    """``dram_0x<addr>`` (or ``dram_<decimal>``) arrays are written at their address (raw bytes)."""
-    for name, arr in (inputs or {}).items():
+def _inputs_to_dram(m: Machine, inputs: dict[str, np.ndarray] | list[dict[str, np.ndarray]] | None) -> None:
+    """``dram_0x<addr>`` (or ``dram_<decimal>``) arrays are written at their address (raw bytes);
+    a batched machine takes one such dict per sample (the same names in each)."""
+    batch = inputs if isinstance(inputs, list) else [inputs or {}]
+    for name in batch[0] if batch else ():
         if not name.startswith("dram_"):
             raise OptionError(f"input {name!r}: PIMSAB inputs are DRAM images named dram_0x<address>")
         try:
             addr = int(name[5:], 0)
         except ValueError:
             raise OptionError(f"input {name!r}: bad address (expected dram_0x<hex address>)") from None
-        m.dram.write(addr, np.ascontiguousarray(arr), record=False)
+        if m.batch is None:
+            m.dram.write(addr, np.ascontiguousarray(batch[0][name]), record=False)
+        else:
+            try:
+                m.dram.write_samples(addr, [sample[name] for sample in batch])
+            except (KeyError, ValueError):
+                raise OptionError(f"input {name!r}: every sample of a batch needs it, with the same size") from None
 
 
 def _rf_recorder(prog: PimsabProgram) -> tuple[dict[int, tuple[int, ...]], Any]:
@@ -75,27 +84,48 @@ def _rf_recorder(prog: PimsabProgram) -> tuple[dict[int, tuple[int, ...]], Any]:
     mul, dot = ISA.by_mnemonic["mul_const"].opcode, ISA.by_mnemonic["dot_const"].opcode
     cols = ISA._col_index
 
+    def reg(rf: np.ndarray, k: int) -> int:   # the first sample's value in a batched machine
+        return int(rf[..., k].reshape(-1)[0])
+
     def record(m: Machine, tile: int, i: int, row: tuple) -> None:
         if row[0] == mul:
-            values[i] = (int(m.tile(tile).rf[row[cols["rb"]]]),)
+            values[i] = (reg(m.tile(tile).rf, row[cols["rb"]]),)
         elif row[0] == dot:
             rf = m.tile(tile).rf
-            values[i] = (int(rf[row[cols["xrf"]]]), int(rf[row[cols["yrf"]]]))
+            values[i] = (reg(rf, row[cols["xrf"]]), reg(rf, row[cols["yrf"]]))
     return values, record
 
 
-def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
-                    mode: str | None = None, engine: str = "fast", trace: str | None = None,
-                    gantt: str | None = None, log: str | None = None, dump: str | None = None,
-                    max_cycles: int = 2_000_000_000, microops: bool = False, **_: Any) -> SimResult:
-    """Simulate a program; see the module docstring."""
+def simulate(prog: PimsabProgram, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
+             mode: str | None = None, engine: str = "fast", timeline: bool = False, log: str | None = None,
+             dump: str | None = None, max_cycles: int = 2_000_000_000, microops: bool = False,
+             **_: Any) -> SimResult:
+    """Simulate a program; see the module docstring.  ``timeline``: ``SimResult.timeline`` (one
+    track per tile stream) of a timed run."""
+    return _simulate(prog, config, inputs, None, mode, engine, timeline, log, dump, max_cycles, microops)[0]
+
+
+def simulate_many(prog: PimsabProgram, *, inputs: list[dict[str, np.ndarray]], config: Any = None,
+                  mode: str | None = None, engine: str = "fast", timeline: bool = False, log: str | None = None,
+                  dump: str | None = None, max_cycles: int = 2_000_000_000, microops: bool = False,
+                  **_: Any) -> list[SimResult]:
+    """:func:`simulate` for many samples (one ``inputs`` dict each) in one pass: the values of
+    every sample come from one batched functional run (:mod:`.batch`), cycles and energy from one
+    timing run (they do not depend on the data).  One :class:`SimResult` per sample; they share
+    the statistics and details.  Micro-op mode runs the samples one by one."""
+    if microops or not inputs:
+        return [simulate(prog, config=config, inputs=x, mode=mode, engine=engine, timeline=timeline, log=log,
+                         dump=dump, max_cycles=max_cycles, microops=microops) for x in inputs]
+    return _simulate(prog, config, list(inputs), len(inputs), mode, engine, timeline, log, dump, max_cycles, False)
+
+
+def _simulate(prog, config, inputs, batch, mode, engine, timeline, log, dump, max_cycles,
+              microops) -> list[SimResult]:
     t0 = time.perf_counter()
     if config is None and prog.config_sha != ZERO_SHA and (name := preset_for_hash(prog.config_sha)):
         config = name
     cfg = load_config(config)
-    mode = mode or "both"
-    if mode not in MODES:
-        raise OptionError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    mode = check_mode(mode)
     bad = check_program(prog, cfg)
     if bad is not None:
         i, msg = bad
@@ -107,17 +137,18 @@ def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str
         warnings.append(f"program was built for {'preset ' + name if name else 'another configuration'}; "
                         f"simulated with {preset_for_hash(cfg.sha256) or 'the given configuration'}")
     run = PimsabRun(cfg)
+    tl = None
     functional = mode in ("functional", "both") and cfg.functional
     timing = mode in ("timing", "both")
     rf_values = None
     if microops and not functional:
         raise OptionError("micro-op mode needs values (--mode functional or both, config functional=true)")
-    if functional and (not timing or cfg.cycle_mode == "bitexact" or microops):
+    if functional and (not timing or cfg.cycle_mode == "bitexact" or microops or batch is not None):
         if microops:
             from .microops import micro_machine
             run.machine = micro_machine(cfg, prog.segments)
         else:
-            run.machine = Machine(cfg, prog.segments)
+            run.machine = Machine(cfg, prog.segments, batch=batch)
         _inputs_to_dram(run.machine, inputs)
         rf_values, hook = _rf_recorder(prog) if cfg.cycle_mode == "bitexact" else (None, None)
         run_functional(prog, cfg, run.machine, hook=hook)
@@ -137,37 +168,39 @@ def simulate_pimsab(prog: PimsabProgram, *, config: Any = None, inputs: dict[str
         stats.latency_ns = tr.cycles / cfg.clock_ghz
         stats.energy_pj = run.energy["dynamic_j"] * 1e12
         extra.update(timing_report(run.ops, tr, cfg))
-        extra.update({"timing_model": f"pimsab-{cfg.cycle_mode} (spec 3.2-3.5: official-simulator formulas, "
-                                      f"nnisa controller/NoC/DRAM model, {tr.engine} engine)",
+        extra.update({"timing_model": f"pimsab-{cfg.cycle_mode} (spec 3.2-3.5, 3.4a: the official simulator's "
+                                      f"formulas and controller/NoC/DRAM rules, {tr.engine} engine)",
                       "time_ns": tr.cycles / cfg.clock_ghz, "energy_j": run.energy["dynamic_j"],
                       "static_energy_j": run.energy["static_j"],
                       "energy_by_component_j": run.energy["dynamic_by_component_j"],
                       "static_by_component_j": run.energy["static_by_component_j"]})
         if log:
             write_atomic(log, instruction_log(prog, run.ops, tr))
-        if gantt or trace:
+        if timeline:
             from .timeline import to_timeline
             tl = to_timeline(prog, run.ops, tr, cfg)
-            from ....report.timeline import plot_gantt, write_chrome_trace
-            if gantt:
-                plot_gantt(tl, gantt)
-            if trace:
-                write_chrome_trace(tl, trace)
-    outputs: dict[str, np.ndarray] = {}
+    per_sample: list[dict[str, np.ndarray]] = [{}] * (batch or 1)
     if run.machine is not None:
         if microops:
             extra["microops"] = run.machine.micro
-        outputs = run.machine.dram_outputs()
-        for addr, n in parse_dump(dump) if dump else []:
-            outputs[f"dram_0x{addr:x}"] = run.machine.dram.read(addr, n)
-        extra["dram_outputs"] = {k: int(v.size) for k, v in outputs.items()}
+        samples = [None] if batch is None else range(batch)
+        per_sample = []
+        for b in samples:
+            outputs = run.machine.dram_outputs(b)
+            dram = run.machine.dram if b is None else run.machine.dram.sample(b)
+            for addr, n in parse_dump(dump) if dump else []:
+                outputs[f"dram_0x{addr:x}"] = dram.read(addr, n)
+            per_sample.append(outputs)
+        extra["dram_outputs"] = {k: int(v.size) for k, v in per_sample[0].items()}
+        if batch is not None:
+            extra["batch"] = batch
     elif dump:
         raise OptionError("option dump needs values (--mode functional or both, config functional=true)")
     if warnings:
         extra["warnings"] = warnings
     stats.wall_s = time.perf_counter() - t0
     stats.extra = extra
-    return SimResult(outputs, stats, run)
+    return [SimResult(outputs, stats, run, timeline=tl) for outputs in per_sample]
 
 
 def event_order(ops: TimingOps, tr: TimingResult) -> list[int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....report.timeline import Timeline, Track
+from ....report.timeline import Timeline, build_timeline
 from ..config import PimsabConfig
 from ..program import PimsabProgram
 from .ops import MN_NAMES, TimingOps, classify
@@ -16,13 +16,15 @@ UNITS = ("compute", "dram", "network")
 def to_timeline(prog: PimsabProgram, ops: TimingOps, tr: TimingResult, cfg: PimsabConfig) -> Timeline:
     """One track per tile stream; each op is an interval [start, end + 1) in cycles, coloured by
     its Fig. 18 class, labelled with its mnemonic."""
-    cls = classify(ops.mnem)
-    tracks = []
-    for k, t in enumerate(ops.tiles.tolist()):
-        lo, hi = int(ops.start[k]), int(ops.start[k + 1])
-        s, e = tr.start[lo:hi], tr.end[lo:hi] + 1
-        tracks.append(Track(f"tile {t}", s, e, cls[lo:hi].astype(np.int16), ops.mnem[lo:hi].astype(np.int32),
-                            ops.row[lo:hi], finish=float(e.max()) if hi > lo else None))
-    return Timeline(tracks, UNITS, MN_NAMES, "cycles", 1 / cfg.clock_ghz,
-                    f"PIMSAB: {len(prog)} instructions, {tr.cycles:,} cycles", "PIMSAB chip",
-                    {"clock_ghz": cfg.clock_ghz})
+    tiles = ops.tiles.tolist()
+    bounds = ops.start[:len(tiles) + 1].astype(np.int64)
+    n = int(bounds[-1]) if len(tiles) else 0
+    row = np.repeat(np.arange(len(tiles)), np.diff(bounds))
+    end = tr.end[:n] + 1
+    finish = [float(end[lo:hi].max()) if hi > lo else None for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return build_timeline([f"tile {t}" for t in tiles], row, tr.start[:n], end,
+                          unit=classify(ops.mnem)[:n].astype(np.int16), label=ops.mnem[:n].astype(np.int32),
+                          pc=ops.row[:n], finish=finish, units=UNITS, labels=MN_NAMES, time_unit="cycles",
+                          ns_per_unit=1 / cfg.clock_ghz,
+                          title=f"PIMSAB: {len(prog)} instructions, {tr.cycles:,} cycles", process="PIMSAB chip",
+                          meta={"clock_ghz": cfg.clock_ghz})

@@ -1,4 +1,4 @@
-"""Timing runs: one entry point over the numba engine and the Python reference (spec §3.3–§3.5)."""
+"""Timing runs: one entry point over the numba engine and the Python reference (spec §3.3–§3.5, §3.4a)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from ..config import PimsabConfig
 from .ops import MN_NAMES, TimingOps
 
 STATES = ("idle", "req_mode", "send_wait", "receive_wait", "popping")
-#: extra cycles before a ready store streams (0: it streams the cycle after it becomes ready, like a
-#: load; with the tile-router-DRAM update order this reproduces the calibration table)
-STORE_SETUP = 0
+#: simulated cycles per call of the numba engine (a run returns to Python this often)
+CHUNK_CYCLES = 1 << 16
 
 
 @dataclass
@@ -27,36 +26,42 @@ class TimingResult:
     hops: np.ndarray           # per router
     dram_busy: np.ndarray      # per channel
     engine: str
+    steps: int = 0             # cycles simulated one by one (the others were skipped: only countdowns ran)
 
 
-def run_timing(ops: TimingOps, cfg: PimsabConfig, *, engine: str = "fast", max_cycles: int = 2_000_000_000,
-               store_setup: int = STORE_SETUP) -> TimingResult:
+def run_timing(ops: TimingOps, cfg: PimsabConfig, *, engine: str = "fast",
+               max_cycles: int = 2_000_000_000) -> TimingResult:
     """Simulate the timing operations; ``engine`` = ``fast`` (numba) or ``reference`` (Python)."""
     if engine == "reference":
         from .engine_ref import simulate_ref
-        r = simulate_ref(ops, cfg, max_cycles=max_cycles, store_setup=store_setup)
-        return TimingResult(r.cycles, r.start, r.end, r.op_state, r.hops, r.dram_busy, "reference")
-    from .engine_nb import run_engine
+        r = simulate_ref(ops, cfg, max_cycles=max_cycles)
+        return TimingResult(r.cycles, r.start, r.end, r.op_state, r.hops, r.dram_busy, "reference", r.steps)
+    from . import engine_nb as nb
     n = len(ops)
-    start = np.full(n, -1, np.int64)
-    end = np.full(n, -1, np.int64)
-    sc = np.zeros((n, 5), np.int64)
-    hops = np.zeros(cfg.n_tiles, np.int64)
     routers = np.array(sorted({cfg.dram_router(t) for t in range(cfg.n_tiles)}), np.int64)
-    busy = np.zeros(len(routers), np.int64)
     op_tile = np.repeat(ops.tiles, np.diff(ops.start)).astype(np.int64)
-    cycles, status = run_engine(ops.kind, ops.cycles, ops.flits, ops.dst, ops.key, ops.bypass, op_tile, ops.start,
-                                ops.tiles, cfg.n_tiles, cfg.mesh_width, cfg.mesh_height, cfg.router_vcs,
-                                cfg.vc_depth, routers, cfg.dram_banks, cfg.dram_row_open_latency,
-                                store_setup, cfg.transfer_depth, max_cycles, start, end, sc, hops, busy)
-    if status == 1:
-        blocked = _blocked(ops, start, end)
-        raise DeadlockError(f"deadlock at cycle {cycles}: {len(blocked)} tile stream(s) wait forever"
-                            + (f", first tile {blocked[0][0]} at {blocked[0][1]}" if blocked else ""),
-                            report="\n".join(f"  tile {t}: {what}" for t, what in blocked))
-    if status == 2:
+    st = nb.new_state(n, ops.start, cfg.n_tiles, cfg.mesh_width, cfg.mesh_height, cfg.router_vcs, cfg.vc_depth,
+                      routers, cfg.dram_banks, cfg.dram_row_open_latency, cfg.transfer_depth, max_cycles)
+    args = (ops.kind, ops.cycles, ops.flits, ops.dst, ops.key, ops.bypass, op_tile, ops.start, ops.tiles) + st.arrays()
+    status = nb.RUNNING
+    while status == nb.RUNNING:  # chunks of simulated time: signals are handled in between
+        status = nb.run_chunk(*args, CHUNK_CYCLES)
+    cycles = int(st.sc[nb.S_NOW])
+    if status in (nb.DEADLOCK, nb.STUCK):
+        _deadlock(ops, st.start, st.end, cycles, int(st.sc[nb.S_FLITS]))
+    if status == nb.TIME_LIMIT:
         raise SimTimeExceeded(f"simulated time limit of {max_cycles} cycles reached")
-    return TimingResult(int(cycles), start, end, sc, hops, busy, "fast")
+    return TimingResult(cycles, st.start, st.end, st.op_state, st.hops, st.dram_busy, "fast", int(st.sc[nb.S_STEPS]))
+
+
+def _deadlock(ops: TimingOps, start: np.ndarray, end: np.ndarray, cycle: int, flits: int) -> None:
+    blocked = _blocked(ops, start, end)
+    if not blocked:
+        raise DeadlockError(f"deadlock at cycle {cycle}: every stream ended but {flits} flit(s) are never "
+                            f"delivered (a tile_tx or signal without its tile_rx or wait?)")
+    raise DeadlockError(f"deadlock at cycle {cycle}: {len(blocked)} tile stream(s) wait forever"
+                        + f", first tile {blocked[0][0]} at {blocked[0][1]}",
+                        report="\n".join(f"  tile {t}: {what}" for t, what in blocked))
 
 
 def _blocked(ops: TimingOps, start: np.ndarray, end: np.ndarray) -> list[tuple[int, str]]:

@@ -22,16 +22,18 @@ def low_mask(bits: int) -> np.uint64:
 
 def extend(pattern: np.ndarray, prec: Precision) -> np.ndarray:
     """Raw p-bit patterns → 64-bit patterns (sign-extended for signed precisions)."""
-    pattern = pattern.astype(U64) & low_mask(prec.bits)
+    pattern = np.bitwise_and(pattern, low_mask(prec.bits), dtype=U64, casting="unsafe")  # a new array
+
     if prec.signed and prec.bits < 64:
         sign = U64(1 << (prec.bits - 1))
-        return (pattern ^ sign) - sign  # wraps modulo 2^64: the two's-complement extension
+        pattern ^= sign
+        pattern -= sign  # wraps modulo 2^64: the two's-complement extension
     return pattern
 
 
 def wrap(values: np.ndarray, bits: int) -> np.ndarray:
     """Reduce 64-bit patterns modulo 2^bits."""
-    return values.astype(U64) & low_mask(bits)
+    return np.bitwise_and(values, low_mask(bits), dtype=U64, casting="unsafe")
 
 
 def as_int(pattern64: np.ndarray, prec: Precision) -> np.ndarray:

@@ -13,6 +13,9 @@ from ..isa import build_isa
 from ..program import PimsabProgram
 
 ISA = build_isa()
+#: largest generated program (instructions): bigger workload parameters are an error, not hours of
+#: generation and gigabytes of memory (the paper's largest replay, gemm, has 172,928)
+MAX_INSTRUCTIONS = 4_000_000
 
 
 class Builder:
@@ -23,6 +26,7 @@ class Builder:
 
     def __init__(self, cfg: PimsabConfig) -> None:
         self.cfg = cfg
+        self.count = 0
         self.rows: list = []
         self.tiles: list[int] = []
         self.segments: list[tuple[int, bytes]] = []
@@ -38,6 +42,15 @@ class Builder:
             vals[index[k]] = v
         self.rows.append(vals)
         self.tiles.append(tile)
+        self._grow(1)
+
+    def _grow(self, n: int) -> None:
+        self.count += n
+        if self.count > MAX_INSTRUCTIONS:
+            raise ValueError(f"the program would have more than {MAX_INSTRUCTIONS:,} instructions "
+                             "(smaller parameters, please)")
+        if len(self.rows) >= 1 << 16:  # keep the Python rows short: numpy blocks are 10x smaller
+            self._flush()
 
     def bcast(self, sender: int, row: int, size: int, prec: int, receivers, *, bcast: int = 0,
               shf: int | None = None, mode: str | None = None) -> None:
@@ -46,6 +59,7 @@ class Builder:
         for tile, row_ in expand_broadcast(self.cfg, sender, row, size, prec, set(receivers), mode, bcast, shf):
             self.rows.append(list(row_))
             self.tiles.append(tile)
+            self._grow(1)
 
     def chunks(self, n: int) -> list[tuple[int, int]]:
         """(offset, size) pieces of at most one tile vector covering n elements (size 0 = all)."""
@@ -69,6 +83,7 @@ class Builder:
         block, btiles = self._tail(mark)
         if times <= 1 or len(block) == 0:
             return
+        self._grow((times - 1) * len(block))
         step = np.zeros(len(block), np.int64)
         for mn, st in (addr_step or {}).items():
             step[block[:, 0] == ISA.by_mnemonic[mn].opcode] = st

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from .. import precision as P
 from ..config import PimsabConfig
 from .builder import Builder, Workload
+from .params import RESNET18_LAYERS
 from .vector import _grow
 
 
@@ -64,11 +65,11 @@ def _levels(layer: ConvLayer, cfg: PimsabConfig) -> int:
 
 
 def _accumulate(b: Builder, t: int, a: int, kk: int, nap: bool, bits: int) -> tuple[int, int]:
-    prod, i32 = P.make("i", 2 * bits), P.I32
+    prod, i32 = P.make("i", 2 * bits), P.make("i", 4 * bits)  # the intN variants accumulate in 4 x N bits
     if nap:
         b(t, "add", rd=0, pd=i32, ra=0, pa=prod, rb=0, pb=i32)
         return a, kk
-    a2 = min(a + 1, 32) if _grow(kk) else a
+    a2 = min(a + 1, 4 * bits) if _grow(kk) else a
     b(t, "add", rd=0, pd=P.make("i", a2), ra=0, pa=prod, rb=0, pb=P.make("i", a))
     return a2, kk + 1
 
@@ -77,7 +78,7 @@ def _output_body(b: Builder, t: int, L: ConvLayer, cfg: PimsabConfig, bits: int,
                  local_shuffle: bool) -> None:
     """One output group: for every (c_, r, s) an optional ``cram_local_shf`` of the input, a
     multiply and a growing-width accumulation; then the ``reduce_tile`` over the CRAMs."""
-    i8, i16, i32 = P.make("i", bits), P.make("i", 2 * bits), P.I32
+    i8, i16, i32 = P.make("i", bits), P.make("i", 2 * bits), P.make("i", 4 * bits)
     a, kk = 2 * bits, 0
     for _c in range(math.ceil(L.c / cfg.crams_per_tile)):
         for _r in range(L.r):
@@ -182,13 +183,19 @@ def conv2d(cfg: PimsabConfig, nap: bool = False, batch: int | None = None, bits:
     return w
 
 
-def resnet18(cfg: PimsabConfig, nap: bool = False) -> Workload:
-    """The 17 ResNet-18 conv layers: each distinct shape simulated once, counted with its multiplicity."""
+def resnet18(cfg: PimsabConfig, nap: bool = False, layer: str | None = None) -> Workload:
+    """The 17 ResNet-18 conv layers: each distinct shape simulated once, counted with its
+    multiplicity; ``layer`` (an artifact layer name such as ``conv3_1_2``) runs that layer alone."""
+    if layer is not None and layer not in RESNET18_LAYERS:
+        raise ValueError(f"no ResNet-18 layer {layer!r} (layers: {', '.join(RESNET18_LAYERS)})")
     parts, weights = [], []
-    for name, layer, count in RESNET18:
-        w = conv(cfg, layer, nap)
-        w.name = name
+    for name, shape, count in RESNET18:
+        if layer is not None and RESNET18_LAYERS[layer] != name:
+            continue
+        w = conv(cfg, shape, nap)
+        w.name = layer or name
         parts.append(w)
-        weights.append(count)
-    return Workload("resnet18_nap" if nap else "resnet18", parts[0].program, functional=False, parts=parts,
-                    weights=weights, meta=dict(layers=sum(weights)))
+        weights.append(1 if layer else count)
+    name = ("resnet18_nap" if nap else "resnet18") + (f"_{layer}" if layer else "")
+    return Workload(name, parts[0].program, functional=False, parts=parts, weights=weights,
+                    meta=dict(layers=sum(weights)))

@@ -12,78 +12,95 @@ from .builder import Builder, Workload
 from .vector import _grow
 
 
-def gemm(cfg: PimsabConfig, m: int = 61440, k: int = 2048, n: int = 32, bits: int = 4, acc_bits: int = 16,
+def gemm(cfg: PimsabConfig, m: int = 61440, k: int = 2048, n: int = 32, bits: int = 4, acc_bits: int | None = None,
          nap: bool = False) -> Workload:
-    """C = A·B (``gemm_systolic``): B columns resident per mesh row (scatter-multicast + systolic
-    broadcast), A slices streamed down each mesh column, products accumulated in a growing width
-    and reduced over the tile's CRAMs with ``reduce_tile``."""
-    W, crams, cols = cfg.tile_bitlines, cfg.crams_per_tile, cfg.cram_cols
+    """C = A·B (``gemm_systolic``) for A: m x k, B: k x n of int``bits``, int(2·bits) products and an
+    int``acc_bits`` accumulator (default 4 x bits, as the artifact's intN variants).
+
+    Mesh column q streams its ⌈m / mesh_width⌉ rows of A in slices of ``cram_cols`` rows down the
+    column (row 0 loads, the others receive from the tile above); mesh row r keeps its
+    ⌈n / mesh_height⌉ columns of B resident (scatter-multicast ``load_shf`` + systolic broadcast
+    along the row) as far as the wordlines allow, and loads the others per k-slice (the official
+    "rest" columns).  Products accumulate in a growing width and are reduced over the tile's CRAMs
+    with ``reduce_tile``.  Like the official workload: k / crams_per_tile k-values per CRAM and
+    ⌊rows per column / cram_cols⌋ iterations (integer divisions)."""
+    crams, cols, rows = cfg.crams_per_tile, cfg.cram_cols, cfg.cram_rows
     mw, mh = cfg.mesh_width, cfg.mesh_height
-    rows_per_col = math.ceil(m / mw)
-    b_per_row = math.ceil(n / mh)
-    mesh_rows = math.ceil(n / b_per_row)
-    iters = math.ceil(rows_per_col / cols)
-    kc = math.ceil(k / crams)                      # k values per CRAM (A slices)
-    pin, pprod, pacc = P.make("i", bits), P.make("i", 2 * bits), P.make("i", acc_bits)
-    slice_rows = bits                              # rows per A slice (official: 4 rows apart)
-    b_base = slice_rows * kc
-    # B columns resident at once (official: min(4, floor((256 - 32 - 16 - 8) / 32)) = 4)
-    resident = min(b_per_row, (cfg.cram_rows - b_base - acc_bits - 2 * bits) // (bits * kc))
+    acc_bits = 4 * bits if acc_bits is None else acc_bits
+    prod = 2 * bits
+    sub_a = math.ceil(m / mw)                      # A rows per mesh column
+    sub_b = math.ceil(n / mh)                      # B columns per mesh row
+    use_h = math.ceil(n / sub_b)                   # mesh rows used
+    iters = sub_a // cols                          # A slices per tile
+    kc = k // crams                                # k values per CRAM (A slices per iteration)
+    if kc < 1 or iters < 1:
+        raise ValueError(f"gemm: needs k >= crams_per_tile ({crams}) and m >= mesh_width x cram_cols "
+                         f"({mw * cols}), got k={k}, m={m}")
+    resident = min(sub_b, (rows - kc * bits - acc_bits - prod) // (kc * bits))
     if resident < 1:
-        raise ValueError(f"gemm: no B column fits the {cfg.cram_rows} wordlines next to {b_base} rows of A")
-    groups = math.ceil(b_per_row / resident)
-    prod_row = b_base + bits * kc * resident
-    acc_row = prod_row + 2 * bits
+        raise ValueError(f"gemm: no B column fits the {rows} wordlines next to {kc * bits} rows of A")
+    pin, pprod, pacc = P.make("i", bits), P.make("i", prod), P.make("i", acc_bits)
+    b_base = kc * bits
+    prod_row = b_base + kc * resident * bits
+    acc_row = prod_row + prod
     A, B, C = 0, 1 << 36, 1 << 40
-    a_bytes = W * P.decode(pin).dram_bits // 8
+    a_bytes = cfg.tile_bitlines * P.decode(pin).dram_bits // 8
     levels = int(math.log2(crams))
     b = Builder(cfg)
-    for g in range(groups):
-        jbs = range(g * resident, min((g + 1) * resident, b_per_row))
-        for r in range(mesh_rows):
-            s = r * mw
-            for jb in jbs:
+    for r in range(use_h):
+        s = r * mw
+        for jb in range(resident):
+            for i in range(kc):
+                row = b_base + bits * (kc * jb + i)
+                b(s, "load_shf", row=row, addr=B + 128 * ((r * sub_b + jb) * kc + i), size=crams, p=pin, tr=1,
+                  shf_en=1, shf=0)
+                b.bcast(s, row, crams, pin, set(range(s, s + mw)) - {s}, shf=0)
+
+    def accumulate(t: int, brow: int, i: int, a: int, kk: int, mult_pd: int) -> tuple[int, int]:
+        b(t, "mult", rd=prod_row, pd=mult_pd, ra=bits * i, pa=pin, rb=brow, pb=pin)
+        if nap:
+            b(t, "add", rd=acc_row, pd=pacc, ra=prod_row, pa=pprod, rb=acc_row, pb=pacc)
+            return a, kk
+        a2 = min(a + 1, acc_bits) if _grow(kk) else a
+        b(t, "add", rd=acc_row, pd=P.make("i", a2), ra=prod_row, pa=P.make("i", a), rb=acc_row, pb=P.make("i", a))
+        return a2, kk + 1
+
+    for q in range(mw):
+        for r in range(use_h):
+            t = r * mw + q
+            mark = b.mark()
+            it = 0  # one iteration, then repeated with advancing addresses
+            for i in range(kc):
+                if r == 0:
+                    b(t, "load", row=bits * i, addr=A + a_bytes * ((q * iters + it) * kc + i), size=0, p=pin, tr=1)
+                else:
+                    b(t, "tile_rx", src_tile=t - mw, src_row=bits * i, dst_tile=t, dst_row=bits * i, size=0, p=pin)
+            if r < use_h - 1:
                 for i in range(kc):
-                    row = b_base + bits * (kc * (jb - jbs[0]) + i)
-                    b(s, "load_shf", row=row, addr=B + 128 * ((r * b_per_row + jb) * kc + i), size=crams, p=pin,
-                      tr=1, shf_en=1, shf=0)
-                    b.bcast(s, row, crams, pin, set(range(r * mw, r * mw + mw)) - {s}, shf=0)
-        for q in range(mw):
-            for r in range(mesh_rows):
-                t = r * mw + q
-                mark = b.mark()
-                it = 0  # one iteration, then repeated with advancing addresses
+                    b(t, "tile_tx", src_tile=t, src_row=bits * i, dst_tile=t + mw, dst_row=bits * i, size=0, p=pin)
+            for jb in range(resident):
+                if r * resident + jb >= n:  # the official guard (it counts resident columns per mesh row)
+                    continue
+                a, kk = prod, 0
                 for i in range(kc):
-                    if r == 0:
-                        b(t, "load", row=slice_rows * i, addr=A + a_bytes * ((q * iters + it) * kc + i), size=0,
-                          p=pin, tr=1)
-                    else:
-                        b(t, "tile_rx", src_tile=t - mw, src_row=slice_rows * i, dst_tile=t, dst_row=slice_rows * i,
-                          size=0, p=pin)
-                if r < mesh_rows - 1:
-                    for i in range(kc):
-                        b(t, "tile_tx", src_tile=t, src_row=slice_rows * i, dst_tile=t + mw, dst_row=slice_rows * i,
-                          size=0, p=pin)
-                for jb in jbs:
-                    a, kk = 2 * bits, 0
-                    for i in range(kc):
-                        brow = b_base + bits * (kc * (jb - jbs[0]) + i)
-                        if nap:
-                            b(t, "mult", rd=prod_row, pd=pprod, ra=slice_rows * i, pa=pin, rb=brow, pb=pin)
-                            b(t, "add", rd=acc_row, pd=pacc, ra=prod_row, pa=pprod, rb=acc_row, pb=pacc)
-                        else:
-                            a2 = min(a + 1, acc_bits) if _grow(kk) else a
-                            b(t, "mult", rd=prod_row, pd=P.make("i", a), ra=slice_rows * i, pa=pin, rb=brow, pb=pin)
-                            b(t, "add", rd=acc_row, pd=P.make("i", a2), ra=prod_row, pa=P.make("i", a), rb=acc_row,
-                              pb=P.make("i", a))
-                            a, kk = a2, kk + 1
-                    src = pacc if nap else P.make("i", a)
-                    b(t, "reduce_tile", rd=acc_row, pd=pacc, ra=acc_row, pa=src, levels=levels)
-                    b(t, "store", row=acc_row, addr=C + 512 * ((t * iters + it) * b_per_row + jb), size=cols, p=src,
+                    a, kk = accumulate(t, b_base + bits * (kc * jb + i), i, a, kk, pprod if nap else P.make("i", a))
+                src = pacc if nap else P.make("i", a)
+                b(t, "reduce_tile", rd=acc_row, pd=pacc, ra=acc_row, pa=src, levels=levels)
+                b(t, "store", row=acc_row, addr=C + 512 * ((t * iters + it) * sub_b + jb), size=cols, p=src, tr=1)
+            for jb in range(sub_b - resident):  # columns that do not fit: loaded per k-slice
+                a, kk = prod, 0
+                for i in range(kc):
+                    brow = b_base + bits * (kc * jb + i)
+                    b(t, "load", row=brow, addr=B + 128 * ((r * sub_b + resident + jb) * kc + i), size=256, p=pin,
                       tr=1)
-                b.repeat_since(mark, iters, {"load": a_bytes * kc, "store": 512 * b_per_row})
+                    a, kk = accumulate(t, brow, i, a, kk, pprod)
+                src = pacc if nap else P.make("i", a)
+                b(t, "reduce_tile", rd=acc_row, pd=pacc, ra=acc_row, pa=src, levels=levels)
+                b(t, "store", row=acc_row, addr=C + 512 * ((t * iters + it) * sub_b + resident + jb), size=cols,
+                  p=pacc, tr=1)
+            b.repeat_since(mark, iters, {"load": a_bytes * kc, "store": 512 * sub_b})
     return Workload("gemm_nap" if nap else "gemm", b.program(), functional=False,
-                    meta=dict(m=m, k=k, n=n, bits=bits, acc_bits=acc_bits, iterations=iters, b_groups=groups))
+                    meta=dict(m=m, k=k, n=n, bits=bits, acc_bits=acc_bits, iterations=iters, b_resident=resident))
 
 
 def gemm_tiled_shape(cfg: PimsabConfig, m: int, k: int, n: int) -> dict[str, int]:

@@ -21,6 +21,4 @@ TABLE5_DRAM = {"vadd": (30e6, 15e6), "fir": (15.6e6, 15.6e6), "gemv": (128e6, 26
 #: golden replays of the official simulator (spec §3.10): cycles, DRAM read bits, write bits, energy J
 GOLDEN = {"vadd": (30944, 251_658_240, 125_829_120, 0.00437348),
           "gemv": (116781, 1_073_864_704, 2_097_152, 0.0128157)}
-#: runtime of the official C++ simulator on a 2-core machine (s), from the issue
-OFFICIAL_WALL_S = {"vadd": 7.95, "gemv": 26.1, "gemm": 33.2}
 BENCHMARKS = ("vadd", "fir", "gemv", "gemm", "conv2d", "resnet18", "bert")

@@ -8,73 +8,121 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
 
-from ....core.errors import SimError, UnsupportedError
+from ....core.errors import OptionError, SimError, UnsupportedError
+from ....core.target import Stats
 from ..config import PimsabConfig
-from ..sim.simulate import check_values, simulate_pimsab
+from ..sim.simulate import check_values, simulate
 from . import conv, matmul, vector
 from .builder import Workload
 from .paper import A100, GOLDEN
 
-#: name → (description, generator(cfg, scale, bits, seed) → Workload)
-WORKLOADS: dict[str, tuple[str, Callable[..., Workload]]] = {
-    "vadd": ("Table 5 vecadd: 15,728,640 int8 additions (vadd replay)",
-             lambda cfg, scale=1.0, bits=8, seed=None: vector.vadd(cfg, int(vector.VADD_N * scale), bits, seed)),
-    "fir": ("Table 5 fir: 7,833,600 outputs, 32 int16 taps (fir_med_inp_256bit_loads replay)",
-            lambda cfg, scale=1.0, bits=16, seed=None: vector.fir(
-                cfg, bits=bits, outputs=max(1, int(vector.FIR_OUTPUTS * scale)), seed=seed)),
-    "gemv": ("Table 5 gemv: 61440 x 2048 int8, int32 accumulation (gemv_new replay)",
-             lambda cfg, scale=1.0, bits=8, seed=None: vector.gemv(cfg, k=int(2048 * scale), bits=bits, seed=seed)),
-    "gemm": ("Table 5 gemm: 61440 x 2048 x 32 int4, int16 accumulation (gemm_systolic replay)",
-             lambda cfg, scale=1.0, bits=4, seed=None: matmul.gemm(cfg, m=int(61440 * scale), bits=bits)),
-    "conv2d": ("Table 5 conv2d: 9x9x256 input, batch 2, 3x3x256x256 int8 (inputDup replay)",
-               lambda cfg, scale=1.0, bits=8, seed=None: conv.conv2d(cfg, batch=max(1, round(2 * scale)), bits=bits)),
-    "resnet18": ("ResNet-18 batch 1: the 17 conv layers (weightDup/inputDup replays)",
-                 lambda cfg, scale=1.0, bits=8, seed=None: conv.resnet18(cfg)),
-    "bert": ("BERT-base encoder layer: 30 GEMMs (gemm_tiled replays) + the softmax charge",
-             lambda cfg, scale=1.0, bits=8, seed=None: matmul.bert(cfg)),
+
+@dataclass(frozen=True)
+class WorkloadDef:
+    """A named workload: its generator, its parameters (``-O key=value``, with the official
+    simulator's meanings) and their defaults, the size parameter ``scale`` multiplies (Fig. 20a)."""
+
+    description: str
+    make: Callable[..., Workload]
+    params: dict[str, Any] = field(default_factory=dict)
+    scaled: str | None = None
+    functional: bool = False
+
+
+def _conv2d(cfg, nap=False, batch=2, bits=8):
+    return conv.conv2d(cfg, nap, batch, bits)
+
+
+def _resnet18(cfg, nap=False, layer=None):
+    return conv.resnet18(cfg, nap, layer)
+
+
+_VADD = dict(n=vector.VADD_N, bits=8)
+_GEMV = dict(m=61440, k=2048, bits=8, acc_bits=None)
+_GEMM = dict(m=61440, k=2048, n=32, bits=4, acc_bits=None)
+_TILED = dict(m=384, k=768, n=768)
+#: name → definition; ``*_nap`` (Table 6: no adaptive precision) take the same parameters
+WORKLOADS: dict[str, WorkloadDef] = {
+    "vadd": WorkloadDef("Table 5 vecadd: 15,728,640 int8 additions (vadd replay; n, bits)",
+                        lambda cfg, nap=False, seed=None, **kw: vector.vadd(cfg, seed=seed, **kw), _VADD, "n", True),
+    "fir": WorkloadDef("Table 5 fir: 7,833,600 outputs, 32 int16 taps (fir_med_inp_256bit_loads replay; outputs, "
+                       "bits)", lambda cfg, nap=False, seed=None, **kw: vector.fir(cfg, seed=seed, **kw),
+                       dict(outputs=vector.FIR_OUTPUTS, bits=16), "outputs", True),
+    "gemv": WorkloadDef("Table 5 gemv: 61440 x 2048 int8, int32 accumulation (gemv_new replay; m, k, bits, acc_bits)",
+                        lambda cfg, nap=False, seed=None, **kw: vector.gemv(cfg, nap=nap, seed=seed, **kw), _GEMV,
+                        "m", True),
+    "gemm": WorkloadDef("Table 5 gemm: 61440 x 2048 x 32 int4, int16 accumulation (gemm_systolic replay; m, k, n, "
+                        "bits, acc_bits)", lambda cfg, nap=False, **kw: matmul.gemm(cfg, nap=nap, **kw), _GEMM, "m"),
+    "gemm_tiled": WorkloadDef("one int8 GEMM layer M x K x N, int32 accumulation (gemm_tiled replay, BERT's "
+                              "layers; m, k, n)", lambda cfg, nap=False, **kw: matmul.gemm_tiled(cfg, nap=nap, **kw),
+                              _TILED),
+    "conv2d": WorkloadDef("Table 5 conv2d: 9x9x256 input, batch 2, 3x3x256x256 int8 (inputDup replay; batch, bits)",
+                          _conv2d, dict(batch=2, bits=8), "batch"),
+    "resnet18": WorkloadDef("ResNet-18 batch 1: the 17 conv layers (weightDup/inputDup replays; layer=NAME for one)",
+                            _resnet18, dict(layer=None)),
+    "bert": WorkloadDef("BERT-base encoder layer: 30 GEMMs (gemm_tiled replays) + the softmax charge",
+                        lambda cfg, nap=False: matmul.bert(cfg, nap)),
 }
-for _name in ("gemv", "gemm", "conv2d", "resnet18", "bert"):
-    _desc = WORKLOADS[_name][0]
-    _gens = {"gemv": lambda cfg, scale=1.0, bits=8, seed=None: vector.gemv(cfg, k=int(2048 * scale), bits=bits,
-                                                                             nap=True),
-             "gemm": lambda cfg, scale=1.0, bits=4, seed=None: matmul.gemm(cfg, m=int(61440 * scale), bits=bits,
-                                                                            nap=True),
-             "conv2d": lambda cfg, scale=1.0, bits=8, seed=None: conv.conv2d(cfg, True, max(1, round(2 * scale)),
-                                                                              bits),
-             "resnet18": lambda cfg, scale=1.0, bits=8, seed=None: conv.resnet18(cfg, True),
-             "bert": lambda cfg, scale=1.0, bits=8, seed=None: matmul.bert(cfg, True)}
-    WORKLOADS[_name + "_nap"] = (_desc.split(":")[0] + " without adaptive precision (Table 6)", _gens[_name])
+for _name in ("gemv", "gemm", "gemm_tiled", "conv2d", "resnet18", "bert"):
+    _d = WORKLOADS[_name]
+    WORKLOADS[_name + "_nap"] = WorkloadDef(_d.description.split(":")[0].split(" (")[0]
+                                            + " without adaptive precision (Table 6)",
+                                            partial(_d.make, nap=True), _d.params, _d.scaled)
+#: parameters ``nnisa bench`` takes for some workload (declared as target options)
+PARAMS = ("n", "m", "k", "bits", "acc_bits", "outputs", "batch", "layer")
 #: functionally meaningful replays (values checked when run with check=true)
-FUNCTIONAL = ("vadd", "gemv", "fir")
+FUNCTIONAL = tuple(k for k, v in WORKLOADS.items() if v.functional)
 
 
-def generate(name: str, cfg: PimsabConfig, *, scale: float = 1.0, bits: int | None = None,
-             seed: int | None = None) -> Workload:
+def workload_params(name: str, scale: float = 1.0, **given: Any) -> dict[str, Any]:
+    """The generator arguments of a workload: its defaults, ``scale`` applied to its size parameter,
+    then the given values (``None`` = not given).  A parameter the workload does not take is an
+    :class:`OptionError`."""
+    d = WORKLOADS[name]
+    given = {k: v for k, v in given.items() if v is not None}
+    extra = sorted(set(given) - set(d.params))
+    if extra:
+        takes = ", ".join(d.params) or "none"
+        raise OptionError(f"workload {name!r} takes no option {extra[0]} (its parameters: {takes})")
+    params = dict(d.params)
+    if scale != 1.0:
+        if d.scaled is None:
+            raise OptionError(f"workload {name!r} has no size to scale")
+        if d.scaled in given:
+            raise OptionError(f"give either scale or {d.scaled} for workload {name!r}, not both")
+        params[d.scaled] = max(1, round(params[d.scaled] * scale))
+    params.update(given)
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def generate(name: str, cfg: PimsabConfig, *, scale: float = 1.0, seed: int | None = None,
+             **given: Any) -> Workload:
+    """The workload's program for ``cfg`` (parameters as in :func:`workload_params`)."""
     if name not in WORKLOADS:
         raise UnsupportedError(f"target 'pimsab' has no workload {name!r} (workloads: {', '.join(WORKLOADS)})")
-    gen = WORKLOADS[name][1]
-    kw: dict[str, Any] = {"scale": scale}
-    if bits is not None:
-        kw["bits"] = bits
+    params = workload_params(name, scale, **given)
     if seed is not None:
         if name not in FUNCTIONAL:
             raise UnsupportedError(f"workload {name!r} is a timing-faithful replay: values cannot be checked")
-        kw["seed"] = seed
+        params["seed"] = seed
     try:
-        return gen(cfg, **kw)
+        return WORKLOADS[name].make(cfg, **params)
     except ValueError as exc:
         raise UnsupportedError(f"workload {name!r}: {exc}") from None
 
 
-def run_workload(name: str, cfg: PimsabConfig, *, scale: float = 1.0, bits: int | None = None,
-                 check: bool = False, seed: int = 0, engine: str = "fast") -> dict[str, Any]:
-    """Generate and simulate a workload; the figures of ``nnisa bench`` (JSON-safe)."""
+def run_workload(name: str, cfg: PimsabConfig, *, scale: float = 1.0, check: bool = False, seed: int = 0,
+                 engine: str = "fast", **given: Any) -> Stats:
+    """Generate and simulate a workload; the figures of ``nnisa bench`` (``time_ns``/``energy_j`` repeat ``latency_ns``/``energy_pj`` in the paper's units).  ``given``:
+    the workload's parameters (``n``, ``m``, ``k``, ``bits``, ...; ``None`` = default)."""
     t0 = time.perf_counter()
-    w = generate(name, cfg, scale=scale, bits=bits, seed=seed if check else None)
+    w = generate(name, cfg, scale=scale, seed=seed if check else None, **given)
     t_gen = time.perf_counter() - t0
     parts = w.parts or [w]
     weights = w.weights or [1]
@@ -85,7 +133,7 @@ def run_workload(name: str, cfg: PimsabConfig, *, scale: float = 1.0, bits: int 
     brk: dict[str, float] = {}
     layers = []
     for part, k in zip(parts, weights):
-        res = simulate_pimsab(part.program, config=run_cfg, mode=mode, engine=engine)
+        res = simulate(part.program, config=run_cfg, mode=mode, engine=engine)
         st = res.stats
         if check:
             bad = check_values(res.details, part.expected)
@@ -116,15 +164,19 @@ def run_workload(name: str, cfg: PimsabConfig, *, scale: float = 1.0, bits: int 
     if layers:
         out["layers"] = layers
     base = name.removesuffix("_nap")
-    if base in A100 and scale == 1.0 and bits is None:
+    params = workload_params(name, scale, **given)
+    paper_size = params == workload_params(name)
+    if base in A100 and paper_size:
         ns, joules = A100[base]
         out["a100_time_ns"], out["a100_energy_j"] = ns, joules
         out["speedup_vs_a100"] = ns / out["time_ns"]
         out["energy_ratio_vs_a100"] = joules / out["energy_j"] if out["energy_j"] else math.inf
     out["meta"] = {k: v for k, v in w.meta.items() if isinstance(v, (int, float, str))}
     out["wall_s"] = time.perf_counter() - t0
-    out["summary"] = _summary(name, out, cfg, scale == 1.0 and bits is None)
-    return out
+    out["params"] = params
+    out["summary"] = _summary(name, out, cfg, paper_size)
+    out["latency_ns"], out["energy_pj"] = out["time_ns"], out["energy_j"] * 1e12
+    return Stats.from_figures(out)
 
 
 def _summary(name: str, r: dict[str, Any], cfg: PimsabConfig, paper_size: bool) -> str:

@@ -31,7 +31,9 @@ def _encode(values: np.ndarray, prec: int) -> bytes:
 
 
 def vadd(cfg: PimsabConfig, n: int = VADD_N, bits: int = 8, seed: int | None = None) -> Workload:
-    """C = A + B on n elements of int``bits`` (8-bit results wrap), one full-tile round at a time."""
+    """C = A + B on n elements of int``bits`` (results wrap to ``bits``): ceil(n / W) rounds of two
+    full-tile loads, an add and a full-tile store (the official ``vadd``: every round moves a whole
+    tile vector, also the last; only the first n elements are checked)."""
     W = cfg.tile_bitlines
     prec = P.make("i", bits)
     w = P.decode(prec).dram_bits
@@ -41,12 +43,10 @@ def vadd(cfg: PimsabConfig, n: int = VADD_N, bits: int = 8, seed: int | None = N
     b = Builder(cfg)
     for r in range(rounds):
         t = (cfg.dram_tile + r) % cfg.tiles_used
-        size = min(W, n - r * W)
-        size = 0 if size == W else size
-        b(t, "load", row=0, addr=A + r * stride, size=size, p=prec, tr=1)
-        b(t, "load", row=bits, addr=B + r * stride, size=size, p=prec, tr=1)
+        b(t, "load", row=0, addr=A + r * stride, size=0, p=prec, tr=1)
+        b(t, "load", row=bits, addr=B + r * stride, size=0, p=prec, tr=1)
         b(t, "add", rd=2 * bits, pd=prec, ra=0, pa=prec, rb=bits, pb=prec)
-        b(t, "store", row=2 * bits, addr=C + r * stride, size=size, p=prec, tr=1)
+        b(t, "store", row=2 * bits, addr=C + r * stride, size=0, p=prec, tr=1)
     expected = {}
     if seed is not None:
         rng = np.random.default_rng(seed)
@@ -64,46 +64,59 @@ def _grow(k: int) -> bool:
     return (k + 1) & k == 0
 
 
-def gemv(cfg: PimsabConfig, m: int = 61440, k: int = 2048, bits: int = 8, acc_bits: int = 32,
+def gemv(cfg: PimsabConfig, m: int = 61440, k: int = 2048, bits: int = 8, acc_bits: int | None = None,
          nap: bool = False, seed: int | None = None) -> Workload:
-    """y = A·x (``gemv_new``): one column per full-tile vector, x in the RF, a cross-tile add tree.
+    """y = A·x (``gemv_new``) for an m x k matrix of int``bits`` with an int``acc_bits`` accumulator
+    (default 4 x bits, as the artifact's intN variants): x in the RF, one full-tile vector load,
+    ``mul_const`` and growing-width ``add`` per step, then a cross-tile add tree.
 
-    With ``nap`` (no adaptive precision, Table 6) every accumulation uses the declared accumulator
+    As in the official workload, a vector holds ⌊W / m⌋ columns when m < W (one step covers them
+    all) and ⌈m / W⌉ loads make up a column when m > W; step i runs on tile ⌊i / ⌈k / T⌉⌋.  With
+    ``nap`` (no adaptive precision, Table 6) every accumulation uses the declared accumulator
     width.  With ``seed`` the inputs are random in [0, 2] (the tree's partial sums are written at
-    their growing widths, so the i32 result is exact for non-negative data; see docs/pimsab.md).
-    Configurations with fewer bitlines than m split each column into pieces (one accumulator per
-    piece); tiles with more than 32 columns reload the RF per group of 32 (nnisa extensions for
-    the sensitivity presets; the base configuration gives the official sequence).
+    their growing widths, so the result is exact for non-negative data; see docs/pimsab.md); only
+    shapes with one column per vector compute real values.
+    nnisa keeps the values exact where the official sequence cannot (it is timing-only there):
+    columns longer than a tile vector keep one accumulator per piece and send, add and store each
+    piece separately, and tiles with more than ``rf_regs`` columns reload the RF per group.
     """
     W = cfg.tile_bitlines
     T = cfg.tiles_used
-    pieces = math.ceil(m / W)
-    per = math.ceil(k / T)
+    acc_bits = 4 * bits if acc_bits is None else acc_bits
+    per_vec = max(1, W // m)                      # columns in one vector (official numColPerCore)
+    pieces = math.ceil(m / W)                     # vectors per column (official iterPerCol)
+    per = math.ceil(k / T)                        # columns per tile
     regs = cfg.rf_regs
     groups = math.ceil(per / regs)
+    if seed is not None and per_vec > 1:
+        raise ValueError(f"gemv: m={m} packs {per_vec} columns into one vector (timing-only, as the official "
+                         "workload); values can be checked for m > half a tile vector")
     pin, pprod = P.make("i", bits), P.make("i", 2 * bits)
     pacc = P.make("i", acc_bits)
     acc = [24 + 64 * q for q in range(pieces)]
     if acc[-1] + 64 > cfg.cram_rows:
         raise ValueError(f"gemv: {pieces} accumulators of m={m} do not fit {cfg.cram_rows} wordlines")
-    size = [min(W, m - q * W) for q in range(pieces)]
+    size = [min(W, m - q * W) if pieces > 1 else m for q in range(pieces)]
     X, A = 0, 1 << 24
     col_bytes = W * P.decode(pin).dram_bits // 8
     Y = A + k * pieces * col_bytes
     b = Builder(cfg)
     for t in range(T):
         b(t, "load_rf", row=0, addr=X + 128 * groups * t)
-    for i in range(k):
+    for i in range(0, k, per_vec):
         t, j = divmod(i, per)
-        if j and j % regs == 0:
+        if j // regs and (j - per_vec) // regs != j // regs:
             b(t, "load_rf", row=0, addr=X + 128 * (groups * t + j // regs))
+        a, kk = 2 * bits, 0
         for q in range(pieces):
             b(t, "load", row=0, addr=A + col_bytes * (i * pieces + q), size=0, p=pin, tr=1)  # zero-padded column
             b(t, "mul_const", rd=8, pd=pprod, ra=0, pa=pin, rb=j % regs, pb=pin)
             if nap:
                 b(t, "add", rd=acc[q], pd=pacc, ra=8, pa=pprod, rb=acc[q], pb=pacc)
             else:
-                b(t, "add", rd=acc[q], pd=P.make("i", 2 * bits + 1), ra=8, pa=pprod, rb=acc[q], pb=pprod)
+                a2 = min(a + 1, acc_bits) if _grow(kk) else a
+                b(t, "add", rd=acc[q], pd=P.make("i", a2), ra=8, pa=pprod, rb=acc[q], pb=P.make("i", a))
+                a, kk = a2, kk + 1
     gap = 1
     while gap < T:
         a, kk = 2 * bits, 0
@@ -111,9 +124,9 @@ def gemv(cfg: PimsabConfig, m: int = 61440, k: int = 2048, bits: int = 8, acc_bi
         while t + gap < T:
             for q in range(pieces):
                 b(t + gap, "tile_tx", src_tile=t + gap, src_row=acc[q], dst_tile=t, dst_row=acc[q] + 32,
-                  size=size[q], p=pacc)
-                b(t, "tile_rx", src_tile=t + gap, src_row=acc[q], dst_tile=t, dst_row=acc[q] + 32, size=size[q],
-                  p=pacc)
+                  size=size[q] % W, p=pacc)
+                b(t, "tile_rx", src_tile=t + gap, src_row=acc[q], dst_tile=t, dst_row=acc[q] + 32,
+                  size=size[q] % W, p=pacc)
             a2 = min(a + 1, acc_bits) if _grow(kk) else a
             for q in range(pieces):
                 if nap:
@@ -143,7 +156,7 @@ def gemv(cfg: PimsabConfig, m: int = 61440, k: int = 2048, bits: int = 8, acc_bi
         y[:m] = Am @ x
         expected[Y] = _encode(y, pacc)
     return Workload("gemv_nap" if nap else "gemv", b.program(), expected,
-                    meta=dict(m=m, k=k, bits=bits, acc_bits=acc_bits, pieces=pieces))
+                    meta=dict(m=m, k=k, bits=bits, acc_bits=acc_bits, pieces=pieces, columns_per_vector=per_vec))
 
 
 FIR_OUTPUTS = 120 * (256 - 1) * 256

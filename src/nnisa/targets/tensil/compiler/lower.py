@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from ....core.errors import UnsupportedError
+from ....core.lowering import OnHost, entry_fn, refusal
 from ....frontend.import_ops import repeat_factors
 from ....frontend.ir import Graph, Node
+from ....frontend.prepare import check_graph
 from .. import layout as L
 
 ACTIVATIONS = ("Relu", "LeakyRelu", "Clip")
@@ -188,6 +190,8 @@ class Lowering:
     # ------------------------------------------------------------------ main
     def run(self) -> "Lowering":
         g = self.g
+        # every node whose operator the table lacks is refused at once, before any lowering
+        check_graph(g, "tensil", lambda n, _: refusal(LOWERINGS, "Tensil", n.op), quantized=False)
         for t in g.inputs:
             v = self.new_var(t.name)
             v.is_input = True
@@ -272,45 +276,35 @@ class Lowering:
         return v
 
     def _lower(self, n: Node, fused: Node | None, residual: str | None = None, last: Node | None = None) -> None:
-        g, N = self.g, self.N
-        op = n.op
-        if op in ("Conv", "Gemm"):
-            x = self._use(self.var(n.inputs[0]))
-            w = g.initializers.get(n.inputs[1])
-            b = g.initializers.get(n.inputs[2]) if len(n.inputs) > 2 else None
-            if w is None:
-                raise _err(n, "weights must be constant", "Tensil keeps weights in the consts (.tdata)")
-            start = len(self.ops)
-            if op == "Conv":
-                self._conv(n, fused, x, w, b, last)
-            else:
-                self._gemm(n, fused, x, w, b, last)
-            if residual is not None:
-                r = self.var(residual).root
-                r.last = max(r.last, start)
-                self.ops[start].residual = r
-        elif op in ("Add", "Sub", "Mul"):
-            self._eltwise(n, fused)
-        elif op in ACTIVATIONS:
-            x = self._use(self.var(n.inputs[0]))
-            if not self._same_layout(x):
-                raise _err(n, "activation of a flattened NCHW tensor (apply it before the Flatten)")
-            x = x.root
-            self.ops.append(SimdOp(n, "act", [x], self._out(n, None), self._act(n)))
-        elif op in ("MaxPool", "AveragePool", "GlobalAveragePool"):
-            self._pool(n)
-        elif op in ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity"):
-            self._view(n)
-        elif op == "Softmax":
-            self._softmax(n)
-        elif op in LUT_FUNCTIONS:
-            self._lut(n)
-        elif op == "Concat":
-            self._concat(n)
-        elif op == "Resize":
-            self._resize(n)
+        fn = entry_fn(LOWERINGS.get(n.op))
+        if fn is None:
+            raise _err(n, f"unsupported operator {n.op} on Tensil")
+        fn(self, n, fused, residual, last)
+
+    def _array(self, n: Node, fused: Node | None, residual: str | None, last: Node | None) -> None:
+        """Conv or Gemm: a weight-stationary array job (with its fused activation and residual)."""
+        g = self.g
+        x = self._use(self.var(n.inputs[0]))
+        w = g.initializers.get(n.inputs[1])
+        b = g.initializers.get(n.inputs[2]) if len(n.inputs) > 2 else None
+        if w is None:
+            raise _err(n, "weights must be constant", "Tensil keeps weights in the consts (.tdata)")
+        start = len(self.ops)
+        if n.op == "Conv":
+            self._conv(n, fused, x, w, b, last)
         else:
-            raise _err(n, f"unsupported operator {op} on Tensil")
+            self._gemm(n, fused, x, w, b, last)
+        if residual is not None:
+            r = self.var(residual).root
+            r.last = max(r.last, start)
+            self.ops[start].residual = r
+
+    def _activation(self, n: Node, *_) -> None:
+        x = self._use(self.var(n.inputs[0]))
+        if not self._same_layout(x):
+            raise _err(n, "activation of a flattened NCHW tensor (apply it before the Flatten)")
+        x = x.root
+        self.ops.append(SimdOp(n, "act", [x], self._out(n, None), self._act(n)))
 
     def _conv(self, n, fused, x, w, b, last=None) -> None:
         a = n.attrs
@@ -499,3 +493,22 @@ class Lowering:
         if self.softmax == "host":
             self.postprocess.append({"op": "Softmax", "output": n.outputs[0], "input": x.name,
                                      "axis": int(n.attrs.get("axis", len(x.shape) - 1))})
+
+
+def _node_only(method):
+    """A lowering that takes the node alone (no fused activation or residual)."""
+    return lambda low, n, fused, residual, last: method(low, n)
+
+
+#: the Tensil lowering table: IR op → ``fn(lowering, node, fused activation, residual, last node)``;
+#: the node check, ``nnisa targets --ops`` and the docs come from it
+LOWERINGS = {
+    "Conv": Lowering._array, "Gemm": Lowering._array,
+    **dict.fromkeys(("Add", "Sub", "Mul"), lambda low, n, fused, residual, last: low._eltwise(n, fused)),
+    **dict.fromkeys(ACTIVATIONS, Lowering._activation),
+    **dict.fromkeys(("MaxPool", "AveragePool", "GlobalAveragePool"), _node_only(Lowering._pool)),
+    **dict.fromkeys(("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity"), _node_only(Lowering._view)),
+    "Softmax": OnHost("Softmax at an output runs on the host (the softmax policy)", _node_only(Lowering._softmax)),
+    **dict.fromkeys(LUT_FUNCTIONS, _node_only(Lowering._lut)),
+    "Concat": _node_only(Lowering._concat), "Resize": _node_only(Lowering._resize),
+}

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ....core.bundle import BundleWriter, TensorSpec
+from ....core.options import split_options
 from ....core.target import CompileResult
 from ....frontend import load_model
 from ..config import TensilArch, load_arch
@@ -31,6 +32,7 @@ from ..sim.estimator import estimate
 from .. import layout as L
 from .codegen import CodeGen, codegen_summary
 from .lower import ArrayOp, Lowering, select_outputs
+from .options import TensilCompileOptions
 
 
 def model_name(model_path: Path, arch: TensilArch) -> str:
@@ -38,11 +40,13 @@ def model_name(model_path: Path, arch: TensilArch) -> str:
     return f"{re.sub(r'[^A-Za-z0-9]', '_', model_path.name)}_{arch.name or 'custom'}"
 
 
-def compile_model(model: str | Path, *, config: Any = None, out_dir: str | Path | None = None,
-                  strategy: str = "local-isolated", softmax: str = "host", name: str | None = None, reuse: bool = True,
-                  lut: bool = False, outputs: str | None = None,
+def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None = None, name: str | None = None,
                   **options: Any) -> CompileResult:
-    """Compile an ONNX model for a Tensil architecture (default zcu104)."""
+    """Compile an ONNX model (path or prepared model) for a Tensil architecture (default zcu104);
+    ``options`` are :class:`~nnisa.targets.tensil.compiler.options.TensilCompileOptions` fields
+    (other keys are ignored), ``name`` the model name (default: from the file name)."""
+    o, _ = split_options(TensilCompileOptions, options)
+    strategy, softmax, reuse, lut, outputs = o.strategy, o.softmax, o.reuse, o.lut, o.outputs
     t0 = time.perf_counter()
     arch = load_arch(config if config is not None else "zcu104")
     arch.check_supported()

@@ -96,32 +96,6 @@ def encode_row(row, isa: TensilISA, raw_word: int | None = None) -> int:
     return isa.by_opcode[int(row[0])].format.encode(dict(zip(isa.columns, (int(v) for v in row))))
 
 
-def first_offender(rows: np.ndarray, isa: TensilISA) -> tuple[int, list[str]] | None:
-    """Index and messages of the first row (not RAW) with a field out of range, or ``None`` (bulk)."""
-    hdr = rows["hdr"].astype(np.int64)
-    worst = None
-    for h in np.unique(hdr).tolist():
-        if h == RAW:
-            continue
-        idx = np.flatnonzero(hdr == h)
-        spec = isa.by_opcode.get(h)
-        bad = np.ones(len(idx), bool) if spec is None else np.zeros(len(idx), bool)
-        if spec is not None:
-            used = {f.name for f in spec.format.fields}
-            for f in spec.format.fields:
-                v = rows[f.name][idx]
-                lo, hi = f.value_range
-                bad |= (v < lo) | (v > hi)
-            for c in DTYPE.names[1:]:
-                if c not in used:
-                    bad |= rows[c][idx] != 0
-        if bad.any():
-            i = int(idx[np.flatnonzero(bad)[0]])
-            if worst is None or i < worst:
-                worst = i
-    return None if worst is None else (worst, row_offenders(tuple(rows[worst]), isa))
-
-
 # ---------------------------------------------------------------------------- bulk path
 def _byte_path_ok(spec) -> bool:
     return all(f.width <= 57 and f.hi // 8 - f.lo // 8 < 8 for f in spec.format.fields)

@@ -14,6 +14,7 @@ from typing import Any
 from ....core.bundle import is_bundle_dir, member, read_manifest
 from ....core.errors import FormatError, OutputError
 from ....core.fileio import decode_text, read_bytes, special_kind, write_atomic
+from ....core.formats import FileFormat, FormatTable
 from ..config import TensilArch, load_arch
 from ..program import TensilProgram
 from .binary import decode_program, encode_program
@@ -23,6 +24,7 @@ from .tasm import parse_tasm, write_tasm
 from .text import assemble, disassemble
 
 TEXT_SUFFIXES = (".s", ".nasm", ".asm", ".txt")
+__all__ = ["FORMATS", "TEXT_SUFFIXES", "find_model", "read_model_program", "read_program", "write_program"]
 
 
 def find_model(path: Path) -> Path | None:
@@ -59,51 +61,60 @@ def _attach_manifest(prog: TensilProgram, man: TensilManifest) -> None:
         prog.model.extensions["x_nnisa_input_shapes"] = {t.name: list(t.shape) for t in man.inputs}
 
 
-def read_program(path: str | Path, arch: Any = None) -> TensilProgram:
-    """Any supported program file; ``arch`` (preset, file, object) is needed except for models."""
-    p = Path(path)
-    if p.is_dir():
-        man = read_manifest(p, TensilManifest) if is_bundle_dir(p) else None  # names confined to the folder
-        m = member(p, man.tmodel, what="tmodel file") if man is not None and man.tmodel else find_model(p)
-        if m is None:
-            raise FormatError("folder holds no .tmodel", file=str(p))
-        prog = read_model_program(m)
-        if man is not None:
-            _attach_manifest(prog, man)
-        return prog
-    suffix = p.suffix.lower()
-    if suffix == ".tmodel":
-        return read_model_program(p)
-    if suffix not in (".tprog", ".tasm") + TEXT_SUFFIXES:
-        raise FormatError(f"unknown Tensil file type {suffix or '(none)'} "
-                          "(.tmodel, .tprog, .tasm, .s/.nasm/.asm/.txt)", file=str(p))
-    if not p.exists():
-        raise FormatError("file not found", file=str(p))
-    a: TensilArch = load_arch(arch)
+def _arch(config: Any) -> TensilArch:
+    a = load_arch(config)
     a.check_supported()
-    if suffix == ".tprog":
-        return decode_program(read_bytes(p), a, file=str(p))
-    text = decode_text(read_bytes(p), str(p))
-    if suffix == ".tasm":
-        return parse_tasm(text, a, file=str(p))
-    return assemble(text, a, file=str(p))
+    return a
 
 
-def write_program(prog: TensilProgram, path: str | Path, *, extended: bool = False) -> None:
-    """Write by extension (atomic).  A ``.tmodel`` also writes its ``.tprog`` and copies the consts."""
-    p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix == ".tprog":
-        write_atomic(p, encode_program(prog))
-    elif suffix == ".tasm":
-        write_atomic(p, write_tasm(prog, extended=extended))
-    elif suffix in TEXT_SUFFIXES:
-        write_atomic(p, disassemble(prog))
-    elif suffix == ".tmodel":
-        _write_model(prog, p)
-    else:
-        raise OutputError(f"cannot write Tensil programs as {suffix or '(no extension)'} "
-                          "(.tmodel, .tprog, .tasm, .s/.nasm/.asm/.txt)", file=str(p))
+def _read_folder(path: Path, **_: Any) -> TensilProgram:
+    """A folder holding one ``.tmodel`` (a compiler output: its manifest's figures attached; the
+    files a manifest names are confined to the folder)."""
+    man = read_manifest(path, TensilManifest) if is_bundle_dir(path) else None
+    m = member(path, man.tmodel, what="tmodel file") if man is not None and man.tmodel else find_model(path)
+    if m is None:
+        raise FormatError("folder holds no .tmodel", file=str(path))
+    prog = read_model_program(m)
+    if man is not None:
+        _attach_manifest(prog, man)
+    return prog
+
+
+def _read_tprog(path: Path, *, config: Any = None, **_: Any) -> TensilProgram:
+    data = read_bytes(path)
+    return decode_program(data, _arch(config), file=str(path))
+
+
+def _read_tasm(path: Path, *, config: Any = None, **_: Any) -> TensilProgram:
+    text = decode_text(read_bytes(path), str(path))
+    return parse_tasm(text, _arch(config), file=str(path))
+
+
+def _read_text(path: Path, *, config: Any = None, **_: Any) -> TensilProgram:
+    text = decode_text(read_bytes(path), str(path))
+    return assemble(text, _arch(config), file=str(path))
+
+
+#: Tensil files: extension → reader, writer, description (``.tprog`` and text need ``--arch``)
+FORMATS = FormatTable("Tensil", [
+    FileFormat((".tmodel",), "Tensil model (program + consts + I/O map)", lambda p, **_: read_model_program(p),
+               write=lambda prog, p, **_: _write_model(prog, p)),
+    FileFormat((".tprog",), "Tensil binary program", _read_tprog, lambda prog, p, **_: encode_program(prog)),
+    FileFormat((".tasm",), "Tensil listing dialect", _read_tasm,
+               lambda prog, p, *, extended=False, **_: write_tasm(prog, extended=extended)),
+    FileFormat(TEXT_SUFFIXES, "canonical Tensil assembly", _read_text, lambda prog, p, **_: disassemble(prog)),
+], folder=_read_folder)
+
+
+def read_program(path: str | Path, arch: Any = None, **options: Any) -> TensilProgram:
+    """Any supported program file; ``arch`` (preset, file, object) is needed except for models."""
+    return FORMATS.read(path, config=arch, **options)
+
+
+def write_program(prog: TensilProgram, path: str | Path, **options: Any) -> None:
+    """Write by extension (atomic).  A ``.tmodel`` also writes its ``.tprog`` and copies the consts.
+    Options: ``extended`` (``.tasm``)."""
+    FORMATS.write(prog, path, **options)
 
 
 def _write_model(prog: TensilProgram, p: Path) -> None:

@@ -8,6 +8,10 @@
     simd.rw O = Max(I, R1), w=acc[4], r=acc[0]
     configure timeout, 100
     .word 0x12345678          ; any non-canonical word
+
+The syntax of every instruction is in the table (:mod:`nnisa.targets.tensil.isa`); this module
+adds what the text has beyond it: the DataMove arrows choosing the row, the ``.word`` and
+``.arch`` directives, and a one-regex fast path for the disassembler's exact spelling.
 """
 
 from __future__ import annotations
@@ -16,169 +20,14 @@ import re
 
 import numpy as np
 
-from ....core.asm import iter_lines, strip_comment
+from ....core.asm import Assembler, Directives, Line, lookup, make_formatter
 from ....core.errors import AsmError
+from ....core.isa import InstrSpec
 from ....core.operands import OperandError, parse_int
 from ..config import TensilArch
-from ..isa import (CONFIG_REGISTER_CODES, CONFIG_REGISTERS, CONFIGURE, DATAMOVE, DATAMOVE_KINDS, LOADLUT,
-                   LOADWEIGHTS, MATMUL, NOP, RAW, SIMD, SIMD_OP_CODES, SIMD_OPS, TensilISA, build_isa)
+from ..isa import DATAMOVE, KIND_BY_FORM, LOADWEIGHTS, MATMUL, RAW, SIMD, SIMD_OP_CODES, TensilISA, build_isa
 from ..program import DTYPE, TensilProgram
-from .binary import decode_word, first_offender, row_offenders
-
-_NUM = r"(0[xX][0-9a-fA-F]+|\d+)"
-_MEM = re.compile(r"^\s*(local|acc|dram0|dram1)\s*\[\s*" + _NUM + r"\s*\]\s*(?:@\s*2\s*\^\s*(\d+))?\s*$", re.I)
-_DM = re.compile(r"^(.*?)(<-|->|\+>)(.*)$")
-_SIMD = re.compile(r"^\s*(\w+)\s*=\s*(\w+)\s*(?:\(\s*([^)]*?)\s*\))?\s*(.*)$")
-_KIND_BY_FORM = {(arrow, mem): kind for kind, (_, mem, arrow) in DATAMOVE_KINDS.items()}
-
-
-def _mem(tok: str, want: tuple[str, ...]) -> tuple[str, int, int]:
-    m = _MEM.match(tok)
-    if not m:
-        raise OperandError(f"expected a memory operand like {want[0]}[12] or {want[0]}[12]@2^1, got {tok.strip()!r}")
-    name = m.group(1).lower()
-    if name not in want:
-        raise OperandError(f"expected {' or '.join(want)}, got {name}")
-    if len(m.group(2)) > 20 or len(m.group(3) or "") > 20:  # no field is wider than 64 bits
-        raise OperandError(f"{name} address or stride out of range ({max(len(m.group(2)), len(m.group(3) or ''))} digits)")
-    return name, int(m.group(2), 0), int(m.group(3) or 0)
-
-
-def _count(tok: str) -> int:
-    c = parse_int(tok)
-    if c < 1:
-        raise OperandError(f"count must be >= 1, got {c}")
-    return c
-
-
-def _src(tok: str, regs: int, what: str) -> int:
-    t = tok.strip().upper()
-    if t == "I" and what == "source":
-        return 0
-    if t == "O" and what == "destination":
-        return 0
-    if t.startswith("R") and t[1:].isdigit():
-        k = int(t[1:])
-        if not 1 <= k <= regs:
-            raise OperandError(f"register {t} outside R1..R{regs} (simd_registers_depth {regs})")
-        return k
-    raise OperandError(f"expected {'I' if what == 'source' else 'O'} or R1..R{regs} as {what}, got {tok.strip()!r}")
-
-
-def _split(tail: str) -> list[str]:
-    return [t.strip() for t in tail.split(",")] if tail.strip() else []
-
-
-def parse_line(head: str, tail: str, isa: TensilISA) -> tuple:
-    """One instruction → IR row tuple (raises OperandError/AsmError on bad syntax)."""
-    arch = isa.layout.arch
-    parts = head.lower().split(".")
-    mn, flags = parts[0], parts[1:]
-    toks = _split(tail)
-    row = dict.fromkeys(isa.columns, 0)
-
-    def need(k):
-        if len(toks) != k:
-            raise OperandError(f"{head} takes {k} operand(s), got {len(toks)}")
-
-    if mn in ("nop", "noop", "wait"):
-        if flags or toks:
-            raise OperandError("nop takes no flags or operands")
-        row["hdr"] = NOP << 4
-    elif mn == "matmul":
-        bits = {"acc": 1, "zeroes": 2}
-        f = _flags(flags, bits, "matmul")
-        need(3)
-        _, row["a0"], row["s0"] = _mem(toks[0], ("local",))
-        _, row["a1"], row["s1"] = _mem(toks[1], ("acc",))
-        row["n"] = _count(toks[2]) - 1
-        row["hdr"] = MATMUL << 4 | f
-    elif mn == "loadweights":
-        f = _flags(flags, {"zeroes": 1}, "loadweights")
-        need(2)
-        _, row["a0"], row["s0"] = _mem(toks[0], ("local",))
-        row["a1"] = _count(toks[1]) - 1
-        row["hdr"] = LOADWEIGHTS << 4 | f
-    elif mn == "datamove":
-        if flags:
-            raise OperandError("datamove takes no flags (the arrow selects the kind)")
-        need(2)
-        m = _DM.match(toks[0])
-        if not m:
-            raise OperandError("expected 'local[a] <- MEM[b]', 'local[a] -> MEM[b]' or 'local[a] +> acc[b]'")
-        _, row["a0"], row["s0"] = _mem(m.group(1), ("local",))
-        mem, row["a1"], row["s1"] = _mem(m.group(3), ("dram0", "dram1", "acc"))
-        kind = _KIND_BY_FORM.get((m.group(2), mem))
-        if kind is None:
-            raise OperandError(f"no DataMove kind 'local {m.group(2)} {mem}'")
-        row["n"] = _count(toks[1]) - 1
-        row["hdr"] = DATAMOVE << 4 | kind
-    elif mn == "simd":
-        f = 0
-        if flags:
-            if len(flags) != 1 or not flags[0] or any(c not in "rwa" for c in flags[0]) \
-                    or list(flags[0]) != sorted(set(flags[0]), key="rwa".index):
-                raise OperandError(f"SIMD flags must be a subset of r, w, a in that order, got {'.'.join(flags)!r}")
-            f = sum({"r": 1, "w": 2, "a": 4}[c] for c in flags[0])
-        _parse_simd(tail, row, arch.simd_registers_depth, bool(arch.lut))
-        row["hdr"] = SIMD << 4 | f
-    elif mn == "configure":
-        need(2)
-        reg = toks[0].strip().lower()
-        row["reg"] = CONFIG_REGISTER_CODES[reg] if reg in CONFIG_REGISTER_CODES else parse_int(reg)
-        if not 0 <= row["reg"] <= 15:
-            raise OperandError(f"configure register must be a name or 0..15, got {toks[0]!r}")
-        row["val"] = parse_int(toks[1])
-        row["hdr"] = CONFIGURE << 4
-    elif mn == "loadlut" and arch.lut:
-        need(2)
-        _, row["a0"], row["s0"] = _mem(toks[0], ("local",))
-        m = re.match(r"^table\s*=\s*(\S+)$", toks[1].strip(), re.I)
-        if not m:
-            raise OperandError("expected table=T")
-        row["a1"] = parse_int(m.group(1))
-        row["hdr"] = LOADLUT << 4
-    else:
-        extra = " (enable it with the x_nnisa_lut architecture key)" if mn == "loadlut" else ""
-        raise OperandError(f"unknown instruction {head!r}{extra}")
-    return tuple(row[c] for c in isa.columns)
-
-
-def _flags(flags: list[str], bits: dict[str, int], mn: str) -> int:
-    f = 0
-    for x in flags:
-        if x not in bits:
-            raise OperandError(f"unknown {mn} flag {x!r} (flags: {', '.join(bits)})")
-        f |= bits[x]
-    return f
-
-
-def _parse_simd(tail: str, row: dict, regs: int, lut: bool) -> None:
-    m = _SIMD.match(tail)
-    if not m:
-        raise OperandError("expected 'DST = OP(SRC, SRC)[, w=acc[a]][, r=acc[b]]'")
-    row["sd"] = _src(m.group(1), regs, "destination")
-    op = m.group(2).lower()
-    if op not in SIMD_OP_CODES or (op == "lookup" and not lut):
-        raise OperandError(f"unknown SIMD op {m.group(2)!r}")
-    row["sop"] = SIMD_OP_CODES[op]
-    srcs = _split(m.group(3) or "")
-    if len(srcs) > 2:
-        raise OperandError("a SIMD op takes at most two sources")
-    if srcs:
-        row["sl"] = _src(srcs[0], regs, "source")
-    if len(srcs) == 2:
-        row["sr"] = _src(srcs[1], regs, "source")
-    rest = m.group(4).strip()
-    for tok in _split(rest.lstrip(",")) if rest else []:
-        km = re.match(r"^([wr])\s*=\s*(.*)$", tok, re.I)
-        if not km:
-            raise OperandError(f"expected w=acc[a] or r=acc[b], got {tok!r}")
-        _, addr, stride = _mem(km.group(2), ("acc",))
-        if stride:
-            raise OperandError("SIMD accumulator addresses take no stride")
-        row["a0" if km.group(1).lower() == "w" else "a1"] = addr
-
+from .binary import decode_word, row_offenders
 
 # Exact spellings the disassembler prints: parsed by one regex each, checked in bulk afterwards
 # (numbers of at most 18 digits fit the int64 rows; longer ones take the general path's range check).
@@ -192,6 +41,8 @@ _FAST = {
     "loadweights": re.compile(r"loadweights(\.zeroes)? local\[(\d{1,18})\](?:@2\^(\d{1,18}))?, ([1-9]\d{0,17})$"),
 }
 _FLAGS = {None: 0, "r": 1, "w": 2, "a": 4, "rw": 3, "ra": 5, "wa": 6, "rwa": 7}
+_FLAG_NAMES = {"matmul": ("acc", "zeroes"), "loadweights": ("zeroes",), "simd": ()}
+_DATAMOVE_HEAD = re.compile(r"^\s*local\s*\[[^\]]*\]\s*(?:@[^<>+-]*)?\s*(<-|->|\+>)\s*(\w+)", re.I)
 
 
 def _reg(tok: str, regs: int) -> int | None:
@@ -221,7 +72,7 @@ def _fast_row(body: str, regs: int, lut: bool) -> tuple | None:
         return (MATMUL << 4 | flags, int(g[2]), int(g[3] or 0), int(g[4]), int(g[5] or 0), int(g[6]) - 1,
                 z, z, z, z, z, z)
     if key == "datamove":
-        kind = _KIND_BY_FORM.get((g[2], g[3]))
+        kind = KIND_BY_FORM.get((g[2], g[3]))
         if kind is None:
             return None
         return (DATAMOVE << 4 | kind, int(g[0]), int(g[1] or 0), int(g[4]), int(g[5] or 0), int(g[6]) - 1,
@@ -229,113 +80,106 @@ def _fast_row(body: str, regs: int, lut: bool) -> tuple | None:
     return (LOADWEIGHTS << 4 | (1 if g[0] else 0), int(g[1]), int(g[2] or 0), int(g[3]) - 1, z, z, z, z, z, z, z, z)
 
 
+#: the directives of Tensil's canonical text
+DIRECTIVES = Directives("Tensil")
+
+
+class TensilAssembler(Assembler):
+    """Canonical Tensil text → :class:`TensilProgram` (the core assembler, Tensil's table)."""
+
+    directives = DIRECTIVES
+    aliases = {"noop": ("nop", ()), "wait": ("nop", ())}
+    labels = "labels are not supported in Tensil programs"
+
+    def __init__(self, arch: TensilArch, file: str | None):
+        super().__init__(build_isa(arch), file=file)
+        self.arch = arch
+        self.raw: dict[int, int] = {}
+        self.regs, self.lut = arch.simd_registers_depth, bool(arch.lut)
+
+    def fast_line(self, head: str, tail: str, lineno: int) -> bool:
+        row = _fast_row(f"{head} {tail.strip()}", self.regs, self.lut)
+        if row is None:
+            return False
+        self.emit(row, lineno)
+        return True
+
+    def lookup(self, line: Line) -> InstrSpec:
+        """DataMove rows share the spelling ``datamove``: the arrow and the memory choose one."""
+        head = line.head.lower()
+        if head == "datamove":
+            m = _DATAMOVE_HEAD.match(line.tail)
+            kind = KIND_BY_FORM.get((m.group(1), m.group(2).lower())) if m else None
+            if kind is None:
+                return self.isa.by_opcode[DATAMOVE << 4]  # its operand parser names the problem
+            return self.isa.by_opcode[DATAMOVE << 4 | kind]
+        if head == "loadlut" and "loadlut" not in self.isa.by_mnemonic:
+            raise self.error("unknown instruction 'loadlut' (enable it with the x_nnisa_lut architecture key)", line)
+        base, _, flags = head.partition(".")
+        if flags and base in _FLAG_NAMES:  # flags in any order for matmul/loadweights; r, w, a in order for simd
+            given = flags.split(".")
+            if base == "simd":
+                if len(given) != 1 or any(c not in "rwa" for c in flags) or \
+                        list(flags) != sorted(set(flags), key="rwa".index):
+                    raise self.error(f"SIMD flags must be a subset of r, w, a in that order, got {flags!r}", line)
+            else:
+                bad = [f for f in given if f not in _FLAG_NAMES[base]]
+                if bad:
+                    raise self.error(f"unknown {base} flag {bad[0]!r} (flags: {', '.join(_FLAG_NAMES[base])})", line)
+                head = ".".join([base] + [f for f in _FLAG_NAMES[base] if f in given])
+            return self.isa.by_mnemonic[head]
+        return lookup(self.isa, line, self.file)
+
+    @DIRECTIVES.register(".word", "0x...", "one instruction word, kept verbatim when it is not canonical")
+    def _word(self, line: Line) -> None:
+        width = self.isa.word_bits
+        try:
+            w = parse_int(line.tail)
+        except OperandError as exc:
+            raise self.error(str(exc), line) from None
+        if not 0 <= w < 1 << width:
+            raise self.error(f".word value does not fit {width} bits", line)
+        row, why = decode_word(w, self.isa)
+        if why is not None:
+            self.raw[len(self.rows)] = w
+        self.emit(row, line)
+
+    @DIRECTIVES.register(".arch", "PRESET|FILE", "the architecture the program is for (checked)")
+    def _arch(self, line: Line) -> None:
+        from ..config import load_arch
+        value = line.tail.strip()
+        try:
+            other = load_arch(value.strip('"'))
+        except AsmError:
+            raise
+        if other != self.arch:
+            raise self.error(f".arch {value} differs from the architecture given (--arch {self.arch.name or '...'})",
+                             line)
+
+    def bulk_error(self, row: tuple, line: Line) -> AsmError:
+        return self.error("; ".join(row_offenders(row, self.isa)), line, line.tail_col)
+
+    def finish(self) -> TensilProgram:
+        arr = np.array(self.rows, dtype=DTYPE) if self.rows else np.zeros(0, dtype=DTYPE)
+        keep = arr["hdr"] != RAW  # rows of the fast path and columns without a field (strides of 0 bits)
+        self.check_bulk(arr[keep], np.asarray(self.linenos, np.int64)[keep])
+        return TensilProgram(self.arch, arr, self.raw)
+
+
 def assemble(text: str, arch: TensilArch, *, file: str | None = None) -> TensilProgram:
     """Assemble canonical text for ``arch``; errors name file:line:column.
 
     Lines in the disassembler's exact spelling take a one-regex fast path whose fields are checked
-    in bulk at the end; anything else goes through the general parser line by line."""
-    isa = build_isa(arch)
-    rows: list[tuple] = []
-    raw: dict[int, int] = {}
-    width = isa.word_bits
-    regs, lut = arch.simd_registers_depth, bool(arch.lut)
-    fast_lines: dict[int, int] = {}  # row index → line number (rows checked in bulk)
-    for lineno, src in enumerate(text.splitlines(), start=1):
-        body = strip_comment(src).strip()
-        if not body:
-            continue
-        row = _fast_row(body, regs, lut)
-        if row is not None:
-            fast_lines[len(rows)] = lineno
-            rows.append(row)
-            continue
-        for line in iter_lines(src):
-            line.lineno = lineno
-            rows.extend(_general_line(line, isa, arch, raw, len(rows), width, file))
-    arr = np.array(rows, dtype=DTYPE) if rows else np.zeros(0, dtype=DTYPE)
-    if fast_lines:
-        bad = first_offender(arr, isa)
-        if bad is not None:
-            i, msgs = bad
-            raise AsmError("; ".join(msgs), file=file, line=fast_lines.get(i))
-    return TensilProgram(arch, arr, raw)
-
-
-def _general_line(line, isa, arch, raw, index, width, file) -> list[tuple]:
-    """One line through the general parser: the rows it adds (none for directives)."""
-    if line.label is not None:
-        raise AsmError("labels are not supported in Tensil programs", file=file, line=line.lineno, column=line.col)
-    head = line.head
-    try:
-        if head.lower() == ".word":
-            w = parse_int(line.tail)
-            if not 0 <= w < 1 << width:
-                raise OperandError(f".word value does not fit {width} bits")
-            row, why = decode_word(w, isa)
-            if why is not None:
-                raw[index] = w
-            return [row]
-        if head.lower() == ".arch":
-            _check_arch_directive(line.tail.strip(), arch)
-            return []
-        row = parse_line(head, line.tail, isa)
-    except (OperandError, ValueError) as exc:
-        raise AsmError(str(exc), file=file, line=line.lineno, column=line.col) from None
-    except AsmError as exc:
-        raise exc.with_context(file=file, line=line.lineno) from None
-    bad = row_offenders(row, isa)
-    if bad:
-        raise AsmError("; ".join(bad), file=file, line=line.lineno, column=line.tail_col)
-    return [row]
-
-
-def _check_arch_directive(value: str, arch: TensilArch) -> None:
-    from ..config import load_arch
-    other = load_arch(value.strip('"'))
-    if other != arch:
-        raise AsmError(f".arch {value} differs from the architecture given (--arch {arch.name or '...'})")
+    in bulk at the end; anything else goes through the table line by line."""
+    return TensilAssembler(arch, file).assemble(text)
 
 
 def format_row(row, isa: TensilISA, raw_word: int | None = None) -> str:
-    """One IR row → canonical text."""
-    h = int(row[0])
-    r = dict(zip(isa.columns, (int(v) for v in row)))
-    op, flags = h >> 4, h & 0xF
-    if h == RAW:
-        digits = 2 * isa.layout.instruction_bytes
+    """One IR row → canonical text (the table's formatter; non-canonical words as ``.word``)."""
+    if int(row[0]) == RAW:
         _, why = decode_word(raw_word, isa)
-        return f".word 0x{raw_word:0{digits}x} ; {why}"
-    if op == NOP:
-        return "nop"
-    if op == MATMUL:
-        tag = "".join(s for b, s in ((1, ".acc"), (2, ".zeroes")) if flags & b)
-        return f"matmul{tag} {_m('local', r['a0'], r['s0'])}, {_m('acc', r['a1'], r['s1'])}, {r['n'] + 1}"
-    if op == LOADWEIGHTS:
-        return f"loadweights{'.zeroes' if flags else ''} {_m('local', r['a0'], r['s0'])}, {r['a1'] + 1}"
-    if op == DATAMOVE:
-        _, mem, arrow = DATAMOVE_KINDS[flags]
-        return f"datamove {_m('local', r['a0'], r['s0'])} {arrow} {_m(mem, r['a1'], r['s1'])}, {r['n'] + 1}"
-    if op == SIMD:
-        tag = "".join(c for b, c in ((1, "r"), (2, "w"), (4, "a")) if flags & b)
-        dst = f"R{r['sd']}" if r["sd"] else "O"
-        sl = f"R{r['sl']}" if r["sl"] else "I"
-        sr = f"R{r['sr']}" if r["sr"] else "I"
-        text = f"simd{'.' + tag if tag else ''} {dst} = {SIMD_OPS[r['sop']]}({sl}, {sr})"
-        if flags & 2 or r["a0"]:
-            text += f", w=acc[{r['a0']}]"
-        if flags & 1 or r["a1"]:
-            text += f", r=acc[{r['a1']}]"
-        return text
-    if op == CONFIGURE:
-        name = CONFIG_REGISTERS.get(r["reg"], str(r["reg"]))
-        return f"configure {name}, {r['val']}"
-    if op == LOADLUT:
-        return f"loadlut {_m('local', r['a0'], r['s0'])}, table={r['a1']}"
-    raise AssertionError(h)
-
-
-def _m(mem: str, addr: int, stride: int) -> str:
-    return f"{mem}[{addr}]" + (f"@2^{stride}" if stride else "")
+        return f".word 0x{raw_word:0{2 * isa.layout.instruction_bytes}x} ; {why}"
+    return make_formatter(isa)(tuple(int(v) for v in row))
 
 
 def disassemble(prog: TensilProgram, *, comments: bool = False) -> str:
@@ -347,8 +191,9 @@ def disassemble(prog: TensilProgram, *, comments: bool = False) -> str:
     if comments:
         from .binary import encode_program
         data = encode_program(prog)
+    fmt = make_formatter(isa)
     for i, row in enumerate(prog.rows.tolist()):
-        text = format_row(row, isa, prog.raw.get(i))
+        text = fmt(row) if row[0] != RAW else format_row(row, isa, prog.raw.get(i))
         if comments:
             hexb = " ".join(f"{b:02x}" for b in data[i * B:(i + 1) * B])
             text = f"{text:<48} ; [{i}] {hexb}" if not text.startswith(".word") else f"{text} [{i}] {hexb}"

@@ -230,9 +230,10 @@ def _schedule(hdr, a0, s0, a1, s1, nn, sl, sr, sd, params, N, nbytes, loc_w, loc
 
 
 def run_detailed(prog: TensilProgram, *, profile: str | Profile = "zcu104-single", true_macs: int | None = None,
-                 array_only: bool = False, trace: str | None = None, gantt: str | None = None,
+                 array_only: bool = False, timeline: bool = False,
                  keep_schedule: bool = False, **overrides: Any) -> dict[str, Any]:
-    """Cycles, unit busy time, stalls by cause, per-kind breakdown, utilisation and FPS."""
+    """Cycles, unit busy time, stalls by cause, per-kind breakdown, utilisation and FPS; with
+    ``timeline`` also the run as a :class:`~nnisa.report.timeline.Timeline` (key ``timeline``)."""
     prof = PROFILES.get(profile) if isinstance(profile, str) else profile
     if prof is None:
         raise OptionError(f"unknown profile {profile!r} (profiles: {', '.join(PROFILES)})")
@@ -280,30 +281,23 @@ def run_detailed(prog: TensilProgram, *, profile: str | Profile = "zcu104-single
         out["mac_utilization"] = true_macs / (N * N * cycles) if cycles else 0.0
     if keep_schedule:  # per-instruction start/end (not JSON: for tests and tools)
         out["schedule"] = (start, end, unit)
-    if trace or gantt:
-        _timeline_outputs(prog, start, end, unit, prof, trace, gantt)
+    if timeline:
+        out["timeline"] = _timeline(prog, start, end, unit, prof)
     return out
 
 
-def _timeline_outputs(prog, start, end, unit, prof, trace, gantt) -> None:
-    from ....report.timeline import Timeline, Track, plot_gantt, write_chrome_trace
+def _timeline(prog, start, end, unit, prof):
+    """One track per unit that ran something; labels = instruction classes."""
+    from ....report.timeline import build_timeline
     hdr = prog.rows["hdr"].astype(np.int64)
     names = sorted({instruction_class(h) for h in np.unique(hdr).tolist()})
     label = np.array([names.index(instruction_class(h)) for h in hdr.tolist()], np.int32) if len(hdr) else \
         np.zeros(0, np.int32)
-    tracks = []
-    for u, uname in enumerate(UNITS[:-1]):
-        m = unit == u
-        if m.any():
-            idx = np.flatnonzero(m)
-            tracks.append(Track(uname, start[m], end[m], np.full(int(m.sum()), u, np.int16), label[m], idx))
-    tl = Timeline(tracks, units=UNITS[:-1], labels=tuple(names), time_unit="cycles",
-                  ns_per_unit=1000.0 / prof.clock_mhz, title=f"Tensil detailed model ({prof.name})",
-                  process="Tensil TCU")
-    if gantt:
-        plot_gantt(tl, gantt)
-    if trace:
-        write_chrome_trace(tl, trace)
+    keep = np.flatnonzero(unit < len(UNITS) - 1)
+    return build_timeline(UNITS[:-1], unit[keep], start[keep], end[keep], unit=unit[keep].astype(np.int16),
+                          label=label[keep], pc=keep, drop_empty=True, units=UNITS[:-1], labels=tuple(names),
+                          time_unit="cycles", ns_per_unit=1000.0 / prof.clock_mhz,
+                          title=f"Tensil detailed model ({prof.name})", process="Tensil TCU")
 
 
 __all__ = ["Profile", "PROFILES", "run_detailed", "MATMUL", "LOADWEIGHTS", "SIMD"]

@@ -28,11 +28,11 @@ PATHS = ("fast", "reference")
 class Emulator:
     """A Tensil machine plus the choice of interpreter (``fast`` or ``reference``)."""
 
-    def __init__(self, arch, path: str = "fast") -> None:
-        if path not in PATHS:
-            raise SimError(f"unknown interpreter path {path!r} (choose {', '.join(PATHS)})")
+    def __init__(self, arch, engine: str = "fast") -> None:
+        if engine not in PATHS:
+            raise SimError(f"unknown engine {engine!r} (choose {', '.join(PATHS)})")
         self.machine = Machine(arch)
-        self.path = path
+        self.engine = engine
         self.wall_s = 0.0
         self._stats = np.zeros((len(STAT_KINDS), 4))
         self._checked = None
@@ -50,7 +50,7 @@ class Emulator:
             raise SimError("program and machine architectures differ")
         t0 = time.perf_counter()
         if self._checked is not prog.rows:  # static checks and kernel columns, once per program
-            self._fast = self.path == "fast" and self._fast_ok(prog)
+            self._fast = self.engine == "fast" and self._fast_ok(prog)
             if self._fast:
                 check_program(prog, m)
                 r = prog.rows
@@ -160,11 +160,11 @@ def _finite(name: str, values: Any) -> np.ndarray:
 
 
 def emulate_model(model: TensilModel, program: TensilProgram, inputs: dict[str, np.ndarray] | None = None, *,
-                  runs: int | None = None, local_consts: bool | None = None, path: str = "fast",
+                  runs: int | None = None, local_consts: bool | None = None, engine: str = "fast",
                   compare: np.ndarray | None = None, conversion: str = "tensil",
                   emulator: Emulator | None = None) -> ModelRun:
     """``tensil emulate``: consts, then per run inputs → program → outputs."""
-    emu = emulator or Emulator(model.arch, path)
+    emu = emulator or Emulator(model.arch, engine)
     m = emu.machine
     if emulator is None:
         load_consts(emu, model, local_consts)

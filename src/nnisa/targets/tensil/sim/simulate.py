@@ -14,26 +14,31 @@ from typing import Any
 import numpy as np
 
 from ....core.errors import OptionError, SimError
-from ....core.target import SimResult, Stats
+from ....core.target import SimResult, Stats, check_mode, take_engine
 from ..config import load_arch
 from ..formats.model import read_csv_vectors
 from ..program import TensilProgram
 from .emulator import Emulator, emulate_model
 from .estimator import estimate
 
-MODES = ("both", "functional", "timing")
+__all__ = ["TIMING_MODELS", "simulate"]
+
 TIMING_MODELS = ("estimator", "detailed", "scalesim")
 
 
 def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
              mode: str = "both", timing: str = "estimator", runs: int | None = None,
-             local_consts: bool | None = None, path: str = "fast", compare: str | None = None,
+             local_consts: bool | None = None, compare: str | None = None,
              conversion: str = "tensil", true_macs: int | None = None, profile: str = "zcu104-single",
-             raw_outputs: bool = False, csv: str | None = None, trace: str | None = None, gantt: str | None = None,
+             raw_outputs: bool = False, csv: str | None = None, timeline: bool = False,
              **options: Any) -> SimResult:
-    """Simulate a program (with its model when read from a ``.tmodel``)."""
-    if mode not in MODES:
-        raise OptionError(f"unknown mode {mode!r} (choose {', '.join(MODES)})")
+    """Simulate a program (with its model when read from a ``.tmodel``).  ``engine``: the
+    emulator's ``fast`` (numba) or ``reference`` interpreter (``path`` is the deprecated old name);
+    ``timeline`` (the detailed model only): ``SimResult.timeline``, one track per unit."""
+    engine = take_engine(options)
+    mode = check_mode(mode)
+    if timeline and (timing != "detailed" or mode == "functional"):
+        raise OptionError("a timeline (--gantt/--trace) comes from the detailed cycle model: -O timing=detailed")
     if timing not in TIMING_MODELS:
         raise OptionError(f"unknown timing model {timing!r} (choose {', '.join(TIMING_MODELS)})")
     if config is not None:
@@ -41,6 +46,7 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
         if arch != program.arch:
             raise SimError("--arch differs from the architecture of the program")
     t0 = time.perf_counter()
+    tl = None
     outputs: dict[str, np.ndarray] = {}
     extra: dict[str, Any] = {}
     model = program.model
@@ -49,7 +55,7 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
             cmp = None
             if compare:
                 cmp = read_csv_vectors(compare, model.arch.array_size)
-            res = emulate_model(model, program, inputs, runs=runs, local_consts=local_consts, path=path,
+            res = emulate_model(model, program, inputs, runs=runs, local_consts=local_consts, engine=engine,
                                 compare=cmp, conversion=conversion)
             src = res.raw if raw_outputs else res.floats
             outputs = {k: v.reshape(-1, v.shape[-1]) for k, v in src.items()}
@@ -64,7 +70,7 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
         else:
             if inputs:
                 raise SimError("a bare program has no input tensors: simulate its .tmodel to feed inputs")
-            emu = Emulator(program.arch, path)
+            emu = Emulator(program.arch, engine)
             for _ in range(runs or 1):
                 emu.run(program)
             extra.update(runs=runs or 1, emulation_s=emu.wall_s, saturation=emu.saturation())
@@ -80,7 +86,8 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
             extra["timing_model"] = "tensil-estimator (reference-compatible)"
         elif timing == "detailed":
             from .detailed import run_detailed
-            det = run_detailed(program, profile=profile, true_macs=macs, trace=trace, gantt=gantt, **options)
+            det = run_detailed(program, profile=profile, true_macs=macs, timeline=timeline, **options)
+            tl = det.pop("timeline", None)
             stats.cycles = det["cycles"]
             extra["timing_model"] = f"tensil-detailed ({profile}, nnisa's own)"
             extra["detailed"] = det
@@ -94,4 +101,4 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
         stats.latency_ns = stats.cycles * 1000.0 / clock
         extra["clock_mhz"] = clock
     stats.wall_s = time.perf_counter() - t0
-    return SimResult(outputs, stats, details=None)
+    return SimResult(outputs, stats, details=None, timeline=tl)

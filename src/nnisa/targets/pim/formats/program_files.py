@@ -1,0 +1,60 @@
+"""The PIM program file formats (pimsim-nn JSON, NNPI binary, assembly text) as table rows.
+
+:data:`PROGRAM_FILES` reads and writes one program file by extension; ``files.FORMATS`` (the
+target's table) adds compiled bundle folders and PIMB folders on top of it, and the bundle
+reader/writer use it for the bundle's program file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ....core.fileio import decode_text, read_bytes
+from ....core.formats import FileFormat, FormatTable
+from ..program import PimProgram
+from .jsonio import read_json, write_json
+from .nnpi import check_head, decode_nnpi, encode_nnpi
+from .text import assemble_text, disassemble
+
+__all__ = ["PROGRAM_FILES", "encode"]
+
+
+def encode(program: PimProgram, word_bits: int | None = None, extended: bool | None = None) -> bytes:
+    """NNPI container; ``word_bits``/``extended`` override the program's mode."""
+    return encode_nnpi(program.with_mode(word_bits, extended))
+
+
+def _read_json(path: Path, *, legacy_groups: str | None = None, **_: Any) -> PimProgram:
+    return read_json(path, legacy_groups=legacy_groups)
+
+
+def _write_json(program: PimProgram, path: Path, *, keep_nop: bool = False, **_: Any) -> list[str]:
+    return write_json(program, path, keep_nop=keep_nop)
+
+
+def _read_nnpi(path: Path, *, lenient: bool = False, **_: Any) -> PimProgram:
+    # the header's counts are checked before a big file is read whole
+    data = read_bytes(path, head=lambda h, size: check_head(h, size, str(path)))
+    return decode_nnpi(data, lenient=lenient, file=str(path))
+
+
+def _render_nnpi(program: PimProgram, path: Path, *, word_bits: int | None = None, extended: bool | None = None,
+                 **_: Any) -> bytes:
+    return encode(program, word_bits, extended)
+
+
+def _read_text(path: Path, **_: Any) -> PimProgram:
+    return assemble_text(decode_text(read_bytes(path), str(path)), file=str(path))
+
+
+def _render_text(program: PimProgram, path: Path, **_: Any) -> str:
+    return disassemble(program)
+
+
+PROGRAM_FILES = FormatTable("PIM", [
+    FileFormat((".json", ".json.gz", ".json.zz"), "pimsim-nn JSON program (plain, gzip or zlib)", _read_json,
+               write=_write_json),
+    FileFormat((".nnpi", ".bin"), "NNPI binary container", _read_nnpi, _render_nnpi),
+    FileFormat((".s", ".asm", ".txt"), "PIM assembly", _read_text, _render_text),
+])

@@ -1,0 +1,58 @@
+"""Toy programs and their files: the program model, the text assembler, and the format table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nnisa.core.asm import iter_lines, make_formatter, parse_instruction
+from nnisa.core.errors import AsmError, DecodeError
+from nnisa.core.fileio import decode_text, read_bytes
+from nnisa.core.formats import FileFormat, FormatTable
+
+from .isa import ISA_TABLE
+
+MAGIC = b"TOY1"
+
+
+def assemble(text: str, *, file: str | None = None) -> np.ndarray:
+    """Assembly text → program rows (labels and directives are not part of the toy language)."""
+    rows = []
+    for line in iter_lines(text):
+        if line.label is not None or line.head.startswith("."):
+            raise AsmError("the toy assembler takes instructions only", file=file, line=line.lineno, column=line.col)
+        rows.append(parse_instruction(ISA_TABLE, line, file))
+    return ISA_TABLE.rows(rows)
+
+
+def disassemble(program: np.ndarray) -> str:
+    fmt = make_formatter(ISA_TABLE)
+    return "".join(fmt(tuple(int(v) for v in row)) + "\n" for row in program)
+
+
+def encode(program: np.ndarray) -> bytes:
+    return MAGIC + ISA_TABLE.encode_array(program).astype("<u2").tobytes()
+
+
+def decode(data: bytes, *, file: str | None = None) -> np.ndarray:
+    if data[:4] != MAGIC or len(data) % 2:
+        raise DecodeError("not a toy program image (magic TOY1, then 16-bit words)", file=file)
+    return ISA_TABLE.decode_array(np.frombuffer(data[4:], "<u2"))
+
+
+FORMATS = FormatTable("toy", [
+    FileFormat((".toy",), "toy program image", lambda p, **_: decode(read_bytes(p), file=str(p)),
+               lambda prog, p, **_: encode(prog)),
+    FileFormat((".tasm", ".s"), "toy assembly", lambda p, **_: assemble(decode_text(read_bytes(p), str(p)), file=str(p)),
+               lambda prog, p, **_: disassemble(prog)),
+])
+
+
+def read_program(path: str | Path, **options: Any) -> np.ndarray:
+    return FORMATS.read(path, **options)
+
+
+def write_program(program: np.ndarray, path: str | Path, **options: Any) -> None:
+    FORMATS.write(program, path, **options)
