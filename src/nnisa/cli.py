@@ -557,8 +557,8 @@ def sweep_report_cmd(results, out_dir, as_json):
 
 
 def _read_text(path: str) -> str:
-    from .core.fileio import decode_text, read_bytes
-    return decode_text(read_bytes(path), path)
+    from .core.fileio import read_text
+    return read_text(path)
 
 
 def _report_written(as_json, target_name, source, dest, prog):

@@ -251,7 +251,46 @@ def _sweep_specs(d: Path, Case) -> list:
             for cid, text, says in specs]
 
 
+def _sparse(path: Path, size: int = 3 << 30) -> str:
+    """A file claiming ``size`` bytes of zeros (sparse: no disk used)."""
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return str(path)
+
+
+def _huge_text(d: Path, Case) -> list:
+    """3 GiB of binary zeros under text names, and a ``.tmodel`` naming a 3 GiB program: refused
+    from the first bytes or the declared size, before the file is read whole."""
+    from harness import run_cli
+    tiny = ("--arch", "tiny2x2")
+    cases = [
+        Case("pim-huge-text", "pim", "pim files", ("disasm", "-t", "pim", _sparse(d / "h-pim.s")),
+             says="not text: a NUL byte at byte 0"),
+        Case("dais-huge-text", "dais", "dais files", ("disasm", "-t", "dais", _sparse(d / "h-dais.dais.txt")),
+             says="not text: a NUL byte at byte 0"),
+        Case("dais-huge-json", "dais", "dais files", ("disasm", "-t", "dais", _sparse(d / "h-dais.json")),
+             says="not text: a NUL byte at byte 0"),
+        Case("tensil-huge-text", "tensil", "tensil files", ("disasm", "-t", "tensil", *tiny,
+                                                            _sparse(d / "h-tensil.s")), says="NUL byte at byte 0"),
+        Case("tensil-huge-tasm", "tensil", "tensil files", ("disasm", "-t", "tensil", *tiny,
+                                                            _sparse(d / "h-tensil.tasm")), says="NUL byte at byte 0"),
+        Case("pimsab-huge-text", "pimsab", "pimsab files", ("disasm", "-t", "pimsab", _sparse(d / "h-pimsab.s")),
+             says="neither a PIMSAB program image nor assembly text"),
+        Case("sweep-huge-spec", "sweep", "sweep spec", ("sweep", _sparse(d / "h-spec.yaml"), "--dry-run"),
+             says="NUL byte at byte 0"),
+    ]
+    b = d / "h-tbundle"
+    if not (b / "manifest.json").exists():
+        assert run_cli(["compile", "-t", "tensil", str(MLP), "-o", str(b)]).code == 0
+    tmodel = b / json.loads((b / "manifest.json").read_text())["tmodel"]
+    prog = tmodel.parent / json.loads(tmodel.read_text())["prog"]["file_name"]
+    _sparse(prog)
+    cases.append(Case("tensil-huge-tprog", "tensil", "tensil bundles", ("disasm", "-t", "tensil", str(tmodel)),
+                      says="has at most"))
+    return cases
+
+
 def surface_cases(d: Path, Case) -> list:
     """Every issue-25 case, files written into ``d``."""
     return (_tensil(d, Case) + _cherry(d, Case) + _pimsab(d, Case) + _dais_and_calibration(d, Case)
-            + _sweep_specs(d, Case))
+            + _sweep_specs(d, Case) + _huge_text(d, Case))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import errno
 import io
 import os
@@ -325,6 +326,27 @@ def decode_text(data: bytes, file: str | None = None) -> str:
     except UnicodeDecodeError as exc:
         raise FormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file) from None
     return text[1:] if text.startswith("\ufeff") else text  # a byte-order mark is not content
+
+
+def check_text_head(head: bytes, file: str | None = None) -> None:
+    """The start of a text file: no NUL byte, valid UTF-8 (a character cut at the end is fine);
+    raises :class:`FormatError` before the rest of a binary file is read."""
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        raise FormatError(f"not text: a NUL byte at byte {nul:,} (binary data)", file=file)
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file) from None
+
+
+def read_text(path: str | os.PathLike, error: type[NnisaError] = FormatError, *, max_size: int | None = None,
+              what: str = "text file") -> str:
+    """A UTF-8 text file (:func:`decode_text`); its first bytes are checked (:func:`check_text_head`)
+    before a big file is read whole, so a binary file given for text costs nothing.  A file that
+    cannot be read raises ``error``; one that is not text, :class:`FormatError`."""
+    data = read_bytes(path, error, max_size=max_size, what=what, head=lambda h, size: check_text_head(h, str(path)))
+    return decode_text(data, str(path))
 
 
 def read_maybe_compressed(path: str | os.PathLike, head: Callable[[bytes, int], None] | None = None) -> bytes:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..core import jsonsafe
 from ..core.errors import ConfigError, NnisaError, OptionError, UnsupportedError
-from ..core.fileio import decode_text, read_bytes
+from ..core.fileio import read_text
 from ..core.target import get_target, target_names
 
 #: prefix of a model entry that names a target's built-in workload instead of an ONNX model
@@ -176,7 +176,7 @@ def parse_spec(data: Any, *, source: str = "spec") -> SweepSpec:
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate a YAML (``.yaml``/``.yml``) or JSON spec file."""
     p = Path(path)
-    text = decode_text(read_bytes(p, ConfigError), str(p))
+    text = read_text(p, ConfigError)
     if p.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml

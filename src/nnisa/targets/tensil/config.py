@@ -14,7 +14,7 @@ from typing import Any
 
 from ...core import jsonsafe
 from ...core.errors import ConfigError, UnsupportedError
-from ...core.fileio import decode_text, read_bytes
+from ...core.fileio import read_text
 
 #: data type → (bits, binary point, bytes per scalar in files); FLOAT32 has bp None
 DATA_TYPES: dict[str, tuple[int, int | None, int]] = {
@@ -195,7 +195,7 @@ def load_arch(config: Any) -> TensilArch:
     path = Path(text)
     if not path.exists():
         raise ConfigError(f"unknown architecture {text!r}: not a preset ({', '.join(PRESETS)}) nor a file")
-    raw = decode_text(read_bytes(path, ConfigError), str(path))
+    raw = read_text(path, ConfigError)
     if path.suffix.lower() == ".tmodel":
         d = jsonsafe.loads(raw, str(path), ConfigError)
         if not isinstance(d, dict) or "arch" not in d:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ....core.errors import DecodeError, FormatError
-from ....core.fileio import decode_text, read_bytes
+from ....core.fileio import read_bytes, read_text
 from ....core.formats import FileFormat, FormatTable
 from ..config import load_config
 from ..program import HEADER_BYTES, MAX_PROGRAM, Header, Program, program_stats
@@ -122,7 +122,11 @@ def decode(data: bytes, *, config: Any = None, encoding: str | None = None) -> P
 
 def _bounded(path: Path, kind: str) -> bytes:
     """The file's bytes, its size checked against :data:`MAX_FILE_BYTES` before it is read."""
-    return read_bytes(path, max_size=MAX_FILE_BYTES[kind], what=f"Cherry {kind} file ({MAX_PROGRAM} instructions at most)")
+    return read_bytes(path, max_size=MAX_FILE_BYTES[kind], what=_what(kind))
+
+
+def _what(kind: str) -> str:
+    return f"Cherry {kind} file ({MAX_PROGRAM} instructions at most)"
 
 
 def _decoding(read, kind: str):
@@ -138,8 +142,8 @@ def _decoding(read, kind: str):
 
 def _read_text(path: Path, *, config: Any = None, encoding: str | None = None, **_: Any) -> Program:
     try:
-        return assemble_for(decode_text(_bounded(path, "text"), str(path)), file=str(path), config=config,
-                            encoding=encoding)
+        text = read_text(path, max_size=MAX_FILE_BYTES["text"], what=_what("text"))
+        return assemble_for(text, file=str(path), config=config, encoding=encoding)
     except DecodeError as exc:
         raise exc.with_context(file=str(path))
 

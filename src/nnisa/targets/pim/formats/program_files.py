@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ....core.fileio import decode_text, read_bytes
+from ....core.fileio import read_bytes, read_text
 from ....core.formats import FileFormat, FormatTable
 from ..program import PimProgram
 from .jsonio import read_json, write_json
@@ -45,7 +45,7 @@ def _render_nnpi(program: PimProgram, path: Path, *, word_bits: int | None = Non
 
 
 def _read_text(path: Path, **_: Any) -> PimProgram:
-    return assemble_text(decode_text(read_bytes(path), str(path)), file=str(path))
+    return assemble_text(read_text(path), file=str(path))
 
 
 def _render_text(program: PimProgram, path: Path, **_: Any) -> str:

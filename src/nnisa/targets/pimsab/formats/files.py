@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ....core.errors import DecodeError, FormatError
-from ....core.fileio import decode_text, read_bytes
+from ....core.fileio import check_text_head, decode_text, read_bytes
 from ....core.formats import FileFormat, FormatTable
 from ..config import PimsabConfig, load_config, preset, preset_for_hash
 from ..program import PimsabProgram, ZERO_SHA, check_program
@@ -47,7 +47,16 @@ def decode(data: bytes, *, lenient: bool = False, file: str | None = None, confi
 def _read_any(path: Path, *, config: Any = None, lenient: bool = False, **_: Any) -> PimsabProgram:
     """A program image (by extension or by its magic number) or assembly text."""
     image = path.name.lower().endswith(IMAGE_EXT)
-    data = read_bytes(path, head=(lambda h, size: check_head(h, size, str(path))) if image else None)
+
+    def head(h: bytes, size: int) -> None:  # the start is checked before a big file is read whole
+        if image or h[:4] == MAGIC:
+            check_head(h, size, str(path))
+        else:
+            try:
+                check_text_head(h)
+            except FormatError:
+                raise DecodeError("neither a PIMSAB program image nor assembly text", file=str(path)) from None
+    data = read_bytes(path, head=head)
     if image or data[:4] == MAGIC:
         return decode(data, lenient=lenient, file=str(path), config=config)
     try:

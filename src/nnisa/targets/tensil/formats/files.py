@@ -13,7 +13,7 @@ from typing import Any
 
 from ....core.bundle import is_bundle_dir, member, read_manifest
 from ....core.errors import FormatError, OutputError
-from ....core.fileio import decode_text, read_bytes, special_kind, write_atomic
+from ....core.fileio import read_bytes, read_text, special_kind, write_atomic
 from ....core.formats import FileFormat, FormatTable
 from ..config import TensilArch, load_arch
 from ..program import TensilProgram
@@ -42,7 +42,8 @@ def read_model_program(path: str | Path) -> TensilProgram:
     for c in model.consts:
         model.file(c.file_name)  # every file it names stays in its folder
     prog_path = model.file(model.prog_file)
-    data = read_bytes(prog_path)
+    # a program file bigger than the model declares is refused from its size, before it is read
+    data = read_bytes(prog_path, max_size=max(model.prog_size, 0), what="program of this model (prog.size)")
     if len(data) != model.prog_size:
         raise FormatError(f"program is {len(data)} bytes but the model says prog.size = {model.prog_size}",
                           file=str(prog_path))
@@ -86,12 +87,12 @@ def _read_tprog(path: Path, *, config: Any = None, **_: Any) -> TensilProgram:
 
 
 def _read_tasm(path: Path, *, config: Any = None, **_: Any) -> TensilProgram:
-    text = decode_text(read_bytes(path), str(path))
+    text = read_text(path)
     return parse_tasm(text, _arch(config), file=str(path))
 
 
 def _read_text(path: Path, *, config: Any = None, **_: Any) -> TensilProgram:
-    text = decode_text(read_bytes(path), str(path))
+    text = read_text(path)
     return assemble(text, _arch(config), file=str(path))
 
 

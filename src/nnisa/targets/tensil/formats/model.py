@@ -16,7 +16,7 @@ import numpy as np
 from ....core import jsonsafe
 from ....core.bundle import member
 from ....core.errors import FormatError
-from ....core.fileio import decode_text, read_bytes, write_atomic
+from ....core.fileio import read_bytes, read_text, write_atomic
 from ..config import TensilArch
 from ..numerics import Numeric
 
@@ -152,7 +152,7 @@ def parse_tmodel(text: str, *, path: str | Path | None = None) -> TensilModel:
 
 
 def read_tmodel(path: str | Path) -> TensilModel:
-    return parse_tmodel(decode_text(read_bytes(path), str(path)), path=path)
+    return parse_tmodel(read_text(path), path=path)
 
 
 def write_tmodel(model: TensilModel, path: str | Path) -> None:
@@ -178,7 +178,7 @@ def read_csv_vectors(path: str | Path, n: int) -> np.ndarray:
     """A Tensil CSV (one vector of exactly ``n`` values per line) → float32 ``(lines, n)``.
 
     Values are parsed straight to float32 (Tensil's ``toFloat``); LF or CRLF."""
-    text = decode_text(read_bytes(path), str(path))
+    text = read_text(path)
     rows = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

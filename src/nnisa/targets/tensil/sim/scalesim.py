@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ....core.errors import FormatError, OptionError
-from ....core.fileio import decode_text, read_bytes
+from ....core.fileio import read_text
 
 DATAFLOWS = ("ws", "os", "is")
 
@@ -99,7 +99,7 @@ def _checked_layer(name: str, nums: list[int], gemm: bool) -> ConvLayer:
 def read_topology(path: str | Path) -> list[ConvLayer]:
     """A SCALE-Sim topology CSV (conv columns, or GEMM ``Layer Name, M, N, K``); every row is
     checked (count of numbers, positive dimensions) with its line in the error."""
-    text = decode_text(read_bytes(path), str(path))
+    text = read_text(path)
     lines = [l for l in text.splitlines() if l.strip()]
     if not lines:
         raise FormatError("empty topology", file=str(path))
