@@ -557,8 +557,8 @@ def sweep_report_cmd(results, out_dir, as_json):
 
 
 def _read_text(path: str) -> str:
-    from .core.fileio import decode_text, read_bytes
-    return decode_text(read_bytes(path), path)
+    from .core.fileio import read_text
+    return read_text(path)
 
 
 def _report_written(as_json, target_name, source, dest, prog):
@@ -578,7 +578,7 @@ def _error(exc: NnisaError, as_json: bool) -> None:
     click.echo(f"nnisa: error: {exc}", err=True)
     if report and not as_json:
         click.echo(report.rstrip("\n"), err=True)
-    sys.exit(exc.exit_code)
+    _exit(exc.exit_code)
 
 
 def _on_signal(signum, _frame):
@@ -603,6 +603,9 @@ def _lost_interrupt_hook(unraisable) -> None:
     sys.__unraisablehook__(unraisable)
 
 
+_OWN_PROCESS: list[bool] = []  # main() runs as the program (argv from the command line)
+
+
 def _install_signal_handlers() -> None:
     import signal
     sys.unraisablehook = _lost_interrupt_hook
@@ -620,17 +623,40 @@ def _interrupted() -> None:
     at once so that a second signal arriving during interpreter shutdown cannot turn the status into
     a death by signal."""
     import os
-    click.echo("nnisa: interrupted", err=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(130)
+    from .core.interrupts import deferred_interrupts
+    with deferred_interrupts():
+        # what a normal exit would run for multiprocessing (a sweep's pool): its temporary folder
+        # (pymp-*) and finalizers; os._exit below skips atexit
+        mp_util = sys.modules.get("multiprocessing.util")
+        if mp_util is not None and hasattr(mp_util, "_exit_function"):
+            try:
+                mp_util._exit_function()
+            except Exception:  # noqa: BLE001 - best effort while stopping
+                pass
+        click.echo("nnisa: interrupted", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+
+
+def _from_interrupt(exc: BaseException) -> bool:
+    """A ``SystemError`` that a signal caused: Python runs the handler (which raises
+    KeyboardInterrupt) when a numba kernel returns, and the dispatcher then reports "returned a
+    result with an exception set" with the KeyboardInterrupt as its cause."""
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 16:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        cur, seen = cur.__cause__ or cur.__context__, seen + 1
+    return False
 
 
 def _fail(message: str, code: int, as_json: bool, error_type: str) -> None:
     if as_json:
         emit_json({"error": message, "error_type": error_type, "exit_code": code})
     click.echo(f"nnisa: error: {message}", err=True)
-    sys.exit(code)
+    _exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -641,6 +667,8 @@ def main(argv: list[str] | None = None) -> None:
     """
     import warnings
     args = sys.argv[1:] if argv is None else list(argv)
+    if argv is None:
+        _OWN_PROCESS.append(True)
     as_json = "--json" in args
     _install_signal_handlers()
     with warnings.catch_warnings(record=True) as caught:
@@ -662,6 +690,10 @@ def main(argv: list[str] | None = None) -> None:
             _fail(OUT_OF_MEMORY, 2, as_json, "MemoryError")
         except KeyboardInterrupt:
             _interrupted()
+        except SystemError as exc:
+            if not _from_interrupt(exc):
+                raise
+            _interrupted()
         except BrokenPipeError:
             sys.exit(0)
     seen = set()
@@ -670,7 +702,24 @@ def main(argv: list[str] | None = None) -> None:
         if text not in seen:
             seen.add(text)
             click.echo(f"nnisa: warning: {text[:500]}", err=True)
-    sys.exit(0)
+    _exit(0)
+
+
+def _exit(code: int) -> None:
+    """Exit with ``code`` once the command is over: a Ctrl-C/SIGTERM that lands during the
+    interpreter's shutdown (atexit handlers, library finalizers) would otherwise turn a finished
+    run into a death by signal with no message; the signals are ignored from here on (the
+    process only exits) when ``main`` runs as the program (``nnisa``, ``python -m nnisa``), not
+    when it is called with arguments from Python."""
+    if _OWN_PROCESS:
+        import signal
+        from .core.interrupts import INTERRUPTS
+        for sig in INTERRUPTS:
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (ValueError, OSError):
+                pass
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

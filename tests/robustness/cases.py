@@ -346,7 +346,8 @@ def build_cases(d: Path) -> list[Case]:
              says="2 nodes cannot be compiled for pim"),
         Case("onnx-opset-too-new", D, "onnx", ("run", "-t", D, s(d / "opset99.onnx")), says="opset 99"),
     ]
-    return cases + _sweep_cases(d)
+    from cases_surface import surface_cases  # issue 25: the newer surface
+    return cases + _sweep_cases(d) + surface_cases(d, Case)
 
 
 def _laughs(levels: int = 9) -> str:

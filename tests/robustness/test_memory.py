@@ -46,7 +46,13 @@ def peak_rss_mb(args: list[str], cwd: Path) -> tuple[int, float, str]:
 
 
 @pytest.mark.parametrize("case_id", ["dais-text-outputs-count", "arrays-header-lies", "arrays-npz-bomb",
-                                     "pim-json-bomb", "pim-cfg-noc-device", "pim-nnpi-metadata"])
+                                     "pim-json-bomb", "pim-cfg-noc-device", "pim-nnpi-metadata",
+                                     # issue 25: 3 GiB files refused from their size/header, amplification
+                                     "cherry-huge-image", "pimsab-huge-garbage", "pimsab-stream-amplification",
+                                     "pimsab-segment-amplification", "cherry-absurd-cache_tiles",
+                                     # 3 GiB of zeros under text names: refused from the first bytes
+                                     "pim-huge-text", "dais-huge-text", "tensil-huge-tasm", "pimsab-huge-text",
+                                     "tensil-huge-tprog"])
 def test_claimed_sizes_are_not_allocated(case_id, tmp_path):
     case = catalogue()[case_id]
     code, rss, err = peak_rss_mb(list(case.args), tmp_path)

@@ -20,7 +20,7 @@ def test_run_cleans_up_on_signal(tmp_path, sig):
     proc = subprocess.Popen([sys.executable, "-m", "nnisa", "run", "-t", "pim", str(MODEL), "--samples", "64"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
-    while not list(tmp_path.glob("nnisa-run-*")):
+    while not list(tmp_path.glob("nnisa-run*")):
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline, "run never created its temporary folder"
         time.sleep(0.05)
@@ -29,7 +29,7 @@ def test_run_cleans_up_on_signal(tmp_path, sig):
     err = proc.communicate(timeout=60)[1].decode()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.strip().endswith("nnisa: interrupted")
-    assert not list(tmp_path.glob("nnisa-run-*")), "temporary folder left behind"
+    assert not list(tmp_path.glob("nnisa-run*")), "temporary folder left behind"
 
 
 def test_interrupt_dropped_by_a_c_callback_is_delivered_again():

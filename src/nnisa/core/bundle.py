@@ -19,7 +19,6 @@ import io
 import os
 import shutil
 import stat
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any, ClassVar, Mapping
@@ -29,7 +28,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import FormatError, OutputError
-from .fileio import apply_umask, read_bytes, write_atomic
+from .fileio import apply_umask, make_temp, read_bytes, temp_prefix, write_atomic
 
 MANIFEST = "manifest.json"
 GENERIC_FORMAT = "nnisa-bundle"
@@ -118,6 +117,9 @@ class Manifest(BaseModel):
     inputs: list[TensorSpec] = Field(default_factory=list)
     outputs: list[TensorSpec] = Field(default_factory=list)
     config: dict[str, Any] | None = None
+    #: every file the writer put into the folder (set by :meth:`BundleWriter.commit`); replacing a
+    #: bundle deletes these and nothing else
+    contents: list[str] = Field(default_factory=list, max_length=1 << 16)
 
     def file_names(self) -> dict[str, str]:
         """Role → file name of every file the manifest refers to."""
@@ -138,23 +140,51 @@ def is_bundle_dir(path: str | os.PathLike) -> bool:
     return p.is_dir() and (p / MANIFEST).is_file()
 
 
-def member(root: str | os.PathLike, name: str, *, what: str = "file") -> Path:
-    """``root/name`` after checking that ``name`` stays inside ``root`` (raises FormatError)."""
+def is_nnisa_manifest(data: Any) -> bool:
+    """A parsed ``manifest.json`` that nnisa wrote: an object whose ``format`` is one of nnisa's
+    (``nnisa-...``) and whose ``version`` is an integer.  A web app's or another tool's
+    ``manifest.json`` is not one."""
+    return (isinstance(data, dict) and isinstance(data.get("format"), str) and data["format"].startswith("nnisa-")
+            and isinstance(data.get("version"), int) and not isinstance(data.get("version"), bool))
+
+
+def written_names(data: dict[str, Any]) -> set[str]:
+    """The entries of a bundle folder its writer put there, from its parsed manifest: the
+    ``contents`` list (bundles written since it exists), else every file name the manifest
+    mentions (top-level strings and the ``files`` map), plus ``manifest.json``."""
+    names = {MANIFEST}
+    contents = data.get("contents")
+    if isinstance(contents, list) and contents:
+        names.update(n for n in contents if isinstance(n, str))
+        return names
+    names.update(v for v in data.values() if isinstance(v, str))
+    files = data.get("files")
+    if isinstance(files, dict):
+        names.update(v for v in files.values() if isinstance(v, str))
+    return names
+
+
+def member(root: str | os.PathLike, name: str, *, what: str = "file", source: str | os.PathLike | None = None) -> Path:
+    """``root/name`` after checking that ``name`` stays inside ``root`` (raises FormatError): no
+    absolute path, no ``..``, no symlink leading out.  ``source`` is the file that names it
+    (default ``root/manifest.json``)."""
     rootp = Path(root)
+    src = Path(source) if source is not None else rootp / MANIFEST
+    where = "the manifest" if source is None else src.name
     if not isinstance(name, str) or not name or "\x00" in name:
-        raise FormatError(f"bad {what} name {name!r} in the manifest", file=str(rootp / MANIFEST))
+        raise FormatError(f"bad {what} name {name!r} in {where}", file=str(src))
     p = Path(name)
     if p.is_absolute() or ".." in p.parts:
-        raise FormatError(f"{what} {name!r} in the manifest must be a plain name inside the bundle folder",
-                          file=str(rootp / MANIFEST))
+        raise FormatError(f"{what} {name!r} in {where} must be a plain name inside {'the bundle folder' if source is None else 'its folder'}",
+                          file=str(src))
     full = rootp / p
     try:
         inside = full.resolve().is_relative_to(rootp.resolve())
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
         inside = False
     if not inside:
-        raise FormatError(f"{what} {name!r} in the manifest leads outside the bundle folder",
-                          file=str(rootp / MANIFEST))
+        raise FormatError(f"{what} {name!r} in {where} leads outside {'the bundle folder' if source is None else 'its folder'}",
+                          file=str(src))
     return full
 
 
@@ -200,8 +230,11 @@ class BundleWriter:
 
     Files go into a temporary sibling folder; :meth:`commit` writes the manifest last and renames
     the folder into place.  An existing bundle (or empty folder) at the destination is replaced
-    whole; any other existing folder is refused, so a user's files are never deleted.  Leaving the
-    ``with`` block without :meth:`commit` (an error) removes the temporary folder.
+    whole; any other existing folder is refused, so a user's files are never deleted: a folder is a
+    bundle only when its ``manifest.json`` is nnisa's (:func:`is_nnisa_manifest`) and it holds
+    nothing but the files that manifest says were written (:func:`written_names`).  Leaving the
+    ``with`` block without :meth:`commit` (an error) removes the temporary folder; temporary and
+    old folders of killed writers are removed by the next writer.
 
     >>> with BundleWriter("out") as w:                      # doctest: +SKIP
     ...     w.write("model.bin", data)
@@ -214,7 +247,7 @@ class BundleWriter:
         parent = self.dest.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.", suffix=".tmp", dir=parent))
+            self.path = Path(make_temp(parent, self.dest.name, folder=True))
         except OSError as exc:
             raise OutputError(f"cannot create the output folder: {exc.strerror or exc}", file=str(self.dest)) from None
         apply_umask(self.path, 0o777)
@@ -223,31 +256,56 @@ class BundleWriter:
     def _check_dest(self) -> None:
         """Refuse a destination that is a file or a folder of someone else's files.
 
-        One ``lstat`` and one ``listdir`` each: concurrent writers swap bundles in and out of
-        the path, and a vanished destination is fine."""
+        One ``lstat``, one ``listdir`` and one manifest read each: concurrent writers swap bundles
+        in and out of the path, and a vanished destination is fine."""
         d = self.dest
-        names: list[str] = []
         for _ in range(50):
             try:
                 st = os.lstat(d)
                 if not stat.S_ISDIR(st.st_mode):
                     raise OutputError("exists and is not a folder", file=str(d))
                 names = os.listdir(d)
+                foreign = self._foreign(d, names)
                 # a writer that swapped the folder out deletes the old one file by file: a listing
                 # taken meanwhile may lack the manifest; the path then names another folder
                 if os.lstat(d).st_ino == st.st_ino:
                     break
             except FileNotFoundError:
-                names = []
+                foreign = None
                 break
-        if names and MANIFEST not in names:
-            raise OutputError("exists, is not empty and is not an nnisa bundle; "
-                              "refusing to replace it (choose a new or empty folder)", file=str(d))
+        if foreign:
+            raise OutputError(foreign + "; refusing to replace it (choose a new or empty folder)", file=str(d))
         for parent in d.parents:
             if parent.exists():
                 if not parent.is_dir():
                     raise OutputError(f"{parent} is not a folder", file=str(d))
                 break
+
+    @staticmethod
+    def _foreign(d: Path, names: list[str]) -> str | None:
+        """Why the folder ``d`` (holding ``names``) is not an nnisa bundle to replace, or ``None``."""
+        if not names:
+            return None
+        if MANIFEST not in names:
+            return "exists, is not empty and is not an nnisa bundle"
+        mpath = d / MANIFEST
+        try:
+            if not stat.S_ISREG(os.stat(mpath).st_mode) or os.stat(mpath).st_size > MAX_MANIFEST_BYTES:
+                return "holds a manifest.json that is not an nnisa bundle's"
+            data = orjson.loads(mpath.read_bytes())
+        except orjson.JSONDecodeError:
+            data = None
+        except FileNotFoundError:
+            raise  # swapped out meanwhile: look again
+        except OSError as exc:
+            return f"holds a manifest.json that cannot be read ({exc.strerror or exc})"
+        if not is_nnisa_manifest(data):
+            return "holds a manifest.json that is not an nnisa bundle's"
+        extra = sorted(n for n in names if n not in written_names(data))
+        if extra:
+            shown = ", ".join(extra[:3]) + (f" and {len(extra) - 3} more" if len(extra) > 3 else "")
+            return f"is an nnisa bundle that also holds files nnisa did not write ({shown})"
+        return None
 
     def __enter__(self) -> "BundleWriter":
         return self
@@ -273,13 +331,14 @@ class BundleWriter:
         missing = [n for n in manifest.file_names().values() if not (self.path / n).exists()]
         if missing:
             raise FormatError(f"bundle files named by the manifest were not written: {', '.join(missing)}")
+        manifest = manifest.model_copy(update={"contents": sorted(os.listdir(self.path))})
         write_atomic(self.path / MANIFEST, manifest_bytes(manifest))
         self._check_dest()
         olds: list[Path] = []
         for _ in range(50):
             try:
                 if self.dest.exists():
-                    old = self.dest.with_name(f".{self.dest.name}.old-{uuid.uuid4().hex[:8]}")
+                    old = self.dest.with_name(f"{temp_prefix(self.dest.name)}old-{uuid.uuid4().hex[:8]}.tmp")
                     os.rename(self.dest, old)
                     olds.append(old)
                 os.rename(self.path, self.dest)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import ConfigError
-from .fileio import decode_text, read_bytes
+from .fileio import read_text
 
 
 def parse_pairs(text: str) -> dict[str, Any]:
@@ -56,7 +56,7 @@ def resolve_config(config: Any, presets: dict[str, dict[str, Any]], build: Calla
         return build(dict(presets[text]), f"preset {text}")
     path = Path(text)
     if path.is_file() or text.endswith(".json"):
-        raw = decode_text(read_bytes(path, ConfigError), text)
+        raw = read_text(path, ConfigError)
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:

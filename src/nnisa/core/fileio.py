@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import codecs
+import errno
 import io
 import os
+import re
+import socket
 import stat
 import tempfile
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -26,25 +31,174 @@ def apply_umask(path: str | os.PathLike, mode: int = 0o666) -> None:
     os.chmod(path, mode & ~_umask())
 
 
+# ---------------------------------------------------------------------------- temporary names
+#: characters of an output's name kept in its temporary siblings' names (NAME_MAX is 255)
+_TEMP_NAME_CHARS = 100
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
+
+
+def temp_prefix(name: str, hidden: bool = True) -> str:
+    """Start of the name of a temporary sibling of ``name`` made by this process:
+    ``.NAME.PID@HOST.`` (then a random part and ``.tmp``; no leading dot unless ``hidden``), so a
+    later run can tell the temporaries of a writer that was killed (SIGKILL, power loss) from those
+    of one still running."""
+    return f"{'.' if hidden else ''}{name[:_TEMP_NAME_CHARS]}.{os.getpid()}@{_HOST}."
+
+
+_TEMP_RE = re.compile(r"\.(\d+)@([A-Za-z0-9-]+)\.[^/.]*\.tmp$")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists (another user's)
+        return True
+    return True
+
+
+def remove_stale_temps(folder: str | os.PathLike, name: str, hidden: bool = True) -> int:
+    """Remove the temporary siblings of ``folder/name`` (files or folders, see :func:`temp_prefix`)
+    left by writers of this host that no longer run; returns how many were removed.  Temporaries
+    of live processes and of other hosts (a shared file system) are left alone.  A ``name`` ending
+    in ``*`` matches every name with that start, hidden or not (``nnisa-*``: all of nnisa's
+    temporary folders and the temporary siblings made beside them)."""
+    import shutil
+    wild = name.endswith("*")
+    head = name.rstrip("*") if wild else f"{'.' if hidden else ''}{name[:_TEMP_NAME_CHARS]}"
+    removed = 0
+    try:
+        entries = [e for e in os.scandir(folder) if (e.name.lstrip(".").startswith(head) if wild
+                                                     else e.name.startswith(head + ".")) and e.name.endswith(".tmp")]
+    except OSError:
+        return 0
+    for e in entries:
+        m = _TEMP_RE.search(e.name) if wild else _TEMP_RE.fullmatch(e.name[len(head):])
+        if not m or m.group(2) != _HOST or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
+            continue
+        try:
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+            removed += 1
+        except OSError:
+            pass  # another run cleaned it meanwhile, or it is not ours to remove
+    return removed
+
+
+def make_temp(parent: str | os.PathLike, name: str, *, folder: bool = False, hidden: bool = True) -> str:
+    """A new temporary file (its descriptor is closed) or folder beside ``parent/name``, after
+    removing the stale ones of dead writers (:func:`remove_stale_temps`); returns its path."""
+    remove_stale_temps(parent, name, hidden)
+    if folder:
+        return tempfile.mkdtemp(prefix=temp_prefix(name, hidden), suffix=".tmp", dir=parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(name, hidden), suffix=".tmp", dir=parent)
+    os.close(fd)
+    return tmp
+
+
+@contextmanager
+def private_temp_folder(name: str) -> Iterator[Path]:
+    """A temporary folder ``$TMPDIR/NAME.PID@HOST.XXXX.tmp``, removed when the block ends (also on
+    Ctrl-C); folders of the same name left by processes of this host that were killed (SIGKILL, a
+    crashed sweep worker) are removed when the next one is made."""
+    import shutil
+    parent = tempfile.gettempdir()
+    remove_stale_temps(parent, name + "*")  # with what killed owners made beside them
+    path = Path(make_temp(parent, name, folder=True, hidden=False))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- special files
+def special_kind(path: str | os.PathLike) -> str | None:
+    """What an existing path that is neither a regular file nor a folder is ("character device",
+    "FIFO", ...), following symlinks; ``None`` for regular files, folders and missing paths."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    for test, kind in ((stat.S_ISCHR, "character device"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return kind
+    return "special file"
+
+
+def _through_proc(path: Path) -> bool:
+    """``path`` is a symlink chain leading into ``/proc`` (``/dev/stdout`` → ``/proc/self/fd/1``): a
+    descriptor of this process, whatever file it is, to be written in place, never renamed over
+    (that would replace the ``/dev/stdout`` link itself)."""
+    p = str(path)
+    for _ in range(40):
+        if not os.path.islink(p):
+            return False
+        p = os.path.join(os.path.dirname(p), os.readlink(p))
+        if os.path.abspath(p).startswith("/proc/"):
+            return True
+    return False
+
+
+def _write_in_place(path: Path, kind: str, data: bytes) -> None:
+    """Write into an existing character device or FIFO (``-o /dev/null``, ``-o /dev/stdout``, a
+    named pipe): the node itself is kept, never replaced by a regular file.  Block devices and
+    sockets are refused: an output file name is not a way to overwrite a disk."""
+    if kind not in ("character device", "FIFO", "file"):
+        raise OutputError(f"is a {kind}; refusing to write an output there", file=str(path))
+    flags = os.O_WRONLY | os.O_NOCTTY | (os.O_NONBLOCK if kind == "FIFO" else 0) | (os.O_TRUNC if kind == "file" else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        why = "no process is reading the FIFO" if exc.errno == errno.ENXIO else (exc.strerror or str(exc))
+        raise OutputError(f"cannot write into the {kind}: {why}", file=str(path)) from None
+    try:
+        if kind == "FIFO":
+            import fcntl
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise OutputError(f"cannot write into the {kind}: the reader went away", file=str(path)) from None
+        raise OutputError(f"cannot write into the {kind}: {exc.strerror or exc}", file=str(path)) from None
+    finally:
+        os.close(fd)
+
+
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
     """Write ``data`` to ``path`` via a temporary file and rename, so a failure never
     leaves a half-written file behind.
 
-    The file gets the mode of the file it replaces, or the umask's default for a new file.
-    Any OS error becomes an :class:`~nnisa.core.errors.OutputError` naming the path.
+    The file gets the mode of the file it replaces, or the umask's default for a new file.  An
+    existing character device or FIFO (``/dev/null``, a terminal, a named pipe) and anything
+    reached through ``/proc`` (``/dev/stdout`` → ``/proc/self/fd/1``) are written in place, never
+    renamed over; block devices and sockets are refused.  Temporaries that killed
+    writers left beside ``path`` are removed first.  Any OS error becomes an
+    :class:`~nnisa.core.errors.OutputError` naming the path.
     """
     path = Path(path)
     if isinstance(data, str):
         data = data.encode("utf-8")
     if path.is_dir():
         raise OutputError("is a folder, expected a file name", file=str(path))
+    kind = special_kind(path)
+    if kind is not None or _through_proc(path):
+        _write_in_place(path, kind or "file", data)
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = make_temp(path.parent, path.name)
     except OSError as exc:
         raise OutputError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(tmp, "wb") as fh:
             fh.write(data)
         try:
             mode = path.stat().st_mode & 0o7777
@@ -62,8 +216,15 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
         raise
 
 
-def read_bytes(path: str | os.PathLike, error: type[NnisaError] = FormatError) -> bytes:
-    """Read a whole regular file; a missing/unreadable/special file raises ``error`` naming it."""
+def read_bytes(path: str | os.PathLike, error: type[NnisaError] = FormatError, *, max_size: int | None = None,
+               what: str = "file of this type", head: Callable[[bytes, int], None] | None = None,
+               head_size: int = 4096) -> bytes:
+    """Read a whole regular file; a missing/unreadable/special file raises ``error`` naming it.
+
+    ``max_size``: the largest such file can be (a format whose header or counts bound it); a bigger
+    file is refused from its size alone, before a byte is read.  ``head(first_bytes, file_size)``
+    checks the first ``head_size`` bytes (magic, version, declared counts) and raises before the
+    rest of a file that is not of the format is read."""
     p = Path(path)
     try:
         st = p.stat()
@@ -71,6 +232,11 @@ def read_bytes(path: str | os.PathLike, error: type[NnisaError] = FormatError) -
             raise error("is a directory, expected a file", file=str(path))
         if not stat.S_ISREG(st.st_mode):
             raise error("not a regular file (devices, pipes and sockets are not read)", file=str(path))
+        if max_size is not None and st.st_size > max_size:
+            raise error(f"{st.st_size:,} bytes; a {what} has at most {max_size:,}", file=str(path))
+        if head is not None:
+            with open(p, "rb") as fh:
+                head(fh.read(head_size), st.st_size)
         return p.read_bytes()
     except FileNotFoundError:
         raise error("file not found", file=str(path)) from None
@@ -150,7 +316,11 @@ def inflate(raw: bytes, file: str | None = None) -> bytes:
 
 
 def decode_text(data: bytes, file: str | None = None) -> str:
-    """UTF-8 text of ``data``; invalid bytes raise :class:`FormatError` with their offset."""
+    """UTF-8 text of ``data``; invalid bytes and NUL bytes (binary data: no text format nnisa reads
+    has them) raise :class:`FormatError` with their offset, before a big string is made."""
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise FormatError(f"not text: a NUL byte at byte {nul:,} (binary data)", file=file)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -158,10 +328,32 @@ def decode_text(data: bytes, file: str | None = None) -> str:
     return text[1:] if text.startswith("\ufeff") else text  # a byte-order mark is not content
 
 
-def read_maybe_compressed(path: str | os.PathLike) -> bytes:
+def check_text_head(head: bytes, file: str | None = None) -> None:
+    """The start of a text file: no NUL byte, valid UTF-8 (a character cut at the end is fine);
+    raises :class:`FormatError` before the rest of a binary file is read."""
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        raise FormatError(f"not text: a NUL byte at byte {nul:,} (binary data)", file=file)
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file) from None
+
+
+def read_text(path: str | os.PathLike, error: type[NnisaError] = FormatError, *, max_size: int | None = None,
+              what: str = "text file") -> str:
+    """A UTF-8 text file (:func:`decode_text`); its first bytes are checked (:func:`check_text_head`)
+    before a big file is read whole, so a binary file given for text costs nothing.  A file that
+    cannot be read raises ``error``; one that is not text, :class:`FormatError`."""
+    data = read_bytes(path, error, max_size=max_size, what=what, head=lambda h, size: check_text_head(h, str(path)))
+    return decode_text(data, str(path))
+
+
+def read_maybe_compressed(path: str | os.PathLike, head: Callable[[bytes, int], None] | None = None) -> bytes:
     """Read a file, transparently inflating gzip or zlib streams (detected by magic, bounded by
-    :func:`inflate_limit`)."""
-    raw = read_bytes(path)
+    :func:`inflate_limit`); ``head`` checks the start of an uncompressed file (see :func:`read_bytes`)."""
+    raw = read_bytes(path, head=None if head is None else
+                     lambda h, size: None if is_compressed(h) else head(h, size))
     if raw[:2] == b"\x1f\x8b":
         return inflate(raw, str(path))
     if is_compressed(raw):

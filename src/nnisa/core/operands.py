@@ -23,6 +23,8 @@ def parse_int(token: str) -> int:
     if not _INT.fullmatch(t):
         raise OperandError(f"expected an integer, got {t[:40]!r}")
     body = t.lstrip("+-")
+    if len(body) > 80:  # more than any field holds (and Python refuses 4,300+ decimal digits)
+        raise OperandError(f"integer {t[:20]}... out of range ({len(body):,} digits)")
     if len(body) > 1 and body[1] in "xXbBoO":
         return int(t, 0)
     return int(t, 10)  # base 10 accepts decimal with leading zeros, which base 0 rejects

@@ -127,6 +127,7 @@ def calibrate(graph: Graph, calib: Any, *, method: str = "max", percentile: floa
         for b in _batches(graph, part, batch_size):
             for k, v in _float_tensors(graph, evaluate_float(graph, b, return_all=True)):
                 amax[k] = max(amax.get(k, 0.0), float(v.max()))
+    check_ranges(amax)
     if method == "max":
         return amax
     hist = {k: np.zeros(_BINS, np.float64) for k in amax}
@@ -147,6 +148,24 @@ def calibrate(graph: Graph, calib: Any, *, method: str = "max", percentile: floa
         else:
             out[k] = mse_range(hist[k], m, bits, scale_mode)
     return out
+
+
+#: calibration ranges are refused outside [2^-RANGE_EXP, 2^RANGE_EXP] (0 is fine: a tensor that is
+#: always zero): a fixed-point scale that far from 1 needs shifts and fractional bits no target has
+RANGE_EXP = 60
+
+
+def check_ranges(amax: dict[str, float]) -> None:
+    """Refuse calibration ranges no fixed-point scale represents: infinite or NaN (the float model
+    overflowed on the calibration data, e.g. inputs near 3e38) or beyond 2^±60 (e.g. inputs of
+    1e-30 or 1e300), naming the first such tensor."""
+    for k, m in amax.items():
+        if not np.isfinite(m):
+            raise FormatError(f"calibration data: tensor {k!r} overflows the float model ({m}); the data is "
+                              "not representable in fixed point (check its units)")
+        if m != 0 and not 2.0 ** -RANGE_EXP <= m <= 2.0 ** RANGE_EXP:
+            raise FormatError(f"calibration data: tensor {k!r} has range {m:.3g}, outside 2^-{RANGE_EXP}..2^{RANGE_EXP}; "
+                              "no fixed-point scale of the targets represents it (check the data's units)")
 
 
 def mse_range(hist: np.ndarray, amax: float, bits: int, scale_mode: str) -> float:

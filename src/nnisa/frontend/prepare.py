@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core.errors import ConfigError, UnsupportedError
+from ..core.errors import ConfigError, FormatError, UnsupportedError
 from ..core.options import option, option_specs
 from .calibration import METHODS, calibration_inputs
 from .ir import Graph, Node
@@ -160,8 +160,13 @@ def prepare_qgraph(model: Any, target: str, *, check: Check | None = None, calib
 
     def make(g: Graph) -> QGraph:
         data = calibration_inputs(g, calib, samples=calib_samples)
-        return quantize(g, data, bits=bits, per_channel=per_channel, scale_mode=scale_mode, calibration=calibration,
-                        percentile=percentile)
+        try:
+            return quantize(g, data, bits=bits, per_channel=per_channel, scale_mode=scale_mode,
+                            calibration=calibration, percentile=percentile)
+        except FormatError as e:  # a calibration range: name the file it came from
+            if e.file is None and isinstance(calib, (str, os.PathLike)):
+                raise FormatError(e.message, file=str(calib)) from None
+            raise
 
     if isinstance(model, PreparedModel):  # imported once; quantized once per settings (and calibration file)
         model.check(lambda g: check_graph(g, target, check))

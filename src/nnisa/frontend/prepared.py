@@ -210,6 +210,9 @@ def onnx_reference(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dic
 
     Running per sample keeps models with a fixed batch dimension of 1 working.
     """
+    # onnxruntime >= 1.30 on Linux starts Microsoft's 1DS telemetry when it is loaded, which leaves a
+    # `.ses` session file in $TMPDIR (or the working folder) on every run; nnisa opts out
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     import onnxruntime as ort
 
     opts = ort.SessionOptions()

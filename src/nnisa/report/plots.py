@@ -7,6 +7,8 @@ import io
 import os
 from typing import Any
 
+import numpy as np
+
 from ..core.fileio import write_atomic
 from .timeline import PALETTE
 
@@ -17,6 +19,12 @@ def _save(fig, path: str | os.PathLike) -> None:
     fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
     write_atomic(path, buf.getvalue())
+
+
+def _column(rows: list[dict[str, Any]], key: str) -> np.ndarray:
+    """``row[key]`` of every row as float64, NaN where it is missing or not a number."""
+    return np.array([v if isinstance(v := r.get(key), (int, float)) and not isinstance(v, bool) else np.nan
+                     for r in rows], dtype=np.float64)
 
 
 def plot_latency_energy(rows: list[dict[str, Any]], path: str | os.PathLike, title: str = "") -> int:
@@ -115,27 +123,29 @@ def plot_pareto(rows: list[dict[str, Any]], pairs: list[tuple[str, str]], fronts
     for ax in axes.ravel()[len(pairs):]:
         ax.set_visible(False)
     drawn = 0
+    tcode = np.array([targets.index(r["target"]) for r in rows], dtype=np.int64)
     for ax, (kx, ky) in zip(axes.ravel(), pairs):
-        idx = [i for i, r in enumerate(rows) if isinstance(r.get(kx), (int, float)) and r[kx] >= 0
-               and isinstance(r.get(ky), (int, float)) and r[ky] >= 0]
-        for t in targets:
-            sel = [i for i in idx if rows[i]["target"] == t]
-            if sel:
-                ax.scatter([rows[i][kx] for i in sel], [rows[i][ky] for i in sel], s=18, alpha=0.55,
-                           color=PALETTE[targets.index(t) % len(PALETTE)], label=t)
+        # numpy columns (NaN where a row lacks the figure): 100,000 rows draw in seconds, not minutes
+        x, y = _column(rows, kx), _column(rows, ky)
+        ok = (x >= 0) & (y >= 0)
+        for k, t in enumerate(targets):
+            sel = ok & (tcode == k)
+            if sel.any():
+                ax.scatter(x[sel], y[sel], s=18 if sel.sum() < 5000 else 4, alpha=0.55,
+                           color=PALETTE[k % len(PALETTE)], label=t, rasterized=True)
         front = sorted(fronts.get((kx, ky), []), key=lambda i: rows[i][kx])
         if front:
             ax.plot([rows[i][kx] for i in front], [rows[i][ky] for i in front], "-o", color="black", ms=4,
                     linewidth=1, label="Pareto front", drawstyle="steps-post")
             drawn += 1
-        if idx and all(rows[i][kx] > 0 for i in idx):
+        if ok.any() and (x[ok] > 0).all():
             ax.set_xscale("log")
-        if idx and all(rows[i][ky] > 0 for i in idx):
+        if ok.any() and (y[ok] > 0).all():
             ax.set_yscale("log")
         ax.set_xlabel(labels.get(kx, kx))
         ax.set_ylabel(labels.get(ky, ky))
         ax.grid(True, which="both", linestyle=":", linewidth=0.5)
-        ax.legend(fontsize=7, frameon=False)
+        ax.legend(fontsize=7, frameon=False, loc="best" if len(rows) < 2000 else "upper right")  # "best" scans every point
     if title:
         fig.suptitle(title, x=0.01, ha="left", fontsize=10)
     fig.tight_layout()

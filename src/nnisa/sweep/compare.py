@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.errors import NnisaError, UnsupportedError
+from ..core.fileio import special_kind
 from ..core.target import get_target, target_names
 from .measure import measure
 
@@ -65,7 +66,7 @@ def compare_model(model: str | Path, targets: list[str] | None = None, *, sample
 
 def compare_pictures(rows: list[dict[str, Any]], out: str | Path, name: str = "") -> list[str]:
     """Latency against energy (log axes) at ``out`` and the per-target breakdown next to it
-    (``<stem>_breakdown.png``); returns the files written."""
+    (``<stem>_breakdown.png``, not when ``out`` is a device or FIFO); returns the files written."""
     from ..report.plots import plot_breakdown, plot_latency_energy
     out = Path(out)
     ok = [r for r in rows if r.get("status") == "ok"]
@@ -73,6 +74,8 @@ def compare_pictures(rows: list[dict[str, Any]], out: str | Path, name: str = ""
     lead = f"{name}: " if name else ""
     if plot_latency_energy(ok, out, title=f"{lead}latency against energy per input"):
         files.append(str(out))
+    if special_kind(out) is not None:  # --plot /dev/null: no extra picture beside a device
+        return files
     bars = out.with_name(out.stem + "_breakdown" + (out.suffix or ".png"))
     if plot_breakdown(ok, bars, title=f"{lead}per-target breakdown"):
         files.append(str(bars))

@@ -14,12 +14,14 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import tempfile
 import time
 from collections import deque
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterable
 
 from ..core.errors import UnsupportedError
+from ..core.fileio import remove_stale_temps
 from .worker import failure_row, run_point
 
 Row = dict[str, Any]
@@ -129,13 +131,18 @@ class LocalExecutor:
         return w
 
     def close(self) -> None:
-        """Stop every worker (a running point is killed)."""
+        """Stop every worker (a running point is killed) and remove the temporary folders the
+        killed ones left (``nnisa-run.PID@HOST...``: their owners are dead now)."""
+        killed = False
         for w in self._workers:
             if w.point is not None:
                 w.kill()
+                killed = True
             else:
                 w.stop()
         self._workers.clear()
+        if killed:
+            remove_stale_temps(tempfile.gettempdir(), "nnisa-*", hidden=False)
 
 
 def ray_available() -> bool:
@@ -144,6 +151,18 @@ def ray_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def _on_ray_node(func: Callable[[Row], Row], point: Row) -> Row:
+    """A Ray task: ``func(point)`` plus ``ray_node``, the id of the Ray node it ran on (hosts of a
+    cluster on one machine share a name; the node id tells them apart)."""
+    row = func(point)
+    try:
+        import ray
+        row["ray_node"] = ray.get_runtime_context().get_node_id()
+    except Exception:  # noqa: BLE001 - provenance only
+        pass
+    return row
 
 
 class RayExecutor:
@@ -179,7 +198,8 @@ class RayExecutor:
                                    f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}") from None
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.jobs = max(1, int(jobs) if jobs else cpus)
-        self._task = ray.remote(num_cpus=1, max_retries=0)(func)
+        self._func = func
+        self._task = ray.remote(num_cpus=1, max_retries=0)(_on_ray_node)
 
     def run(self, points: Iterable[Row], on_result: OnResult, on_start: OnStart | None = None) -> None:
         ray = self._ray
@@ -188,7 +208,7 @@ class RayExecutor:
         while todo or flight:
             while todo and len(flight) < self.jobs:
                 point = todo.popleft()
-                flight[self._task.remote(point)] = (point, time.monotonic())
+                flight[self._task.remote(self._func, point)] = (point, time.monotonic())
                 if on_start:
                     on_start(point)
             now = time.monotonic()

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import NnisaError, UnsupportedError
+from ..core.fileio import private_temp_folder
 from ..core.target import get_target
 from ..frontend.prepared import PreparedModel, compare_outputs, default_inputs
 
@@ -49,8 +49,8 @@ def run_prepared(target_name: str, model: PreparedModel, *, config: Any = None, 
     t0 = time.perf_counter()
     tgt = get_target(target_name)
     inputs = model.inputs
-    with tempfile.TemporaryDirectory(prefix="nnisa-run-") as tmp:
-        dest = Path(out_dir) if out_dir else Path(tmp)
+    with private_temp_folder("nnisa-run") as tmp:  # stale ones of killed runs are removed too
+        dest = Path(out_dir) if out_dir else tmp
         c0 = time.perf_counter()
         compiled = tgt.compile(model, config=config, out_dir=dest, **options)
         c1 = time.perf_counter()

@@ -9,6 +9,7 @@ also spans targets.  A target that models only some objectives is ranked on thos
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,24 @@ def _valid_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def picture_stems(targets: list[str]) -> dict[str, str]:
+    """Target → the file-name part of its picture: the target's name when it is a plain one (all
+    registered names are), else a slug of it (a table's target column is data: ``../../x`` must not
+    choose where a file goes), made unique."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for t in targets:
+        stem = t if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", t) else \
+            (re.sub(r"[^A-Za-z0-9_-]+", "_", t).strip("_-")[:48] or "target")
+        base, k = stem, 1
+        while stem in used or stem == "all":
+            k += 1
+            stem = f"{base}_{k}"
+        used.add(stem)
+        out[t] = stem
+    return out
+
+
 def _settings(r: dict[str, Any]) -> str:
     parts = [f"{k[4:]}={_short(v)}" for k, v in r.items() if k.startswith(("cfg.", "opt.")) and v is not None]
     return ", ".join(parts) or "(defaults)"
@@ -82,6 +101,8 @@ def sweep_report(results: str | Path, out_dir: str | Path | None = None,
     if raw and not rows:
         raise FormatError("no row has a point_id, target and status: not a sweep results table", file=str(results))
     out = Path(out_dir) if out_dir is not None else (results if results.is_dir() else results.parent) / "report"
+    if out.exists() and not out.is_dir():
+        raise OutputError("exists and is not a folder", file=str(out))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -99,6 +120,7 @@ def sweep_report(results: str | Path, out_dir: str | Path | None = None,
           f"Objectives, all minimised: {', '.join(LABELS.get(k, k) for k in objectives)} (area proxy units "
           "per target). A row is Pareto-optimal when no other point of the same target is at least as good in "
           "every objective the target models and better in one.", ""]
+    stems = picture_stems(targets)
     for t in targets:
         trows = [r for r in ok if r["target"] == t]
         objs, idx = target_front(trows, objectives)
@@ -120,11 +142,11 @@ def sweep_report(results: str | Path, out_dir: str | Path | None = None,
             pf = {}
             for a, b in pairs:
                 pf[(a, b)] = pareto_front([[r[a], r[b]] for r in trows])
-            png = out / f"pareto_{t}.png"
+            png = out / f"pareto_{stems[t]}.png"
             labels = dict(LABELS, area_proxy=f"area proxy ({unit})" if unit else "area proxy")
             plot_pareto(trows, pairs, pf, png, labels=labels, title=f"{t}: Pareto fronts ({len(trows)} points)")
             files.append(str(png))
-            md += [f"![{t}](pareto_{t}.png)", ""]
+            md += [f"![{_fmt(t)}]({png.name})", ""]
     both = [r for r in ok if _num(r.get("latency_ns")) and _num(r.get("energy_pj"))]
     if len({r["target"] for r in both}) > 1:
         front = pareto_front([[r["latency_ns"], r["energy_pj"]] for r in both])

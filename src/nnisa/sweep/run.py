@@ -102,9 +102,11 @@ def run_sweep(spec: str | Path | SweepSpec, out_dir: str | Path, *, jobs: int | 
                 if executor is not None:
                     executor.run([p.to_dict() for p in todo], record)
         finally:
-            if executor is not None:
-                executor.close()
-            table = store.write_table(ids)
+            try:
+                if executor is not None:
+                    executor.close()
+            finally:  # even when a second Ctrl-C cuts the close short: the table is the promise
+                table = store.write_table(ids)
     wall = time.perf_counter() - t0
     ran = sum(counts.values())
     return {"sweep": sp.name, "points": len(points), "run": ran, "skipped": len(points) - len(todo),

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..core import jsonsafe
 from ..core.errors import ConfigError, NnisaError, OptionError, UnsupportedError
-from ..core.fileio import decode_text, read_bytes
+from ..core.fileio import read_text
 from ..core.target import get_target, target_names
 
 #: prefix of a model entry that names a target's built-in workload instead of an ONNX model
@@ -176,7 +176,7 @@ def parse_spec(data: Any, *, source: str = "spec") -> SweepSpec:
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate a YAML (``.yaml``/``.yml``) or JSON spec file."""
     p = Path(path)
-    text = decode_text(read_bytes(p, ConfigError), str(p))
+    text = read_text(p, ConfigError)
     if p.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml
@@ -189,6 +189,10 @@ def load_spec(path: str | Path) -> SweepSpec:
             mark = getattr(exc, "problem_mark", None)
             raise ConfigError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", file=str(p),
                               line=None if mark is None else mark.line + 1) from None
+        except RecursionError:  # PyYAML composes nested collections recursively
+            raise ConfigError("invalid YAML: nested too deeply", file=str(p)) from None
+        except ValueError as exc:  # an integer of more than 4,300 digits (Python's conversion limit)
+            raise ConfigError(f"invalid YAML: {' '.join(str(exc).split())[:120]}", file=str(p)) from None
         expanded_size(data, str(p))
     else:
         data = jsonsafe.loads(text, str(p), ConfigError)
@@ -205,7 +209,11 @@ def axis_values(raw: Any, where: str) -> list[Any]:
         lo, hi, step = raw["from"], raw["to"], raw.get("step", 1)
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (lo, hi, step)) or step <= 0:
             raise ConfigError(f"{where}: from/to/step must be numbers with step > 0")
-        n = math.floor((hi - lo) / step + 1e-9) + 1
+        if not all(math.isfinite(v) if isinstance(v, float) else abs(v) < 1 << 63 for v in (lo, hi, step)):
+            raise ConfigError(f"{where}: from/to/step must be finite numbers below 2^63, got "
+                              f"{_brief(lo, 20)}, {_brief(hi, 20)}, {_brief(step, 20)}")
+        span = (hi - lo) / step
+        n = math.floor(span + 1e-9) + 1 if math.isfinite(span) else MAX_AXIS + 1
         if n < 1 or n > MAX_AXIS:
             raise ConfigError(f"{where}: from {lo} to {hi} step {step} gives {max(n, 0)} values (1..{MAX_AXIS})")
         ints = all(isinstance(v, int) for v in (lo, hi, step))

@@ -11,15 +11,18 @@ the configuration, the metrics and the provenance.  ``spec.json`` keeps the expa
 
 from __future__ import annotations
 
+import errno
 import io
 import os
+import stat
 from pathlib import Path
 from typing import Any, Iterable
 
 import orjson
 
 from ..core.errors import FormatError, OutputError
-from ..core.fileio import write_atomic
+from ..core.fileio import check_regular_file, write_atomic
+from ..core.interrupts import deferred_interrupts
 from ..core.jsonsafe import to_jsonable
 
 JOURNAL = "points.jsonl"
@@ -41,10 +44,12 @@ def _need_pyarrow():
 
 
 def read_journal(path: str | Path) -> list[dict[str, Any]]:
-    """Every complete row of a journal, in order (a torn or garbled line is skipped)."""
+    """Every complete row of a journal, in order (a torn or garbled line is skipped).  A journal
+    that is not a regular file (a device, a FIFO) is refused: it could be endless."""
     p = Path(path)
-    if not p.is_file():
+    if not os.path.lexists(p):
         return []
+    check_regular_file(p, OutputError)
     rows = []
     with open(p, "rb") as f:
         for line in f:
@@ -91,10 +96,10 @@ class ResultStore:
             raise OutputError(f"cannot write a results folder here: {exc.strerror or exc}", file=str(self.dir)) \
                 from None
         try:
-            if self.journal.exists() and self.journal.stat().st_size and not resume:
+            self._fd = self._open_in_folder(JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            if os.fstat(self._fd).st_size and not resume:
                 raise OutputError("the folder already holds sweep results; pass --resume to continue that sweep, "
                                   "or choose another folder", file=str(self.dir))
-            self._fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             self._terminate_torn_line()
         except OSError as exc:
             self.close()
@@ -103,9 +108,26 @@ class ResultStore:
             self.close()
             raise
 
+    def _open_in_folder(self, name: str, flags: int) -> int:
+        """A descriptor of the regular file ``name`` in the folder: a symlink (which could lead
+        outside the folder) or a device/FIFO there is refused, never written through."""
+        path = self.dir / name
+        try:
+            fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise OutputError("is a symbolic link; the results folder's own files are not written through "
+                                  "links", file=str(path)) from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OutputError("is not a regular file (a device, FIFO or socket); refusing to use it", file=str(path))
+        os.set_blocking(fd, True)
+        return fd
+
     def _lock(self) -> int:
         import fcntl
-        fd = os.open(self.dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open_in_folder(LOCK, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -134,10 +156,14 @@ class ResultStore:
         write_atomic(self.dir / SPEC, orjson.dumps(to_jsonable(spec), option=orjson.OPT_INDENT_2))
 
     def write_table(self, point_ids: list[str] | None = None) -> Path:
-        """Rebuild ``results.parquet`` from the journal (only ``point_ids`` when given, in that order)."""
-        rows = latest(self.rows())
-        order = point_ids if point_ids is not None else list(rows)
-        return write_table([rows[i] for i in order if i in rows], self.dir / TABLE)
+        """Rebuild ``results.parquet`` from the journal (only ``point_ids`` when given, in that order).
+
+        Ctrl-C and SIGTERM wait until the table is written (a stop right after the last point
+        still leaves the table), then take effect."""
+        with deferred_interrupts():
+            rows = latest(self.rows())
+            order = point_ids if point_ids is not None else list(rows)
+            return write_table([rows[i] for i in order if i in rows], self.dir / TABLE)
 
     def close(self) -> None:
         for name in ("_fd", "_lock_fd"):

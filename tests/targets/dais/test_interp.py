@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from nnisa.targets.dais.formats.binary import read_binary
-from nnisa.targets.dais.errors import DaisLookupError, DaisRangeError
+from nnisa.targets.dais.errors import DaisInputError, DaisLookupError, DaisRangeError
 from nnisa.targets.dais.sim.interp import Interpreter, run
 from nnisa.targets.dais.target import DaisTarget
 
@@ -26,7 +26,10 @@ def both(p, x, semantics="default", **kw):
 def test_example_program(words, sem):
     p = read_binary(np.array(words, np.int32))
     x = np.array([i for i, _ in EXAMPLE_IO], float)
+    # the last golden vector wraps (200 → -56, -300 → -44), as da4ml does (the engines' default)
     assert both(p, x, sem).tolist() == [list(map(float, o)) for _, o in EXAMPLE_IO]
+    with pytest.raises(DaisInputError, match="input 0, sample 4: 200 is outside the input's range -128..127"):
+        run(p, x, semantics=sem, input_range="error")
 
 
 @pytest.mark.parametrize("w", range(1, 7))

@@ -46,7 +46,7 @@ def test_sim_engine_rtl_cli(tmp_path, capsys):
     X = edge_inputs(p, 400, 0)
     np.save(tmp_path / "x.npy", X)
     code, out, err = run_cli(["sim", "-t", "dais", str(src), "--inputs", str(tmp_path / "x.npy"), "--outputs",
-                          str(tmp_path / "y.npy"), "-O", "engine=rtl", "--json"], capsys)
+                          str(tmp_path / "y.npy"), "-O", "engine=rtl", "-O", "input_range=wrap", "--json"], capsys)
     assert code == 0, err
     rep = json.loads(out)
     assert rep["bit_exact"] and rep["samples"] == 400 and rep["interp_samples_per_s"] > 0

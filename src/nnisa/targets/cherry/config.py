@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ...core.configs import resolve_config
 from ...core.errors import ConfigError
@@ -46,41 +46,49 @@ class CherryConfig(BaseModel):
         The energy model (:mod:`~nnisa.targets.cherry.sim.energy`): pJ per multiply/add (cherry18
         and fp32), multiply-adds per special function, pJ per bit of register file, L1 and device
         memory, and static mW per MB of on-chip SRAM.
+    max_cycles
+        Simulated-time limit of a run (``SimTimeExceeded``, exit 4, when reached).
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True)
 
     sz: Literal[4, 16, 32] = 4
     element_format: Literal["cherry18", "fp32"] = "cherry18"
-    threads: int = 16
-    superscalar_width: int = 16
-    cache_tiles: int = 8192
-    dram_tiles: int = 65536
-    icache_words: int = 2048
-    ro_slots: int = 16
-    lat_ram: int = 4
-    lat_ls: int = 3
-    lat_ar: int = 10
-    lat_end: int = 1
-    iq_entries: int = 64
+    # upper bounds: far above any Cherry (and the 18-bit APU addresses' reach), low enough that an
+    # absurd value is a range error naming its key, not an out-of-memory at the first allocation
+    threads: int = Field(16, le=1024)
+    superscalar_width: int = Field(16, le=1024)
+    cache_tiles: int = Field(8192, le=1 << 20)
+    dram_tiles: int = Field(65536, le=1 << 20)
+    icache_words: int = Field(2048, le=1 << 24)
+    ro_slots: int = Field(16, le=1 << 16)
+    lat_ram: int = Field(4, le=1 << 20)
+    lat_ls: int = Field(3, le=1 << 20)
+    lat_ar: int = Field(10, le=1 << 20)
+    lat_end: int = Field(1, le=1 << 20)
+    iq_entries: int = Field(64, le=1 << 20)
     iq_reserve: Literal["sw", "copies"] = "sw"
     encoding: Literal["canonical", "cherrycore"] = "canonical"
     alt_slot_mode: Literal["offset", "ignore"] = "offset"
     race_check: bool = False
     host_link: bool = False
-    link_latency: int = 0
-    link_bytes_per_cycle: int = 4
-    clock_ghz: float = 1.0
+    link_latency: int = Field(0, le=1 << 32)
+    link_bytes_per_cycle: int = Field(4, le=1 << 32)
+    clock_ghz: float = Field(1.0, le=1e6, allow_inf_nan=False)
+    #: simulated-time limit per run, in cycles (exit 4 when reached; 40x the largest built-in workload,
+    #: ResNet-18's convolutions at SZ=32, 249,441 cycles); in functional-only runs the
+    #: control unit's cycles (3 per instruction group, 4 per loop instruction) are counted
+    max_cycles: int = Field(10_000_000, ge=1, le=1 << 62)
     # energy per action (docs/cherry.md §Energy: Horowitz, ISSCC 2014, 45 nm)
-    e_fmul_pj: float = 1.1
-    e_fadd_pj: float = 0.4
-    e_fmul32_pj: float = 3.7
-    e_fadd32_pj: float = 0.9
-    e_special_ops: float = 4.0
-    e_rf_pj_per_bit: float = 0.16
-    e_sram_pj_per_bit: float = 1.56
-    e_dram_pj_per_bit: float = 20.3
-    static_mw_per_mb: float = 10.0
+    e_fmul_pj: float = Field(1.1, ge=0, le=1e6, allow_inf_nan=False)
+    e_fadd_pj: float = Field(0.4, ge=0, le=1e6, allow_inf_nan=False)
+    e_fmul32_pj: float = Field(3.7, ge=0, le=1e6, allow_inf_nan=False)
+    e_fadd32_pj: float = Field(0.9, ge=0, le=1e6, allow_inf_nan=False)
+    e_special_ops: float = Field(4.0, ge=0, le=1e6, allow_inf_nan=False)
+    e_rf_pj_per_bit: float = Field(0.16, ge=0, le=1e6, allow_inf_nan=False)
+    e_sram_pj_per_bit: float = Field(1.56, ge=0, le=1e6, allow_inf_nan=False)
+    e_dram_pj_per_bit: float = Field(20.3, ge=0, le=1e6, allow_inf_nan=False)
+    static_mw_per_mb: float = Field(10.0, ge=0, le=1e6, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _check(self) -> "CherryConfig":
@@ -157,6 +165,8 @@ class CherryCompileOptions:
     race_check: bool | None = option(None, "re-run independent loops iteration-major and compare", commands=("sim",))
     fit_sz: bool = option(True, "pick a larger SZ when the model does not fit device memory at the configured one",
                           commands=("compile", "run"))
+    max_cycles: int | None = option(None, "simulated-time limit (exit 4 when reached; default: config, 10^7)",
+                                    commands=("sim", "run"), minimum=1, maximum=1 << 62)
 
     def apply(self, config: Any) -> CherryConfig:
         """``config`` (anything :func:`load_config` takes) with these settings applied."""

@@ -6,7 +6,7 @@ code written against the spec's contract catches them.
 
 from __future__ import annotations
 
-from ...core.errors import DecodeError, FormatError, SimError
+from ...core.errors import ConfigError, DecodeError, FormatError, SimError
 
 
 class DaisFormatError(FormatError, ValueError):
@@ -27,6 +27,11 @@ class DaisInputError(SimError, ValueError):
 
 class DaisLookupError(SimError, RuntimeError):
     """Opcode 8 index out of the table (run time, §5.7)."""
+
+
+class DaisPrecisionError(ConfigError, ValueError):
+    """A constant matrix whose values need more fractional bits than a program holds (weights or
+    scales that were not quantized, or calibration ranges far from 1)."""
 
 
 class DaisRangeError(SimError, RuntimeError):

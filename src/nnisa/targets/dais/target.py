@@ -43,6 +43,9 @@ class DaisTarget(Target):
         O("legacy_data_order", str, "lo-hi", ("lo-hi", "hi-lo"), "data word order of legacy binaries",
           ("disasm", "stats")),
         O("da4ml_compat", bool, False, None, "reproduce da4ml's C++ interpreter quirks", ("sim",)),
+        O("input_range", str, None, ("error", "saturate", "wrap"), "inputs outside their dtype: refuse, clip "
+          "(with a warning) or wrap modulo 2^w as da4ml does (default: wrap with da4ml_compat, else error)",
+          ("sim",), nullable=True),
         O("engine", str, "auto", ("auto", "compiled", "exact", "rtl"),
           "numba engine, the exact reference, or the emitted Verilog run by Verilator", ("sim",)),
         O("n_threads", int, 1, None, "interpreter threads", ("sim",), minimum=1, maximum=1024),

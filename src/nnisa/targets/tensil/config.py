@@ -14,7 +14,7 @@ from typing import Any
 
 from ...core import jsonsafe
 from ...core.errors import ConfigError, UnsupportedError
-from ...core.fileio import decode_text, read_bytes
+from ...core.fileio import read_text
 
 #: data type → (bits, binary point, bytes per scalar in files); FLOAT32 has bp None
 DATA_TYPES: dict[str, tuple[int, int | None, int]] = {
@@ -36,6 +36,8 @@ LIMITS = {
     "stride0_depth": (1, 1 << 16), "stride1_depth": (1, 1 << 16), "number_of_threads": (1, 1 << 16),
     "thread_queue_depth": (1, 1 << 16),
 }
+#: the LUT extension: tables (each result goes to a SIMD register) and entries per table
+LUT_LIMITS = {"tables": (1, 16), "depth": (2, 1 << 16)}
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,9 @@ class TensilArch:
             ok = isinstance(v, dict) and isinstance(v.get("tables"), int) and isinstance(v.get("depth"), int)
             if not ok or v["tables"] < 1 or v["depth"] < 2:
                 raise ConfigError(f"{where}: x_nnisa_lut must be {{\"tables\": T >= 1, \"depth\": D >= 2}}")
+            for key, (lo, hi) in LUT_LIMITS.items():  # the tables live in SIMD registers and local memory
+                if not lo <= v[key] <= hi:
+                    raise ConfigError(f"{where}: x_nnisa_lut.{key} = {v[key]} outside {lo}..{hi}")
         return cls(**{k: d[k] for k in KEYS}, extensions=exts, name=name)
 
     def to_tarch(self) -> str:
@@ -190,7 +195,7 @@ def load_arch(config: Any) -> TensilArch:
     path = Path(text)
     if not path.exists():
         raise ConfigError(f"unknown architecture {text!r}: not a preset ({', '.join(PRESETS)}) nor a file")
-    raw = decode_text(read_bytes(path, ConfigError), str(path))
+    raw = read_text(path, ConfigError)
     if path.suffix.lower() == ".tmodel":
         d = jsonsafe.loads(raw, str(path), ConfigError)
         if not isinstance(d, dict) or "arch" not in d:

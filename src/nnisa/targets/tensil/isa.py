@@ -177,6 +177,9 @@ def parse_mem(tok: str, want: tuple[str, ...]) -> tuple[str, int, int]:
     name = m.group(1).lower()
     if name not in want:
         raise OperandError(f"expected {' or '.join(want)}, got {name}")
+    digits = max(len(m.group(2)), len(m.group(3) or ""))
+    if digits > 20:  # no field is wider than 64 bits (and Python refuses > 4,300 digits)
+        raise OperandError(f"{name} address or stride out of range ({digits:,} digits)")
     return name, int(m.group(2), 0), int(m.group(3) or 0)
 
 

@@ -17,7 +17,7 @@ import orjson
 
 from ....core.bundle import BundleWriter, Manifest, TensorSpec, member, read_manifest
 from ....core.errors import FormatError
-from ....core.fileio import read_bytes
+from ....core.fileio import load_npz, read_bytes
 from ..config import CherryConfig, load_config
 from ..program import Plan, program_stats
 from .binary import decode_image, encode_image
@@ -102,8 +102,8 @@ def read_bundle(path: str | Path) -> CompiledModel:
     try:
         meta = orjson.loads(read_bytes(member(path, man.plan, what="plan file")))
         data = read_bytes(member(path, man.program, what="program file"))
-        with np.load(member(path, man.consts, what="constants file")) as z:
-            consts = {int(k): z[k].astype(np.float32) for k in z.files}
+        consts = {int(k): v.astype(np.float32)  # checked reading: missing file, pickles, bombs
+                  for k, v in load_npz(member(path, man.consts, what="constants file")).items()}
         offs = meta["program_offsets"]
         progs = [decode_image(data[a:b], meta["sz"]) for a, b in zip(offs[:-1], offs[1:])]
         plan = Plan(int(meta["sz"]), meta["tensors"], consts, progs, meta["steps"], meta["inputs"], meta["outputs"])

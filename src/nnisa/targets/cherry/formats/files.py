@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from ....core.errors import DecodeError, FormatError
-from ....core.fileio import decode_text, read_bytes
+from ....core.fileio import read_bytes, read_text
 from ....core.formats import FileFormat, FormatTable
 from ..config import load_config
-from ..program import HEADER_BYTES, Header, Program, program_stats
+from ..program import HEADER_BYTES, MAX_PROGRAM, Header, Program, program_stats
 from .binary import decode_image, decode_words, encode_image, encode_words
 from .bundle import CompiledModel, read_bundle
 from .text import assemble, disassemble
@@ -30,6 +30,9 @@ __all__ = ["FORMATS", "assemble_for", "decode", "decode_packets", "encode_packet
            "write_program"]
 
 MAX_PACKET_WORDS = 63
+#: the largest file of each kind read: an image is a header and at most MAX_PROGRAM words; text and
+#: packet streams (which may re-upload) get a generous bound, checked before the file is read
+MAX_FILE_BYTES = {"binary": HEADER_BYTES + 2 * MAX_PROGRAM, "text": 16 << 20, "packets": 16 << 20}
 
 
 def encode_packets(prog: Program, slot: int = 0) -> bytes:
@@ -117,10 +120,19 @@ def decode(data: bytes, *, config: Any = None, encoding: str | None = None) -> P
     return decode_image(data, *_binary_setting(config, encoding))
 
 
-def _decoding(read):
+def _bounded(path: Path, kind: str) -> bytes:
+    """The file's bytes, its size checked against :data:`MAX_FILE_BYTES` before it is read."""
+    return read_bytes(path, max_size=MAX_FILE_BYTES[kind], what=_what(kind))
+
+
+def _what(kind: str) -> str:
+    return f"Cherry {kind} file ({MAX_PROGRAM} instructions at most)"
+
+
+def _decoding(read, kind: str):
     """A reader whose decode errors name the file."""
     def reader(path: Path, *, config: Any = None, encoding: str | None = None, **_: Any) -> Program:
-        data = read_bytes(path)
+        data = _bounded(path, kind)
         try:
             return read(data, *_binary_setting(config, encoding))
         except DecodeError as exc:
@@ -130,8 +142,8 @@ def _decoding(read):
 
 def _read_text(path: Path, *, config: Any = None, encoding: str | None = None, **_: Any) -> Program:
     try:
-        return assemble_for(decode_text(read_bytes(path), str(path)), file=str(path), config=config,
-                            encoding=encoding)
+        text = read_text(path, max_size=MAX_FILE_BYTES["text"], what=_what("text"))
+        return assemble_for(text, file=str(path), config=config, encoding=encoding)
     except DecodeError as exc:
         raise exc.with_context(file=str(path))
 
@@ -147,10 +159,10 @@ def _encoded(render):
 
 #: Cherry files: extension → reader, writer, description; compiled bundle folders read as models
 FORMATS = FormatTable("Cherry", [
-    FileFormat((".cisa", ".bin"), "Cherry program image (header + 16-bit words)", _decoding(decode_image),
+    FileFormat((".cisa", ".bin"), "Cherry program image (header + 16-bit words)", _decoding(decode_image, "binary"),
                _encoded(encode_image)),
     FileFormat((".casm", ".s", ".txt"), "Cherry assembly text", _read_text, _encoded(disassemble)),
-    FileFormat((".pkt",), "host packet stream (ro_data upload, program upload, enqueue)", _decoding(decode_packets),
+    FileFormat((".pkt",), "host packet stream (ro_data upload, program upload, enqueue)", _decoding(decode_packets, "packets"),
                _encoded(encode_packets)),
 ], bundle=lambda path, **_: read_bundle(path))
 

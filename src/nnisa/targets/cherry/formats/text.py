@@ -32,6 +32,10 @@ _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(.))")
 
 
 # ------------------------------------------------------------------ formulas
+#: deepest nesting of parentheses and signs in an address formula
+MAX_FORMULA_DEPTH = 64
+
+
 def parse_formula(text: str) -> list[int]:
     """A linear expression in the loop variables ``i``..``p`` → 9 values (8 coefficients, constant).
 
@@ -85,13 +89,26 @@ def parse_formula(text: str) -> list[int]:
                 raise OperandError("formula is not linear (product of loop variables)")
         return v
 
+    depth = [0]  # nested parentheses and signs: bounded, so no input reaches Python's recursion limit
+
     def unary():
+        depth[0] += 1
+        if depth[0] > MAX_FORMULA_DEPTH:
+            raise OperandError(f"formula nested more than {MAX_FORMULA_DEPTH} deep")
+        try:
+            return _unary()
+        finally:
+            depth[0] -= 1
+
+    def _unary():
         if peek() in (("s", "-"), ("s", "+")):
             sign = -1 if take()[1] == "-" else 1
             return [sign * a for a in unary()]
         kind, val = peek()
         if kind == "n":
             take()
+            if len(val) > 40:
+                raise OperandError(f"number {val[:20]}... ({len(val):,} digits) out of range")
             return [0] * 8 + [int(val)]
         if kind == "v":
             take()

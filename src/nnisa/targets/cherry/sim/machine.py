@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....core.errors import SimError
+from ....core.errors import SimError, SimTimeExceeded
 from ..config import CherryConfig
 from ..isa import LOOP_VARS, OP, REG_NAMES, UNIT, code_length
 from ..program import Program
@@ -69,7 +69,11 @@ class Machine:
         race = cfg.race_check and functional
         n = len(rows)
         pc = 0
+        steps = 0
         while pc < n:
+            steps += 1
+            if not steps & 4095:  # the simulated-time limit, looked at every 4,096 steps
+                self._check_time(timing, prog, pc, stack)
             row = rows[pc]
             op = row[0]
             if op in _START:
@@ -142,6 +146,23 @@ class Machine:
             raise self._error(f"program ends inside loop {stack[-1][0]}", prog, n - 1, stack)
         if timing is not None:
             timing.finish()
+        self._check_time(timing, prog, n - 1, stack, running=False)
+
+    def elapsed_cycles(self, timing: QueueModel | None, running: bool = True) -> int:
+        """Cycles simulated so far: the cycle model's (finished programs, plus the control unit's
+        cycle in the running one), or in functional-only runs the control unit's own (3 per
+        instruction group, 4 per loop instruction), a lower bound of the real figure."""
+        if timing is not None:
+            return timing.offset + (timing.c if running else 0)
+        return 3 * self.counts["groups"] + 4 * self.counts["loop_instructions"]
+
+    def _check_time(self, timing: QueueModel | None, prog: Program, pc: int, stack: list,
+                    running: bool = True) -> None:
+        used = self.elapsed_cycles(timing, running)
+        if used > self.cfg.max_cycles:
+            loops = ", ".join(f"loop {s[0]} at iteration {s[4]:,} of {s[1]:,}" for s in stack)
+            raise SimTimeExceeded(f"simulated time limit of {self.cfg.max_cycles:,} cycles reached at pc "
+                                  f"{pc + prog.org}" + (f" ({loops})" if loops else "") + " (-O max_cycles=N raises it)")
 
     # ------------------------------------------------------------------ addresses
     def _addresses(self, prog, row, pc, f, copies, ia, var, forms, stack, space: str, bank0: int = 0):

@@ -25,6 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..errors import DaisPrecisionError
 from ..program import Program, ProgramBuilder
 
 
@@ -63,7 +64,7 @@ def _to_int_matrix(W: np.ndarray) -> tuple[list[list[int]], int]:
         F = max(0, int(need.max()))
         if F > MAX_FRAC_BITS:
             j, c = np.argwhere(need > MAX_FRAC_BITS)[0]
-            raise ValueError(f"W[{j},{c}] = {W[j, c]} needs {int(need[j, c])} fractional bits "
+            raise DaisPrecisionError(f"W[{j},{c}] = {W[j, c]} needs {int(need[j, c])} fractional bits "
                              f"(> {MAX_FRAC_BITS}); quantize the weights first")
         S = np.ldexp(W, F)                       # exact: a power-of-two scaling
         if float(np.abs(S).max()) < 2.0 ** 62:
@@ -75,7 +76,7 @@ def _to_int_matrix(W: np.ndarray) -> tuple[list[list[int]], int]:
         if den & (den - 1):
             raise ValueError(f"W[{j},{c}] = {v} is not dyadic")
         if den.bit_length() - 1 > MAX_FRAC_BITS:
-            raise ValueError(f"W[{j},{c}] = {v} needs {den.bit_length() - 1} fractional bits "
+            raise DaisPrecisionError(f"W[{j},{c}] = {v} needs {den.bit_length() - 1} fractional bits "
                              f"(> {MAX_FRAC_BITS}); quantize the weights first")
         F = max(F, den.bit_length() - 1)
     M = [[int(Fraction(float(v)) * (1 << F)) for v in row] for row in W]

@@ -21,10 +21,27 @@ FORMATS = ("auto", "v1", "v0", "legacy")
 def _words(src, file=None) -> np.ndarray:
     if isinstance(src, np.ndarray) and src.dtype.kind in "iu" and src.dtype.itemsize == 4:
         return np.ascontiguousarray(src.reshape(-1)).astype("<i4", copy=False).astype(np.int64)
-    raw = bytes(src)
+    raw = src if isinstance(src, (bytes, bytearray, memoryview)) else bytes(src)
     if len(raw) % 4:
         raise DaisFormatError(f"byte length {len(raw)} is not a multiple of 4", file=file)
-    return np.frombuffer(raw, dtype="<i4").astype(np.int64)
+    return np.frombuffer(raw, dtype="<i4")  # a view: int64 only once the lengths check out (_parse)
+
+
+def check_head(head: bytes, size: int, file: str | None = None) -> None:
+    """Refuse, from its first words, a file of ``size`` bytes that no DAIS binary layout can have:
+    the legacy header fixes the length; a v0/v1 header fixes it up to the table sizes.  Used before
+    a big file is read whole."""
+    if size % 4 or size < 12 or len(head) < 12:
+        return  # read_binary says what is wrong
+    w = [int(v) for v in np.frombuffer(head[:min(len(head), 24) // 4 * 4], "<i4")]
+    legacy = min(w[:3]) >= 0 and (3 + w[0] + 3 * w[1] + 8 * w[2]) * 4 == size
+    v = False
+    if len(w) >= 6 and w[0] in (0, 1) and min(w[2:6]) >= 0:
+        fixed = 6 + w[2] + 3 * w[3] + 8 * w[4]
+        v = (fixed + w[5]) * 4 <= size if w[5] else fixed * 4 == size
+    if not (legacy or v):
+        raise DaisFormatError(f"{size:,} bytes do not fit the counts of a v1/v0 or legacy header "
+                              f"(first words {w[:6]})", file=file)
 
 
 def _v_expected(w: np.ndarray) -> int | None:
@@ -40,7 +57,7 @@ def _v_expected(w: np.ndarray) -> int | None:
     sizes = w[head:head + n_tab]
     if np.any(sizes < 0):
         return None
-    return head + n_tab + int(sizes.sum())
+    return head + n_tab + int(sizes.sum(dtype=np.int64))
 
 
 def _legacy_expected(w: np.ndarray) -> int | None:
@@ -59,6 +76,7 @@ def _ops(rec: np.ndarray, hi_lo: bool = False) -> np.ndarray:
 
 def _parse(w: np.ndarray, fmt: str, *, validate=True, file=None, legacy_data_order="lo-hi",
            allow_wide=False) -> Program:
+    w = w.astype(np.int64)  # the lengths checked out: now the arithmetic width
     if fmt == "legacy":
         n_in, n_out, n_ops = (int(v) for v in w[:3])
         pos = 3

@@ -11,10 +11,10 @@ from typing import Any
 
 from ....core.bundle import Manifest, member, read_manifest
 from ....core.errors import UnsupportedError
-from ....core.fileio import decode_text, read_maybe_compressed
+from ....core.fileio import check_text_head, decode_text, read_maybe_compressed
 from ....core.formats import FileFormat, FormatTable
 from ..program import Program
-from .binary import read_binary, to_bytes
+from .binary import check_head, read_binary, to_bytes
 from .jsonio import from_da4ml_json, from_nnisa_json, to_nnisa_json
 from .text import assemble
 
@@ -30,15 +30,22 @@ def encode(program: Program, *, format: str = "v1", firmware_version: int | None
 
 
 def _read_binary(path: Path, **options: Any) -> Program:
-    return decode(read_maybe_compressed(path), file=str(path), **options)
+    # the header's counts are checked before a big file is read whole
+    raw = read_maybe_compressed(path, head=lambda h, size: check_head(h, size, str(path)))
+    return decode(raw, file=str(path), **options)
+
+
+def _text(path: Path) -> str:
+    """A text file, plain or compressed; a plain one's start is checked before it is read whole."""
+    return decode_text(read_maybe_compressed(path, head=lambda h, size: check_text_head(h, str(path))), str(path))
 
 
 def _read_text(path: Path, **_: Any) -> Program:
-    return assemble(decode_text(read_maybe_compressed(path), str(path)), file=str(path))
+    return assemble(_text(path), file=str(path))
 
 
 def _read_json(path: Path, **_: Any) -> Program:
-    text = decode_text(read_maybe_compressed(path), str(path))
+    text = _text(path)
     if text.lstrip().startswith("{"):
         return from_nnisa_json(text, file=str(path))
     prog = from_da4ml_json(text, file=str(path))

@@ -18,10 +18,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from ....core.errors import SimError, UnsupportedError
+from ....core.fileio import make_temp, private_temp_folder
 
 
 class HdlToolMissing(UnsupportedError):
@@ -120,16 +120,47 @@ def have(tool: str) -> bool:
 
 
 def run(cmd: list[str], *, cwd: Path, env: dict | None = None, what: str, timeout: float = 3600) -> str:
-    """Run a tool; its failure is an :class:`HdlToolError` with the tail of its output."""
+    """Run a tool; its failure is an :class:`HdlToolError` with the tail of its output.
+
+    The tool runs in its own process group with ``TMPDIR`` set to a private folder: a timeout or
+    Ctrl-C/SIGTERM stops the whole group (make, the compiler, Yosys' WebAssembly host) and the
+    folder goes with it, so no ``cc*.s`` or ``yowasp_*`` is left in the user's temporary folder."""
+    with private_temp_folder("nnisa-tool") as tmp:
+        env = dict(os.environ if env is None else env, TMPDIR=str(tmp), TMP=str(tmp), TEMP=str(tmp))
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop_group(proc)
+            raise HdlToolError(f"{what} timed out after {timeout:.0f} s") from None
+        except BaseException:
+            _stop_group(proc)
+            raise
+    if proc.returncode:
+        tail = " | ".join(line.strip() for line in out.strip().splitlines()[-6:])
+        raise HdlToolError(f"{what} failed (exit {proc.returncode}): {tail}")
+    return out
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM to the tool's process group (compilers remove their temporary files on it), SIGKILL
+    after 3 s; then reap the tool."""
+    import signal
+    for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
     try:
-        r = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        raise HdlToolError(f"{what} timed out after {timeout:.0f} s") from e
-    if r.returncode:
-        tail = " | ".join(line.strip() for line in r.stdout.strip().splitlines()[-6:])
-        raise HdlToolError(f"{what} failed (exit {r.returncode}): {tail}")
-    return r.stdout
+        proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
 
 
 def cached_dir(key: str, build) -> Path:
@@ -140,7 +171,7 @@ def cached_dir(key: str, build) -> Path:
     if (final / ".done").exists():
         return final
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+    tmp = Path(make_temp(root, key, folder=True))  # a killed build's folder is removed by the next
     try:
         build(tmp)
         (tmp / ".done").write_text("ok\n")

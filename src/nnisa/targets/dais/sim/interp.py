@@ -74,6 +74,57 @@ def check_finite(p: Program, X: np.ndarray) -> None:
                          f"(use semantics='da4ml-compat' to reproduce da4ml)")
 
 
+#: what happens to an input value outside its input op's dtype
+INPUT_RANGES = ("error", "saturate", "wrap")
+
+
+def default_input_range(compat: bool) -> str:
+    """What ``nnisa sim`` (``Target.simulate``) does by default: ``wrap`` under da4ml-compat, which
+    reproduces da4ml (its C++ ``predict`` and its Python interpreter wrap such inputs modulo 2^w
+    without a word: 300 → 44 on a (1,7,0) input), else ``error``.  The engines' own API
+    (:func:`run`, :class:`Interpreter`) keeps da4ml's contract and wraps unless told otherwise."""
+    return "wrap" if compat else "error"
+
+
+def fit_inputs(p: Program, X: np.ndarray, mode: str) -> np.ndarray:
+    """Check every live input against the dtype of the input op that reads it: the quantized value
+    ``floor(x·2^(s+f))`` must lie in the dtype's integer range.  ``error``: a DaisInputError naming
+    input, sample, value and range; ``saturate``: out-of-range values are clipped to the range
+    (one warning with the count); ``wrap``: unchanged (the engines wrap modulo 2^w, as da4ml does)."""
+    if mode not in INPUT_RANGES:
+        raise DaisInputError(f"input_range must be one of {', '.join(INPUT_RANGES)}, not {mode!r}")
+    ops = np.flatnonzero(p.opcode == -1)
+    if mode == "wrap" or X.size == 0 or not len(ops):
+        return X
+    out, clipped, first = X, 0, None
+    for i in ops.tolist():
+        c, k, f = int(p.id0[i]), int(p.k[i]), int(p.f[i])
+        w = k + int(p.I[i]) + f
+        lo, hi = (float(b) for b in int_bounds(k, w))
+        scale = pow2(int(p.inp_shifts[c]) + f)
+        with np.errstate(invalid="ignore", over="ignore"):
+            z = np.floor(out[:, c] * scale)
+            bad = ~((z >= lo) & (z <= hi))
+        if not bad.any():
+            continue
+        s = int(np.argmax(bad))
+        if mode == "error":
+            raise DaisInputError(
+                f"input {c}, sample {s}: {float(X[s, c]):g} is outside the input's range {lo / scale:g}..{hi / scale:g} "
+                f"(dtype ({k},{int(p.I[i])},{f}), {int(bad.sum()):,} such value(s)); da4ml wraps such values "
+                "modulo 2^w: -O input_range=wrap reproduces that, =saturate clips them")
+        if out is X:
+            out = X.copy()
+        out[:, c] = np.where(bad, np.clip(np.nan_to_num(z, nan=0.0), lo, hi) / scale, out[:, c])
+        clipped += int(bad.sum())
+        first = first or (c, s, float(X[s, c]), lo / scale, hi / scale)
+    if clipped:
+        c, s, v, a, b = first
+        warnings.warn(f"{clipped:,} input value(s) outside their input's range were saturated (first: input {c}, "
+                      f"sample {s}, {v:g} → range {a:g}..{b:g})", stacklevel=3)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # exact engine (Python ints, object arrays)
 # ---------------------------------------------------------------------------------------------
@@ -265,11 +316,15 @@ class Interpreter:
             from .kernel import lower
             self._lowered = lower(program, compat=self.compat, chunk=chunk)
 
-    def run(self, x, n_threads: int = 1, check: bool = False, n_samples: int | None = None) -> np.ndarray:
+    def run(self, x, n_threads: int = 1, check: bool = False, n_samples: int | None = None,
+            input_range: str = "wrap") -> np.ndarray:
+        """Outputs ``[n, n_out]`` of the inputs ``x``; ``input_range`` (error, saturate, wrap as
+        da4ml does) decides about inputs outside their input op's dtype (:func:`fit_inputs`)."""
         p = self.program
         X = prepare_inputs(p, x, n_samples)
         if not self.compat:
             check_finite(p, X)
+        X = fit_inputs(p, X, input_range)
         if X.shape[0] == 0:
             return np.zeros((0, p.n_out))
         if self.engine == "exact" or check:
@@ -292,10 +347,10 @@ def interpreter_for(program: Program, semantics: str = "default", engine: str = 
 
 
 def run(program: Program, x, *, n_threads: int = 1, semantics: str = "default", engine: str = "auto",
-        check: bool = False, n_samples: int | None = None) -> np.ndarray:
+        check: bool = False, n_samples: int | None = None, input_range: str = "wrap") -> np.ndarray:
     """Execute ``program`` on ``x`` (spec §7.1); returns float64 ``[n_samples, n_out]``."""
     return Interpreter(program, semantics, engine).run(x, n_threads=n_threads, check=check,
-                                                       n_samples=n_samples)
+                                                       n_samples=n_samples, input_range=input_range)
 
 
 def trace(program: Program, x_row, semantics: str = "default") -> list[tuple[int, int, float]]:

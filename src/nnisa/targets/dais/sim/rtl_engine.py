@@ -17,12 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from ....core.errors import UnsupportedError
+from ....core.fileio import private_temp_folder
 from ....core.fixedpoint import pow2
 from ..program import Program
 from ..rtl import emit
 from ..rtl.netlist import Netlist
 from ..rtl.tools import cached_dir, check_cxx, digest, run, verilator
-from .interp import check_finite, prepare_inputs
+from .interp import check_finite, fit_inputs, prepare_inputs
 
 TOP = "dais_top"
 #: Verilator runtime sources linked into every model
@@ -199,21 +200,21 @@ class RtlEngine:
 
     def run_ports(self, P: np.ndarray) -> np.ndarray:
         """Drive raw input-port patterns ``[n, n_inputs]`` (uint64); returns output patterns."""
-        import tempfile
         exe = self.build()
         n = P.shape[0]
-        with tempfile.TemporaryDirectory(prefix="nnisa-rtl-") as td:
+        with private_temp_folder("nnisa-rtl") as td:
             fi, fo = Path(td) / "in.bin", Path(td) / "out.bin"
             np.ascontiguousarray(P, np.uint64).tofile(fi)
             run([str(exe), str(fi), str(fo), str(n)], cwd=Path(td), what="RTL simulation")
             Y = np.fromfile(fo, np.uint64)
         return Y.reshape(n, len(self.net.outputs))
 
-    def run(self, x, n_samples: int | None = None) -> np.ndarray:
+    def run(self, x, n_samples: int | None = None, input_range: str = "wrap") -> np.ndarray:
         """Float inputs → float64 outputs ``[n, n_out]`` (the interpreter's conventions)."""
         p = self.program
         X = prepare_inputs(p, x, n_samples)
         check_finite(p, X)
+        X = fit_inputs(p, X, input_range)
         if X.shape[0] == 0:
             return np.zeros((0, p.n_out))
         X = np.where(np.isfinite(X), X, 0.0)  # live inputs are checked above; dead ones are ignored
@@ -271,8 +272,6 @@ def run_vhdl(program: Program, x, *, latency_cutoff: float | None = None) -> np.
     GHDL is not on PyPI (Debian: ``apt-get install ghdl``); a missing GHDL is
     :class:`~..rtl.tools.HdlToolMissing`.
     """
-    import tempfile
-
     from ..rtl.tools import ghdl
     exe = ghdl()
     X = prepare_inputs(program, x)
@@ -281,7 +280,7 @@ def run_vhdl(program: Program, x, *, latency_cutoff: float | None = None) -> np.
     src, net = emit(program, "vhdl", latency_cutoff=latency_cutoff, name=TOP)
     P = encode_ports(program, net, X)
     n = len(X)
-    with tempfile.TemporaryDirectory(prefix="nnisa-ghdl-") as td:
+    with private_temp_folder("nnisa-ghdl") as td:
         d = Path(td)
         (d / "design.vhd").write_text(src)
         (d / "tb.vhd").write_text(vhdl_testbench(net, n))
@@ -295,7 +294,7 @@ def run_vhdl(program: Program, x, *, latency_cutoff: float | None = None) -> np.
 
 
 def simulate_rtl(program: Program, x, *, latency_cutoff: float | None = None,
-                 da4ml_compat: bool = False) -> tuple[np.ndarray, dict]:
+                 da4ml_compat: bool = False, input_range: str = "wrap") -> tuple[np.ndarray, dict]:
     """``engine=rtl``: outputs of the Verilated design and a report next to the interpreter's.
 
     The report has ``samples_per_s`` of the RTL model (the batch run, build excluded),
@@ -309,11 +308,11 @@ def simulate_rtl(program: Program, x, *, latency_cutoff: float | None = None,
     eng = RtlEngine(program, latency_cutoff=latency_cutoff)
     eng.build()
     t1 = time.perf_counter()
-    y = eng.run(x)
+    y = eng.run(x, input_range=input_range)
     t_rtl = time.perf_counter() - t1
     interp = Interpreter(program)
     t2 = time.perf_counter()
-    ref = interp.run(x)
+    ref = interp.run(x, input_range=input_range)
     t_int = time.perf_counter() - t2
     n = int(y.shape[0])
     st = program.stats()

@@ -22,26 +22,31 @@ __all__ = ["simulate"]
 
 def simulate(program: Program, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
              engine: str = "auto", da4ml_compat: bool = False, semantics: str = "default", n_threads: int = 1,
-             check: bool = False, latency_cutoff: float | None = None, **_: Any) -> SimResult:
+             check: bool = False, latency_cutoff: float | None = None, input_range: str | None = None,
+             **_: Any) -> SimResult:
     """Run ``program`` on ``inputs["x"]`` (any name accepted if there is one input), samples first.
 
     ``da4ml_compat`` reproduces da4ml's C++ interpreter quirks; ``check`` also runs the exact
-    reference and compares; ``latency_cutoff`` pipelines the RTL of ``engine="rtl"``.
+    reference and compares; ``latency_cutoff`` pipelines the RTL of ``engine="rtl"``; ``input_range``
+    (``error``/``saturate``/``wrap``, default ``wrap`` with ``da4ml_compat`` else ``error``) says what
+    an input outside its declared type does.
     ``instructions`` is the program length, as for every target (``executed_ops`` counts the batch).
     """
-    from .interp import interpreter_for
+    from .interp import default_input_range, interpreter_for
     if not inputs:
         raise FormatError("DAIS simulation needs an input array (inputs={'x': array})")
     x = inputs["x"] if "x" in inputs else next(iter(inputs.values()))
+    input_range = input_range or default_input_range(bool(da4ml_compat))
     if engine == "rtl":
         from .rtl_engine import simulate_rtl
-        y, extra = simulate_rtl(program, x, latency_cutoff=latency_cutoff, da4ml_compat=bool(da4ml_compat))
+        y, extra = simulate_rtl(program, x, latency_cutoff=latency_cutoff, da4ml_compat=bool(da4ml_compat),
+                                input_range=input_range)
         return SimResult(outputs={"y": y}, stats=Stats(instructions=int(program.n_ops), wall_s=extra["wall_s"],
                                                        extra=extra))
     semantics = "da4ml-compat" if da4ml_compat else semantics
     t0 = time.perf_counter()
     interp = interpreter_for(program, semantics, engine)  # lowered once per program
-    y = interp.run(x, n_threads=n_threads, check=check)
+    y = interp.run(x, n_threads=n_threads, check=check, input_range=input_range)
     wall = time.perf_counter() - t0
     extra: dict[str, Any] = {k: program.stat(k) for k in ("n_ops", "n_adders", "adder_bits", "depth", "adder_depth")}
     extra["samples"] = int(y.shape[0])

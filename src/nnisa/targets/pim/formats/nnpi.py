@@ -91,6 +91,24 @@ def _core_key(key: str, what: str, name: str) -> int:
     return int(key[4:])
 
 
+def check_head(head: bytes | memoryview, size: int, name: str | None = None) -> None:
+    """Check an NNPI header (the first bytes ``head`` of a ``size``-byte file): magic, version,
+    word size, flags and that the metadata fits, before the file is read whole."""
+    if len(head) < _HEADER.size:
+        raise DecodeError(f"truncated NNPI header ({len(head)} of {_HEADER.size} bytes)", file=name)
+    magic, version, word_bits, flags, _, meta_len = _HEADER.unpack_from(head, 0)
+    if magic != MAGIC:
+        raise DecodeError(f"bad magic {bytes(magic)!r} (expected b'NNPI')", file=name)
+    if version != VERSION:
+        raise DecodeError(f"unsupported NNPI version {version} (this reader knows {VERSION})", file=name)
+    if word_bits not in (32, 64):
+        raise DecodeError(f"bad word size {word_bits} (32 or 64)", file=name)
+    if flags & ~1:
+        raise DecodeError(f"unknown header flags 0x{flags:02x}", file=name)
+    if _HEADER.size + meta_len > size:
+        raise DecodeError(f"truncated metadata ({size - _HEADER.size} of {meta_len} bytes)", file=name)
+
+
 def decode_nnpi(data: bytes, lenient: bool = False, *, file: str | None = None) -> PimProgram:
     """Decode an NNPI container.
 
@@ -105,20 +123,9 @@ def decode_nnpi(data: bytes, lenient: bool = False, *, file: str | None = None) 
     """
     name = file or "<nnpi>"
     mv = memoryview(data)
-    if len(mv) < _HEADER.size:
-        raise DecodeError(f"truncated NNPI header ({len(mv)} of {_HEADER.size} bytes)", file=name)
+    check_head(mv[:_HEADER.size], len(mv), name)
     magic, version, word_bits, flags, ncores, meta_len = _HEADER.unpack_from(mv, 0)
-    if magic != MAGIC:
-        raise DecodeError(f"bad magic {bytes(magic)!r} (expected b'NNPI')", file=name)
-    if version != VERSION:
-        raise DecodeError(f"unsupported NNPI version {version} (this reader knows {VERSION})", file=name)
-    if word_bits not in (32, 64):
-        raise DecodeError(f"bad word size {word_bits} (32 or 64)", file=name)
-    if flags & ~1:
-        raise DecodeError(f"unknown header flags 0x{flags:02x}", file=name)
     pos = _HEADER.size
-    if pos + meta_len > len(mv):
-        raise DecodeError(f"truncated metadata ({len(mv) - pos} of {meta_len} bytes)", file=name)
     try:
         meta = orjson.loads(mv[pos:pos + meta_len]) if meta_len else {}
     except orjson.JSONDecodeError as exc:

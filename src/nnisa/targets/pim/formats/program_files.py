@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ....core.fileio import decode_text, read_bytes
+from ....core.fileio import read_bytes, read_text
 from ....core.formats import FileFormat, FormatTable
 from ..program import PimProgram
 from .jsonio import read_json, write_json
-from .nnpi import decode_nnpi, encode_nnpi
+from .nnpi import check_head, decode_nnpi, encode_nnpi
 from .text import assemble_text, disassemble
 
 __all__ = ["PROGRAM_FILES", "encode"]
@@ -34,7 +34,9 @@ def _write_json(program: PimProgram, path: Path, *, keep_nop: bool = False, **_:
 
 
 def _read_nnpi(path: Path, *, lenient: bool = False, **_: Any) -> PimProgram:
-    return decode_nnpi(read_bytes(path), lenient=lenient, file=str(path))
+    # the header's counts are checked before a big file is read whole
+    data = read_bytes(path, head=lambda h, size: check_head(h, size, str(path)))
+    return decode_nnpi(data, lenient=lenient, file=str(path))
 
 
 def _render_nnpi(program: PimProgram, path: Path, *, word_bits: int | None = None, extended: bool | None = None,
@@ -43,7 +45,7 @@ def _render_nnpi(program: PimProgram, path: Path, *, word_bits: int | None = Non
 
 
 def _read_text(path: Path, **_: Any) -> PimProgram:
-    return assemble_text(decode_text(read_bytes(path), str(path)), file=str(path))
+    return assemble_text(read_text(path), file=str(path))
 
 
 def _render_text(program: PimProgram, path: Path, **_: Any) -> str:

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from ....core.errors import DecodeError, FormatError
-from ....core.fileio import decode_text, read_bytes
+from ....core.fileio import check_text_head, decode_text, read_bytes
 from ....core.formats import FileFormat, FormatTable
 from ..config import PimsabConfig, load_config, preset, preset_for_hash
 from ..program import PimsabProgram, ZERO_SHA, check_program
-from .image import MAGIC, decode_image, encode_image
+from .image import MAGIC, check_head, decode_image, encode_image
 from .text import assemble_text, disassemble
 
 IMAGE_EXT = (".psab", ".bin")
@@ -46,8 +46,18 @@ def decode(data: bytes, *, lenient: bool = False, file: str | None = None, confi
 
 def _read_any(path: Path, *, config: Any = None, lenient: bool = False, **_: Any) -> PimsabProgram:
     """A program image (by extension or by its magic number) or assembly text."""
-    data = read_bytes(path)
-    if path.name.lower().endswith(IMAGE_EXT) or data[:4] == MAGIC:
+    image = path.name.lower().endswith(IMAGE_EXT)
+
+    def head(h: bytes, size: int) -> None:  # the start is checked before a big file is read whole
+        if image or h[:4] == MAGIC:
+            check_head(h, size, str(path))
+        else:
+            try:
+                check_text_head(h)
+            except FormatError:
+                raise DecodeError("neither a PIMSAB program image nor assembly text", file=str(path)) from None
+    data = read_bytes(path, head=head)
+    if image or data[:4] == MAGIC:
         return decode(data, lenient=lenient, file=str(path), config=config)
     try:
         text = decode_text(data, str(path))

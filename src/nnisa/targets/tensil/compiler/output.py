@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ....core.bundle import BundleWriter, Manifest, TensorSpec
+from ....core.bundle import BundleWriter, TensorSpec
 from ....core.options import split_options
 from ....core.target import CompileResult
 from ....frontend import load_model
 from ..config import TensilArch, load_arch
 from ..formats.binary import encode_program
+from ..formats.bundle import TensilManifest
 from ..formats.model import Entry, TensilModel
 from ..isa import Layout
 from ..numerics import Numeric
@@ -32,18 +33,6 @@ from .. import layout as L
 from .codegen import CodeGen, codegen_summary
 from .lower import ArrayOp, Lowering, select_outputs
 from .options import TensilCompileOptions
-
-
-class TensilManifest(Manifest):
-    """``manifest.json`` of a Tensil compile: the usual fields plus what the runner needs."""
-
-    FILE_FIELDS = ("program", "tmodel", "tdata")
-    tmodel: str | None = None
-    tdata: str | None = None
-    true_macs: int = 0
-    postprocess: list[dict[str, Any]] = []
-    topology: list[dict[str, Any]] = []
-    strategy: str = "local-isolated"
 
 
 def model_name(model_path: Path, arch: TensilArch) -> str:

@@ -11,12 +11,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ....core.bundle import is_bundle_dir, member, read_manifest
 from ....core.errors import FormatError, OutputError
-from ....core.fileio import decode_text, read_bytes, write_atomic
+from ....core.fileio import read_bytes, read_text, special_kind, write_atomic
 from ....core.formats import FileFormat, FormatTable
 from ..config import TensilArch, load_arch
 from ..program import TensilProgram
 from .binary import decode_program, encode_program
+from .bundle import TensilManifest
 from .model import read_tmodel, write_tmodel
 from .tasm import parse_tasm, write_tasm
 from .text import assemble, disassemble
@@ -37,8 +39,11 @@ def read_model_program(path: str | Path) -> TensilProgram:
     """A ``.tmodel`` and its program file; the model rides along as ``program.model``."""
     model = read_tmodel(path)
     model.arch.check_supported()
+    for c in model.consts:
+        model.file(c.file_name)  # every file it names stays in its folder
     prog_path = model.file(model.prog_file)
-    data = read_bytes(prog_path)
+    # a program file bigger than the model declares is refused from its size, before it is read
+    data = read_bytes(prog_path, max_size=max(model.prog_size, 0), what="program of this model (prog.size)")
     if len(data) != model.prog_size:
         raise FormatError(f"program is {len(data)} bytes but the model says prog.size = {model.prog_size}",
                           file=str(prog_path))
@@ -47,17 +52,12 @@ def read_model_program(path: str | Path) -> TensilProgram:
     return prog
 
 
-def _attach_manifest(prog: TensilProgram, folder: Path) -> None:
+def _attach_manifest(prog: TensilProgram, man: TensilManifest) -> None:
     """Figures an nnisa compile recorded next to the model (true MACs, layer topology)."""
-    from ....core.bundle import is_bundle_dir, read_manifest
-    if not is_bundle_dir(folder):
-        return
-    man = read_manifest(folder)
-    extra = man.model_extra or {}
-    if extra.get("true_macs"):
-        prog.model.extensions["x_nnisa_true_macs"] = int(extra["true_macs"])
-    if extra.get("topology"):
-        prog.model.extensions["x_nnisa_topology"] = extra["topology"]
+    if man.true_macs:
+        prog.model.extensions["x_nnisa_true_macs"] = int(man.true_macs)
+    if man.topology:
+        prog.model.extensions["x_nnisa_topology"] = man.topology
     if man.inputs:  # the tensors' shapes: model-shaped input arrays are laid out by the runner
         prog.model.extensions["x_nnisa_input_shapes"] = {t.name: list(t.shape) for t in man.inputs}
 
@@ -69,12 +69,15 @@ def _arch(config: Any) -> TensilArch:
 
 
 def _read_folder(path: Path, **_: Any) -> TensilProgram:
-    """A folder holding one ``.tmodel`` (a compiler output: its manifest's figures attached)."""
-    m = find_model(path)
+    """A folder holding one ``.tmodel`` (a compiler output: its manifest's figures attached; the
+    files a manifest names are confined to the folder)."""
+    man = read_manifest(path, TensilManifest) if is_bundle_dir(path) else None
+    m = member(path, man.tmodel, what="tmodel file") if man is not None and man.tmodel else find_model(path)
     if m is None:
         raise FormatError("folder holds no .tmodel", file=str(path))
     prog = read_model_program(m)
-    _attach_manifest(prog, path)
+    if man is not None:
+        _attach_manifest(prog, man)
     return prog
 
 
@@ -84,12 +87,12 @@ def _read_tprog(path: Path, *, config: Any = None, **_: Any) -> TensilProgram:
 
 
 def _read_tasm(path: Path, *, config: Any = None, **_: Any) -> TensilProgram:
-    text = decode_text(read_bytes(path), str(path))
+    text = read_text(path)
     return parse_tasm(text, _arch(config), file=str(path))
 
 
 def _read_text(path: Path, *, config: Any = None, **_: Any) -> TensilProgram:
-    text = decode_text(read_bytes(path), str(path))
+    text = read_text(path)
     return assemble(text, _arch(config), file=str(path))
 
 
@@ -119,6 +122,10 @@ def _write_model(prog: TensilProgram, p: Path) -> None:
     model = prog.model
     if model is None:
         raise OutputError("a .tmodel needs the model the program came from (read a .tmodel first)", file=str(p))
+    kind = special_kind(p)
+    if kind is not None:  # its .tprog and consts would land beside the device
+        raise OutputError(f"is a {kind}: a .tmodel is written with its .tprog and consts beside it; "
+                          "name a file in a folder", file=str(p))
     data = encode_program(prog)
     prog_name = p.with_suffix(".tprog").name
     for c in model.consts:

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from ....core import jsonsafe
+from ....core.bundle import member
 from ....core.errors import FormatError
-from ....core.fileio import decode_text, read_bytes, write_atomic
+from ....core.fileio import read_bytes, read_text, write_atomic
 from ..config import TensilArch
 from ..numerics import Numeric
 
@@ -62,7 +63,9 @@ class TensilModel:
         return json.dumps(d, separators=(",", ":"), ensure_ascii=False)
 
     def file(self, name: str) -> Path:
-        return (self.directory or Path(".")) / name
+        """``name`` (a consts or program file the model names) in the model's folder: like Tensil's
+        own output, a plain name there; ``..``, absolute paths and symlinks out are refused."""
+        return member(self.directory or Path("."), name, what="file", source=self.path or "model")
 
     def tensor_names(self, which: str) -> list[str]:
         seen: list[str] = []
@@ -149,7 +152,7 @@ def parse_tmodel(text: str, *, path: str | Path | None = None) -> TensilModel:
 
 
 def read_tmodel(path: str | Path) -> TensilModel:
-    return parse_tmodel(decode_text(read_bytes(path), str(path)), path=path)
+    return parse_tmodel(read_text(path), path=path)
 
 
 def write_tmodel(model: TensilModel, path: str | Path) -> None:
@@ -175,7 +178,7 @@ def read_csv_vectors(path: str | Path, n: int) -> np.ndarray:
     """A Tensil CSV (one vector of exactly ``n`` values per line) → float32 ``(lines, n)``.
 
     Values are parsed straight to float32 (Tensil's ``toFloat``); LF or CRLF."""
-    text = decode_text(read_bytes(path), str(path))
+    text = read_text(path)
     rows = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

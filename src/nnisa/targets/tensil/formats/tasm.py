@@ -15,7 +15,7 @@ import numpy as np
 
 from ....core.errors import AsmError, EncodeError
 from ..config import TensilArch
-from ..isa import (CONFIG_REGISTERS, CONFIGURE, DATAMOVE, LOADWEIGHTS, MATMUL, NOP, RAW, SIMD, SIMD_OP_CODES,
+from ..isa import (CONFIG_REGISTER_CODES, CONFIG_REGISTERS, CONFIGURE, DATAMOVE, LOADWEIGHTS, MATMUL, NOP, RAW, SIMD, SIMD_OP_CODES,
                    SIMD_OPS, build_isa)
 from ..program import DTYPE, TensilProgram
 from .binary import row_offenders
@@ -117,9 +117,23 @@ def write_tasm(prog: TensilProgram, *, extended: bool = False) -> str:
     return "".join(out)
 
 
-_LINE = re.compile(r"^\s*(?:\[\s*\d+\s*\]\s*\d+\s+)?(\w+(?:\([^)]*\))?)\s*(.*?)\s*$")
-_OPND = re.compile(r"(\w+)(?:\(([^)]*)\))?(?:@2\^(\d+))?")
+_PREFIX = re.compile(r"\s*\[\s*\d+\s*\]\s*\d+\s+")
+_MNEMONIC = re.compile(r"(\w+)(\(\s*[^)]*\))?")
+_TOKEN = re.compile(r"\S+")
+_OPND = re.compile(r"([A-Za-z]\w*)(?:\((\d+)\))?(?:@2\^(\d+))?")
+_SIZE = re.compile(r"(\d+)\(\+1\)")
 _SUB = re.compile(r"^(O|R\d+)=(?:0|(\w+)\((I|R\d+)(?:,(I|R\d+))?\)|(I|R\d+))$", re.I)
+_INT = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|\d+)")
+#: digits of a number the reader converts (every field is at most 64 bits)
+_MAX_DIGITS = 20
+
+
+class _Bad(Exception):
+    """A parse error at a column of the line."""
+
+    def __init__(self, message: str, column: int) -> None:
+        super().__init__(message)
+        self.message, self.column = message, column
 
 
 def _reg(tok: str) -> int:
@@ -128,7 +142,8 @@ def _reg(tok: str) -> int:
 
 
 def parse_tasm(text: str, arch: TensilArch, *, file: str | None = None) -> TensilProgram:
-    """Read a ``.tasm`` listing (Tensil's or the extended spelling)."""
+    """Read a ``.tasm`` listing (Tensil's or the extended spelling), strictly: every operand and
+    size is checked; errors name ``file:line:column``."""
     isa = build_isa(arch)
     rows = []
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -136,9 +151,8 @@ def parse_tasm(text: str, arch: TensilArch, *, file: str | None = None) -> Tensi
             continue
         try:
             rows.append(_parse_tasm_line(line, isa))
-        except (ValueError, KeyError, IndexError) as exc:
-            msg = exc.args[0] if isinstance(exc, ValueError) and exc.args else f"cannot parse {line.strip()!r}"
-            raise AsmError(str(msg), file=file, line=lineno) from None
+        except _Bad as exc:
+            raise AsmError(exc.message, file=file, line=lineno, column=exc.column) from None
         bad = row_offenders(tuple(rows[-1][c] for c in isa.columns), isa)
         if bad:
             raise AsmError("; ".join(bad), file=file, line=lineno)
@@ -146,54 +160,113 @@ def parse_tasm(text: str, arch: TensilArch, *, file: str | None = None) -> Tensi
     return TensilProgram(arch, arr)
 
 
+def _number(text: str, column: int, what: str, limit: int = (1 << 63) - 1) -> int:
+    if not _INT.fullmatch(text):
+        raise _Bad(f"{what}: expected an integer, got {text[:40]!r}", column)
+    if len(text) > _MAX_DIGITS + 3:
+        raise _Bad(f"{what} {text[:24]}... ({len(text)} digits) out of range 0..{limit}", column)
+    v = int(text, 0) if text.lstrip("+-")[:2].lower() == "0x" else int(text)
+    if not 0 <= v <= limit:
+        raise _Bad(f"{what} {v} out of range 0..{limit}", column)
+    return v
+
+
+class _Operands:
+    """The operand tokens of one line with their columns, taken in order."""
+
+    def __init__(self, line: str, start: int, end_col: int) -> None:
+        self.toks = [(m.group(), m.start() + 1) for m in _TOKEN.finditer(line, start)]
+        self.i = 0
+        self.end_col = end_col
+
+    def take(self, what: str) -> tuple[str, int]:
+        if self.i >= len(self.toks):
+            raise _Bad(f"missing {what}", self.end_col)
+        self.i += 1
+        return self.toks[self.i - 1]
+
+    def peek(self) -> str | None:
+        return self.toks[self.i][0] if self.i < len(self.toks) else None
+
+    def address(self, names: tuple[str, ...], what: str) -> tuple[str, int, int]:
+        """``Name(n)[@2^k]`` (``Zeroes`` may go without ``(n)``) → (lower-case name, n, k)."""
+        tok, col = self.take(what)
+        m = _OPND.fullmatch(tok)
+        if not m or m.group(1).lower() not in names:
+            spelled = " or ".join(f"{n.capitalize()}(n)" for n in names)
+            raise _Bad(f"{what}: expected {spelled}, got {tok[:40]!r}", col)
+        name = m.group(1).lower()
+        if m.group(2) is None and name != "zeroes":
+            raise _Bad(f"{what}: {m.group(1)} needs an address in parentheses", col)
+        return name, _number(m.group(2) or "0", col, f"{what} address"), _number(m.group(3) or "0", col, "stride")
+
+    def size(self) -> int:
+        """An optional last ``N(+1)`` (absent: a count of 1, size 0)."""
+        if self.peek() is None:
+            return 0
+        tok, col = self.take("size")
+        m = _SIZE.fullmatch(tok)
+        if not m:
+            raise _Bad(f"expected a size written N(+1), got {tok[:40]!r}", col)
+        return _number(m.group(1), col, "size")
+
+    def end(self) -> None:
+        if self.i < len(self.toks):
+            tok, col = self.toks[self.i]
+            raise _Bad(f"unexpected {tok[:40]!r} after the operands", col)
+
+
 def _parse_tasm_line(line: str, isa) -> dict:
-    m = _LINE.match(line)
-    mnem = re.sub(r"\s+", "", m.group(1))
-    rest = m.group(2)
+    pre = _PREFIX.match(line)
+    start = pre.end() if pre else len(line) - len(line.lstrip())
+    m = _MNEMONIC.match(line, start)
+    if not m:
+        raise _Bad(f"expected a mnemonic, got {line[start:start + 40]!r}", start + 1)
+    mnem = re.sub(r"\s+", "", m.group(0))
+    ops = _Operands(line, m.end(), len(line.rstrip()) + 1)
     row = dict.fromkeys(isa.columns, 0)
-    toks = rest.split()
-    size = 0
-    if toks and re.fullmatch(r"\d+\(\+1\)", toks[-1]):
-        size = int(toks[-1].split("(")[0])
-        toks = toks[:-1]
-    ops = []
-    for t in toks:
-        om = _OPND.fullmatch(t)
-        ops.append((om.group(1).lower(), om.group(2), int(om.group(3) or 0)) if om else (t, None, 0))
-    if mnem in ("Wait", "NoOp"):
+    if mnem == "Wait":
+        if ops.peek() is not None:
+            _number(*ops.take("wait id"), "wait id")
+        row["hdr"] = NOP << 4
+    elif mnem == "NoOp":
         row["hdr"] = NOP << 4
     elif mnem == "Configure":
-        reg = toks[0].lower()
-        codes = {v: k for k, v in CONFIG_REGISTERS.items()}
-        row.update(hdr=CONFIGURE << 4, reg=codes[reg] if reg in codes else int(reg, 0), val=int(toks[1], 0))
+        tok, col = ops.take("register")
+        reg = CONFIG_REGISTER_CODES.get(tok.lower())
+        row.update(hdr=CONFIGURE << 4, reg=_number(tok, col, "register", 0xF) if reg is None else reg,
+                   val=_number(*ops.take("value"), "value"))
     elif mnem in ("MatMul", "MatMul(Acc)", "LoadWeights"):
-        name, a, k = ops[0]
+        name, a, k = ops.address(("local", "zeroes"), "source")
         zero = name == "zeroes"
-        row["a0"], row["s0"] = (int(a) if a else 0), k
+        row["a0"], row["s0"] = a, k
         if mnem == "LoadWeights":
-            row.update(hdr=LOADWEIGHTS << 4 | int(zero), a1=size)
+            row.update(hdr=LOADWEIGHTS << 4 | int(zero), a1=ops.size())
         else:
-            _, b, k1 = ops[1]
-            row.update(hdr=MATMUL << 4 | (1 if mnem == "MatMul(Acc)" else 0) | (2 if zero else 0), a1=int(b), s1=k1,
-                       n=size)
-    elif mnem.startswith("DataMove"):
-        (_, a, k), (mem, b, k1) = ops
+            _, b, k1 = ops.address(("acc",), "accumulator")
+            row.update(hdr=MATMUL << 4 | (1 if mnem == "MatMul(Acc)" else 0) | (2 if zero else 0), a1=b, s1=k1,
+                       n=ops.size())
+    elif mnem in ("DataMove(<-)", "DataMove(->)", "DataMove(->,Acc)"):
+        _, a, k = ops.address(("local",), "local operand")
+        mem, b, k1 = ops.address(tuple(_MEM_NAMES), "memory operand")
         mi = _MEM_NAMES[mem]
         if mnem == "DataMove(<-)":
             kind = (0x0, 0x2, 0xC)[mi]
         elif mnem == "DataMove(->)":
             kind = (0x1, 0x3, 0xD)[mi]
-        elif mnem == "DataMove(->,Acc)":
-            kind = 0xF
         else:
-            raise ValueError(f"unknown mnemonic {mnem!r}")
-        row.update(hdr=DATAMOVE << 4 | kind, a0=int(a), s0=k, a1=int(b), s1=k1, n=size)
-    elif mnem.startswith("SIMD"):
+            kind = 0xF
+        row.update(hdr=DATAMOVE << 4 | kind, a0=a, s0=k, a1=b, s1=k1, n=ops.size())
+    elif mnem in [t for t in _SIMD_TAGS.values()] + list(_SIMD_TAGS_EXT.values()):
         tag = mnem[4:].strip("()").upper()
         fl = sum({"R": 1, "W": 2, "A": 4}[c] for c in tag)
-        sm = _SUB.match(toks[0])
-        if not sm:
-            raise ValueError(f"cannot parse SIMD sub-instruction {toks[0]!r}")
+        tok, col = ops.take("SIMD sub-instruction")
+        sm = _SUB.match(tok)
+        if not sm or (sm.group(2) and sm.group(2).lower() not in SIMD_OP_CODES):
+            raise _Bad(f"cannot parse SIMD sub-instruction {tok[:40]!r}", col)
+        regs = [g for g in (sm.group(1), sm.group(3), sm.group(4), sm.group(5)) if g]
+        if any(len(g) > 4 for g in regs):
+            raise _Bad(f"register number out of range in {tok[:40]!r}", col)
         row["sd"] = _reg(sm.group(1))
         if sm.group(2):
             row["sop"] = SIMD_OP_CODES[sm.group(2).lower()]
@@ -203,9 +276,16 @@ def _parse_tasm_line(line: str, isa) -> dict:
             row["sop"], row["sl"] = SIMD_OP_CODES["move"], _reg(sm.group(5))
         else:
             row["sop"] = SIMD_OP_CODES["zero"]
-        for name, a, _ in ops[1:]:
-            row["a0" if name == "wacc" else "a1"] = int(a)
+        seen = set()
+        while ops.peek() is not None:
+            name, a, k = ops.address(("wacc", "racc"), "accumulator operand")
+            if name in seen or k:
+                raise _Bad(f"{name.upper()} given twice" if name in seen else "accumulator operands take no stride",
+                           ops.toks[ops.i - 1][1])
+            seen.add(name)
+            row["a0" if name == "wacc" else "a1"] = a
         row["hdr"] = SIMD << 4 | fl
     else:
-        raise ValueError(f"unknown mnemonic {mnem!r}")
+        raise _Bad(f"unknown mnemonic {mnem[:40]!r}", start + 1)
+    ops.end()
     return row

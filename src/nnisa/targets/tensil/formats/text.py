@@ -29,15 +29,16 @@ from ..isa import DATAMOVE, KIND_BY_FORM, LOADWEIGHTS, MATMUL, RAW, SIMD, SIMD_O
 from ..program import DTYPE, TensilProgram
 from .binary import decode_word, row_offenders
 
-# Exact spellings the disassembler prints: parsed by one regex each, checked in bulk afterwards.
+# Exact spellings the disassembler prints: parsed by one regex each, checked in bulk afterwards
+# (numbers of at most 18 digits fit the int64 rows; longer ones take the general path's range check).
 _FAST = {
     "simd": re.compile(r"simd(?:\.(r|w|a|rw|ra|wa|rwa))? (O|R\d+) = (\w+)\((I|R\d+), (I|R\d+)\)"
-                       r"(?:, w=acc\[(\d+)\])?(?:, r=acc\[(\d+)\])?$"),
-    "matmul": re.compile(r"matmul(\.acc)?(\.zeroes)? local\[(\d+)\](?:@2\^(\d+))?, acc\[(\d+)\](?:@2\^(\d+))?, "
-                         r"([1-9]\d*)$"),
-    "datamove": re.compile(r"datamove local\[(\d+)\](?:@2\^(\d+))? (<-|->|\+>) (dram0|dram1|acc)\[(\d+)\]"
-                           r"(?:@2\^(\d+))?, ([1-9]\d*)$"),
-    "loadweights": re.compile(r"loadweights(\.zeroes)? local\[(\d+)\](?:@2\^(\d+))?, ([1-9]\d*)$"),
+                       r"(?:, w=acc\[(\d{1,18})\])?(?:, r=acc\[(\d{1,18})\])?$"),
+    "matmul": re.compile(r"matmul(\.acc)?(\.zeroes)? local\[(\d{1,18})\](?:@2\^(\d{1,18}))?, acc\[(\d{1,18})\](?:@2\^(\d{1,18}))?, "
+                         r"([1-9]\d{0,17})$"),
+    "datamove": re.compile(r"datamove local\[(\d{1,18})\](?:@2\^(\d{1,18}))? (<-|->|\+>) (dram0|dram1|acc)\[(\d{1,18})\]"
+                           r"(?:@2\^(\d{1,18}))?, ([1-9]\d{0,17})$"),
+    "loadweights": re.compile(r"loadweights(\.zeroes)? local\[(\d{1,18})\](?:@2\^(\d{1,18}))?, ([1-9]\d{0,17})$"),
 }
 _FLAGS = {None: 0, "r": 1, "w": 2, "a": 4, "rw": 3, "ra": 5, "wa": 6, "rwa": 7}
 _FLAG_NAMES = {"matmul": ("acc", "zeroes"), "loadweights": ("zeroes",), "simd": ()}

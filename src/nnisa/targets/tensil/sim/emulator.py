@@ -122,7 +122,10 @@ def _input_arrays(model: TensilModel, inputs: dict[str, np.ndarray] | None) -> t
     shapes = model.extensions.get("x_nnisa_input_shapes") or {}
     for k in names:
         size = model.tensor_size("inputs", k)
-        a = np.asarray(inputs[k], dtype=np.float32)
+        if size == 0:
+            raise SimError(f"input {k}: the model declares it with 0 vectors (size 0 in its inputs)",
+                           file=None if model.path is None else str(model.path))
+        a = _finite(k, inputs[k])
         shape = shapes.get(k)
         if shape is not None and a.ndim == len(shape) and list(a.shape[1:]) == list(shape[1:]):
             # a batch of model-shaped tensors (NCHW or 2-D): lay each out in Tensil's vectors
@@ -137,6 +140,23 @@ def _input_arrays(model: TensilModel, inputs: dict[str, np.ndarray] | None) -> t
         runs = r
         out[k] = a.reshape(r, size, n)
     return out, runs or 1
+
+
+def _finite(name: str, values: Any) -> np.ndarray:
+    """``values`` as float32 after refusing NaN and ±infinity (Tensil's fixed point has neither: the
+    conversion would turn them into an arbitrary bound or 0), naming the first one's position.
+    Finite values beyond float32 saturate like any other out-of-range value."""
+    a = np.asarray(values)
+    if a.dtype.kind not in "biuf":
+        raise SimError(f"input {name}: expected numbers, got dtype {a.dtype}")
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a)
+        if bad.any():
+            pos = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), a.shape))
+            raise SimError(f"input {name}: {a[pos]} at index {list(pos)} is not a finite number "
+                           f"({int(bad.sum()):,} non-finite in all); Tensil's fixed point has no NaN or infinity")
+    with np.errstate(over="ignore"):
+        return a.astype(np.float32)
 
 
 def emulate_model(model: TensilModel, program: TensilProgram, inputs: dict[str, np.ndarray] | None = None, *,

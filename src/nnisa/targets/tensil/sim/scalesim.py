@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ....core.errors import FormatError, OptionError
-from ....core.fileio import decode_text, read_bytes
+from ....core.fileio import read_text
 
 DATAFLOWS = ("ws", "os", "is")
 
@@ -71,9 +71,35 @@ def network_cycles(layers: list[ConvLayer], rows: int, cols: int, dataflow: str 
     return {"cycles": sum(per.values()), "dataflow": dataflow, "array": [rows, cols], "layers": per}
 
 
+#: the numbers of a conv row after its name (stride may be left out) and of a GEMM row
+_CONV_FIELDS = ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels", "filters", "stride")
+_GEMM_FIELDS = ("m", "n", "k")
+#: largest dimension accepted (a topology row is a layer, not a number to overflow with)
+_MAX_DIM = 1 << 31
+
+
+def _checked_layer(name: str, nums: list[int], gemm: bool) -> ConvLayer:
+    """A layer from a row's numbers, every one a positive dimension and filters within the ifmap
+    (raises ValueError with the reason)."""
+    fields = _GEMM_FIELDS if gemm else _CONV_FIELDS
+    need = len(fields) if gemm else len(fields) - 1
+    if not need <= len(nums) <= len(fields):
+        raise ValueError(f"expected {need}{'' if gemm else ' or ' + str(len(fields))} numbers "
+                         f"({', '.join(fields)}), got {len(nums)}")
+    for f, v in zip(fields, nums):
+        if not 1 <= v <= _MAX_DIM:
+            raise ValueError(f"{f} = {v} outside 1..{_MAX_DIM:,}")
+    layer = ConvLayer.gemm(name, *nums) if gemm else ConvLayer(name, *nums)
+    if layer.filter_h > layer.ifmap_h or layer.filter_w > layer.ifmap_w:
+        raise ValueError(f"filter {layer.filter_h}x{layer.filter_w} larger than the ifmap "
+                         f"{layer.ifmap_h}x{layer.ifmap_w}")
+    return layer
+
+
 def read_topology(path: str | Path) -> list[ConvLayer]:
-    """A SCALE-Sim topology CSV (conv columns, or GEMM ``Layer Name, M, N, K``)."""
-    text = decode_text(read_bytes(path), str(path))
+    """A SCALE-Sim topology CSV (conv columns, or GEMM ``Layer Name, M, N, K``); every row is
+    checked (count of numbers, positive dimensions) with its line in the error."""
+    text = read_text(path)
     lines = [l for l in text.splitlines() if l.strip()]
     if not lines:
         raise FormatError("empty topology", file=str(path))
@@ -82,11 +108,16 @@ def read_topology(path: str | Path) -> list[ConvLayer]:
     out = []
     for lineno, line in enumerate(lines[1:], start=2):
         cells = [c.strip() for c in line.split(",")]
+        while len(cells) > 1 and not cells[-1]:
+            cells.pop()  # SCALE-Sim's rows end with a comma
         try:
-            nums = [int(c) for c in cells[1:4 if gemm else 8]]
-        except ValueError:
-            raise FormatError("expected integers", file=str(path), line=lineno) from None
-        out.append(ConvLayer.gemm(cells[0], *nums) if gemm else ConvLayer(cells[0], *nums))
+            if any(not c.isdigit() or len(c) > 12 for c in cells[1:]):
+                raise ValueError("expected positive integers after the layer name")
+            out.append(_checked_layer(cells[0], [int(c) for c in cells[1:]], gemm))
+        except ValueError as exc:
+            raise FormatError(str(exc), file=str(path), line=lineno) from None
+    if not out:
+        raise FormatError("the topology has a header but no layer", file=str(path))
     return out
 
 
@@ -101,8 +132,26 @@ def program_scalesim(program, *, topology: str | None = None, dataflow: str = "w
         if topo is None:
             raise OptionError("the scalesim model needs the layer topology: compile with nnisa (it records "
                               "x_nnisa_topology in the .tmodel) or pass -O topology=FILE.csv")
-        layers = [ConvLayer(**d) for d in (json.loads(topo) if isinstance(topo, str) else topo)]
+        layers = _recorded_layers(topo, None if program.model.path is None else str(program.model.path))
     return network_cycles(layers, n, n, dataflow)
+
+
+def _recorded_layers(topo: Any, file: str | None) -> list[ConvLayer]:
+    """The ``x_nnisa_topology`` list of a ``.tmodel`` (or a manifest) as checked layers."""
+    try:
+        items = json.loads(topo) if isinstance(topo, str) else topo
+        if not isinstance(items, list):
+            raise ValueError("expected a list of layers")
+        out = []
+        for i, d in enumerate(items):
+            if not isinstance(d, dict) or not isinstance(d.get("name"), str) or \
+                    any(not isinstance(d.get(f), int) or isinstance(d.get(f), bool) for f in _CONV_FIELDS[:-1]) or \
+                    set(d) - {"name", *_CONV_FIELDS}:
+                raise ValueError(f"layer {i}: expected name and the integers {', '.join(_CONV_FIELDS)}")
+            out.append(_checked_layer(d["name"], [d[f] for f in _CONV_FIELDS if f in d], False))
+        return out
+    except ValueError as exc:
+        raise FormatError(f"x_nnisa_topology: {exc}", file=file) from None
 
 
 #: ResNet-18 (ImageNet, 224×224) as SCALE-Sim's conv topology: name, H, W, Fh, Fw, Cin, Cout, stride
