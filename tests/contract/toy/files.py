@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from nnisa.core.asm import iter_lines, make_formatter, parse_instruction
-from nnisa.core.errors import AsmError, DecodeError
+from nnisa.core.asm import Assembler, make_formatter
+from nnisa.core.errors import DecodeError
 from nnisa.core.fileio import decode_text, read_bytes
 from nnisa.core.formats import FileFormat, FormatTable
 
@@ -17,14 +17,15 @@ from .isa import ISA_TABLE
 MAGIC = b"TOY1"
 
 
+class ToyAssembler(Assembler):
+    """The core assembler as is: no directives, no labels (the toy language has neither)."""
+
+    labels = "the toy assembler takes instructions only"
+
+
 def assemble(text: str, *, file: str | None = None) -> np.ndarray:
-    """Assembly text → program rows (labels and directives are not part of the toy language)."""
-    rows = []
-    for line in iter_lines(text):
-        if line.label is not None or line.head.startswith("."):
-            raise AsmError("the toy assembler takes instructions only", file=file, line=line.lineno, column=line.col)
-        rows.append(parse_instruction(ISA_TABLE, line, file))
-    return ISA_TABLE.rows(rows)
+    """Assembly text → program rows, through the ISA table."""
+    return ToyAssembler(ISA_TABLE, file=file).assemble(text)
 
 
 def disassemble(program: np.ndarray) -> str:

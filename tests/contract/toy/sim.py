@@ -10,7 +10,10 @@ from nnisa.core.errors import FormatError
 from nnisa.core.target import SimResult, Stats, check_mode
 from nnisa.report.timeline import build_timeline
 
-from .isa import CYCLES, ENERGY_PJ, ISA_TABLE
+from .isa import ISA_TABLE
+
+CYCLES = ISA_TABLE.fact_array("cycles")
+ENERGY_PJ = ISA_TABLE.fact_array("energy_pj", 0.0, float)
 
 CLOCK_GHZ = 1.0
 
@@ -37,10 +40,10 @@ def simulate(program: np.ndarray, *, inputs: dict[str, np.ndarray] | None = None
         else:
             out.append(int(regs[ra]))
         start.append(t)
-        t += CYCLES[op]
+        t += int(CYCLES[op])
         end.append(t)
     ops = program["op"].astype(np.int64)
-    energy = float(sum(ENERGY_PJ[int(o)] for o in ops))
+    energy = float(ENERGY_PJ[ops].sum())
     timed = mode != "functional"
     stats = Stats(cycles=t if timed else None, latency_ns=t / CLOCK_GHZ if timed else None,
                   energy_pj=energy if timed else None, instructions=len(program),
