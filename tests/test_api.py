@@ -51,3 +51,21 @@ def test_top_level_read_write(tmp_path):
     nnisa.write("pim", prog, tmp_path / "p.nnpi")
     assert nnisa.read("pim", tmp_path / "p.nnpi").equals(prog)
     assert "pim" in nnisa.target_names()
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_onnx_reference_takes_a_fixed_batch_model_batch_at_a_time(tmp_path, batch):
+    """A model exported with a fixed batch B runs B samples per onnxruntime call (7 samples: the
+    last chunk is padded and its extra outputs dropped)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 4])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "m.onnx")
+    a = np.random.default_rng(0).standard_normal((7, 4)).astype(np.float32)
+    got = onnx_reference(tmp_path / "m.onnx", {"x": a})["y"]
+    assert got.shape == (7, 4) and np.array_equal(got, np.maximum(a, 0))

@@ -206,10 +206,10 @@ def default_inputs(model_path: str | Path, samples: int = 1, seed: int = 0) -> d
             for name, dims in declared.items()}
 
 def onnx_reference(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run a model with onnxruntime on float inputs (batch first, one run per sample).
+    """Run a model with onnxruntime on float inputs (samples first).
 
-    Running per sample keeps models with a fixed batch dimension of 1 working.
-    """
+    One run per sample, so models with a fixed batch dimension of 1 work; a model with a fixed
+    batch B > 1 runs B samples at a time."""
     # onnxruntime >= 1.30 on Linux starts Microsoft's 1DS telemetry when it is loaded, which leaves a
     # `.ses` session file in $TMPDIR (or the working folder) on every run; nnisa opts out
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -228,11 +228,21 @@ def onnx_reference(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dic
     n = len(next(iter(inputs.values())))
     outs: dict[str, list[np.ndarray]] = {k: [] for k in names}
     types = {i.name: _ORT_INT_TYPES.get(i.type, np.float32) for i in sess.get_inputs()}  # token ids stay ints
-    for i in range(n):
-        feed = {k: np.asarray(v[i:i + 1], dtype=types.get(k, np.float32)) for k, v in inputs.items()}
+    # a model exported with a fixed batch B > 1 takes its samples B at a time (the last chunk
+    # padded by repeating its final sample, whose extra outputs are dropped)
+    dims = [i.shape[0] if i.shape else None for i in sess.get_inputs()]
+    chunk = dims[0] if dims and isinstance(dims[0], int) and dims[0] > 1 else 1
+    for i in range(0, n, chunk):
+        feed = {}
+        for k, v in inputs.items():
+            part = np.asarray(v[i:i + chunk], dtype=types.get(k, np.float32))
+            if len(part) < chunk:
+                part = np.concatenate([part, np.repeat(part[-1:], chunk - len(part), axis=0)])
+            feed[k] = part
         for k, v in zip(names, sess.run(names, feed)):
-            outs[k].append(v[0])
+            outs[k].extend(v[:min(chunk, n - i)])
     return {k: np.stack(v) for k, v in outs.items()}
+
 
 def compare_outputs(got: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, Any]:
     """Accuracy figures of simulated float outputs against a float reference.
