@@ -43,6 +43,8 @@ def prepare_model(model_path: str | Path, *, inputs: dict[str, np.ndarray] | Non
     :func:`default_inputs` with ``samples`` samples): hand it to :func:`run_model` for every target."""
     if samples < 1:
         raise FormatError(f"samples must be at least 1, got {samples}")
+    from .frontend.models import resolve_model
+    model_path = resolve_model(model_path)
     return PreparedModel(model_path, default_inputs(model_path, samples) if inputs is None else inputs)
 
 
@@ -57,7 +59,7 @@ def run_model(target_name: str, model_path: str | Path | PreparedModel, *,
     target_name
         Target to compile for.
     model_path
-        The ONNX model, or a :class:`PreparedModel` (:func:`prepare_model`: imported once,
+        The ONNX model (a file or a bundled model's name, ``"digits_cnn"``), or a :class:`PreparedModel` (:func:`prepare_model`: imported once,
         with its inputs; ``inputs``/``samples`` are then not used).
     inputs
         Float inputs, name → array with a leading sample axis; default

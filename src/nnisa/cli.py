@@ -108,6 +108,16 @@ config_option = click.option("--config", "--arch", "config", default=None,
                              help="Architecture/configuration: a preset name or a file (target-specific).")
 
 
+def _model_arg(model: str | None, target_name: str | None = None) -> str:
+    """A model argument: a file, or a bundled model's name (``digits_cnn``); none given (``run``):
+    the target's demo model, said on stderr."""
+    from .frontend.models import DEFAULT_MODEL, resolve_model
+    if model is None:
+        model = (get_target(target_name).demo_model if target_name else None) or DEFAULT_MODEL
+        click.echo(f"nnisa: no model given; running the bundled model {model} (nnisa models lists them)", err=True)
+    return str(resolve_model(model))
+
+
 def _cfg(config: str | None) -> dict[str, Any]:
     return {} if config is None else {"config": config}
 
@@ -198,6 +208,31 @@ def _operators_cmd(as_json: bool) -> None:
         emit_json({"operators": matrix})
         return
     print_matrix(matrix, console())
+
+
+def _dims(shape: list) -> str:
+    return "(" + ", ".join(map(str, shape)) + ")"
+
+
+@cli.command("models")
+@json_option
+def models_cmd(as_json: bool) -> None:
+    """List the bundled models (names that run, compile and compare accept in place of a file)."""
+    from .frontend.models import bundled_models
+    rows = bundled_models()
+    if as_json:
+        emit_json({"models": rows})
+        return
+    from rich.table import Table
+    table = Table(title="bundled models (nnisa run -t TARGET NAME)")
+    for col in ("name", "input shape", "output shape", "what it is"):
+        table.add_column(col)
+    for r in rows:
+        ins = ", ".join(f"{k} {_dims(v['shape'])}" + ("" if v["dtype"] == "float32" else f" {v['dtype']}")
+                        for k, v in r["inputs"].items())
+        table.add_row(r["name"], ins, ", ".join(f"{k} {_dims(v)}" for k, v in r["outputs"].items()),
+                      r["description"])
+    console().print(table)
 
 
 @cli.command("isa", cls=TargetCommand)
@@ -322,8 +357,9 @@ def _with_calibration(t, opts: dict, calibration: str | None) -> dict:
 @option_option
 @json_option
 def compile_cmd(target_name, model, config, out_dir, calibration, options, as_json):
-    """Compile an ONNX model for a target."""
+    """Compile an ONNX model (a file or a bundled name: nnisa models) for a target."""
     t = get_target(target_name)
+    model = _model_arg(model)
     opts = _with_calibration(t, parse_options(t, "compile", options), calibration)
     t0 = time.perf_counter()
     with status(f"compiling {model} for {target_name}", not as_json):
@@ -384,7 +420,7 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
 
 @cli.command("run", cls=TargetCommand)
 @target_option
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path(dir_okay=False), required=False)
 @config_option
 @click.option("--inputs", type=click.Path(dir_okay=False), help="Float inputs (.npz/.npy, batch first).")
 @click.option("--outputs", type=click.Path(dir_okay=False), help="Write the simulated float outputs here.")
@@ -395,9 +431,13 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
 @option_option
 @json_option
 def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, calibration, options, as_json):
-    """Compile, simulate and compare with onnxruntime."""
+    """Compile, simulate and compare with onnxruntime.
+
+    MODEL is an ONNX file or a bundled model's name (nnisa models); without one, the target's
+    default bundled model runs."""
     from .api import run_model
     t = get_target(target_name)
+    model = _model_arg(model, target_name)
     opts = _with_calibration(t, parse_options(t, "run", options), calibration)
     data = load_arrays(inputs) if inputs else None
     if data is not None:  # a mismatch names the inputs file
@@ -463,8 +503,9 @@ def demo_cmd(shared, out_dir, verbose, as_json):
               help="Draw latency against energy here (PNG) and the per-target breakdown next to it.")
 @json_option
 def compare_cmd(model, targets_spec, samples, plot, as_json):
-    """Compile and run one ONNX model on every target, one row per target."""
+    """Compile and run one ONNX model (a file or a bundled name) on every target, one row per target."""
     from .sweep.compare import compare_model, compare_pictures, resolve_targets
+    model = _model_arg(model)
     names = resolve_targets(targets_spec)
     with status(f"compiling and running {Path(model).name}", not as_json):
         rows = compare_model(model, names, samples=samples)
