@@ -427,10 +427,14 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
 @click.option("--samples", default=1, show_default=True, type=click.IntRange(min=1),
               help="Samples when no inputs are given.")
 @click.option("-o", "--out-dir", type=click.Path(file_okay=False), help="Keep the compiled files here.")
+@click.option("--gantt", type=click.Path(dir_okay=False), help="Draw the first sample's Gantt chart (PNG), where "
+              "the target records a timeline (else one warning says why not).")
+@click.option("--trace", type=click.Path(dir_okay=False), help="Write the first sample's Chrome/Perfetto trace.")
 @calibration_option
 @option_option
 @json_option
-def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, calibration, options, as_json):
+def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, gantt, trace, calibration, options,
+            as_json):
     """Compile, simulate and compare with onnxruntime.
 
     MODEL is an ONNX file or a bundled model's name (nnisa models); without one, the target's
@@ -451,7 +455,7 @@ def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, calib
             raise FormatError(e.message, file=inputs) from None
     with progress_bar(f"{Path(model).name} on {target_name}", not as_json) as update:
         report = run_model(target_name, model, inputs=data, samples=samples, config=config,
-                           out_dir=out_dir, save_outputs=outputs, progress=update, **opts)
+                           out_dir=out_dir, save_outputs=outputs, progress=update, gantt=gantt, trace=trace, **opts)
     show(as_json, report, "print_run")
 
 
@@ -501,14 +505,28 @@ def demo_cmd(shared, out_dir, verbose, as_json):
               help="Inputs simulated per target (the bundled test set for bundled models, else random).")
 @click.option("--plot", type=click.Path(dir_okay=False),
               help="Draw latency against energy here (PNG) and the per-target breakdown next to it.")
+@click.option("--config", "configs", multiple=True, metavar="TARGET=CFG",
+              help="A target's configuration (preset or file), e.g. --config pim=pimsim_config.json (repeatable).")
+@click.option("-O", "--option", "options", multiple=True, metavar="TARGET:KEY=VALUE",
+              help="A target's -O option, e.g. -O pim:schedule=element (repeatable; see nnisa run --help).")
+@click.option("--gantt", type=click.Path(dir_okay=False), help="(not drawn by compare: see the warning)")
 @json_option
-def compare_cmd(model, targets_spec, samples, plot, as_json):
+def compare_cmd(model, targets_spec, samples, plot, configs, options, gantt, as_json):
     """Compile and run one ONNX model (a file or a bundled name) on every target, one row per target."""
     from .sweep.compare import compare_model, compare_pictures, resolve_targets
     model = _model_arg(model)
     names = resolve_targets(targets_spec)
-    with status(f"compiling and running {Path(model).name}", not as_json):
-        rows = compare_model(model, names, samples=samples)
+    cfgs, opts = _per_target(names, configs, options)
+    if gantt:
+        import warnings
+        warnings.warn("compare --gantt: a comparison records no per-unit timeline; draw one per target with "
+                      "nnisa run -t TARGET MODEL --gantt FILE", stacklevel=1)
+    t0 = time.perf_counter()
+
+    def progress(name: str) -> None:  # one line per stage, with the elapsed time (stderr)
+        if not as_json:
+            click.echo(f"[{names.index(name) + 1}/{len(names)}] {name} ({time.perf_counter() - t0:.0f} s)", err=True)
+    rows = compare_model(model, names, samples=samples, configs=cfgs, options=opts, progress=progress)
     files = compare_pictures(rows, plot, Path(model).name) if plot else []
     if as_json:
         emit_json({"model": model, "samples": samples, "targets": rows, "pictures": files})
@@ -518,6 +536,24 @@ def compare_cmd(model, targets_spec, samples, plot, as_json):
     con.print(side_by_side_table(rows, f"{Path(model).name} on {', '.join(names)} ({samples} inputs each)"))
     for f in files:
         click.echo(f"wrote {f}", err=True)
+
+
+def _per_target(names: list[str], configs: tuple[str, ...], options: tuple[str, ...]) -> tuple[dict, dict]:
+    """``--config TARGET=CFG`` and ``-O TARGET:key=value`` of ``compare`` → per-target configs and
+    validated options (an unknown target, or one not compared, is a one-line error)."""
+    cfgs: dict[str, str] = {}
+    for item in configs:
+        name, sep, cfg = item.partition("=")
+        if not sep or not cfg or name.strip() not in names:
+            raise OptionError(f"--config {item!r}: expected TARGET=CFG with TARGET one of {', '.join(names)}")
+        cfgs[name.strip()] = cfg
+    pairs: dict[str, list[str]] = {}
+    for item in options:
+        name, sep, kv = item.partition(":")
+        if not sep or name.strip() not in names:
+            raise OptionError(f"-O {item!r}: expected TARGET:KEY=VALUE with TARGET one of {', '.join(names)}")
+        pairs.setdefault(name.strip(), []).append(kv)
+    return cfgs, {n: parse_options(get_target(n), "run", tuple(p)) for n, p in pairs.items()}
 
 
 class _SweepGroup(click.Group):
