@@ -11,7 +11,8 @@ onnxruntime, cycles, latency and energy per input; or the one-line refusal (a ta
 Writes the "Model zoo: every model on every target" section of benchmarks/out/RESULTS.md
 (benchmarks/RESULTS.md with --update-docs) after every row, so a partial run counts.
 
-    python benchmarks/model_zoo.py [--timeout S] [--max-gb G] [--models a,b] [--targets pim,dais] [--update-docs]
+    python benchmarks/model_zoo.py [--timeout S] [--samples N] [--max-gb G] [--models a,b] [--targets pim,dais]
+                                   [--update-docs]
 """
 
 from __future__ import annotations
@@ -37,14 +38,14 @@ import json, os, resource, sys, onnx
 os.nice(10)
 from nnisa.api import run_model
 from nnisa.core.errors import NnisaError
-kind, name, target, path, max_gb = sys.argv[1:6]
+kind, name, target, path, max_gb, samples = sys.argv[1:7]
 cap = int(float(max_gb) * (1 << 30))   # address-space cap: the machine is shared
 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 if kind == "zoo":
     from nnisa.frontend.zoo import ZOO
     onnx.save(ZOO[name][0](), path)
 try:
-    r = run_model(target, path, samples=16, **({"cse_budget": 500_000} if target == "dais" else {}))
+    r = run_model(target, path, samples=int(samples), **({"cse_budget": 500_000} if target == "dais" else {}))
     out = {k: r.get(k) for k in ("bit_exact", "top1_agreement", "compile_s", "sim_s", "cycles", "latency_ns",
                                  "period_ns", "energy_pj", "energy_per_input_pj", "inputs")}
 except MemoryError:
@@ -68,12 +69,12 @@ def zoo_models() -> list[tuple[str, str, str]]:
     return out
 
 
-def run_one(kind: str, name: str, path: str, target: str, timeout: float, max_gb: float) -> dict:
+def run_one(kind: str, name: str, path: str, target: str, timeout: float, max_gb: float, samples: int = 16) -> dict:
     with tempfile.TemporaryDirectory() as d:
         where = path or str(Path(d) / f"{name}.onnx")
         t0 = time.perf_counter()
         try:
-            p = subprocess.run([sys.executable, "-c", CHILD, kind, name, target, where, str(max_gb)],
+            p = subprocess.run([sys.executable, "-c", CHILD, kind, name, target, where, str(max_gb), str(samples)],
                                capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"error": f"not finished in {timeout:.0f} s (wall cap of this run)", "timeout": True}
@@ -88,14 +89,14 @@ def _num(v, fmt: str) -> str:
     return "–" if v is None else format(v, fmt)
 
 
-def row_text(kind: str, name: str, target: str, r: dict, load: float) -> str:
+def row_text(kind: str, name: str, target: str, r: dict, load: float, samples: int = 16) -> str:
     if "error" in r:
         return f"| {name} | {kind} | {target} | no: {r['error']} | | | | | | | | {load:.1f} |"
     e = r.get("energy_per_input_pj")
     energy = "– (no energy model)" if e is None else f"{e / 1e6:.3g} µJ"
     top1 = r.get("top1_agreement")
     return (f"| {name} | {kind} | {target} | {_num(r.get('compile_s'), '.1f')} | {_num(r.get('sim_s'), '.1f')} | "
-            f"{r.get('rss_mb', 0):.0f} | {r.get('bit_exact')} | {'–' if top1 is None else f'{top1 * 16:.0f}/16'} | "
+            f"{r.get('rss_mb', 0):.0f} | {r.get('bit_exact')} | {'–' if top1 is None else f'{top1 * samples:.0f}/{samples}'} | "
             f"{_num(r.get('cycles'), ',.0f')} | {_num(r.get('latency_ns'), ',.0f')} | {energy} | {load:.1f} |")
 
 
@@ -107,6 +108,7 @@ def main() -> None:
     ap.add_argument("--models", default=",".join(m[1] for m in models))
     ap.add_argument("--targets", default=",".join(target_names()))
     ap.add_argument("--max-gb", type=float, default=6.0, help="address-space cap of each child (GB)")
+    ap.add_argument("--samples", type=int, default=16, help="inputs per (model, target)")
     a = ap.parse_args()
     chosen = [m for m in models if m[1] in a.models.split(",")]
     targets = a.targets.split(",")
@@ -116,8 +118,8 @@ def main() -> None:
     start_load = os.getloadavg()
     head = (f"Machine: {machine()}; date {today()}; load average at the start {start_load[0]:.1f}, "
             f"{start_load[1]:.1f}, {start_load[2]:.1f} (2 cores shared with other sessions; `load` = 1-min load "
-            f"after the row).  `python benchmarks/model_zoo.py --timeout {a.timeout:.0f}`: each row is "
-            "`nnisa.api.run_model` on 16 samples (bundled models: the test set; others uniform [-1, 1), seed 0) "
+            f"after the row).  `python benchmarks/model_zoo.py --timeout {a.timeout:.0f} --samples {a.samples}`: each "
+            f"row is `nnisa.api.run_model` on {a.samples} samples (bundled models: the test set; others uniform [-1, 1), seed 0) "
             f"in a niced child process capped at {a.timeout:.0f} s wall and {a.max_gb:g} GB; DAIS CSE budget "
             "500,000.  kind: bundled (`nnisa models`), torch (tests/data/torch_exports, real PyTorch exports), zoo "
             "(`nnisa.frontend.zoo`, seeded builders).  `no:` is the target's one-line refusal; `traceback:` a "
@@ -128,14 +130,14 @@ def main() -> None:
     t0 = time.perf_counter()
     pairs = [(m, t) for m in chosen for t in targets]
     for i, ((kind, name, path), target) in enumerate(pairs, 1):
-        r = run_one(kind, name, path, target, a.timeout, a.max_gb)
+        r = run_one(kind, name, path, target, a.timeout, a.max_gb, a.samples)
         load = os.getloadavg()[0]
         crashes += bool(r.get("crash"))
         timeouts += bool(r.get("timeout"))
         ok += "error" not in r
         print(f"[{i}/{len(pairs)}] {name} on {target}: {r.get('error') or 'ok'} ({time.perf_counter() - t0:.0f} s, "
               f"load {load:.1f})", flush=True)
-        rows.append(row_text(kind, name, target, r, load))
+        rows.append(row_text(kind, name, target, r, load, a.samples))
         summary = (f"\n\n{len(rows)} of {len(pairs)} pairs measured: {ok} run, {crashes} crashed (traceback), "
                    f"{timeouts} at the wall cap, {len(rows) - ok - crashes - timeouts} refused; "
                    f"{time.perf_counter() - t0:.0f} s in all.")

@@ -15,20 +15,10 @@ import numpy as np
 
 HERE = Path(__file__).parent
 
-RELU_CASM = """; the fast ReLU of spec cherry.md section 7.1 over 128 tiles of 4x4 (328 cycles at SW = 16)
-.sz 4
-.loop 0 iterations=128
-.apu 0 = i
-.apu 1 = i
-.apu 2 = i
-start_independent_loop 0
-    mem_read 0, 1
-    load 0, INPUT
-    relu
-    store 0, OUTPUT
-    mem_write 0, 2
-end_loop 0
-"""
+def relu_casm() -> str:
+    """The fast ReLU of spec cherry.md section 7.1 over 128 tiles of 4x4 (328 cycles at SW = 16)."""
+    from nnisa.targets.cherry.workloads import FAST_RELU
+    return "; the fast ReLU of spec cherry.md section 7.1 (328 cycles at SW = 16)\n.sz 4\n" + FAST_RELU
 
 LISTING1 = """; Listing 1 of the PIMSAB paper: an int8 element-wise multiply over every CRAM of tile 0
 .config base
@@ -46,16 +36,6 @@ PIMSAB_PROG = """; two 8-bit adds and a multiply on tile 0 (no DRAM traffic): a 
     mult r48, i16, r0, i8, r8, i8
 """
 
-DAIS_TEXT = """.dais 1
-.inputs 2 shifts 0 0
-.outputs 2
-%0 = input 0 : (1,3,0)
-%1 = input 1 : (1,3,0)
-%2 = sub %0, %1, 0 : (1,4,0)
-%3 = add %2, %1, 2 : (1,5,0)
-out 0 = %3
-out 1 = -%2
-"""
 
 
 def digits(n: int) -> np.ndarray:
@@ -82,11 +62,12 @@ def main() -> None:
     np.save(HERE / "tensil" / "x.npy", x1)
     np.savez(HERE / "digits_x16.npz", input=digits(16))
     # dais: a 2-input program (da4ml binary) and 8 input rows
-    (HERE / "dais" / "small.s").write_text(DAIS_TEXT)
+    from nnisa.core.target import get_target
+    (HERE / "dais" / "small.s").write_text(get_target("dais").example.text)  # the target's own example
     write("dais", read("dais", HERE / "dais" / "small.s"), HERE / "dais" / "model.dais")
     np.save(HERE / "dais" / "X.npy", (np.arange(16, dtype=np.float64).reshape(8, 2) - 8) / 2)
     # cherry: the fast ReLU and its device memory
-    (HERE / "cherry" / "relu.casm").write_text(RELU_CASM)
+    (HERE / "cherry" / "relu.casm").write_text(relu_casm())
     np.savez(HERE / "cherry" / "dram.npz", dram=cherry_dram())
     # pimsab: Listing 1, its two input vectors, a small compute program and a config file
     (HERE / "pimsab" / "listing1.s").write_text(LISTING1)
