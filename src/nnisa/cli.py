@@ -380,9 +380,11 @@ def compile_cmd(target_name, model, config, out_dir, calibration, options, as_js
 @click.option("--gantt", type=click.Path(dir_okay=False), help="Draw a per-core Gantt chart (PNG).")
 @click.option("--report", "report_style", type=click.Choice(["table", "pimsim"]), default="table",
               show_default=True, help="Report style (pimsim = the reference simulator's text block).")
+@click.option("--raw", is_flag=True, help="A compiled folder's inputs and outputs as the program's integers "
+              "(default: float model values, quantized and dequantized as its manifest says).")
 @option_option
 @json_option
-def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, report_style, options, as_json):
+def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, report_style, raw, options, as_json):
     """Simulate a program: output values plus cycles and energy."""
     t = get_target(target_name)
     opts = parse_options(t, "sim", options)
@@ -397,8 +399,15 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
     with status(f"reading {program}", not as_json):
         prog = read_program(t, program, **_cfg(config))
     data = load_arrays(inputs) if inputs else None
+    manifest = _quantized_bundle(t, program, raw)
+    if manifest is not None and data is not None:
+        from .core.bundle import quantize_inputs
+        data = quantize_inputs(manifest.inputs, data)
     with status("simulating", not as_json):
         res = t.simulate(prog, config=config, inputs=data, timeline=bool(trace or gantt), **opts)
+    if manifest is not None:
+        from .core.bundle import dequantize_outputs
+        res.outputs = dequantize_outputs(manifest.outputs, res.outputs)
     if outputs:
         save_arrays(outputs, res.outputs)
     stats = res.stats.to_dict()
@@ -416,6 +425,15 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
     else:
         from .report.tables import print_sim
         print_sim(stats, res.outputs, title=f"{target_name}: {Path(program).name}")
+
+
+def _quantized_bundle(t: Target, program: str, raw: bool):
+    """The manifest of a compiled folder whose target computes on its integers (float values in and
+    out are then converted here, issue 28 item 3), else None."""
+    from .core.bundle import is_bundle_dir, read_manifest
+    if raw or not t.bundle_quantized_io or not is_bundle_dir(program):
+        return None
+    return read_manifest(program)
 
 
 @cli.command("run", cls=TargetCommand)

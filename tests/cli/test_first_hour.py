@@ -144,3 +144,32 @@ def test_benchmarks_write_into_out_unless_update_docs(tmp_path, monkeypatch):
         assert again.UPDATE_DOCS and again.RESULTS == again.TRACKED and sys.argv == ["x"]
     finally:
         sys.modules.pop("_results", None)
+
+
+def test_bundle_values_in_and_out():
+    from nnisa.core.bundle import TensorSpec, dequantize_outputs, quantize_inputs
+    spec_in = TensorSpec(name="input", shape=[1, 1, 8, 8], bits=8, scale=1 / 64)
+    spec_out = TensorSpec(name="logits", shape=[1, 10], bits=8, scale=0.25)
+    x = np.full((1, 1, 8, 8), 0.5, np.float32)
+    q = quantize_inputs([spec_in], {"x": x})  # one array: matched by position
+    assert q["x"].dtype == np.int64 and (q["x"] == 32).all()
+    assert np.array_equal(quantize_inputs([spec_in], {"input": q["x"]})["input"], q["x"])  # integers pass unchanged
+    y = dequantize_outputs([spec_out], {"y": np.arange(10.0)[None]})  # a simulator's name, integer values
+    assert list(y) == ["logits"] and y["logits"].shape == (1, 10) and y["logits"][0, 4] == 1.0
+    many = dequantize_outputs([spec_out], {"logits": np.zeros((3, 10), np.int64)})
+    assert many["logits"].shape == (3, 10) and many["logits"].dtype == np.float64
+
+
+@pytest.mark.slow
+def test_sim_on_a_compiled_folder_gives_model_values(tmp_path, capsys):
+    """dais (which computes on the manifest's integers): float in, float logits out; --raw: integers."""
+    import onnxruntime as ort
+    out = tmp_path / "b"
+    assert run_cli(["compile", "-t", "dais", "digits_mlp", "-o", out], capsys)[0] == 0
+    x = np.load(REPO / "examples" / "pim" / "x.npz")["input"]
+    code, _, err = run_cli(["sim", "-t", "dais", out, "--inputs", REPO / "examples" / "pim" / "x.npz",
+                            "--outputs", tmp_path / "y.npz"], capsys)
+    assert code == 0, err
+    y = np.load(tmp_path / "y.npz")["logits"]
+    ref = ort.InferenceSession(str(bundled_model_path("digits_mlp"))).run(None, {"input": x})[0]
+    assert y.shape == ref.shape and np.argmax(y) == np.argmax(ref) and np.abs(y - ref).max() < 0.5

@@ -172,6 +172,44 @@ def as_samples(name: str, array: np.ndarray, shape: list[int | None]) -> np.ndar
     raise FormatError(f"input {name!r}: got shape {tuple(a.shape)}; expected {expected_shapes(dims)}")
 
 
+def _match(specs: list[TensorSpec], arrays: Mapping[str, np.ndarray]) -> list[tuple[str, TensorSpec | None]]:
+    """(array name, its spec): by name, else by position when the counts agree, else no spec."""
+    by_name = {s.name: s for s in specs}
+    if all(k in by_name for k in arrays):
+        return [(k, by_name[k]) for k in arrays]
+    if len(arrays) == len(specs):
+        return list(zip(arrays, specs))
+    return [(k, None) for k in arrays]
+
+
+def quantize_inputs(specs: list[TensorSpec], arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Float inputs → the integers a bundle's input specs declare (``scale``, ``zero_point``,
+    ``bits``; elementwise, any sample count); integer arrays pass unchanged (range-checked)."""
+    out = {}
+    for k, spec in _match(specs, arrays):
+        a = np.asarray(arrays[k])
+        out[k] = a if spec is None else spec.model_copy(update={"shape": list(a.shape)}).quantize(a)
+    return out
+
+
+def dequantize_outputs(specs: list[TensorSpec], outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A bundle's integer outputs (whatever their dtype) → float values in the model's output shapes,
+    named as the manifest names them: ``(N, *shape[1:])`` for N samples (the model's shape for one).
+    Outputs no spec describes pass unchanged."""
+    out = {}
+    for k, spec in _match(specs, outputs):
+        a = np.asarray(outputs[k])
+        if spec is None:
+            out[k] = a
+            continue
+        v = spec.dequantize(a)
+        per = int(np.prod(spec.shape[1:], dtype=np.int64)) if spec.shape else 1
+        if spec.shape and per and v.size % per == 0:
+            v = v.reshape((v.size // per, *spec.shape[1:]))
+        out[spec.name] = v
+    return out
+
+
 def is_bundle_dir(path: str | os.PathLike) -> bool:
     """A directory that holds a ``manifest.json``."""
     p = Path(path)

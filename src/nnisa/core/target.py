@@ -313,6 +313,10 @@ class Target(abc.ABC):
     example: ClassVar[Example]
     #: ``simulate(..., timeline=True)`` returns a :class:`~nnisa.report.timeline.Timeline`
     has_timeline: ClassVar[bool] = False
+    #: ``nnisa sim`` on this target's compiled folder quantizes float inputs and dequantizes integer
+    #: outputs as its manifest's tensors say (:func:`nnisa.core.bundle.quantize_inputs`); False: the
+    #: target's simulator takes and returns float model values itself
+    bundle_quantized_io: ClassVar[bool] = False
     #: bundled model (``nnisa.frontend.models``) the demo runs on this target, if any
     demo_model: ClassVar[str | None] = None
     #: further demo runs: (label, options) — e.g. another schedule, shown as extra columns
