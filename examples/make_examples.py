@@ -2,7 +2,8 @@
 
     python examples/make_examples.py        # from the repository root; writes examples/<target>/
 
-Every file here is small and committed; this script documents where each comes from.
+Every file here is small and committed; this script documents where each derived one comes from
+(the ``.s`` programs of pimsab/ are hand-written sources).
 The commands themselves run in ``tests/docs/test_doc_commands.py``.
 """
 
@@ -20,21 +21,7 @@ def relu_casm() -> str:
     from nnisa.targets.cherry.workloads import FAST_RELU
     return "; the fast ReLU of spec cherry.md section 7.1 (328 cycles at SW = 16)\n.sz 4\n" + FAST_RELU
 
-LISTING1 = """; Listing 1 of the PIMSAB paper: an int8 element-wise multiply over every CRAM of tile 0
-.config base
-.tile 0
-    load  r0,  0x000000, all, i8
-    load  r8,  0x010000, all, i8
-    mult  r16, i16, r8, i8, r0, i8
-    store 0x020000, r16, all, i16
-"""
 
-PIMSAB_PROG = """; two 8-bit adds and a multiply on tile 0 (no DRAM traffic): a timing/ablation example
-.tile 0
-    add  r16, i9, r0, i8, r8, i8
-    add  r32, i9, r16, i9, r8, i8
-    mult r48, i16, r0, i8, r8, i8
-"""
 
 
 
@@ -69,9 +56,7 @@ def main() -> None:
     # cherry: the fast ReLU and its device memory
     (HERE / "cherry" / "relu.casm").write_text(relu_casm())
     np.savez(HERE / "cherry" / "dram.npz", dram=cherry_dram())
-    # pimsab: Listing 1, its two input vectors, a small compute program and a config file
-    (HERE / "pimsab" / "listing1.s").write_text(LISTING1)
-    (HERE / "pimsab" / "prog.s").write_text(PIMSAB_PROG)
+    # pimsab: the two input vectors of listing1.s (hand-written, like prog.s) and a config file
     a = (np.arange(65536) % 256 - 128).astype(np.int8)
     np.savez_compressed(HERE / "pimsab" / "in.npz", dram_0x0=a, dram_0x10000=np.full(65536, 3, np.int8))
     (HERE / "pimsab" / "small.json").write_text(json.dumps({"preset": "pimsab_s", "clock_ghz": 1.0}, indent=1) + "\n")
