@@ -85,6 +85,10 @@ def run_one(kind: str, name: str, path: str, target: str, timeout: float, max_gb
         return res
 
 
+#: bit-exactness: n/a on machines with their own float/fixed-point arithmetic (tensil, cherry)
+EXACT = {True: "yes", False: "NO", None: "n/a"}
+
+
 def _num(v, fmt: str) -> str:
     return "–" if v is None else format(v, fmt)
 
@@ -96,7 +100,7 @@ def row_text(kind: str, name: str, target: str, r: dict, load: float, samples: i
     energy = "– (no energy model)" if e is None else f"{e / 1e6:.3g} µJ"
     top1 = r.get("top1_agreement")
     return (f"| {name} | {kind} | {target} | {_num(r.get('compile_s'), '.1f')} | {_num(r.get('sim_s'), '.1f')} | "
-            f"{r.get('rss_mb', 0):.0f} | {r.get('bit_exact')} | {'–' if top1 is None else f'{top1 * samples:.0f}/{samples}'} | "
+            f"{r.get('rss_mb', 0):.0f} | {EXACT[r.get('bit_exact')]} | {'–' if top1 is None else f'{top1 * samples:.0f}/{samples}'} | "
             f"{_num(r.get('cycles'), ',.0f')} | {_num(r.get('latency_ns'), ',.0f')} | {energy} | {load:.1f} |")
 
 
