@@ -7,9 +7,26 @@ import os
 import platform
 import re
 import resource
+import sys
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+#: the tracked results table; a benchmark writes it only with ``--update-docs`` (issue 28 item 8)
+TRACKED = Path(__file__).resolve().parent / "RESULTS.md"
+#: where a benchmark writes otherwise (untracked): benchmarks/out/RESULTS.md, started from the tracked one
+OUT_DIR = Path(__file__).resolve().parent / "out"
+UPDATE_DOCS = "--update-docs" in sys.argv or os.environ.get("NNISA_UPDATE_DOCS") == "1"
+if "--update-docs" in sys.argv:  # consumed here, so each script's own argument parser never sees it
+    sys.argv.remove("--update-docs")
+RESULTS = TRACKED if UPDATE_DOCS else OUT_DIR / "RESULTS.md"
+
+
+def docs_path(tracked: Path) -> Path:
+    """Where a benchmark writes a tracked file (a doc page, a figure): the file itself with
+    ``--update-docs``, else the same name under benchmarks/out/."""
+    if UPDATE_DOCS:
+        return tracked
+    OUT_DIR.mkdir(exist_ok=True)
+    return OUT_DIR / tracked.name
 
 
 def machine() -> str:
@@ -42,6 +59,9 @@ def peak_rss_mb() -> float:
 
 def update_section(title: str, body: str) -> None:
     """Replace (or append) the ``## title`` section of RESULTS.md with ``body``."""
+    if not RESULTS.exists() and TRACKED.exists():  # benchmarks/out/ starts as a copy of the tracked table
+        OUT_DIR.mkdir(exist_ok=True)
+        RESULTS.write_text(TRACKED.read_text())
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\nRecorded by `make bench` (each script rewrites its own section).\n"
     header = f"## {title}"
     section = f"{header}\n\n{body.strip()}\n"
@@ -51,6 +71,8 @@ def update_section(title: str, body: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text)
+    if not UPDATE_DOCS:
+        print(f"wrote {RESULTS} (the tracked benchmarks/RESULTS.md changes only with --update-docs)", file=sys.stderr)
 
 
 class captured:

@@ -1,18 +1,25 @@
-"""Model zoo benchmark (issue 13): every ``nnisa.frontend.zoo`` model through ``nnisa run`` on pim and dais.
+"""Model zoo benchmark (issues 13, 26 item 5): every zoo model on every target.
 
-Each (model, target) runs in its own child process with a wall-time cap (``--timeout``, default
-600 s) so a slow compile is reported as such; the table gives compiles or not (with the reason),
-bit-exactness, top-1 agreement with onnxruntime and the max relative error on 16 samples (seed 0),
-compile and simulate time, and the child's peak memory.  Writes the "Model zoo" section of
-benchmarks/RESULTS.md.
+Models: the bundled ones (``nnisa models``), the real PyTorch exports in tests/data/torch_exports/
+and the seeded builders of ``nnisa.frontend.zoo``.  Each (model, target) runs ``nnisa.api.run_model``
+on 16 samples (the bundled test set for bundled models, else uniform [-1, 1), seed 0) in its own
+child process with a wall cap (``--timeout``) and an address-space cap (``--max-gb``), niced.
+A row gives compile s, simulate s, the child's peak MB, bit-exactness, top-1 agreement with
+onnxruntime, cycles, latency and energy per input; or the one-line refusal (a target's
+``NnisaError``), or ``traceback:`` with the exception when a compiler crashed (a bug).
 
-    python benchmarks/model_zoo.py [--timeout S] [--max-gb G] [--models a,b] [--targets pim,dais]
+Writes the "Model zoo: every model on every target" section of benchmarks/out/RESULTS.md
+(benchmarks/RESULTS.md with --update-docs) after every row, so a partial run counts.
+
+    python benchmarks/model_zoo.py [--timeout S] [--samples N] [--max-gb G] [--models a,b] [--targets pim,dais]
+                                   [--update-docs]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -22,93 +29,123 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _results import machine, today, update_section  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
+EXPORTS = ROOT / "tests" / "data" / "torch_exports"
+SECTION = "Model zoo: every model on every target (issue 26 item 5)"
+
 CHILD = r"""
-import json, resource, sys, onnx
+import json, os, resource, sys, onnx
+os.nice(10)
 from nnisa.api import run_model
-from nnisa.frontend.zoo import ZOO
-name, target, path, max_gb = sys.argv[1:5]
+from nnisa.core.errors import NnisaError
+kind, name, target, path, max_gb, samples = sys.argv[1:7]
 cap = int(float(max_gb) * (1 << 30))   # address-space cap: the machine is shared
 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-onnx.save(ZOO[name][0](), path)
+if kind == "zoo":
+    from nnisa.frontend.zoo import ZOO
+    onnx.save(ZOO[name][0](), path)
 try:
-    r = run_model(target, path, samples=16, **({"cse_budget": 500_000} if target == "dais" else {}))
-    out = {k: r[k] for k in ("bit_exact", "top1_agreement", "max_rel_error", "compile_s", "sim_s")}
+    r = run_model(target, path, samples=int(samples), **({"cse_budget": 500_000} if target == "dais" else {}))
+    out = {k: r.get(k) for k in ("bit_exact", "top1_agreement", "compile_s", "sim_s", "cycles", "latency_ns",
+                                 "period_ns", "energy_pj", "energy_per_input_pj", "inputs")}
 except MemoryError:
     out = {"error": f"out of memory (address space capped at {max_gb} GB)"}
-except Exception as e:  # the reason goes into the table
-    out = {"error": str(e).split(": ", 1)[-1].replace(f" (target {target})", "")[:200]}
+except NnisaError as e:  # a refusal: its one line goes into the table
+    out = {"error": " ".join(str(e).split())[:220]}
+except Exception as e:  # a crash: a bug to fix
+    out = {"error": "traceback: " + type(e).__name__ + ": " + " ".join(str(e).split())[:180], "crash": True}
 out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """
 
 
-def run_one(name: str, target: str, timeout: float, max_gb: float = 8.0) -> dict:
+def zoo_models() -> list[tuple[str, str, str]]:
+    """(kind, name, path or '') of every model: bundled, torch exports, zoo builders."""
+    from nnisa.frontend.models import bundled_model_names, bundled_model_path
+    from nnisa.frontend.zoo import ZOO
+    out = [("bundled", n, str(bundled_model_path(n))) for n in bundled_model_names()]
+    out += [("torch", p.stem, str(p)) for p in sorted(EXPORTS.glob("*.onnx"))]
+    out += [("zoo", n, "") for n in ZOO]
+    return out
+
+
+def run_one(kind: str, name: str, path: str, target: str, timeout: float, max_gb: float, samples: int = 16) -> dict:
     with tempfile.TemporaryDirectory() as d:
+        where = path or str(Path(d) / f"{name}.onnx")
         t0 = time.perf_counter()
         try:
-            p = subprocess.run([sys.executable, "-c", CHILD, name, target, str(Path(d) / f"{name}.onnx"), str(max_gb)],
+            p = subprocess.run([sys.executable, "-c", CHILD, kind, name, target, where, str(max_gb), str(samples)],
                                capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            return {"error": f"did not finish in {timeout:.0f} s"}
-        lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
-        res = json.loads(lines[-1]) if lines else {"error": (p.stderr.strip().splitlines() or ["crashed"])[-1][:160]}
+            return {"error": f"not finished in {timeout:.0f} s (wall cap of this run)", "timeout": True}
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+        res = json.loads(lines[-1]) if lines else {
+            "error": "crashed: " + ((p.stderr.strip().splitlines() or ["no output"])[-1][:160]), "crash": True}
         res["wall_s"] = time.perf_counter() - t0
         return res
 
 
-def _previous_rows() -> dict:
-    """(model, target) → table row of the current "Model zoo" section of RESULTS.md."""
-    from _results import RESULTS
-    text = RESULTS.read_text() if RESULTS.exists() else ""
-    start = text.find("## Model zoo (issue 13)")
-    if start < 0:
-        return {}
-    end = text.find("\n## ", start + 5)
-    out = {}
-    for line in text[start:end if end > 0 else None].splitlines():
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if line.startswith("| ") and len(cells) >= 3 and cells[1] in ("pim", "dais"):
-            out[(cells[0], cells[1])] = line
-    return out
+#: bit-exactness: n/a on machines with their own float/fixed-point arithmetic (tensil, cherry)
+EXACT = {True: "yes", False: "NO", None: "n/a"}
+
+
+def _num(v, fmt: str) -> str:
+    return "–" if v is None else format(v, fmt)
+
+
+def row_text(kind: str, name: str, target: str, r: dict, load: float, samples: int = 16) -> str:
+    if "error" in r:
+        return f"| {name} | {kind} | {target} | no: {r['error']} | | | | | | | | {load:.1f} |"
+    e = r.get("energy_per_input_pj")
+    energy = "– (no energy model)" if e is None else f"{e / 1e6:.3g} µJ"
+    top1 = r.get("top1_agreement")
+    return (f"| {name} | {kind} | {target} | {_num(r.get('compile_s'), '.1f')} | {_num(r.get('sim_s'), '.1f')} | "
+            f"{r.get('rss_mb', 0):.0f} | {EXACT[r.get('bit_exact')]} | {'–' if top1 is None else f'{top1 * samples:.0f}/{samples}'} | "
+            f"{_num(r.get('cycles'), ',.0f')} | {_num(r.get('latency_ns'), ',.0f')} | {energy} | {load:.1f} |")
 
 
 def main() -> None:
-    import os
-
-    from nnisa.frontend.zoo import ZOO
+    from nnisa.core.target import target_names
+    models = zoo_models()
     ap = argparse.ArgumentParser()
-    ap.add_argument("--timeout", type=float, default=600.0)
-    ap.add_argument("--models", default=",".join(ZOO))
-    ap.add_argument("--targets", default="pim,dais")
-    ap.add_argument("--max-gb", type=float, default=8.0, help="address-space cap of each child (GB)")
+    ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--models", default=",".join(m[1] for m in models))
+    ap.add_argument("--targets", default=",".join(target_names()))
+    ap.add_argument("--max-gb", type=float, default=6.0, help="address-space cap of each child (GB)")
+    ap.add_argument("--samples", type=int, default=16, help="inputs per (model, target)")
     a = ap.parse_args()
-    header = ["| model | target | compiles | bit-exact | top-1 vs onnxruntime | max rel. error | compile s | "
-              "simulate s | peak MB | load avg |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    done = _previous_rows()          # rows of an earlier run that this run does not redo are kept
-    head = (f"Machine: {machine()}; date {today()}; 2 cores shared with other jobs (load avg = 1-min load after "
-            "the row).  16 samples uniform in [-1, 1) (seed 0), calibration on 64 disjoint samples (seed 1), pow2 "
-            "per-channel int8, calibration=max; DAIS CSE budget 500,000 steps per layer (deterministic), row "
-            "blocks of 32.  "
-            "Each row runs in a child process with a wall cap (`--timeout`; a row that hits it says so).  Models: `nnisa.frontend.zoo` (seeded weights, small inputs).  "
-            "DAIS before issue 13 (the issue's figures): LeNet-5 47 s and 2.5 GB, a small VGG 7 min 25 s and 7.4 GB, "
-            "ResNet-18 and MobileNet-V2 at 32×32 not finished in 10 min (8 GB); goals: LeNet-5 ≤ 5 s and ≤ 500 MB, "
-            "MobileNet-V2 ≤ 5 min and ≤ 4 GB.\n\n")
-    for target in a.targets.split(","):          # all of one target first: the fast rows land early
-        for name in a.models.split(","):
-            r = run_one(name, target, a.timeout, a.max_gb)
-            load = os.getloadavg()[0]
-            print(name, target, r, f"load {load:.1f}", flush=True)
-            if "error" in r:
-                row = (f"| {name} | {target} | no: {r['error']} | | | | | | {r.get('rss_mb', 0):.0f} | "
-                       f"{load:.1f} |")
-            else:
-                row = (f"| {name} | {target} | yes | {r['bit_exact']} | {r['top1_agreement'] * 16:.0f}/16 | "
-                       f"{r['max_rel_error']:.3f} | {r['compile_s']:.1f} | {r['sim_s']:.1f} | {r['rss_mb']:.0f} | "
-                       f"{load:.1f} |")
-            done[(name, target)] = row
-            known = [(m, t) for t in ("pim", "dais") for m in ZOO]
-            rows = header + [done[k] for k in known if k in done] + [done[k] for k in sorted(set(done) - set(known))]
-            update_section("Model zoo (issue 13)", head + "\n".join(rows))   # after every row: partial runs count
+    chosen = [m for m in models if m[1] in a.models.split(",")]
+    targets = a.targets.split(",")
+    header = ["| model | kind | target | compile s | simulate s | peak MB | bit-exact | top-1 vs onnxruntime | "
+              "cycles | latency ns | energy / input | load |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    start_load = os.getloadavg()
+    head = (f"Machine: {machine()}; date {today()}; load average at the start {start_load[0]:.1f}, "
+            f"{start_load[1]:.1f}, {start_load[2]:.1f} (2 cores shared with other sessions; `load` = 1-min load "
+            f"after the row).  `python benchmarks/model_zoo.py --timeout {a.timeout:.0f} --samples {a.samples}`: each "
+            f"row is `nnisa.api.run_model` on {a.samples} samples (bundled models: the test set; others uniform [-1, 1), seed 0) "
+            f"in a niced child process capped at {a.timeout:.0f} s wall and {a.max_gb:g} GB; DAIS CSE budget "
+            "500,000.  kind: bundled (`nnisa models`), torch (tests/data/torch_exports, real PyTorch exports), zoo "
+            "(`nnisa.frontend.zoo`, seeded builders).  `no:` is the target's one-line refusal; `traceback:` a "
+            "compiler crash (a bug); a wall-cap row is a timing limit of this loaded run, not a refusal.  "
+            "Latency: one input in → out; energy per input: `energy_per_input_pj`.\n\n")
+    rows: list[str] = []
+    crashes = timeouts = ok = 0
+    t0 = time.perf_counter()
+    pairs = [(m, t) for m in chosen for t in targets]
+    for i, ((kind, name, path), target) in enumerate(pairs, 1):
+        r = run_one(kind, name, path, target, a.timeout, a.max_gb, a.samples)
+        load = os.getloadavg()[0]
+        crashes += bool(r.get("crash"))
+        timeouts += bool(r.get("timeout"))
+        ok += "error" not in r
+        print(f"[{i}/{len(pairs)}] {name} on {target}: {r.get('error') or 'ok'} ({time.perf_counter() - t0:.0f} s, "
+              f"load {load:.1f})", flush=True)
+        rows.append(row_text(kind, name, target, r, load, a.samples))
+        summary = (f"\n\n{len(rows)} of {len(pairs)} pairs measured: {ok} run, {crashes} crashed (traceback), "
+                   f"{timeouts} at the wall cap, {len(rows) - ok - crashes - timeouts} refused; "
+                   f"{time.perf_counter() - t0:.0f} s in all.")
+        update_section(SECTION, head + "\n".join(header + rows) + summary)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,8 @@ def prepare_model(model_path: str | Path, *, inputs: dict[str, np.ndarray] | Non
     :func:`default_inputs` with ``samples`` samples): hand it to :func:`run_model` for every target."""
     if samples < 1:
         raise FormatError(f"samples must be at least 1, got {samples}")
+    from .frontend.models import resolve_model
+    model_path = resolve_model(model_path)
     return PreparedModel(model_path, default_inputs(model_path, samples) if inputs is None else inputs)
 
 
@@ -57,7 +59,7 @@ def run_model(target_name: str, model_path: str | Path | PreparedModel, *,
     target_name
         Target to compile for.
     model_path
-        The ONNX model, or a :class:`PreparedModel` (:func:`prepare_model`: imported once,
+        The ONNX model (a file or a bundled model's name, ``"digits_cnn"``), or a :class:`PreparedModel` (:func:`prepare_model`: imported once,
         with its inputs; ``inputs``/``samples`` are then not used).
     inputs
         Float inputs, name → array with a leading sample axis; default
@@ -73,18 +75,39 @@ def run_model(target_name: str, model_path: str | Path | PreparedModel, *,
 
     Returns
     -------
-    dict
-        JSON-serialisable report: ``cycles``, ``latency_ns``, ``energy_pj`` (where modelled),
+    Report
+        A ``dict`` (with ``.to_dict()`` and ``.to_pandas()``), JSON-serialisable: ``cycles``, ``latency_ns``, ``energy_pj`` (where modelled),
         ``max_abs_error``, ``top1_agreement``, ``bit_exact``, ``wall_s``, ``compile_s``, ``sim_s``
         and the target's compile report.
     """
+    from .report.results import Report
     from .sweep.measure import run_prepared
     get_target(target_name)  # an unknown target before any work
     prepared = model_path if isinstance(model_path, PreparedModel) and model_path.inputs is not None else \
         prepare_model(model_path, inputs=inputs, samples=samples)
-    return run_prepared(target_name, prepared, config=config, out_dir=out_dir, save_outputs=save_outputs,
-                        progress=progress, **options)
+    return Report(run_prepared(target_name, prepared, config=config, out_dir=out_dir, save_outputs=save_outputs,
+                               progress=progress, **options))
 
 
-__all__ = ["target", "target_names", "read", "write", "run_model", "prepare_model", "PreparedModel",
+def compare(model_path: str | Path, targets: list[str] | str | None = None, *, samples: int = 8,
+            configs: dict[str, Any] | None = None, options: dict[str, dict[str, Any]] | None = None) -> Any:
+    """``nnisa compare`` as a function: one row per target (a list with ``.to_pandas()``).
+
+    ``configs`` maps a target to its configuration (preset or file), ``options`` a target to its
+    ``-O`` options."""
+    from .report.results import Rows
+    from .sweep.compare import compare_model, resolve_targets
+    from .frontend.models import resolve_model
+    names = resolve_targets(targets if isinstance(targets, str) or targets is None else ",".join(targets))
+    return Rows(compare_model(resolve_model(model_path), names, samples=samples, configs=configs,
+                              options=options))
+
+
+def sweep_results(results: str | Path) -> Any:
+    """A sweep's results folder (or ``results.parquet``) as a pandas DataFrame."""
+    from .report.results import results_frame
+    return results_frame(results)
+
+
+__all__ = ["target", "target_names", "read", "write", "run_model", "compare", "sweep_results", "prepare_model", "PreparedModel",
            "onnx_reference", "default_inputs", "check_inputs", "model_inputs", "integer_inputs", "compare_outputs"]

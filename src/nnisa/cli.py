@@ -108,6 +108,16 @@ config_option = click.option("--config", "--arch", "config", default=None,
                              help="Architecture/configuration: a preset name or a file (target-specific).")
 
 
+def _model_arg(model: str | None, target_name: str | None = None) -> str:
+    """A model argument: a file, or a bundled model's name (``digits_cnn``); none given (``run``):
+    the target's demo model, said on stderr."""
+    from .frontend.models import DEFAULT_MODEL, resolve_model
+    if model is None:
+        model = (get_target(target_name).demo_model if target_name else None) or DEFAULT_MODEL
+        click.echo(f"nnisa: no model given; running the bundled model {model} (nnisa models lists them)", err=True)
+    return str(resolve_model(model))
+
+
 def _cfg(config: str | None) -> dict[str, Any]:
     return {} if config is None else {"config": config}
 
@@ -198,6 +208,31 @@ def _operators_cmd(as_json: bool) -> None:
         emit_json({"operators": matrix})
         return
     print_matrix(matrix, console())
+
+
+def _dims(shape: list) -> str:
+    return "(" + ", ".join(map(str, shape)) + ")"
+
+
+@cli.command("models")
+@json_option
+def models_cmd(as_json: bool) -> None:
+    """List the bundled models (names that run, compile and compare accept in place of a file)."""
+    from .frontend.models import bundled_models
+    rows = bundled_models()
+    if as_json:
+        emit_json({"models": rows})
+        return
+    from rich.table import Table
+    table = Table(title="bundled models (nnisa run -t TARGET NAME)")
+    for col in ("name", "input shape", "output shape", "what it is"):
+        table.add_column(col)
+    for r in rows:
+        ins = ", ".join(f"{k} {_dims(v['shape'])}" + ("" if v["dtype"] == "float32" else f" {v['dtype']}")
+                        for k, v in r["inputs"].items())
+        table.add_row(r["name"], ins, ", ".join(f"{k} {_dims(v)}" for k, v in r["outputs"].items()),
+                      r["description"])
+    console().print(table)
 
 
 @cli.command("isa", cls=TargetCommand)
@@ -322,8 +357,9 @@ def _with_calibration(t, opts: dict, calibration: str | None) -> dict:
 @option_option
 @json_option
 def compile_cmd(target_name, model, config, out_dir, calibration, options, as_json):
-    """Compile an ONNX model for a target."""
+    """Compile an ONNX model (a file or a bundled name: nnisa models) for a target."""
     t = get_target(target_name)
+    model = _model_arg(model)
     opts = _with_calibration(t, parse_options(t, "compile", options), calibration)
     t0 = time.perf_counter()
     with status(f"compiling {model} for {target_name}", not as_json):
@@ -344,9 +380,11 @@ def compile_cmd(target_name, model, config, out_dir, calibration, options, as_js
 @click.option("--gantt", type=click.Path(dir_okay=False), help="Draw a per-core Gantt chart (PNG).")
 @click.option("--report", "report_style", type=click.Choice(["table", "pimsim"]), default="table",
               show_default=True, help="Report style (pimsim = the reference simulator's text block).")
+@click.option("--raw", is_flag=True, help="A compiled folder's inputs and outputs as the program's integers "
+              "(default: float model values, quantized and dequantized as its manifest says).")
 @option_option
 @json_option
-def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, report_style, options, as_json):
+def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, report_style, raw, options, as_json):
     """Simulate a program: output values plus cycles and energy."""
     t = get_target(target_name)
     opts = parse_options(t, "sim", options)
@@ -361,8 +399,15 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
     with status(f"reading {program}", not as_json):
         prog = read_program(t, program, **_cfg(config))
     data = load_arrays(inputs) if inputs else None
+    manifest = _quantized_bundle(t, program, raw)
+    if manifest is not None and data is not None:
+        from .core.bundle import quantize_inputs
+        data = quantize_inputs(manifest.inputs, data)
     with status("simulating", not as_json):
         res = t.simulate(prog, config=config, inputs=data, timeline=bool(trace or gantt), **opts)
+    if manifest is not None:
+        from .core.bundle import dequantize_outputs
+        res.outputs = dequantize_outputs(manifest.outputs, res.outputs)
     if outputs:
         save_arrays(outputs, res.outputs)
     stats = res.stats.to_dict()
@@ -382,22 +427,39 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
         print_sim(stats, res.outputs, title=f"{target_name}: {Path(program).name}")
 
 
+def _quantized_bundle(t: Target, program: str, raw: bool):
+    """The manifest of a compiled folder whose target computes on its integers (float values in and
+    out are then converted here, issue 28 item 3), else None."""
+    from .core.bundle import is_bundle_dir, read_manifest
+    if raw or not t.bundle_quantized_io or not is_bundle_dir(program):
+        return None
+    return read_manifest(program)
+
+
 @cli.command("run", cls=TargetCommand)
 @target_option
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path(dir_okay=False), required=False)
 @config_option
 @click.option("--inputs", type=click.Path(dir_okay=False), help="Float inputs (.npz/.npy, batch first).")
 @click.option("--outputs", type=click.Path(dir_okay=False), help="Write the simulated float outputs here.")
 @click.option("--samples", default=1, show_default=True, type=click.IntRange(min=1),
               help="Samples when no inputs are given.")
 @click.option("-o", "--out-dir", type=click.Path(file_okay=False), help="Keep the compiled files here.")
+@click.option("--gantt", type=click.Path(dir_okay=False), help="Draw the first sample's Gantt chart (PNG), where "
+              "the target records a timeline (else one warning says why not).")
+@click.option("--trace", type=click.Path(dir_okay=False), help="Write the first sample's Chrome/Perfetto trace.")
 @calibration_option
 @option_option
 @json_option
-def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, calibration, options, as_json):
-    """Compile, simulate and compare with onnxruntime."""
+def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, gantt, trace, calibration, options,
+            as_json):
+    """Compile, simulate and compare with onnxruntime.
+
+    MODEL is an ONNX file or a bundled model's name (nnisa models); without one, the target's
+    default bundled model runs."""
     from .api import run_model
     t = get_target(target_name)
+    model = _model_arg(model, target_name)
     opts = _with_calibration(t, parse_options(t, "run", options), calibration)
     data = load_arrays(inputs) if inputs else None
     if data is not None:  # a mismatch names the inputs file
@@ -411,7 +473,7 @@ def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, calib
             raise FormatError(e.message, file=inputs) from None
     with progress_bar(f"{Path(model).name} on {target_name}", not as_json) as update:
         report = run_model(target_name, model, inputs=data, samples=samples, config=config,
-                           out_dir=out_dir, save_outputs=outputs, progress=update, **opts)
+                           out_dir=out_dir, save_outputs=outputs, progress=update, gantt=gantt, trace=trace, **opts)
     show(as_json, report, "print_run")
 
 
@@ -461,13 +523,28 @@ def demo_cmd(shared, out_dir, verbose, as_json):
               help="Inputs simulated per target (the bundled test set for bundled models, else random).")
 @click.option("--plot", type=click.Path(dir_okay=False),
               help="Draw latency against energy here (PNG) and the per-target breakdown next to it.")
+@click.option("--config", "configs", multiple=True, metavar="TARGET=CFG",
+              help="A target's configuration (preset or file), e.g. --config pim=pimsim_config.json (repeatable).")
+@click.option("-O", "--option", "options", multiple=True, metavar="TARGET:KEY=VALUE",
+              help="A target's -O option, e.g. -O pim:schedule=element (repeatable; see nnisa run --help).")
+@click.option("--gantt", type=click.Path(dir_okay=False), help="(not drawn by compare: see the warning)")
 @json_option
-def compare_cmd(model, targets_spec, samples, plot, as_json):
-    """Compile and run one ONNX model on every target, one row per target."""
+def compare_cmd(model, targets_spec, samples, plot, configs, options, gantt, as_json):
+    """Compile and run one ONNX model (a file or a bundled name) on every target, one row per target."""
     from .sweep.compare import compare_model, compare_pictures, resolve_targets
+    model = _model_arg(model)
     names = resolve_targets(targets_spec)
-    with status(f"compiling and running {Path(model).name}", not as_json):
-        rows = compare_model(model, names, samples=samples)
+    cfgs, opts = _per_target(names, configs, options)
+    if gantt:
+        import warnings
+        warnings.warn("compare --gantt: a comparison records no per-unit timeline; draw one per target with "
+                      "nnisa run -t TARGET MODEL --gantt FILE", stacklevel=1)
+    t0 = time.perf_counter()
+
+    def progress(name: str) -> None:  # one line per stage, with the elapsed time (stderr)
+        if not as_json:
+            click.echo(f"[{names.index(name) + 1}/{len(names)}] {name} ({time.perf_counter() - t0:.0f} s)", err=True)
+    rows = compare_model(model, names, samples=samples, configs=cfgs, options=opts, progress=progress)
     files = compare_pictures(rows, plot, Path(model).name) if plot else []
     if as_json:
         emit_json({"model": model, "samples": samples, "targets": rows, "pictures": files})
@@ -477,6 +554,24 @@ def compare_cmd(model, targets_spec, samples, plot, as_json):
     con.print(side_by_side_table(rows, f"{Path(model).name} on {', '.join(names)} ({samples} inputs each)"))
     for f in files:
         click.echo(f"wrote {f}", err=True)
+
+
+def _per_target(names: list[str], configs: tuple[str, ...], options: tuple[str, ...]) -> tuple[dict, dict]:
+    """``--config TARGET=CFG`` and ``-O TARGET:key=value`` of ``compare`` → per-target configs and
+    validated options (an unknown target, or one not compared, is a one-line error)."""
+    cfgs: dict[str, str] = {}
+    for item in configs:
+        name, sep, cfg = item.partition("=")
+        if not sep or not cfg or name.strip() not in names:
+            raise OptionError(f"--config {item!r}: expected TARGET=CFG with TARGET one of {', '.join(names)}")
+        cfgs[name.strip()] = cfg
+    pairs: dict[str, list[str]] = {}
+    for item in options:
+        name, sep, kv = item.partition(":")
+        if not sep or name.strip() not in names:
+            raise OptionError(f"-O {item!r}: expected TARGET:KEY=VALUE with TARGET one of {', '.join(names)}")
+        pairs.setdefault(name.strip(), []).append(kv)
+    return cfgs, {n: parse_options(get_target(n), "run", tuple(p)) for n, p in pairs.items()}
 
 
 class _SweepGroup(click.Group):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from nnisa.sweep.spec import Point
 from nnisa.sweep.worker import provenance, run_point
 
@@ -40,5 +42,6 @@ def test_workload_point_on_a_target_without_onnx_compiler():
     for row in (small, big):
         assert row["status"] == "ok", row.get("error")
         assert row["latency_ns"] > 0 and row["energy_pj"] > 0 and row["cycles"] > 0
-        assert row["energy_pj"] == row["extra"]["energy_j"] * 1e12
+        # the paper's joules as the schema's picojoules: dynamic + static
+        assert row["energy_pj"] == pytest.approx(row["energy_dynamic_pj"] + row["energy_static_pj"])
     assert small["overrides"] == {"mesh_width": 6} and small["latency_ns"] != big["latency_ns"]

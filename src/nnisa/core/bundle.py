@@ -134,6 +134,84 @@ class Manifest(BaseModel):
         raise KeyError(name)
 
 
+def expected_shapes(shape: list[int | None]) -> str:
+    """The array shapes :func:`as_samples` takes for a model input of ``shape``, for messages."""
+    dims = ["N" if d is None else str(d) for d in shape]
+    one = "(" + ", ".join(dims) + ")"
+    rest = ", ".join(dims[1:])
+    if shape and shape[0] is None:
+        return f"(N, {rest})" if rest else "(N,)"
+    if shape and shape[0] == 1:
+        return f"{one} (one sample), (N, {', '.join(dims)}) or (N, {rest}) (N samples)"
+    return f"{one} (one sample) or (N, {', '.join(dims)}) (N samples)"
+
+
+def as_samples(name: str, array: np.ndarray, shape: list[int | None]) -> np.ndarray:
+    """The one input convention (issue 28 item 3): ``array`` for a model input of ``shape`` (the
+    model's own layout, ``None`` a symbolic dimension) as ``(N, *shape[1:])`` batch-first samples.
+
+    An array whose shape equals ``shape`` is one sample; ``(N, *shape)`` or, for a batch-1 (or
+    symbolic-batch) input, ``(N, *shape[1:])`` are N samples.  Anything else is a one-line
+    :class:`FormatError` naming the expected shapes.  A model whose first dimension is a fixed size
+    other than 1 is not batch-first; its samples are refused with that reason."""
+    a = np.asarray(array)
+    dims = list(shape)
+
+    def fits(got, want) -> bool:
+        return len(got) == len(want) and all(w is None or g == w for g, w in zip(got, want))
+    if not dims:
+        if a.ndim <= 1:
+            return a.reshape(-1)
+    elif dims[0] is not None and dims[0] != 1:
+        raise FormatError(f"input {name!r}: the model's input shape {dims} is not batch-first (its first "
+                          "dimension is fixed at " + str(dims[0]) + "); export it with a batch dimension of 1 or a "
+                          "symbolic one")
+    elif a.ndim == len(dims) + 1 and fits(a.shape[1:], dims):  # (N, *shape): N samples of a batch-1 input
+        if a.shape[0] > 0:
+            return a.reshape((a.shape[0],) + a.shape[2:])
+    elif fits(a.shape, [None, *dims[1:]]) and a.shape[0] > 0:  # (N, *shape[1:]), or exactly shape: one sample
+        return a
+    raise FormatError(f"input {name!r}: got shape {tuple(a.shape)}; expected {expected_shapes(dims)}")
+
+
+def _match(specs: list[TensorSpec], arrays: Mapping[str, np.ndarray]) -> list[tuple[str, TensorSpec | None]]:
+    """(array name, its spec): by name, else by position when the counts agree, else no spec."""
+    by_name = {s.name: s for s in specs}
+    if all(k in by_name for k in arrays):
+        return [(k, by_name[k]) for k in arrays]
+    if len(arrays) == len(specs):
+        return list(zip(arrays, specs))
+    return [(k, None) for k in arrays]
+
+
+def quantize_inputs(specs: list[TensorSpec], arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Float inputs → the integers a bundle's input specs declare (``scale``, ``zero_point``,
+    ``bits``; elementwise, any sample count); integer arrays pass unchanged (range-checked)."""
+    out = {}
+    for k, spec in _match(specs, arrays):
+        a = np.asarray(arrays[k])
+        out[k] = a if spec is None else spec.model_copy(update={"shape": list(a.shape)}).quantize(a)
+    return out
+
+
+def dequantize_outputs(specs: list[TensorSpec], outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A bundle's integer outputs (whatever their dtype) → float values in the model's output shapes,
+    named as the manifest names them: ``(N, *shape[1:])`` for N samples (the model's shape for one).
+    Outputs no spec describes pass unchanged."""
+    out = {}
+    for k, spec in _match(specs, outputs):
+        a = np.asarray(outputs[k])
+        if spec is None:
+            out[k] = a
+            continue
+        v = spec.dequantize(a)
+        per = int(np.prod(spec.shape[1:], dtype=np.int64)) if spec.shape else 1
+        if spec.shape and per and v.size % per == 0:
+            v = v.reshape((v.size // per, *spec.shape[1:]))
+        out[spec.name] = v
+    return out
+
+
 def is_bundle_dir(path: str | os.PathLike) -> bool:
     """A directory that holds a ``manifest.json``."""
     p = Path(path)

@@ -46,7 +46,8 @@ MODES = ("both", "functional", "timing")
 ENGINES = ("fast", "reference")
 
 __all__ = ["CAPABILITIES", "ENGINES", "MODES", "CompileResult", "Example", "RunResult", "SimResult", "Stats", "Target",
-           "check_mode", "get_target", "register_target", "run_samples", "simulate_stacked", "take_engine", "target_names",
+           "SCHEMA", "check_mode", "get_target", "schema_figures", "register_target", "run_samples", "simulate_stacked",
+           "take_engine", "target_names",
            "unregister_target"]
 
 
@@ -70,6 +71,48 @@ def take_engine(options: dict[str, Any], default: str = "fast") -> str:
     return default if engine is None else engine
 
 
+#: the figures every target reports under these names (``None`` where a target does not model one):
+#: ``energy_pj`` = ``energy_dynamic_pj`` + ``energy_static_pj`` for the ``inputs`` the run covers,
+#: ``energy_per_input_pj`` = ``energy_pj / inputs``; ``period_ns`` only for streams
+SCHEMA = ("cycles", "latency_ns", "period_ns", "energy_pj", "energy_dynamic_pj", "energy_static_pj",
+          "energy_per_input_pj", "inputs", "instructions")
+#: older per-target names → (schema name, factor): PIMSAB's paper units, PIM's dynamic part
+_LEGACY = {"energy_j": ("energy_dynamic_pj", 1e12), "static_energy_j": ("energy_static_pj", 1e12),
+           "dynamic_energy_pj": ("energy_dynamic_pj", 1.0), "static_energy_pj": ("energy_static_pj", 1.0)}
+
+
+def schema_figures(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` with every :data:`SCHEMA` key (issue 28 item 4): legacy names (``energy_j``,
+    ``static_energy_j``, ``time_ns`` = ``latency_ns``) renamed, the energy parts completed
+    (static = total - dynamic when only those are known; total = dynamic + static when the total
+    is missing or was the dynamic part alone) and the energy per input from ``inputs``
+    (``images`` of a stream, else 1)."""
+    out = dict(d)
+    for old, (new, factor) in _LEGACY.items():
+        if old in out:
+            v = out.pop(old)
+            if out.get(new) is None and v is not None:
+                out[new] = float(v) * factor
+    if "time_ns" in out and out.get("latency_ns") is None:
+        out["latency_ns"] = out.pop("time_ns")
+    else:
+        out.pop("time_ns", None)
+    total, dyn, stat = out.get("energy_pj"), out.get("energy_dynamic_pj"), out.get("energy_static_pj")
+    if dyn is not None and stat is not None and (total is None or abs(total - dyn) <= 1e-9 * max(abs(dyn), 1.0)):
+        total = dyn + stat
+    elif total is not None and dyn is not None and stat is None and total != dyn:
+        stat = total - dyn
+    elif total is not None and dyn is None and stat is not None:
+        dyn = total - stat
+    out["energy_pj"], out["energy_dynamic_pj"], out["energy_static_pj"] = total, dyn, stat
+    if out.get("inputs") is None:
+        out["inputs"] = int(out.get("images") or 1)
+    out["energy_per_input_pj"] = None if total is None else total / out["inputs"]
+    for k in SCHEMA:
+        out.setdefault(k, None)
+    return out
+
+
 @dataclass
 class Stats:
     """Timing/energy figures of one simulation or workload; every target fills what it models.
@@ -90,9 +133,10 @@ class Stats:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The figures under the one vocabulary (:func:`schema_figures`), then the extras."""
         d = {k: v for k, v in self.__dict__.items() if k != "extra"}
         d.update(self.extra)
-        return d
+        return schema_figures(d)
 
     @classmethod
     def from_figures(cls, figures: dict[str, Any]) -> "Stats":
@@ -269,6 +313,10 @@ class Target(abc.ABC):
     example: ClassVar[Example]
     #: ``simulate(..., timeline=True)`` returns a :class:`~nnisa.report.timeline.Timeline`
     has_timeline: ClassVar[bool] = False
+    #: ``nnisa sim`` on this target's compiled folder quantizes float inputs and dequantizes integer
+    #: outputs as its manifest's tensors say (:func:`nnisa.core.bundle.quantize_inputs`); False: the
+    #: target's simulator takes and returns float model values itself
+    bundle_quantized_io: ClassVar[bool] = False
     #: bundled model (``nnisa.frontend.models``) the demo runs on this target, if any
     demo_model: ClassVar[str | None] = None
     #: further demo runs: (label, options) — e.g. another schedule, shown as extra columns

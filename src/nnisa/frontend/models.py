@@ -20,6 +20,13 @@ _BUNDLED = {"digits_cnn": ("digits_cnn.onnx", "digits_cnn_test.npz"),
             "digits_mlp": ("digits_mlp.onnx", "digits_cnn_test.npz"),  # same test images
             "digits_vit": ("digits_vit.onnx", "digits_cnn_test.npz"),
             "digits_bert": ("digits_bert.onnx", "digits_cnn_test.npz")}  # the images as tokens: digit_tokens
+#: one line per bundled model for ``nnisa models``
+_DESCRIPTIONS = {"digits_cnn": "small CNN (conv-BN-ReLU-pool x2, Gemm), 8x8 digit images, 10 classes; 99.4 % float",
+                 "digits_mlp": "MLP 64-32-10 (Flatten, Gemm/ReLU) on the same 8x8 digits; 96.9 % float",
+                 "digits_vit": "ViT-style encoder (2x2 patches, 2 pre-norm layers, 4 heads) on the digits; 96.4 %",
+                 "digits_bert": "BERT-style encoder over the digits as 17 tokens (int64 ids); 82.8 % float"}
+#: the model ``nnisa run -t T`` runs when no model is given
+DEFAULT_MODEL = "digits_cnn"
 #: the [CLS] token id of ``digits_bert`` (patch tokens are 0 .. 80)
 DIGIT_CLS = 81
 
@@ -52,6 +59,42 @@ def bundled_model_path(name: str) -> Path:
     if not p.is_file():
         raise FormatError("bundled model file is missing from the installation", file=str(p))
     return p
+
+
+def bundled_model_names() -> list[str]:
+    """Names of the bundled models (``nnisa models``)."""
+    return list(_BUNDLED)
+
+
+def bundled_models() -> list[dict]:
+    """One record per bundled model: ``name``, ``file``, ``inputs`` (name → shape, dtype),
+    ``outputs`` (name → shape) and ``description``."""
+    rows = []
+    for name, (fname, _) in _BUNDLED.items():
+        m = onnx.load(str(_data_dir() / fname), load_external_data=False)
+        init = {t.name for t in m.graph.initializer}
+
+        def shape(vi):
+            return [d.dim_value if d.HasField("dim_value") else d.dim_param for d in vi.type.tensor_type.shape.dim]
+        rows.append({"name": name, "file": str(_data_dir() / fname),
+                     "inputs": {vi.name: {"shape": shape(vi), "dtype": str(np.dtype(
+                         helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)))}
+                         for vi in m.graph.input if vi.name not in init},
+                     "outputs": {vi.name: shape(vi) for vi in m.graph.output},
+                     "description": _DESCRIPTIONS.get(name, "")})
+    return rows
+
+
+def resolve_model(model: str | Path) -> str | Path:
+    """A model argument as the user gave it: an existing file stays what it is; otherwise the name
+    of a bundled model (``digits_cnn`` or ``digits_cnn.onnx``) becomes its installed path.  Anything
+    else is returned unchanged (the reader names the missing file)."""
+    if isinstance(model, (str, Path)) and not Path(model).exists():
+        stem = Path(str(model)).name
+        stem = stem[:-5] if stem.endswith(".onnx") else stem
+        if stem in _BUNDLED and (str(model) in (stem, stem + ".onnx")):
+            return bundled_model_path(stem)
+    return model
 
 
 def bundled_testset(name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..core.bundle import as_samples
 from ..core.errors import FormatError, NnisaError, UnsupportedError
 from .ir import Graph
 
@@ -148,8 +149,9 @@ def model_inputs(model_path: str | Path) -> dict[str, list[int | None]]:
 
 def check_inputs(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Match user inputs to the model's graph inputs: names (one array for a one-input model is
-    taken whatever its name, e.g. ``x.npy``), numeric finite values, a leading sample axis and
-    the declared per-sample shape.  Returns float32 arrays (integer inputs — token ids, masks —
+    taken whatever its name, e.g. ``x.npy``), numeric finite values and shapes by
+    :func:`nnisa.core.bundle.as_samples` (the model's input shape: one sample; ``(N, *shape)`` or
+    ``(N, *shape[1:])``: N samples).  Returns float32 arrays (integer inputs — token ids, masks —
     keep their integer type) by model input name."""
     declared = model_inputs(model_path)
     given = dict(inputs)
@@ -167,13 +169,7 @@ def check_inputs(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[
         a = np.asarray(given[name])
         if a.dtype.kind not in "biuf":
             raise FormatError(f"input {name!r}: expected numbers, got dtype {a.dtype}")
-        if a.ndim != len(dims) or a.shape[0] == 0:
-            want = "(samples, " + ", ".join("?" if d is None else str(d) for d in dims[1:]) + ")"
-            raise FormatError(f"input {name!r}: shape {a.shape} does not fit {want} (a leading sample axis "
-                              "with at least one sample, then the model's input shape)")
-        bad = [i for i, d in enumerate(dims[1:], 1) if d is not None and a.shape[i] != d]
-        if bad:
-            raise FormatError(f"input {name!r}: shape {a.shape}, but the model declares {dims[1:]} per sample")
+        a = as_samples(name, a, dims)  # the one input convention (core.bundle)
         a = a.astype(ints.get(name, np.float32))
         if not np.isfinite(a).all():
             raise FormatError(f"input {name!r}: contains NaN or infinity")

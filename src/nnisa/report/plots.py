@@ -1,5 +1,10 @@
 """Comparison pictures across targets (matplotlib Agg): latency against energy, per-target bars and
-breakdowns, and Pareto fronts of design-space sweeps."""
+breakdowns, and Pareto fronts of design-space sweeps.
+
+Every function returns the matplotlib figure (for notebooks) and writes a PNG when given a path;
+``figure.points_drawn`` is the number of points/rows/panels drawn.  A target keeps one colour on
+every picture (:func:`target_colour`), points are labelled, and a row left out for a missing
+figure is named on the picture with the reason, never dropped silently."""
 
 from __future__ import annotations
 
@@ -13,12 +18,16 @@ from ..core.fileio import write_atomic
 from .timeline import PALETTE
 
 
-def _save(fig, path: str | os.PathLike) -> None:
-    import matplotlib.pyplot as plt
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    write_atomic(path, buf.getvalue())
+def _save(fig, path: str | os.PathLike | None, drawn: int) -> Any:
+    """Write ``fig`` as PNG at ``path`` (atomically; no path: nothing written) and return it."""
+    fig.points_drawn = drawn
+    if path is not None:
+        import matplotlib.pyplot as plt
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        plt.close(fig)  # off pyplot's list; the Figure object stays usable (and shows in a notebook)
+        write_atomic(path, buf.getvalue())
+    return fig
 
 
 def _column(rows: list[dict[str, Any]], key: str) -> np.ndarray:
@@ -27,24 +36,51 @@ def _column(rows: list[dict[str, Any]], key: str) -> np.ndarray:
                      for r in rows], dtype=np.float64)
 
 
-def plot_latency_energy(rows: list[dict[str, Any]], path: str | os.PathLike, title: str = "") -> int:
-    """Scatter of ``latency_ns`` against ``energy_pj`` (log axes), one colour per target, one marker per
-    model; rows without both figures are left out.  Returns the number of points drawn."""
+def target_colour(target: str) -> str:
+    """The one colour of a target on every picture (by its place in the registry; a variant such as
+    ``"pim (element)"`` takes its target's colour)."""
+    from ..core.target import target_names
+    base = str(target).split(" (")[0]
+    names = target_names()
+    i = names.index(base) if base in names else len(names) + sum(map(ord, base))
+    return PALETTE[i % len(PALETTE)]
+
+
+def energy_per_input(r: dict[str, Any]) -> float | None:
+    """A row's energy per input (pJ): ``energy_per_input_pj``, else ``energy_pj / inputs``."""
+    e = r.get("energy_per_input_pj")
+    if isinstance(e, (int, float)):
+        return float(e)
+    e = r.get("energy_pj")
+    return float(e) / float(r.get("inputs") or r.get("images") or 1) if isinstance(e, (int, float)) else None
+
+
+def _missing_note(ax, rows: list[dict[str, Any]], drawn: list[dict[str, Any]], why: str) -> None:
+    """Name the rows not drawn (and why) under the axes."""
+    left = [f"{r['target']}/{r.get('model', '')}" for r in rows if not any(r is d for d in drawn)]
+    if left:
+        ax.text(0.0, -0.16, f"not drawn ({why}): " + ", ".join(left), transform=ax.transAxes, fontsize=7,
+                color="grey", va="top", wrap=True)
+
+
+def plot_latency_energy(rows: list[dict[str, Any]], path: str | os.PathLike | None = None, title: str = "") -> Any:
+    """Scatter of ``latency_ns`` against the energy per input (log axes), one colour per target, one
+    marker per model, each point labelled; rows without both figures are named under the axes.
+    Returns the figure (``points_drawn``: the points)."""
     import matplotlib
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    pts = [r for r in rows if r.get("latency_ns") and r.get("energy_pj")]
-    targets = sorted({r["target"] for r in pts})
+    pts = [r for r in rows if r.get("latency_ns") and energy_per_input(r)]
     models = sorted({r.get("model", "") for r in pts})
     markers = "os^DvP*X"
-    fig, ax = plt.subplots(figsize=(7, 5))
+    fig, ax = plt.subplots(figsize=(7, 5.4))
     for r in pts:
-        c = PALETTE[targets.index(r["target"]) % len(PALETTE)]
         m = markers[models.index(r.get("model", "")) % len(markers)]
-        ax.scatter(r["latency_ns"] / 1e3, r["energy_pj"] / 1e6, color=c, marker=m, s=60, zorder=3)
-        ax.annotate(f"{r['target']}/{r.get('model', '')}", (r["latency_ns"] / 1e3, r["energy_pj"] / 1e6),
-                    textcoords="offset points", xytext=(5, 4), fontsize=8)
+        xy = (r["latency_ns"] / 1e3, energy_per_input(r) / 1e6)
+        ax.scatter(*xy, color=target_colour(r["target"]), marker=m, s=60, zorder=3)
+        ax.annotate(f"{r['target']}/{r.get('model', '')}", xy, textcoords="offset points", xytext=(5, 4), fontsize=8)
+    _missing_note(ax, rows, pts, "no latency or no energy model")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("latency per input (µs)")
@@ -52,33 +88,30 @@ def plot_latency_energy(rows: list[dict[str, Any]], path: str | os.PathLike, tit
     ax.grid(True, which="both", linestyle=":", linewidth=0.5)
     ax.set_title(title or "targets: latency against energy", loc="left", fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
-    return len(pts)
+    return _save(fig, path, len(pts))
 
 
 def _label(r: dict[str, Any]) -> str:
     return f"{r['target']}\n{r.get('model', '')}"
 
 
-def plot_breakdown(rows: list[dict[str, Any]], path: str | os.PathLike, title: str = "") -> int:
+def plot_breakdown(rows: list[dict[str, Any]], path: str | os.PathLike | None = None, title: str = "") -> Any:
     """Per-target panels: latency, energy and instructions (log bars; a figure the target does not model
-    is marked n/a) and the wall time split into compile and simulation.  Returns the rows drawn."""
+    is marked n/a) and the wall time split into compile and simulation.  Returns the figure."""
     import matplotlib
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     pts = [r for r in rows if r.get("target")]
-    if not pts:
-        return 0
-    targets = sorted({r["target"] for r in pts})
-    colours = [PALETTE[targets.index(r["target"]) % len(PALETTE)] for r in pts]
+    colours = [target_colour(r["target"]) for r in pts]
     x = list(range(len(pts)))
     panels = (("latency_ns", 1e-3, "latency per input (µs)"), ("energy_pj", 1e-6, "energy per input (µJ)"),
               ("instructions", 1.0, "instructions"))
     fig, grid = plt.subplots(2, 2, figsize=(max(7.0, 0.9 * len(pts) * 2 + 2), 6.4))
     axes = grid.ravel()
     for ax, (key, scale, label) in zip(axes, panels):
-        vals = [r[key] * scale if isinstance(r.get(key), (int, float)) and r[key] > 0 else float("nan") for r in pts]
+        got = [energy_per_input(r) if key == "energy_pj" else r.get(key) for r in pts]
+        vals = [v * scale if isinstance(v, (int, float)) and v > 0 else float("nan") for v in got]
         ax.bar(x, vals, color=colours)
         if any(v == v for v in vals):
             ax.set_yscale("log")
@@ -101,15 +134,14 @@ def plot_breakdown(rows: list[dict[str, Any]], path: str | os.PathLike, title: s
     if title:
         fig.suptitle(title, x=0.01, ha="left", fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
-    return len(pts)
+    return _save(fig, path, len(pts))
 
 
 def plot_pareto(rows: list[dict[str, Any]], pairs: list[tuple[str, str]], fronts: dict[tuple[str, str], list[int]],
-                path: str | os.PathLike, *, labels: dict[str, str] | None = None, title: str = "") -> int:
+                path: str | os.PathLike | None = None, *, labels: dict[str, str] | None = None, title: str = "") -> Any:
     """One panel per objective pair (log axes where every value is positive): every row as a dot coloured by target, the rows
     whose indices ``fronts[pair]`` lists (the Pareto front in that plane) as a connected line.
-    Returns the number of panels drawn."""
+    Returns the figure (``points_drawn``: the fronts drawn)."""
     import matplotlib
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
@@ -132,7 +164,7 @@ def plot_pareto(rows: list[dict[str, Any]], pairs: list[tuple[str, str]], fronts
             sel = ok & (tcode == k)
             if sel.any():
                 ax.scatter(x[sel], y[sel], s=18 if sel.sum() < 5000 else 4, alpha=0.55,
-                           color=PALETTE[k % len(PALETTE)], label=t, rasterized=True)
+                           color=target_colour(t), label=t, rasterized=True)
         front = sorted(fronts.get((kx, ky), []), key=lambda i: rows[i][kx])
         if front:
             ax.plot([rows[i][kx] for i in front], [rows[i][ky] for i in front], "-o", color="black", ms=4,
@@ -149,23 +181,22 @@ def plot_pareto(rows: list[dict[str, Any]], pairs: list[tuple[str, str]], fronts
     if title:
         fig.suptitle(title, x=0.01, ha="left", fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
-    return drawn
+    return _save(fig, path, drawn)
 
 
-def plot_bars(rows: list[dict[str, Any]], key: str, path: str | os.PathLike, *, label: str = "",
-              title: str = "", log: bool = True) -> int:
-    """One bar per row (``target/model``) of ``row[key]``; rows without it are left out."""
+def plot_bars(rows: list[dict[str, Any]], key: str, path: str | os.PathLike | None = None, *, label: str = "",
+              title: str = "", log: bool = True) -> Any:
+    """One bar per row (``target/model``) of ``row[key]``; rows without it are named under the axes.
+    Returns the figure."""
     import matplotlib
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     pts = [r for r in rows if isinstance(r.get(key), (int, float)) and r[key] > 0]
-    targets = sorted({r["target"] for r in pts})
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.7 * len(pts) + 2), 4))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.7 * len(pts) + 2), 4.4))
     names = [f"{r['target']}\n{r.get('model', '')}" for r in pts]
-    ax.bar(range(len(pts)), [r[key] for r in pts],
-           color=[PALETTE[targets.index(r["target"]) % len(PALETTE)] for r in pts])
+    ax.bar(range(len(pts)), [r[key] for r in pts], color=[target_colour(r["target"]) for r in pts])
+    _missing_note(ax, rows, pts, f"no {key}")
     ax.set_xticks(range(len(pts)))
     ax.set_xticklabels(names, fontsize=8)
     if log:
@@ -174,13 +205,12 @@ def plot_bars(rows: list[dict[str, Any]], key: str, path: str | os.PathLike, *, 
     ax.grid(True, axis="y", which="both", linestyle=":", linewidth=0.5)
     ax.set_title(title or key, loc="left", fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
-    return len(pts)
+    return _save(fig, path, len(pts))
 
 
-def plot_grouped_bars(categories: list[str], series: dict[str, list[float]], path: str | os.PathLike, *,
-                      stacked: bool = False, ylabel: str = "", title: str = "", log: bool = False,
-                      hline: float | None = None) -> None:
+def plot_grouped_bars(categories: list[str], series: dict[str, list[float]], path: str | os.PathLike | None = None,
+                      *, stacked: bool = False, ylabel: str = "", title: str = "", log: bool = False,
+                      hline: float | None = None) -> Any:
     """Bars per category, one colour per series, side by side or stacked (e.g. a time breakdown);
     ``hline`` draws a reference line (e.g. 1.0 for normalised figures)."""
     import matplotlib
@@ -212,4 +242,4 @@ def plot_grouped_bars(categories: list[str], series: dict[str, list[float]], pat
     ax.legend(fontsize=7, ncol=min(n, 4), frameon=False)
     ax.set_title(title, loc="left", fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
+    return _save(fig, path, len(categories))

@@ -8,6 +8,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from .plots import energy_per_input
+
 
 def wide_console(width: int = 160) -> Console:
     """A console for wide tables: the terminal's width on a terminal, ``width`` columns in a pipe or
@@ -150,10 +152,12 @@ def print_sim(stats: dict[str, Any], outputs: dict[str, np.ndarray], title: str)
 def print_run(report: dict[str, Any]) -> None:
     """Print the summary of ``nnisa run``: accuracy against onnxruntime plus cost figures."""
     keys = ["target", "model", "samples", "bit_exact", "top1_agreement", "max_abs_error", "max_rel_error",
-            "cycles", "latency_ns", "period_ns", "images", "energy_pj", "energy_per_image_pj", "instructions",
-            "compile_s", "sim_s",
-            "wall_s"]
-    t = kv_table(f"nnisa run: {report.get('model')} on {report.get('target')}", {k: report.get(k) for k in keys})
+            "cycles", "latency_ns", "period_ns", "inputs", "energy_pj", "energy_dynamic_pj", "energy_static_pj",
+            "energy_per_input_pj", "instructions", "compile_s", "sim_s", "wall_s"]
+    shown = {k: report.get(k) for k in keys}
+    if report.get("energy_pj") is None:  # said, not dropped
+        shown["energy_pj"] = f"– ({report.get('energy_note') or 'no energy model on ' + str(report.get('target'))})"
+    t = kv_table(f"nnisa run: {report.get('model')} on {report.get('target')}", shown)
     t.caption = ("latency_ns: one input, in -> out; period_ns: steady-state time per input of a stream"
                  + ("" if report.get("period_ns") is not None else " (one input simulated: no period)"))
     Console().print(t)
@@ -195,7 +199,7 @@ def side_by_side_table(rows: list[dict[str, Any]], title: str) -> Table:
     exactness, top-1 agreement and error vs onnxruntime, latency, energy, instructions, area proxy and
     wall times; a row whose ``status`` is not ``ok`` shows it, with its ``error`` in the caption."""
     t = Table(title=title, title_justify="left", caption_justify="left")
-    for col in ("target", "model", "exact", "top-1", "max err", "cycles", "latency", "period", "energy", "instr.",
+    for col in ("target", "model", "exact", "top-1", "max err", "cycles", "latency", "period", "energy/input", "instr.",
                 "area", "compile", "sim"):
         t.add_column(col, justify="left" if col in ("target", "model") else "right")
     notes, units = [], {}
@@ -205,7 +209,10 @@ def side_by_side_table(rows: list[dict[str, Any]], title: str) -> Table:
             notes.append(f"{r['target']}/{r.get('model', '')}: {r.get('error', '')}")
             continue
         exact = {True: "yes", False: "NO", None: "n/a"}[r.get("bit_exact")]
-        energy = f"{r['energy_pj'] / 1e6:.2f} µJ" if r.get("energy_pj") else "–"
+        e_in = energy_per_input(r)
+        energy = f"{e_in / 1e6:.3g} µJ" if e_in else "–"
+        if not e_in:
+            notes.append(f"{r['target']}: no energy ({r.get('energy_note') or 'no energy model yet'})")
         if r.get("area_unit"):
             units[r["target"]] = r["area_unit"]
         t.add_row(r["target"], r.get("model", ""), exact, f"{r['top1_agreement']:.2f}", f"{r['max_abs_error']:.3f}",

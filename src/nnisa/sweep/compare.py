@@ -33,8 +33,11 @@ def model_label(model: str | Path) -> str:
 
 
 def compare_model(model: str | Path, targets: list[str] | None = None, *, samples: int = 8,
-                  progress: Callable[[str], None] | None = None, variants: bool = False) -> list[dict[str, Any]]:
-    """Compile and run ``model`` on each target (default: all) with its default configuration.
+                  progress: Callable[[str], None] | None = None, variants: bool = False,
+                  configs: dict[str, Any] | None = None,
+                  options: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Compile and run ``model`` on each target (default: all) with its default configuration, or
+    ``configs[target]`` (a preset or file) and ``options[target]`` (its ``-O`` options) where given.
 
     Returns one row per target (:func:`nnisa.sweep.measure.measure`): ``status`` ``ok`` with the
     figures, or ``error``/``unsupported``/``exception`` with the reason in ``error``.  With
@@ -57,7 +60,9 @@ def compare_model(model: str | Path, targets: list[str] | None = None, *, sample
             rows.append({"target": name, "model": model_label(model), "status": "unsupported",
                          "error": f"target {name} cannot compile ONNX models yet"})
             continue
-        rows.append(measure(name, model_label(model), prepared, samples=samples))
+        mine = dict((options or {}).get(name, {}))
+        rows.append(measure(name, model_label(model), prepared, samples=samples,
+                            config=(configs or {}).get(name), **mine))
         for label, opts in get_target(name).demo_variants if variants else ():
             row = measure(name, model_label(model), prepared, samples=samples, **opts)
             rows.append({**row, "target": f"{name} ({label})"})
@@ -72,11 +77,17 @@ def compare_pictures(rows: list[dict[str, Any]], out: str | Path, name: str = ""
     ok = [r for r in rows if r.get("status") == "ok"]
     files = []
     lead = f"{name}: " if name else ""
-    if plot_latency_energy(ok, out, title=f"{lead}latency against energy per input"):
-        files.append(str(out))
+    skipped = [r for r in rows if r.get("status") != "ok"]
+    if skipped:  # a target that did not run is said, never dropped silently
+        import warnings
+        warnings.warn("not on the pictures: " + "; ".join(f"{r.get('target')} ({r.get('status')}: "
+                      f"{str(r.get('error', ''))[:80]})" for r in skipped), stacklevel=2)
+    plot_latency_energy(ok, out, title=f"{lead}latency against energy per input")
+    files.append(str(out))
     if special_kind(out) is not None:  # --plot /dev/null: no extra picture beside a device
         return files
     bars = out.with_name(out.stem + "_breakdown" + (out.suffix or ".png"))
-    if plot_breakdown(ok, bars, title=f"{lead}per-target breakdown"):
+    if ok:
+        plot_breakdown(ok, bars, title=f"{lead}per-target breakdown")
         files.append(str(bars))
     return files

@@ -23,7 +23,7 @@ from ..frontend.prepared import PreparedModel, compare_outputs, default_inputs
 
 #: figures every row may carry, in table order
 METRICS = ("samples", "bit_exact", "top1_agreement", "max_abs_error", "cycles", "latency_ns", "period_ns",
-           "energy_pj", "instructions", "area_proxy", "area_unit", "compile_s", "sim_s", "wall_s", "timing_model")
+           "energy_pj", "energy_dynamic_pj", "energy_static_pj", "energy_per_input_pj", "inputs", "instructions", "area_proxy", "area_unit", "compile_s", "sim_s", "wall_s", "timing_model")
 
 #: row statuses: ok, error (the target refused the job: unsupported op, bad configuration, ...),
 #: exception (an unexpected failure: a bug), timeout and crashed (set by the executors)
@@ -43,9 +43,11 @@ def _scalars(d: dict[str, Any], skip: tuple[str, ...]) -> dict[str, Any]:
 
 
 def run_prepared(target_name: str, model: PreparedModel, *, config: Any = None, out_dir: str | Path | None = None,
-                 save_outputs: str | Path | None = None, progress: Any = None, **options: Any) -> dict[str, Any]:
+                 save_outputs: str | Path | None = None, progress: Any = None, gantt: str | Path | None = None,
+                 trace: str | Path | None = None, **options: Any) -> dict[str, Any]:
     """Compile a prepared model (:class:`~nnisa.frontend.prepared.PreparedModel`, with inputs) for a
-    target, simulate its inputs and compare with onnxruntime: the report of :func:`nnisa.api.run_model`."""
+    target, simulate its inputs and compare with onnxruntime: the report of :func:`nnisa.api.run_model`.
+    ``gantt``/``trace``: draw the first sample's timeline (or one warning saying why not)."""
     t0 = time.perf_counter()
     tgt = get_target(target_name)
     inputs = model.inputs
@@ -56,6 +58,7 @@ def run_prepared(target_name: str, model: PreparedModel, *, config: Any = None, 
         c1 = time.perf_counter()
         outs, stats, checks = tgt.run_compiled(compiled, inputs, progress=progress)
         c2 = time.perf_counter()
+        pictures = _timeline(tgt, compiled, inputs, gantt, trace) if (gantt or trace) else {}
     ref = model.reference()
     if set(outs) != set(ref) and len(outs) == len(ref):
         outs = dict(zip(ref, outs.values()))
@@ -66,9 +69,34 @@ def run_prepared(target_name: str, model: PreparedModel, *, config: Any = None, 
     report.update(stats.to_dict())
     report.update(compare_outputs(outs, ref))
     report.update(checks)
+    report.update(pictures)
     report.update({"compile_s": c1 - c0, "sim_s": c2 - c1, "wall_s": time.perf_counter() - t0,
                    "compile_report": compiled.report})
     return report
+
+
+def _timeline(tgt: Any, compiled: Any, inputs: dict[str, Any], gantt: Any, trace: Any) -> dict[str, Any]:
+    """The first sample simulated again with a timeline and drawn; a target or program that records
+    none is one warning with the reason (``run --gantt``/``--trace`` never fail the run)."""
+    import warnings
+    why = None
+    if not tgt.has_timeline:
+        why = f"target {tgt.name} records no timeline"
+    elif compiled.encode_inputs is None:
+        why = f"the {tgt.name} compiler gives no input encoder for a single simulation"
+    else:
+        try:
+            sample = {k: v[0] for k, v in inputs.items()}
+            res = tgt.simulate(compiled.program, inputs=compiled.encode_inputs(sample), timeline=True,
+                               **compiled.sim_options)
+            if res.timeline is not None:
+                from ..report.timeline import draw_timeline
+                return draw_timeline(res.timeline, gantt=gantt, trace=trace)
+            why = f"the {tgt.name} simulator recorded no timeline for this compiled program"
+        except (NnisaError, TypeError, ValueError, KeyError) as exc:
+            why = f"the {tgt.name} compiled program cannot be re-simulated with a timeline ({str(exc)[:120]})"
+    warnings.warn(f"--gantt/--trace not drawn: {why}", stacklevel=2)
+    return {}
 
 
 @functools.lru_cache(maxsize=2)

@@ -187,7 +187,8 @@ def _json_text(v: Any) -> str | None:
 
 
 #: columns that are numbers even when no row has a value (Parquet needs one type per column)
-_FLOAT_COLUMNS = ("top1_agreement", "max_abs_error", "latency_ns", "period_ns", "energy_pj", "area_proxy",
+_FLOAT_COLUMNS = ("top1_agreement", "max_abs_error", "latency_ns", "period_ns", "energy_pj", "energy_dynamic_pj",
+                  "energy_static_pj", "energy_per_input_pj", "area_proxy",
                   "compile_s", "sim_s", "wall_s", "started_at", "finished_at")
 
 

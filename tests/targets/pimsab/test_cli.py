@@ -39,7 +39,7 @@ def test_program_workflow(tmp_path, capsys):
                             "-O", f"log={tmp_path / 'log.csv'}", "--json"], capsys)
     rep = json.loads(out)
     assert code == 0 and rep["cycles"] > 1000 and rep["timing_model"].startswith("pimsab-simulator")
-    assert rep["dram_read_bits"] == 2 * 65536 * 8 and rep["energy_j"] > 0
+    assert rep["dram_read_bits"] == 2 * 65536 * 8 and rep["energy_dynamic_pj"] > 0
     y = np.load(tmp_path / "out.npz")["dram_0x20000"].view("<i2")
     assert np.array_equal(y, a.astype(np.int16) * 3)
     assert (tmp_path / "g.png").stat().st_size > 1000 and json.loads((tmp_path / "t.json").read_text())
@@ -67,7 +67,8 @@ def test_bench_lists_and_runs(capsys):
     code, out, _ = run_cli(["bench", "-t", "pimsab", "conv2d", "--json"], capsys)
     rep = json.loads(out)
     assert code == 0
-    for key in ("cycles", "time_ns", "dram_read_bits", "dram_write_bits", "energy_j", "wall_s"):
+    for key in ("cycles", "latency_ns", "dram_read_bits", "dram_write_bits", "energy_pj", "energy_dynamic_pj",
+                "energy_static_pj", "wall_s"):
         assert key in rep
     code, out, _ = run_cli(["bench", "-t", "pimsab", "vadd", "-O", "scale=0.01", "-O", "check=true", "--json"], capsys)
     assert code == 0 and json.loads(out)["values_checked"]

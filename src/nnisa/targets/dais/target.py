@@ -28,6 +28,7 @@ class DaisTarget(Target):
     lowerings = "nnisa.targets.dais.compiler.netcompile:LOWERINGS"
     #: bundled model used by ``nnisa demo`` / ``nnisa run`` for this target
     demo_model = "digits_mlp"
+    bundle_quantized_io = True  # the program computes on the manifest's integers
     description = "da4ml Distributed Arithmetic Instruction Set (combinational fixed-point DA programs)"
     file_formats = files.FORMATS
     demo_workloads = (("cmvm-256", None),)
