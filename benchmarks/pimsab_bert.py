@@ -80,7 +80,7 @@ def measure(seq: int, hidden: int, heads: int) -> dict:
 def replay() -> dict:
     from nnisa.targets.pimsab.config import preset
     from nnisa.targets.pimsab.workloads.registry import run_workload
-    return run_workload("bert", preset("base")).to_dict()
+    return run_workload("bert", preset("base")).figures()
 
 
 def main() -> int:

@@ -155,7 +155,7 @@ def resnet18(lines: list[str]) -> None:
     t1 = time.perf_counter()
     r = run_network(c.qgraph, c.layers, {}, mode="timing")
     sim_s = time.perf_counter() - t1
-    rep = run_workload("resnet18", preset("base")).to_dict()
+    rep = run_workload("resnet18", preset("base")).figures()
     subset = [row for row, L in zip(r.layers, c.layers)
               if L.node.op == "Conv" and tuple(L.node.attrs["kernel"]) != (1, 1)]
     conv_only = sum(p["cycles"] for row in subset for p in row.get("programs", []) if p["role"] == "conv")

@@ -68,7 +68,7 @@ def run_official(binary: Path, run: OfficialRun, timeout: float) -> dict:
 
 def run_nnisa(run: OfficialRun) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
-    res = run_workload(run.nnisa, preset(run.preset), **run.params).to_dict()
+    res = run_workload(run.nnisa, preset(run.preset), **run.params).figures()
     return {"cycles": res["cycles"], "energy_j": res["energy_j"], "wall_s": time.perf_counter() - t0,
             "cpu_s": time.process_time() - c0}
 

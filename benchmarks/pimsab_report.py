@@ -73,7 +73,7 @@ def log(msg: str) -> None:
 def run(name: str, cfg_name: str = "base", **kw) -> dict:
     t = time.perf_counter()
     try:
-        r = run_workload(name, preset(cfg_name), **kw).to_dict()
+        r = run_workload(name, preset(cfg_name), **kw).figures()
     except NnisaError as exc:  # recorded as n/a in the report
         log(f"  {name:10s} {cfg_name:22s} {kw or ''} failed: {exc}")
         return {"cycles": None, "error": str(exc)}

@@ -52,4 +52,4 @@ def test_pim_batch_above_one_is_a_one_line_refusal(op: str) -> None:
     so it refuses up front and says what would run (the batch-1 export)."""
     out = run_generated("pim", generate(op, 0, batch=3))
     assert out.kind == "refused", out.message
-    assert "batch 3" in out.message and "batch 1" in out.message
+    assert "fixed at 3" in out.message and "batch dimension of 1" in out.message and "\n" not in out.message

@@ -428,9 +428,9 @@ def _issue13_files(d: Path) -> None:
     np.savez(d / "calib_two.npz", a=np.zeros((4, 1, 8, 8), np.float32), b=np.zeros((4, 1, 8, 8), np.float32))
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3])
     nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1], name="tr"),
-             helper.make_node("MatMul", ["x", "xt"], ["a"], name="attn"),
-             helper.make_node("ReduceMax", ["a"], ["y"], name="rmax", axes=[2], keepdims=1)]
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 1])
+             helper.make_node("ReduceMax", ["xt"], ["a"], name="rmax0", axes=[2], keepdims=1),
+             helper.make_node("ReduceMax", ["a"], ["y"], name="rmax", axes=[1], keepdims=1)]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 1])
     onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]),
               str(d / "twobad.onnx"))
     y2 = helper.make_tensor_value_info("y2", TensorProto.FLOAT, [1, 4, 3])

@@ -69,7 +69,7 @@ def _spec(targets, **top):
     ({"pim": {"grid": {"chip_config.core_cn": [4]}}}, ConfigError, "did you mean chip_config.core_cnt"),
     ({"pim": {"grid": {"core_cnt": [4]}}}, ConfigError, "chip_config.core_cnt"),
     ({"pim": {"grid": {"chip_config.core_cnt": [4, -1]}}}, ConfigError, "core_cnt=-1"),
-    ({"dais": {"grid": {"bits": [4]}}}, ConfigError, "no configuration keys"),
+    ({"dais": {"grid": {"bits": [4]}}}, ConfigError, "dais configuration has no key 'bits'"),
     ({"dais": {"options": {"bitz": [4]}}}, OptionError, "targets.dais.options: unknown option 'bitz'"),
     ({"dais": {"options": {"bits": [4, 99]}}}, OptionError, "above the maximum"),
     ({"tensil": {"grid": {"array_size": [4]}}}, ConfigError, "need a base configuration"),

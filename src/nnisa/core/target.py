@@ -145,6 +145,12 @@ class Stats:
         return cls(**{k: v for k, v in figures.items() if k in typed},
                    extra={k: v for k, v in figures.items() if k not in typed})
 
+    def figures(self) -> dict[str, Any]:
+        """The flat figures as the target gave them (the inverse of :meth:`from_figures`, without
+        :meth:`to_dict`'s schema names: a workload's paper units such as ``energy_j`` stay)."""
+        typed = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        return {**{k: v for k, v in typed.items() if v is not None}, **self.extra}
+
 
 @dataclass
 class SimResult:

@@ -15,7 +15,7 @@ BASE = preset("base")
 
 def figures(*args, **kw) -> dict:
     """The figures of a workload run (``nnisa bench``'s fields) as a dict."""
-    return run_workload(*args, **kw).to_dict()
+    return run_workload(*args, **kw).figures()
 
 
 @pytest.mark.parametrize("name", ["vadd", "gemv"])

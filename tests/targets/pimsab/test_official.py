@@ -16,7 +16,7 @@ FAST_CYCLES = 40_000
 @pytest.mark.parametrize("run", [r if r.cycles <= FAST_CYCLES else pytest.param(r, marks=pytest.mark.slow)
                                  for r in RUNS], ids=[r.case for r in RUNS])
 def test_equal_to_the_official_simulator(run):
-    res = run_workload(run.nnisa, preset(run.preset), **run.params).to_dict()
+    res = run_workload(run.nnisa, preset(run.preset), **run.params).figures()
     assert res["cycles"] == run.cycles
     if run.energy_j is not None:
         assert res["energy_j"] == pytest.approx(run.energy_j, rel=6e-6)
