@@ -45,7 +45,8 @@ def test_interrupted_sweep_leaves_no_temporaries(tmp_path, sig):
     deadline = time.monotonic() + 180
     while _lines(out / "points.jsonl") < 2 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert proc.poll() is None, "the sweep ended before it could be interrupted"
+    if proc.poll() is not None:
+        pytest.fail("the sweep ended before it could be interrupted: " + proc.stderr.read().decode(errors="replace")[-600:])
     proc.send_signal(sig)
     err = proc.communicate(timeout=120)[1].decode()
     assert proc.returncode == 130, err[-500:]
