@@ -5,9 +5,11 @@ numba kernel (the DAIS CSE) is an interrupt (exit 130), not a SystemError."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,8 +37,9 @@ def _lines(path: Path) -> int:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_sweep_leaves_no_temporaries(tmp_path, sig):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    # a short private TMPDIR: the sweep's forkserver binds an AF_UNIX socket under it, and
+    # pytest-xdist's tmp_path can push that socket's path past the 107-character limit
+    tmp = Path(tempfile.mkdtemp(prefix="nnisa-lo-", dir="/tmp" if os.access("/tmp", os.W_OK) else None))
     spec = tmp_path / "s.yaml"
     spec.write_text(SPEC)
     out = tmp_path / "res"
@@ -52,7 +55,9 @@ def test_interrupted_sweep_leaves_no_temporaries(tmp_path, sig):
     assert proc.returncode == 130, err[-500:]
     assert (out / "results.parquet").is_file()
     time.sleep(0.5)  # the forkserver notices its parent is gone
-    assert sorted(os.listdir(tmp)) == [], "left in TMPDIR"
+    left = sorted(os.listdir(tmp))
+    shutil.rmtree(tmp, ignore_errors=True)
+    assert left == [], "left in TMPDIR"
 
 
 def test_run_leaves_no_onnxruntime_session_file(tmp_path):
