@@ -31,17 +31,9 @@ def digits(n: int) -> np.ndarray:
     return bundled_testset("digits_cnn")[0][:n]
 
 
-def cherry_dram(tiles: int = 128, sz: int = 4) -> np.ndarray:
-    """spec cherry.md section 8.2: tiles 16, 20, ..., 124 hold +-a (a = 120 + (i - 12)/4), the rest 0."""
-    d = np.zeros((tiles, sz, sz), np.float32)
-    for i in range(16, min(tiles, 125), 4):
-        a = 120 + (i - 12) // 4
-        d[i] = -a if i % 16 == 0 else a
-    return d
-
-
 def main() -> None:
     from nnisa.api import read, write
+    from nnisa.targets.cherry.workloads import fast_relu_dram
     x1 = digits(1)
     # pim / cherry / tensil / pimsab: one digit image in the model's own layout (input (1, 1, 8, 8))
     np.savez(HERE / "pim" / "x.npz", input=x1)
@@ -55,7 +47,7 @@ def main() -> None:
     np.save(HERE / "dais" / "X.npy", (np.arange(16, dtype=np.float64).reshape(8, 2) - 8) / 2)
     # cherry: the fast ReLU and its device memory
     (HERE / "cherry" / "relu.casm").write_text(relu_casm())
-    np.savez(HERE / "cherry" / "dram.npz", dram=cherry_dram())
+    np.savez(HERE / "cherry" / "dram.npz", dram=fast_relu_dram())
     # pimsab: the two input vectors of listing1.s (hand-written, like prog.s) and a config file
     a = (np.arange(65536) % 256 - 128).astype(np.int8)
     np.savez_compressed(HERE / "pimsab" / "in.npz", dram_0x0=a, dram_0x10000=np.full(65536, 3, np.int8))

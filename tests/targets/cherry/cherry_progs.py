@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnisa.targets.cherry.formats.text import assemble
+from nnisa.targets.cherry.workloads import fast_relu_dram
 
 FAST_RELU_WORDS = [0x8800, 0xA020, 0x7800, 0x4800, 0x8080, 0xA840, 0x9800]
 FAST_RELU_ALT_WORDS = [0xF000, 0x4080, 0x2000, 0x8000, 0x0180, 0x6120, 0xC000]
@@ -59,9 +60,5 @@ end_loop 0
 
 
 def relu_dram(tiles: int = 128, sz: int = 4) -> np.ndarray:
-    """§8.2: tiles 16, 20, ..., 124 hold ±a (a = 120 + (i - 12)/4), the rest 0."""
-    d = np.zeros((tiles, sz, sz), np.float32)
-    for i in range(16, min(tiles, 125), 4):
-        a = 120 + (i - 12) // 4
-        d[i] = -a if i % 16 == 0 else a
-    return d
+    """§8.2's device memory (:func:`nnisa.targets.cherry.workloads.fast_relu_dram`)."""
+    return fast_relu_dram(tiles, sz)

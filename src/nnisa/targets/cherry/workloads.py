@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
+
 from ...core.target import Stats
 from .compiler.builder import Builder
 from .config import CherryConfig
@@ -51,6 +53,16 @@ WORKLOADS: dict[str, tuple[str, Any]] = {
     "matmul1024": ("1024x1024x1024 matmul compiled by nnisa, cycle model only (timing mode)", None),
     "resnet18_convs": ("ResNet-18's 20 conv layers as im2col matmuls, cycle model only", None),
 }
+
+
+def fast_relu_dram(tiles: int = 128, sz: int = 4) -> np.ndarray:
+    """The device memory of spec §8.2's fast-ReLU example: tiles 16, 20, ..., 124 hold ±a
+    (a = 120 + (i - 12)/4, negative every fourth), the rest 0; ``(tiles, sz, sz)`` float32."""
+    d = np.zeros((tiles, sz, sz), np.float32)
+    for i in range(16, min(tiles, 125), 4):
+        a = 120 + (i - 12) // 4
+        d[i] = -a if i % 16 == 0 else a
+    return d
 
 
 def matmul_timing(cfg: CherryConfig, m: int, k: int, n: int) -> dict[str, Any]:
