@@ -10,11 +10,16 @@ the zero-padding invariant (§5.3) holds after each step:
 * Erf (Abramowitz & Stegun 7.1.26, |error| ≤ 1.5e-7, below the cherry18 step):
   sign(x)·(1 − t·P(t)·e^{−x²}), t = 1/(1 + p|x|), |x| = relu(x) + relu(−x),
   sign(x) = gtz(x) − gtz(−x); GELU = ½x(1 + erf(x/√2)) or its tanh form;
+* LRN: x·(bias + α/size·Σ x²)^−β, the channel-window sums one matmul by a banded constant;
 * LayerNorm: row sums (``sum`` reductions) × 1/n, device broadcasts, (var + ε)^−½ by ``pow``;
 * Softmax / ReduceMean/Sum/Max on any axes: the tensor is viewed as (before, axis, after)
   matrices and reduced over rows (or over columns when nothing follows the axes);
-* Concat, Slice/Split/Gather, Pad, Resize (nearest), Expand: host data-movement steps (§5.3);
-  an embedding Gather of ids is a one-hot matmul on the device.
+* Concat, Slice/Split/Gather, Pad, nearest Resize, Expand: host data-movement steps (§5.3);
+  an embedding Gather of ids is a one-hot matmul on the device;
+* linear Resize (separable): two matmuls by constant interpolation matrices on the device,
+  Aₕ · X · A_wᵀ per (n, c) image (each row of A holds the two taps' weights);
+* Greater(x, y) = gtz(x − y), Less = gtz(y − x), Equal = 1 − gtz(x − y) − gtz(y − x),
+  Not = 1 − x: booleans are the floats 0/1 (exact in every element format).
 """
 
 from __future__ import annotations
@@ -29,6 +34,15 @@ from ..layout import mat_shape, nhwc, plain
 #: Abramowitz & Stegun 7.1.26
 _ERF_P = 0.3275911
 _ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def _interp_matrix(taps, size: int) -> np.ndarray:
+    """(out, size) linear-interpolation matrix of one axis from taps ``(i0, i1, weight of i1)``."""
+    a = np.zeros((len(taps), size), np.float64)
+    for o, (i0, i1, r) in enumerate(taps):
+        a[o, i0] += 1.0 - r
+        a[o, i1] += r
+    return a.astype(np.float32)
 
 
 def _prod(v) -> int:
@@ -207,6 +221,24 @@ class FunctionLowerings:
             y = self._ew("add", y, self.const_like(bias, s, view))
         return y, view
 
+    def op_LRN(self, n):
+        """x·(bias + α/size·Σ_window x²)^−β on channels-last rows: the window sums over channels are
+        one matmul of x² by a constant banded (C, C) matrix that already holds α/size."""
+        s = self.shape(n.inputs[0])
+        if len(s) != 4:
+            raise self.err(n, "LRN of a rank-4 (NCHW) tensor only")
+        a = n.attrs
+        view = nhwc(s)
+        x = self.as_view(n.inputs[0], view)
+        c, size = s[1], int(a["size"])
+        lo = (size - 1) // 2
+        src = np.arange(c)[:, None]
+        dst = np.arange(c)[None, :]
+        band = ((src >= dst - lo) & (src <= dst - lo + size - 1)).astype(np.float32) * (a["alpha"] / size)
+        total = self.b.matmul(self._ew("mul", x, x), self.b.const(band[None]))
+        inv = self._ew("pow", self._shift(total, view, float(a["bias"])), self._k(-float(a["beta"]), view))
+        return self._ew("mul", x, inv), view
+
     def _reduce(self, n, op: str, mean: bool = False):
         s = self.shape(n.inputs[0])
         axes = sorted(n.attrs["axes"]) or list(range(len(s)))
@@ -265,9 +297,44 @@ class FunctionLowerings:
         return self._move(n, "take", [n.inputs[0]], index=index)
 
     def op_Resize(self, n):
-        if n.attrs.get("mode") != "nearest":
-            raise self.err(n, "only nearest Resize is supported (linear/cubic are not)")
+        if n.attrs.get("mode") == "linear":
+            return self._resize_linear(n)
         return self.op_Slice(n)
+
+    def _resize_linear(self, n):
+        """Y = Aₕ · X · A_wᵀ for every (n, c) image: X @ A_wᵀ (A_wᵀ broadcast over the images),
+        then Aₕ @ that (Aₕ broadcast); the taps come from the importer (ONNX coordinate rules)."""
+        nb, c, h, w = self.shape(n.inputs[0])
+        ys = self.shape(n.outputs[0])
+        th, tw = n.attrs["taps"]
+        x = self.as_view(n.inputs[0], plain((nb, c, h, w)))
+        y = self.b.matmul(x, self.b.const(_interp_matrix(tw, w).T[None]))
+        y = self.b.matmul(self.b.const(_interp_matrix(th, h)[None]), y)
+        return y, plain(ys)
+
+    # comparisons and logic (booleans as 0/1 floats) ----------------------------------------
+    def _compare(self, n, kind: str):
+        x, y, view = self._pair(n)
+        if kind == "Less":
+            x, y = y, x
+        d = self._ew("sub", x, y)
+        gt = self._ew("gtz", d)
+        if kind != "Equal":
+            return gt, view
+        lt = self._ew("gtz", self._ew("sub", self._k(0.0, view), d))
+        return self._ew("sub", self._ew("sub", self._k(1.0, view), gt), lt), view
+
+    def op_Greater(self, n):
+        return self._compare(n, "Greater")
+
+    def op_Less(self, n):
+        return self._compare(n, "Less")
+
+    def op_Equal(self, n):
+        return self._compare(n, "Equal")
+
+    def op_Not(self, n):
+        return self._unary_fn(n, lambda x, v: self._ew("sub", self._k(1.0, v), x))
 
     def op_Pad(self, n):
         return self._move(n, "pad", [n.inputs[0]], pads=[int(v) for v in n.attrs["pads"]],
