@@ -232,6 +232,9 @@ class Plan:
     steps: list[dict[str, Any]] = field(default_factory=list)
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: one entry per lowered graph node: ``{"layer": node name, "op": IR op, "tiles": device tiles
+    #: it allocated (outputs, temporaries, constants)}``; ``steps[i]["layer"]`` indexes it
+    layers: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def dram_tiles(self) -> int:

@@ -336,7 +336,9 @@ def lower_graph(g: Graph, cfg: CherryConfig) -> Builder:
     freed: set[int] = set()
     for n in g.nodes:
         lw.b.new = []
+        first = len(lw.b.plan.steps)
         lw.lower(n)
+        _tag_layer(lw.b, n, first)
         for i in n.inputs:
             uses[i] -= 1
         live = {tid for name, (tid, _) in lw.env.items() if uses[name] > 0 or name in keep}
@@ -348,6 +350,17 @@ def lower_graph(g: Graph, cfg: CherryConfig) -> Builder:
         tid, view = lw.env[t.name]
         lw.b.output(t.name, tid, view)
     return lw.b
+
+
+def _tag_layer(b: Builder, n: Node, first: int) -> None:
+    """Attribute the steps ``first..`` and the tensors just allocated to node ``n`` (per-layer
+    figures: the runtime sums cycles and actions per layer)."""
+    steps = b.plan.steps[first:]
+    if not steps and not b.new:
+        return  # a pure view change (Reshape of a plain tensor, Identity): no work, no memory
+    b.plan.layers.append({"layer": n.name, "op": n.op, "tiles": sum(b.plan.tensors[t]["tiles"] for t in b.new)})
+    for s in steps:
+        s["layer"] = len(b.plan.layers) - 1
 
 
 def _fitting(g: Graph, cfg: CherryConfig, fit_sz: bool) -> tuple[Builder, CherryConfig, str | None]:

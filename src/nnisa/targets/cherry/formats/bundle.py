@@ -74,7 +74,8 @@ def write_bundle(model: CompiledModel, out_dir: str | Path) -> dict[str, str]:
     offsets = np.cumsum([0] + [len(b) for b in images]).tolist()
     text = model.text()
     meta = {"sz": plan.sz, "tensors": plan.tensors, "steps": plan.steps, "inputs": plan.inputs,
-            "outputs": plan.outputs, "program_offsets": offsets, "consts": sorted(plan.consts)}
+            "outputs": plan.outputs, "program_offsets": offsets, "consts": sorted(plan.consts),
+            "layers": plan.layers}
     man = CherryManifest(target="cherry", program="programs.cisa", files={"text": "programs.casm"},
                          inputs=[TensorSpec(name=k, shape=v["view"]["shape"], bits=32, layout="float32")
                                  for k, v in plan.inputs.items()],
@@ -106,7 +107,8 @@ def read_bundle(path: str | Path) -> CompiledModel:
                   for k, v in load_npz(member(path, man.consts, what="constants file")).items()}
         offs = meta["program_offsets"]
         progs = [decode_image(data[a:b], meta["sz"]) for a, b in zip(offs[:-1], offs[1:])]
-        plan = Plan(int(meta["sz"]), meta["tensors"], consts, progs, meta["steps"], meta["inputs"], meta["outputs"])
+        plan = Plan(int(meta["sz"]), meta["tensors"], consts, progs, meta["steps"], meta["inputs"], meta["outputs"],
+                    meta.get("layers", []))
     except (KeyError, TypeError, ValueError, orjson.JSONDecodeError) as exc:
         raise FormatError(f"malformed compiled Cherry model: {exc}", file=str(path)) from None
     if sorted(consts) != sorted(meta.get("consts", [])):

@@ -23,6 +23,7 @@ from ..layout import from_matrix, from_tiles, im2col_matrix, pool_windows, to_ma
 from ..program import Plan
 from .element import tile_bytes
 from .machine import Machine
+from .energy import energy_of
 from .run import make_timing, recorded_timeline, run_programs, stats_of
 
 
@@ -40,6 +41,7 @@ class Device:
         self.machine = Machine(cfg)
         self.tm = make_timing(cfg, record) if mode != "functional" else None
         self.host_bytes = 0
+        self.meter = LayerMeter(self)
         for tid, mat in plan.consts.items():
             self.upload(tid, mat)
 
@@ -74,12 +76,15 @@ class Device:
             self.upload(spec["tensor"], to_matrix(value.reshape(spec["view"]["shape"]), spec["view"]))
         tb = tile_bytes(self.cfg.sz, self.cfg.element_format)
         for step in plan.steps:
+            self.meter.begin(step.get("layer"))
             if step["kind"] == "device":
                 run_programs(self.machine, [plan.programs[i] for i in step["programs"]], mode=self.mode,
                              engine=self.engine, timing=self.tm)
+                self.meter.end(sum(len(plan.programs[i]) for i in step["programs"]))
                 continue
             srcs = step["srcs"] if "srcs" in step else [step["src"]]
             self.host_bytes += (sum(plan.tensors[s]["tiles"] for s in srcs) + plan.tensors[step["dst"]]["tiles"]) * tb
+            self.meter.end(0)
             if self.mode == "timing":
                 continue
             p = step["params"]
@@ -96,9 +101,61 @@ class Device:
 
     def stats(self, wall_s: float) -> Stats:
         progs = self.plan.programs
-        return stats_of(self.machine, self.tm, progs, wall_s,
-                        {"host_bytes": self.host_bytes, "device_tensors": len(self.plan.tensors),
-                         "dram_tiles_used": self.plan.dram_tiles})
+        st = stats_of(self.machine, self.tm, progs, wall_s,
+                      {"host_bytes": self.host_bytes, "device_tensors": len(self.plan.tensors),
+                       "dram_tiles_used": self.plan.dram_tiles})
+        st.layers = self.meter.rows() if self.tm is not None else None
+        return st
+
+
+class LayerMeter:
+    """Per-layer figures of a run (issue 28 item 5): each plan step's cycles (its programs' cycles
+    in the queue model, so the layers partition the run), matmul copies, actions (→ dynamic energy
+    by the same energy model as the run, so the rows add up to its dynamic energy), host bytes and
+    instructions, summed per layer (``Plan.layers``; steps without a layer go to ``"other"``)."""
+
+    def __init__(self, dev: "Device"):
+        self.dev = dev
+        self.acc: dict[int | None, dict[str, Any]] = {}
+        self._start: tuple | None = None
+
+    def begin(self, layer: int | None) -> None:
+        d = self.dev
+        n = len(d.tm.program_cycles) if d.tm is not None else 0
+        self._start = (layer, n, dict(d.machine.op_copies), d.host_bytes)
+
+    def end(self, instructions: int) -> None:
+        layer, n0, copies0, host0 = self._start
+        d = self.dev
+        a = self.acc.setdefault(layer, {"cycles": 0, "copies": {}, "host_bytes": 0, "instructions": 0})
+        if d.tm is not None:
+            a["cycles"] += int(sum(d.tm.program_cycles[n0:]))
+        for op, v in d.machine.op_copies.items():
+            if v != copies0.get(op, 0):
+                a["copies"][op] = a["copies"].get(op, 0) + v - copies0.get(op, 0)
+        a["host_bytes"] += d.host_bytes - host0
+        a["instructions"] += instructions
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per layer in plan order (then ``other``): the :class:`LayerRow` fields."""
+        from ..isa import OP
+        d = self.dev
+        tb = tile_bytes(d.cfg.sz, d.cfg.element_format)
+        out = []
+        for key in [*range(len(d.plan.layers)), None]:
+            a = self.acc.get(key)
+            if a is None:
+                continue
+            meta = d.plan.layers[key] if key is not None else {"layer": "other", "op": "other", "tiles": 0}
+            cyc = a["cycles"]
+            mm = a["copies"].get(OP["matmul"], 0)
+            out.append({"layer": meta["layer"], "op": meta["op"], "cycles": cyc,
+                        "latency_ns": cyc / d.cfg.clock_ghz,
+                        "energy_pj": energy_of(d.cfg, a["copies"], None, a["host_bytes"])["dynamic_energy_pj"],
+                        "utilization": mm / cyc if cyc else 0.0, "memory_bytes": meta["tiles"] * tb,
+                        "instructions": a["instructions"],
+                        "extra": {"matmul_copies": mm, "host_bytes": a["host_bytes"], "tiles": meta["tiles"]}})
+        return out
 
 
 def host_transform(op: str, x: np.ndarray, p: dict[str, Any]) -> np.ndarray:
