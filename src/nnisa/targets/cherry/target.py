@@ -35,6 +35,8 @@ class CherryTarget(Target):
     demo_model = "digits_cnn"
     file_formats = files.FORMATS
     has_timeline = True
+    layer_utilization = ("matmul-unit busy cycles / layer cycles (matmul copies issued per cycle of the "
+                         "layer's programs); memory_bytes = device-memory tiles the layer allocates x bytes per tile")
     demo_workloads = (("fast_relu", None), ("matmul1024", "sz32"))
     example = Example(".sz 4\n.loop 0 iterations=4\n.apu 0 = i\n.apu 1 = i\n.apu 2 = i\nstart_independent_loop 0\n"
                       "    mem_read 0, 1\n    load 0, INPUT\n    relu\n    store 0, OUTPUT\n    mem_write 0, 2\n"

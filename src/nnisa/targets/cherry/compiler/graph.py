@@ -26,6 +26,7 @@ from ....frontend.ir import Graph, Node
 from ....frontend.prepare import check_graph
 from ....frontend.kernels import conv_weight_matrix
 from ..config import CherryConfig
+from ..sim.element import tile_bytes
 from .builder import Builder, DeviceMemoryFull
 from .functions import FunctionLowerings
 from ..formats.bundle import CompiledModel, write_bundle
@@ -363,6 +364,24 @@ def _tag_layer(b: Builder, n: Node, first: int) -> None:
         s["layer"] = len(b.plan.layers) - 1
 
 
+def static_layers(plan, cfg: CherryConfig) -> list[dict[str, Any]]:
+    """What the compiler knows per layer before simulation: instructions of its programs, host
+    steps, device memory it allocates (tiles x bytes per tile); cycles come from the simulator."""
+    tb = tile_bytes(cfg.sz, cfg.element_format)
+    rows = [{"layer": m["layer"], "op": m["op"], "memory_bytes": m["tiles"] * tb, "instructions": 0,
+             "extra": {"tiles": m["tiles"], "programs": 0, "host_steps": 0}} for m in plan.layers]
+    for s in plan.steps:
+        if s.get("layer") is None:
+            continue
+        r = rows[s["layer"]]
+        if s["kind"] == "device":
+            r["instructions"] += sum(len(plan.programs[i]) for i in s["programs"])
+            r["extra"]["programs"] += len(s["programs"])
+        else:
+            r["extra"]["host_steps"] += 1
+    return rows
+
+
 def _fitting(g: Graph, cfg: CherryConfig, fit_sz: bool) -> tuple[Builder, CherryConfig, str | None]:
     """Lower at the configured SZ; when device memory is too small and ``fit_sz``, at the smallest
     larger SZ that fits.  A model that fits nowhere is refused naming the limit, the figure needed
@@ -405,7 +424,9 @@ def compile_network(model: str | Path, cfg: CherryConfig, out_dir: str | Path | 
     report.pop("units", None)
     cm.report = report
     files = write_bundle(cm, out_dir) if out_dir is not None else {}
+    layer_table = static_layers(b.plan, cfg)
     # the runtime takes and gives tensors with their batch axis of one sample
     return CompileResult(program=cm, files=files, report=report, sim_options={"config": cfg}, config=cfg,
+                         layer_table=layer_table,
                          encode_inputs=lambda x: {k: np.asarray(v)[None] for k, v in x.items()},
                          decode_outputs=lambda y: {k: v[0] if v.shape[:1] == (1,) else v for k, v in y.items()})
