@@ -99,3 +99,50 @@ def test_compile_sim_run_bench(tmp_path, capsys):
     code, o, _ = run_cli(["targets", "--json"], capsys)
     cherry = [t for t in json.loads(o)["targets"] if t["target"] == "cherry"][0]
     assert {"compile", "simulate", "asm", "bench"} <= set(cherry["capabilities"])
+
+
+def test_sim_of_a_compiled_folder_takes_float_samples_in_the_models_shape(tmp_path, capsys):
+    """Issue 28 item 3: one sample in the model's shape, N samples as (N, *shape) or (N, *shape[1:]),
+    float outputs in the model's output shapes (N stacked), anything else a one-line error naming
+    the expected shapes; the values are onnxruntime's within cherry18's error."""
+    from nnisa.api import onnx_reference
+    from nnisa.frontend.models import bundled_testset
+    model = bundled_model_path("digits_cnn")
+    out = tmp_path / "cnn"
+    assert run_cli(["compile", "-t", "cherry", model, "-o", out, "--json"], capsys)[0] == 0
+    x, _ = bundled_testset("digits_cnn")
+    ref = onnx_reference(model, {"input": x[:3]})["logits"]
+    for name, arr, n in (("one", x[:1], 1), ("n", x[:3], 3), ("n1", x[:3, None], 3)):
+        np.save(tmp_path / f"{name}.npy", arr)
+        code, o, _ = run_cli(["sim", "-t", "cherry", out, "--inputs", tmp_path / f"{name}.npy",
+                              "--outputs", tmp_path / f"{name}.npz", "--json"], capsys)
+        assert code == 0 and json.loads(o)["outputs"]["logits"] == [n, 10]
+        got = np.load(tmp_path / f"{name}.npz")["logits"]
+        assert got.dtype == np.float32
+        assert np.array_equal(got.argmax(1), ref[:n].argmax(1))
+        assert np.abs(got - ref[:n]).max() < 0.05 * np.abs(ref).max()
+    np.save(tmp_path / "bad.npy", x[:3, 0])
+    code, o, e = run_cli(["sim", "-t", "cherry", out, "--inputs", tmp_path / "bad.npy"], capsys)
+    assert code == 2 and "expected (1, 1, 8, 8) for one sample" in e + o and "Traceback" not in e + o
+
+
+def test_layers_and_gantt_on_compile_sim_and_run(tmp_path, capsys):
+    """Issue 28 items 5-6: --layers on compile (the compiler's table), sim of a compiled folder and run
+    (simulated rows that add up to the run's cycles and dynamic energy); --gantt draws a PNG."""
+    model = bundled_model_path("digits_cnn")
+    out = tmp_path / "cnn"
+    code, o, _ = run_cli(["compile", "-t", "cherry", model, "-o", out, "--json", "--layers"], capsys)
+    rows = json.loads(o)["layers"]
+    assert code == 0 and [r["op"] for r in rows][:2] == ["Conv", "Relu"]
+    assert all(r["memory_bytes"] > 0 for r in rows) and sum(r["instructions"] for r in rows) > 0
+    np.save(tmp_path / "x.npy", np.random.default_rng(1).random((1, 1, 8, 8)).astype(np.float32))
+    code, o, _ = run_cli(["sim", "-t", "cherry", out, "--inputs", tmp_path / "x.npy", "--json",
+                          "--gantt", tmp_path / "g.png"], capsys)
+    rep = json.loads(o)
+    assert code == 0 and (tmp_path / "g.png").stat().st_size > 0
+    assert sum(r["cycles"] for r in rep["layers"]) == rep["cycles"]  # the steps partition the run
+    assert sum(r["energy_pj"] for r in rep["layers"]) == pytest.approx(rep["energy_dynamic_pj"], rel=1e-9)
+    conv = [r for r in rep["layers"] if r["op"] == "Conv"]
+    assert all(0 < r["utilization"] <= 1 and r["matmul_copies"] > 0 for r in conv)
+    code, o, _ = run_cli(["run", "-t", "cherry", model, "--layers", "--gantt", tmp_path / "r.png"], capsys)
+    assert code == 0 and "per layer" in o and "/conv1/Conv" in o and (tmp_path / "r.png").stat().st_size > 0

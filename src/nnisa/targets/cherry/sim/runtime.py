@@ -196,13 +196,62 @@ def host_function(op: str, xs: list[np.ndarray], p: dict[str, Any]) -> np.ndarra
     return np.asarray(_FUNCTIONS[op](xs, p), np.float32)
 
 
+def split_samples(plan: Plan, inputs: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    """Float model inputs → one dict per sample (issue 28 item 3): an array of the model's input
+    shape is one sample; ``(N, *shape)``, or ``(N, *shape[1:])`` when the model's batch is 1, are N
+    samples; anything else is a one-line error naming the expected shapes."""
+    if len(plan.inputs) == 1 and len(inputs) == 1 and next(iter(plan.inputs)) not in inputs:
+        inputs = {next(iter(plan.inputs)): next(iter(inputs.values()))}
+    missing = [k for k in plan.inputs if k not in inputs]
+    if missing:
+        raise FormatError(f"missing input(s) {missing} (the model's inputs: {', '.join(plan.inputs)})")
+    counts = {}
+    for name, spec in plan.inputs.items():
+        shape = tuple(spec["view"]["shape"])
+        a = np.asarray(inputs[name])
+        if a.shape == shape or (len(shape) > 1 and shape[0] == 1 and a.shape == shape[1:]):
+            counts[name] = None  # one sample
+        elif a.ndim == len(shape) + 1 and a.shape[1:] == shape:
+            counts[name] = a.shape[0]
+        elif len(shape) > 1 and shape[0] == 1 and a.shape[1:] == shape[1:]:
+            counts[name] = a.shape[0]
+        else:
+            extra = f", (N, {', '.join(map(str, shape[1:]))})" if len(shape) > 1 and shape[0] == 1 else ""
+            raise FormatError(f"input {name!r}: shape {tuple(a.shape)}; expected {shape} for one sample, or "
+                              f"(N, {', '.join(map(str, shape))}){extra} for N samples")
+    ns = {c for c in counts.values() if c is not None}
+    if len(ns) > 1:
+        raise FormatError(f"the inputs hold different sample counts {sorted(ns)}")
+    if not ns:
+        return [dict(inputs)]
+    n = ns.pop()
+    return [{k: (np.asarray(inputs[k])[i] if counts[k] is not None else inputs[k]) for k in plan.inputs}
+            for i in range(n)]
+
+
 def simulate_compiled(model: CompiledModel, cfg: CherryConfig, inputs: dict[str, np.ndarray] | None, *,
                       mode: str = "both", engine: str = "fast", timeline: bool = False):
-    """Run a compiled model (bundle) on one sample; returns (outputs, Stats, Device, Timeline or None)."""
+    """Run a compiled model (bundle) on its float inputs: one sample, or N stacked along a leading
+    axis (:func:`split_samples`; outputs then stacked as ``(N, *shape[1:])``).  Returns (outputs,
+    Stats of the first sample — every sample runs the same programs, so the figures are per
+    input —, the first sample's Device, its Timeline or None)."""
     t0 = time.perf_counter()
-    dev = Device(model.plan, cfg, mode, engine, record=timeline)
     if not inputs and mode != "timing":
         raise FormatError("a compiled Cherry model needs its inputs (--inputs X.npz with the model's input names)")
-    outs = dev.run(inputs or {})
-    st = dev.stats(time.perf_counter() - t0)
-    return outs, st, dev, recorded_timeline(dev.tm, timeline, "Cherry model")
+    samples = split_samples(model.plan, inputs) if inputs and mode != "timing" else [inputs or {}]
+    first = None
+    outs: dict[str, list[np.ndarray]] = {}
+    for i, sample in enumerate(samples):
+        dev = Device(model.plan, cfg, mode, engine, record=timeline and i == 0)
+        for k, v in dev.run(sample).items():
+            outs.setdefault(k, []).append(v)
+        if first is None:
+            first = (dev, dev.stats(time.perf_counter() - t0))
+    dev, st = first
+    if len(samples) > 1:
+        st.extra["samples"] = len(samples)
+        result = {k: np.concatenate([v.reshape((-1, *v.shape[1:])) if v.ndim else v[None] for v in vs])
+                  for k, vs in outs.items()}
+    else:
+        result = {k: vs[0] for k, vs in outs.items()}
+    return result, st, dev, recorded_timeline(dev.tm, timeline, "Cherry model")
