@@ -15,6 +15,7 @@ from . import isa
 from .compiler import DaisCompileOptions, compile_model
 from .formats import files
 from .formats.text import assemble
+from .layers import UTILIZATION
 from .program import Program
 from .sim.simulate import simulate
 
@@ -28,6 +29,7 @@ class DaisTarget(Target):
     lowerings = "nnisa.targets.dais.compiler.netcompile:LOWERINGS"
     #: bundled model used by ``nnisa demo`` / ``nnisa run`` for this target
     demo_model = "digits_mlp"
+    layer_utilization = UTILIZATION
     bundle_quantized_io = True  # the program computes on the manifest's integers
     description = "da4ml Distributed Arithmetic Instruction Set (combinational fixed-point DA programs)"
     file_formats = files.FORMATS

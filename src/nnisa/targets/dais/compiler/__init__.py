@@ -17,7 +17,10 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
                   **options: Any) -> CompileResult:
     """ONNX model (path or prepared model) → one DAIS program and its bundle folder; ``options``
     are :class:`DaisCompileOptions` fields (others are ignored).  DAIS has no architecture
-    configuration: ``config`` is accepted and unused."""
+    configuration: ``config`` is the energy table of the per-layer figures (``layer_table``)."""
+    from ..layers import program_layer_rows
     from .netcompile import compile_network
     opts, _ = split_options(DaisCompileOptions, options)
-    return compile_network(model, opts, out_dir=out_dir)
+    res = compile_network(model, opts, out_dir=out_dir)
+    res.layer_table = program_layer_rows(res.program, config)
+    return res

@@ -39,6 +39,7 @@ from .netextra import NetExtraOps
 from .netnorm import NetNormOps
 from .netops import NetOps
 from .netsize import check_size
+from ..layers import layer_spans
 from ....frontend.quant import QGraph
 
 #: pure data-movement nodes (C-order element list unchanged, batch 1)
@@ -416,6 +417,7 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     outs = [net._same_e(a) if a.e < 0 else a for a in outs]  # out shifts only scale down (q = v·2^-e, e >= 0)
     net.b.set_outputs([a.slot for a in outs], [-a.e for a in outs], [0] * len(outs))
     prog = net.b.build(adder_size=1, carry_size=-1)
+    prog.meta["layers"] = layer_spans(net.layers)  # per-layer figures of every run (..layers)
     return prog, layer_figures(prog, net.layers)
 
 
@@ -572,6 +574,7 @@ def _write_bundle(prog: Program, out_dir, stem: str, t_ins, t_outs, bits: int, r
         w.write(names["report"], orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
                                               | orjson.OPT_NON_STR_KEYS))
         man = DaisManifest(program=names["dais"], files={k: v for k, v in names.items() if k != "dais"},
-                           inputs=[spec(t) for t in t_ins], outputs=[spec(t) for t in t_outs])
+                           inputs=[spec(t) for t in t_ins], outputs=[spec(t) for t in t_outs],
+                           layers=prog.meta.get("layers"))
         out = w.commit(man)
     return {role: str(out / name) for role, name in names.items()} | {"manifest": str(out / "manifest.json")}

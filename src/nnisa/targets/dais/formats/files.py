@@ -57,10 +57,14 @@ def _read_json(path: Path, **_: Any) -> Program:
 
 def _read_bundle(path: Path, **options: Any) -> Program:
     """The program of a compiled bundle folder."""
-    man = read_manifest(path)
+    man = read_manifest(path, DaisManifest)
     if man.program is None:
         raise UnsupportedError("the bundle names no program", file=str(path))
-    return FORMATS.read(member(path, man.program, what="program file"), **options)
+    prog = FORMATS.read(member(path, man.program, what="program file"), **options)
+    layers = man.layers
+    if layers and all(0 <= lo and lo + n <= prog.n_ops for _, _, lo, n in layers):
+        prog.meta["layers"] = [list(r) for r in layers]  # the per-layer figures of `nnisa sim` on the folder
+    return prog
 
 
 def _binary_bytes(program: Program, path: Path, **options: Any) -> bytes:
@@ -114,7 +118,9 @@ def program_bytes(program: Program, path: str | Path, **options: Any) -> bytes |
 
 class DaisManifest(Manifest):
     """``manifest.json`` of a compiled DAIS model: ``program`` is the binary, ``files`` has the
-    text and da4ml JSON forms; the one input and output tensor carry the quantization scales."""
+    text and da4ml JSON forms; the one input and output tensor carry the quantization scales;
+    ``layers`` the program's layer ranges ``[node, op, first_op, ops]`` (:mod:`..layers`)."""
 
     format: str = "nnisa-bundle"
     target: str | None = "dais"
+    layers: list[tuple[str, str, int, int]] | None = None

@@ -1,8 +1,10 @@
 """The DAIS ``simulate()`` entry point: a program on a batch of integer inputs → ``SimResult``.
 
-DAIS programs are combinational (no cycles): the figures are the program's static ones (ops,
-adders, depth), the interpreter's wall time, and energy and latency from the per-action table of
-:mod:`..energy` (``config``).  Engines: ``auto``/``compiled`` (numba),
+DAIS programs are combinational: the figures are the program's static ones (ops, adders, depth),
+the interpreter's wall time, and energy and latency from the per-action table of :mod:`..energy`
+(``config``).  ``cycles`` are adder levels (the design pipelined one adder per clock of
+``adder_delay_ns``: ``latency_ns = cycles · adder_delay_ns``); a compiled network's program also
+gives per-layer rows (:mod:`..layers`).  Engines: ``auto``/``compiled`` (numba),
 ``exact`` (the integer reference) and ``rtl`` (the emitted Verilog run by Verilator).
 """
 
@@ -59,7 +61,10 @@ def _stats(program: Program, config: Any, samples: int, wall: float, extra: dict
     """The figures of a run of ``samples`` inputs: energy from the per-action table (``config``,
     :mod:`..energy`), ``latency_ns`` of one input through the combinational logic."""
     from ..energy import energy_figures
+    from ..layers import program_layer_rows
     f = energy_figures(program, config, samples)
     extra.update({k: v for k, v in f.items() if k not in ("energy_pj", "latency_ns")})
-    return Stats(instructions=int(program.n_ops), wall_s=wall, energy_pj=f["energy_pj"], latency_ns=f["latency_ns"],
-                 extra=extra)
+    extra["timing_model"] = "adder levels: one adder per clock of adder_delay_ns (latency_cutoff=1 pipeline)"
+    return Stats(cycles=int(program.stat("adder_depth")), instructions=int(program.n_ops), wall_s=wall,
+                 energy_pj=f["energy_pj"], latency_ns=f["latency_ns"], extra=extra,
+                 layers=program_layer_rows(program, config))
