@@ -43,8 +43,12 @@ GOALS = {"resnet18 .json.gz": 10, "resnet18 .json": 10, "resnet18 .nnpi": 15, "s
          "stream24 .nnpi": 10}
 
 
-def make_files(folder: Path) -> dict[str, Path]:
-    """The program files of every case (converted / compiled with this tree)."""
+FILES = {"resnet18 .json.gz": PROGRAM.name, "resnet18 .json": "resnet18.json", "resnet18 .nnpi": "resnet18.nnpi",
+         "stream24 .json.gz": "stream24.json.gz", "stream24 .nnpi": "stream24.nnpi"}
+
+
+def make_files(folder: Path) -> None:
+    """The program files of every case but the shipped one (converted / compiled with this tree)."""
     import gzip
 
     import numpy as np
@@ -55,24 +59,17 @@ def make_files(folder: Path) -> dict[str, Path]:
     from nnisa.targets.pim.config import load_config
     from nnisa.targets.pim.formats.jsonio import read_json, write_json
     from nnisa.targets.pim.formats.program_files import encode
-    files = {"resnet18 .json.gz": PROGRAM}
-    plain = folder / "resnet18.json"
-    plain.write_bytes(gzip.decompress(PROGRAM.read_bytes()))
-    files["resnet18 .json"] = plain
-    conf = read_json(PROGRAM)
-    files["resnet18 .nnpi"] = folder / "resnet18.nnpi"
-    files["resnet18 .nnpi"].write_bytes(encode(conf, extended=True))
+    files = {case: folder / name for case, name in FILES.items()}
+    files["resnet18 .json"].write_bytes(gzip.decompress(PROGRAM.read_bytes()))
+    files["resnet18 .nnpi"].write_bytes(encode(read_json(PROGRAM), extended=True))
     cfg = load_config(CONFIG)
     calib = {"input": np.random.default_rng(0).random((2, 3, 224, 224)).astype(np.float32)}
     qg = quantize(load_model(make_resnet18()), calib, scale_mode="pow2")
     stream = compile_program(qg, cfg, images=24, schedule="throughput").program
     stream.image_ends = {}  # as a reference tool reads it: one program, no image marks
-    files["stream24 .json.gz"] = folder / "stream24.json.gz"
     write_json(stream, files["stream24 .json.gz"])
-    files["stream24 .nnpi"] = folder / "stream24.nnpi"
     files["stream24 .nnpi"].write_bytes(encode(stream, extended=True))
     print(f"stream: {len(stream):,} instructions", flush=True)
-    return files
 
 
 def run_job(src: Path, program: Path) -> dict:
@@ -95,10 +92,17 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--before", type=Path, help="another source tree (its src/) timed in the same run")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--make-files", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     trees = [("now", ROOT / "src")] + ([("before", args.before)] if args.before else [])
+    if args.make_files:
+        make_files(args.make_files)
+        return 0
     with tempfile.TemporaryDirectory(prefix="nnisa-pimload-") as tmp:
-        files = make_files(Path(tmp))
+        # in a child: a forked job's ru_maxrss would start at this process's peak
+        subprocess.run([sys.executable, __file__, "--make-files", tmp], check=True)
+        files = {case: Path(tmp) / name for case, name in FILES.items()}
+        files["resnet18 .json.gz"] = PROGRAM
         for _, src in trees:  # warm-up: numba cache loads (or a cold tree's compiles) not timed
             run_job(src, files["resnet18 .nnpi"])
             run_job(src, files["resnet18 .json.gz"])
