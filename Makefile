@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[test,oracles,hdl,sweep,dist]'
+	$(BIN)/python -m pip install -q -e '.[test,oracles,hdl,sweep,dist,fast]'
 	$(BIN)/python -m compileall -q src
 	$(BIN)/python -m nnisa.warmup
 	touch $(STAMP)

@@ -279,15 +279,24 @@ def is_compressed(raw: bytes) -> bool:
     return raw[:2] == b"\x1f\x8b" or (len(raw) > 2 and raw[0] == 0x78 and (raw[0] * 256 + raw[1]) % 31 == 0)
 
 
+try:  # ISA-L's inflate (the optional ``fast`` extra): the same streams and API, about 3x faster than zlib
+    from isal import isal_zlib as _inflater
+    _INFLATE_ERRORS: tuple[type[BaseException], ...] = (zlib.error, _inflater.error)
+except ImportError:  # pragma: no cover - depends on the installed extras
+    _inflater = zlib
+    _INFLATE_ERRORS = (zlib.error,)
+
+
 def inflate_chunks(raw: bytes, file: str | None = None, chunk: int = 1 << 17) -> Iterator[bytes]:
     """Decompressed pieces of a gzip (any number of members) or zlib stream, never more than
-    :func:`inflate_limit` bytes in all (a decompression bomb is a FormatError, not a MemoryError)."""
+    :func:`inflate_limit` bytes in all (a decompression bomb is a FormatError, not a MemoryError).
+    Pieces are what ``chunk`` compressed bytes inflate to (at most the remaining limit)."""
     limit = inflate_limit(len(raw))
     view = memoryview(raw)
     total, pos = 0, 0
     is_gzip = raw[:2] == b"\x1f\x8b"
     while pos < len(view):
-        d = zlib.decompressobj(47 if is_gzip else 15)
+        d = _inflater.decompressobj(47 if is_gzip else 15)
         while not d.eof:
             if pos >= len(view) and not d.unconsumed_tail:
                 raise FormatError("truncated compressed data", file=file)
@@ -296,7 +305,7 @@ def inflate_chunks(raw: bytes, file: str | None = None, chunk: int = 1 << 17) ->
                 pos += len(data)
             try:
                 out = d.decompress(data, max(1, limit - total + 1))
-            except zlib.error as exc:
+            except _INFLATE_ERRORS as exc:
                 raise FormatError(f"corrupt {'gzip' if is_gzip else 'zlib'} data: {exc}", file=file) from None
             total += len(out)
             if total > limit:

@@ -1,4 +1,4 @@
-"""The resumable numba tokenizer and the streaming gzip reader (jsonscan.scan, jsonio._GzipFeed).
+"""The resumable numba tokenizer and the streaming gzip reader (jsonscan.scan, jsonstream).
 
 The fast path must give exactly the orjson path's result wherever the data is cut between
 calls, whatever the row/segment capacities, and with any gzip member layout; numbers at the
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from nnisa.core.errors import FormatError
 from nnisa.targets.pim.formats import jsonio
 from nnisa.targets.pim.formats import jsonscan as js
+from nnisa.targets.pim.formats import jsonstream
 from nnisa.targets.pim.formats.jsonio import read_json
 
 CFG = {"core_cnt": 4, "array_group_map": {"core0": [1, 2], "core1": [4]}, "xbar_size": [128, 128]}
@@ -141,7 +142,7 @@ def test_gzip_small_chunks_members_and_wrong_size_hint(monkeypatch):
     data = _doc({"config": CFG, "core0": INSTS * 40, "core1": INSTS[::-1] * 40}, pretty=True)
     ref = read_json(data, fast=False)
     for chunk in (5, 64, 4096):
-        monkeypatch.setattr(jsonio._GzipFeed, "CHUNK", chunk)
+        monkeypatch.setattr(jsonstream.GzipPieces, "CHUNK", chunk)
         _same(read_json(gzip.compress(data)), ref)
         # several members: the size in the trailer is the last member's, the buffer must grow
         _same(read_json(gzip.compress(data[:-100]) + gzip.compress(data[-100:])), ref)
@@ -150,7 +151,7 @@ def test_gzip_small_chunks_members_and_wrong_size_hint(monkeypatch):
 
 
 def test_gzip_errors_take_precedence(monkeypatch):
-    monkeypatch.setattr(jsonio._GzipFeed, "CHUNK", 256)
+    monkeypatch.setattr(jsonstream.GzipPieces, "CHUNK", 256)
     data = _doc({"config": CFG, "core0": [{"op": "vfoo"}] + INSTS * 50}, pretty=True)
     with pytest.raises(FormatError, match="unknown op 'vfoo'") as ei:
         read_json(gzip.compress(data), file="x.json.gz")

@@ -48,6 +48,12 @@ class PimProgram:
     pipeline_depth
         Stages of a pipelined stream (the throughput schedule): the simulator's period uses the
         images that complete while every stage is busy (:mod:`~nnisa.targets.pim.sim.stream`).
+    layers, layer_starts
+        A compiled program's layers (per layer index: ``name`` = the ONNX node, ``op``,
+        ``crossbars`` holding its weights, on-chip ``memory_bytes``) and, per core, where each
+        layer's code starts: ``[(pc, layer index), ...]`` ascending (a layer's code runs to the
+        next start; index -1 = code no layer owns).  The simulator attributes its figures to
+        layers with them (``Stats.layers``).
     """
 
     cores: dict[int, np.ndarray] = field(default_factory=dict)
@@ -61,6 +67,8 @@ class PimProgram:
     warnings: list[str] = field(default_factory=list)
     image_ends: dict[int, list[int]] = field(default_factory=dict)
     pipeline_depth: int = 1
+    layers: list[dict[str, Any]] = field(default_factory=list)
+    layer_starts: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
     @property
     def images(self) -> int:

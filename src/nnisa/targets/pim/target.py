@@ -37,6 +37,7 @@ class PimTarget(Target):
     file_formats = files.FORMATS
     has_timeline = True
     bundle_quantized_io = True  # the program computes on the manifest's integers
+    layer_utilization = "crossbars holding the layer's weights / crossbars on the chip"
     demo_variants = (("throughput, 16 images", {"schedule": "throughput", "images": 16}),)
     demo_workloads = (("resnet18-pimcomp", None),)
     example = Example(".chip_cores 1\n.core 0\n  setbw 8, 8\n  sldi $r0, 0\n  sldi $r1, 64\n  sldi $r2, 128\n  lldi $r0, 3, 16\n"

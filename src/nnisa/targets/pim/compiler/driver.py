@@ -252,6 +252,8 @@ def compile_program(model, config=None, options: PimCompileOptions | None = None
     scratch_base = SCRATCH_BASE
     t_gen = time.perf_counter()
     prog = _build_program(em, hw, cfg, images)
+    prog.layers = _layer_info(low, hw)
+    prog.layer_starts = {c: list(e.layer_starts) for c, e in sorted(em.items()) if e.layer_starts}
     if images > 1 and pipe_stats is not None:
         prog.pipeline_depth = pipe_stats.get("stages", 1)
     weights = _weights(em, mats)
@@ -326,6 +328,7 @@ def _emit_batch(low, em, workers, consts, links, batch, scratch_alloc, images: i
             deferred = False
             for e in em.values():
                 e.arena.reset()
+                e.set_layer(li)
             if isinstance(layer, MatLayer):
                 cg = MatCodegen(layer, em, consts, links=links, batch=batch, scratch_alloc=scratch_alloc)
                 cg.emit(k, ofs)
@@ -405,6 +408,8 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
                 new = list(layer.tasks(em, workers, consts, li, pick, k, ofs, None))
             else:  # pragma: no cover - lower_graph only creates the kinds above
                 raise UnsupportedError(f"no code generator for {layer.op}", where=f"node {layer.name} ({layer.op})")
+            for t in new:  # the rows a task emits belong to its layer (per-layer figures)
+                t.run = _owned(t.run, [em[c] for c in {*t.cores, *t.loaders, t.store} if c in em], li)
             prod.add(new)
             tasks.extend(new)
     if not throughput:
@@ -414,6 +419,32 @@ def _emit_element(low, em, workers, consts, links, batch, scratch_alloc, localit
     if c2c is not None:
         stats["c2c_spilled"] = [f"layer {k[0]} replica {k[1]} ({kind})" for k, kind in c2c.spilled]
     return stats
+
+
+def _owned(run, emitters: list[CoreEmitter], li: int):
+    """``run`` that first marks its emitters' next rows as layer ``li``'s."""
+    def owned() -> None:
+        for e in emitters:
+            e.set_layer(li)
+        run()
+    return owned
+
+
+def _layer_info(low, hw: ChipShape) -> list[dict]:
+    """Per layer: the ONNX node, the op (fused ones joined by ``+``), crossbars holding its
+    weights and on-chip bytes (weights in the crossbars + its output buffer in global memory)."""
+    out = []
+    for layer in low.layers:
+        ops = [layer.op] + [kind for key, kind in (("fused_add", "Add"), ("fused_pool", None), ("fused_gap", None))
+                            if getattr(layer, key, None) is not None
+                            for kind in [kind or getattr(getattr(layer, key), "op", "Pool")]]
+        plan = getattr(layer, "plan", None)
+        xbars = sum(a.xbars for ags in plan.ags for a in ags) if plan is not None else 0
+        weights = int(np.asarray(layer.matrix).size) * (plan.replicas if plan is not None else 1) \
+            if getattr(layer, "matrix", None) is not None else 0
+        out.append({"name": layer.name, "op": "+".join(ops), "crossbars": int(xbars),
+                    "memory_bytes": weights + int(layer.out.buf.size)})
+    return out
 
 
 def _build_program(em: dict[int, CoreEmitter], hw: ChipShape, cfg, images: int = 1) -> PimProgram:

@@ -126,6 +126,19 @@ class CoreEmitter:
         self.inserts: list[tuple[int, int, bytes]] = []
         # streams: image → end (exclusive) of the last row of that image's work on this core
         self.marks: dict[int, int] = {}
+        # per-layer figures: (first row, layer index) wherever the owning layer changes
+        self.layer_starts: list[tuple[int, int]] = []
+
+    def set_layer(self, li: int) -> None:
+        """The rows emitted from now on belong to layer ``li`` (-1: to no layer)."""
+        starts, pc = self.layer_starts, len(self.rows)
+        if starts and starts[-1][1] == li:
+            return
+        if starts and starts[-1][0] == pc:
+            starts.pop()
+            if starts and starts[-1][1] == li:
+                return
+        starts.append((pc, li))
 
     def mark(self, image: int) -> None:
         """Record that the rows emitted so far include all of ``image``'s work on this core."""
@@ -357,6 +370,7 @@ class CoreEmitter:
         # an insert at position p goes before row p: a mark m (exclusive end) moves by the
         # number of inserts before it
         self.marks = {k: m + bisect.bisect_left(pos, m) for k, m in self.marks.items()}
+        self.layer_starts = [(m + bisect.bisect_left(pos, m), li) for m, li in self.layer_starts]
         rows, out, prev = self.rows, [], 0
         for p, _, row in ins:
             p = max(prev, min(p, len(rows)))

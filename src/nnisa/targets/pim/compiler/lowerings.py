@@ -17,11 +17,12 @@ from .lower_extra import NEEDS_HWC, COPY_OPS, copy_layer, same_storage, is_defau
 from .lower_lut import lower_lut, lower_mul
 from .lower_reduce import lower_reduce
 from .lower_attn import lower_act_matmul
+from .lower_maxmin import lower_maxmin
 
 
 def prepare_inputs(n: QNode, ins: list[TensorRef], new_tensor, layers: list[Layer]) -> None:
     """Materialise in HWC the inputs a core op needs that way (and the operands of an Add/Sub
-    stored differently), appending the relayout layers; ``ins`` is updated in place."""
+    stored differently, likewise Max/Min), appending the relayout layers; ``ins`` is updated in place."""
     if n.op in NEEDS_HWC and len(ins[0].shape) == 4 and not ins[0].is_hwc:
         ins[0] = relayout(n, ins[0], new_tensor, layers)
         return
@@ -29,7 +30,8 @@ def prepare_inputs(n: QNode, ins: list[TensorRef], new_tensor, layers: list[Laye
             and not is_plain(ins[0]):
         ins[0] = relayout(n, ins[0], new_tensor, layers, plain=True)
         return
-    if n.op in ("Add", "Sub") and len(ins) == 2 and ins[0].shape == ins[1].shape and not same_storage(*ins):
+    if n.op in ("Add", "Sub", "Max", "Min") and len(ins) == 2 and ins[0].shape == ins[1].shape \
+            and not same_storage(*ins):
         for k in (0, 1):
             if not is_default_storage(ins[k]):
                 ins[k] = relayout(n, ins[k], new_tensor, layers)
@@ -74,6 +76,7 @@ LOWERINGS = {
     "MatMul": _matmul,
     "MaxPool": lower_pool, "AveragePool": lower_pool, "GlobalAveragePool": lower_gap,
     "Add": _add_sub, "Sub": _add_sub, "Relu": lower_clamp, "Clip": lower_clamp,
+    "Max": lower_maxmin, "Min": lower_maxmin,
     **dict.fromkeys(COPY_OPS, _copy), **dict.fromkeys(LUT_OPS, _lut), "Mul": _mul, "ReduceMean": _reduce,
     "Softmax": OnHost("a trailing Softmax runs on the host in float; inside the graph, the integer Softmax is a "
                       "host step (one division per row: the vector unit has none)"),

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from ....core.layers import LayerRow
 from ....core.target import CompileResult
 from ....core.errors import ConfigError
 from ....core.fileio import read_bytes
@@ -130,4 +131,21 @@ def compile_result(qg, tail, tail_nodes, *, config=None, out_dir=None,
     # a stream program runs one sample per image slot (``images`` samples per simulation)
     return CompileResult(program=c.program, files=files, report=c.report, encode_inputs=encode_inputs,
                          decode_outputs=decode_outputs, reference=reference, sim_options=sim_options,
-                         samples_per_run=stream["images"] if stream else 1, qgraph=qg, config=c.config)
+                         samples_per_run=stream["images"] if stream else 1, qgraph=qg, config=c.config,
+                         layer_table=compile_layer_table(c.program, c.config))
+
+
+def compile_layer_table(program, config) -> list[LayerRow] | None:
+    """What the compiler knows per layer before simulation: crossbars, on-chip bytes and
+    instructions (all images of a stream); cycles and energy come from the simulation."""
+    if not program.layers:
+        return None
+    from ..sim.layer_figures import layer_spans
+    count = np.zeros(len(program.layers) + 1, dtype=np.int64)
+    for c, rows in program.cores.items():
+        owner, _ = layer_spans(program, c, len(rows))
+        count += np.bincount(np.where(owner >= 0, owner, len(program.layers)), minlength=len(count))
+    chip = config.chip_config.core_cnt * config.chip_config.core_config.matrix_config.xbar_array_count
+    return [LayerRow(d["name"], d["op"], utilization=min(1.0, d["crossbars"] / max(1, chip)),
+                     memory_bytes=d["memory_bytes"], instructions=int(count[k]), extra={"crossbars": d["crossbars"]})
+            for k, d in enumerate(program.layers)]

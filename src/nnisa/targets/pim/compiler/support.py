@@ -14,8 +14,6 @@ from .lowerings import LOWERINGS
 _WHY = {
     "ReduceMax": "ReduceMax is not lowered on PIM (DAIS compiles it)",
     "ReduceSum": "ReduceSum is not lowered on PIM (DAIS compiles it)",
-    "Max": "elementwise Max/Min of activations is not lowered on PIM (DAIS compiles it)",
-    "Min": "elementwise Max/Min of activations is not lowered on PIM (DAIS compiles it)",
 }
 
 

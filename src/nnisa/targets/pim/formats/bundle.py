@@ -63,6 +63,17 @@ class StreamSpec(BaseModel):
     image_ends: dict[int, list[int]] = Field(default_factory=dict)
 
 
+class LayerSpec(BaseModel):
+    """A compiled layer: its ONNX node, op (fused ones joined by ``+``), crossbars and on-chip bytes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(max_length=4096)
+    op: str = Field(max_length=256)
+    crossbars: int = Field(0, ge=0, lt=1 << 40)
+    memory_bytes: int = Field(0, ge=0, lt=1 << 50)
+
+
 class Manifest(core_bundle.Manifest):
     """``manifest.json`` of a PIM bundle."""
 
@@ -78,6 +89,9 @@ class Manifest(core_bundle.Manifest):
     act_frac: dict[int, tuple[int | None, int | None]] = Field(default_factory=dict)
     global_address_mode: Literal["pair", "single32"] = "pair"
     stream: StreamSpec | None = None
+    #: per-layer figures: the compiled program's layers and, per core, (first pc, layer index) starts
+    layers: list[LayerSpec] = Field(default_factory=list)
+    layer_starts: dict[int, list[tuple[int, int]]] = Field(default_factory=dict)
 
 
 @dataclass
@@ -137,6 +151,9 @@ def write_bundle(out_dir: str | os.PathLike, program: PimProgram | None,
     if program is not None and program.image_ends and man.stream is not None and not man.stream.image_ends:
         man = man.model_copy(update={"stream": man.stream.model_copy(
             update={"image_ends": program.image_ends, "pipeline_depth": program.pipeline_depth})})
+    if program is not None and program.layers and not man.layers:
+        man = man.model_copy(update={"layers": [LayerSpec(**d) for d in program.layers],
+                                     "layer_starts": dict(program.layer_starts)})
     if program is not None and program_name not in PROGRAM_NAMES:
         raise FormatError(f"program file name must be one of {', '.join(PROGRAM_NAMES)}, got {program_name!r}")
     with BundleWriter(out_dir) as w:
@@ -177,6 +194,9 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
         if man.stream is not None:
             program.image_ends = _checked_marks(man.stream, program, root)
             program.pipeline_depth = man.stream.pipeline_depth
+        if man.layers:
+            program.layers = [d.model_dump() for d in man.layers]
+            program.layer_starts = _checked_layer_starts(man, program, root)
     wpath = member(root, man.weights, what="weights file")
     weights = load_weights(wpath) if wpath.exists() else {}
     segs: dict[int, np.ndarray] = {}
@@ -205,4 +225,18 @@ def _checked_marks(stream: StreamSpec, program: PimProgram, root: Path) -> dict[
             raise FormatError(f"stream.image_ends of core {c}: expected {stream.images} ends in 0..{n}",
                               file=str(root / "manifest.json"))
         out[int(c)] = [int(e) for e in ends]
+    return out
+
+
+def _checked_layer_starts(man: Manifest, program: PimProgram, root: Path) -> dict[int, list[tuple[int, int]]]:
+    """The manifest's layer starts, checked against the program and its layers."""
+    out = {}
+    for c, starts in man.layer_starts.items():
+        rows = program.cores.get(int(c))
+        n = 0 if rows is None else len(rows)
+        pcs = [pc for pc, _ in starts]
+        if pcs != sorted(pcs) or any(not 0 <= pc <= n or not -1 <= li < len(man.layers) for pc, li in starts):
+            raise FormatError(f"layer_starts of core {c}: expected ascending (pc in 0..{n}, layer index in "
+                              f"-1..{len(man.layers) - 1}) pairs", file=str(root / "manifest.json"))
+        out[int(c)] = [(int(pc), int(li)) for pc, li in starts]
     return out

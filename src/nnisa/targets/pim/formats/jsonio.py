@@ -1,11 +1,13 @@
 """pimsim-nn JSON dialect: import and export of PIM programs (spec §6).
 
 :func:`read_json` runs the numba tokenizer of :mod:`.jsonscan` over the decompressed bytes (no
-Python objects per instruction; it writes the IR rows in place).  A gzip file is inflated in a
-background thread while the tokenizer consumes the bytes already available, so on two cores a
-load takes about as long as the decompression alone.  If the tokenizer meets anything outside
-the common dialect, the reader falls back to an orjson-based path that gives identical results
-and authoritative error messages.  :func:`write_json` renders every core with per-opcode
+Python objects per instruction; it writes the IR rows in place).  Files are read in one pass
+with bounded memory (:mod:`.jsonstream`): a gzip file is inflated piece by piece in a background
+thread while the tokenizer consumes the pieces, a plain file is read piece by piece.  Anything
+but a clean pass (a malformed or out-of-range instruction, something outside the common dialect)
+rereads the whole document: the same tokenizer then places the error (file, line, column, core,
+instruction), or an orjson-based path, which gives identical results, decides.
+:func:`write_json` renders every core with per-opcode
 templates (:mod:`.render`).
 """
 
@@ -14,16 +16,15 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import threading
-import zlib
 from typing import Any
 
 import numpy as np
 import orjson
 
 from ....core.errors import FormatError
-from ....core.fileio import inflate, inflate_chunks, inflate_limit, is_compressed, read_bytes, write_atomic
+from ....core.fileio import check_regular_file, inflate, is_compressed, read_bytes, write_atomic
 from . import jsonscan as js
+from . import jsonstream as js_stream
 from ..isa import OPCODE, OPCODES
 from ..program import DTYPE, PimProgram
 from .render import RenderPlan
@@ -102,22 +103,52 @@ def read_json(src: str | os.PathLike | bytes | bytearray | memoryview, legacy_gr
         raise ValueError("legacy_groups must be None or 'by-size'")
     if isinstance(src, (bytes, bytearray, memoryview)):
         name = file or "<bytes>"
-        raw = bytes(src)
-    else:
-        name = str(src)
-        raw = read_bytes(src)
-    if not fast:
-        return _read_orjson(_decompress(raw, name), name, legacy_groups)
-    feed = _GzipFeed(raw, name) if raw[:2] == b"\x1f\x8b" else _BytesFeed(_decompress(raw, name))
+        return _read_doc(bytes(src), name, legacy_groups, fast)
+    name = str(src)
+    check_regular_file(src)
+    try:
+        with open(src, "rb") as fh:
+            head = fh.read(2)
+            if fast and len(head) == 2 and not is_compressed(head + b"\x00"):  # plain text: read as it is scanned
+                prog = _read_streamed(js_stream.file_pieces(fh, head), os.fstat(fh.fileno()).st_size,
+                                      name, legacy_groups)
+                if prog is not None:
+                    return prog
+    except OSError as exc:
+        raise FormatError(f"cannot read: {exc.strerror or exc}", file=name) from None
+    return _read_doc(read_bytes(src), name, legacy_groups, fast)
+
+
+def _read_doc(raw: bytes, name: str, legacy_groups: str | None, fast: bool) -> PimProgram:
+    """Read from the whole file content (plain bytes are in memory already: scanned as they are)."""
+    if fast and raw[:2] == b"\x1f\x8b":  # gzip: inflated while it is scanned
+        pieces = js_stream.GzipPieces(raw, name)
+        try:
+            prog = _read_streamed(pieces, pieces.size_hint, name, legacy_groups)
+        finally:
+            pieces.close()
+        if prog is not None:
+            return prog
+    # not clean in one pass (an error to place, a case for orjson) or zlib: the whole document
+    data = _decompress(raw, name)
     del raw
-    prog = _read_fast(feed, name, legacy_groups)
-    if prog is not None:
-        return prog
-    return _read_orjson(feed.data(), name, legacy_groups)
+    if fast:
+        prog = _read_fast(_BytesFeed(data), name, legacy_groups)
+        if prog is not None:
+            return prog
+    return _read_orjson(data, name, legacy_groups)
+
+
+def _read_streamed(pieces, size_hint: int, name: str, legacy_groups: str | None) -> PimProgram | None:
+    """The one-pass reader (:mod:`.jsonstream`); ``None`` if the whole-document path must decide."""
+    got = js_stream.scan_pieces(pieces, size_hint)
+    if got is None:
+        return None
+    return _finish(got.rows, got.segs, got.spans, got.info, got.kept, got.config, name, legacy_groups)
 
 
 class _BytesFeed:
-    """The scanner's input when all bytes are there (plain or zlib input)."""
+    """The scanner's input when all bytes are there (the whole-document path)."""
 
     def __init__(self, data: bytes):
         self._data = data
@@ -136,115 +167,12 @@ class _BytesFeed:
         return self._data
 
 
-class _GzipFeed:
-    """Inflates gzip bytes into a growing numpy buffer in a background thread.
-
-    zlib releases the GIL while inflating and the scanner releases it while scanning, so on
-    two cores decompression and tokenizing overlap.  Errors are those of :func:`_decompress`
-    (raised by :meth:`wait` / :meth:`finish`).
-    """
-
-    CHUNK = 1 << 17  # compressed bytes per step (≈ 4 MB of pimsim-nn JSON)
-
-    def __init__(self, raw: bytes, name: str):
-        self._raw, self._name = raw, name
-        isize = int.from_bytes(raw[-4:], "little")  # of the last member, mod 2**32: a hint
-        cap = isize if isize else 4 * len(raw)
-        self._cap_hint = max(4096, min(cap, inflate_limit(len(raw))))
-        self._buf = np.empty(self._cap_hint, dtype=np.uint8)
-        self._n = 0
-        self._done = False
-        self._error: BaseException | None = None
-        self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="nnisa-gunzip", daemon=True)
-        self._thread.start()
-
-    def size_hint(self) -> int:
-        return self._cap_hint
-
-    def _append(self, chunk: bytes) -> None:
-        k = len(chunk)
-        if not k:
-            return
-        buf, n = self._buf, self._n  # only this thread writes beyond the published size
-        if n + k > len(buf):
-            grown = np.empty(max(2 * len(buf), n + k), dtype=np.uint8)
-            grown[:n] = buf[:n]
-            buf = grown
-        buf[n:n + k] = np.frombuffer(chunk, dtype=np.uint8)
-        with self._cond:
-            self._buf = buf
-            self._n = n + k
-            self._cond.notify_all()
-
-    def _inflate(self) -> None:
-        for piece in inflate_chunks(self._raw, self._name, self.CHUNK):
-            self._append(piece)
-
-    def _run(self) -> None:
-        try:
-            self._inflate()
-        except (zlib.error, OSError, EOFError) as exc:
-            self._error = FormatError(f"corrupt gzip data: {exc}", file=self._name)
-        except BaseException as exc:  # FormatError, MemoryError, ...: re-raised by the reader
-            self._error = exc
-        finally:
-            self._raw = None
-            with self._cond:
-                self._done = True
-                self._cond.notify_all()
-
-    def wait(self, seen: int):
-        """Block until more than ``seen`` bytes are there or inflating ended: (buf, n, done)."""
-        with self._cond:
-            while self._n <= seen and not self._done:
-                self._cond.wait()
-            if self._error is not None:
-                raise self._error
-            view = self._buf.view()  # read-only, like a plain file's buffer: one numba signature of the
-            view.flags.writeable = False  # scanner (each costs a long cold compile), not two
-            return view, self._n, self._done
-
-    def finish(self) -> None:
-        """Wait for the end of inflating; raise its error if any."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-    def data(self):
-        self.finish()
-        return memoryview(self._buf)[:self._n]
-
-
 def _scan(feed):
-    """Run the tokenizer over a feed, growing its outputs as needed: (status, rows, segs, spans, info, buf)."""
-    state = np.zeros(js.NSTATE, dtype=np.int64)
-    info = np.full(10, -1, dtype=np.int64)
-    # rows: zero-filled pages are mapped lazily, so only the rows written cost memory
-    rows = np.zeros(feed.size_hint() // 24 + 1024, dtype=js.ROW_DTYPE)
-    segs = np.zeros((64, 6), dtype=np.int64)
-    spans = np.zeros((64, js.SPAN_COLS), dtype=np.int64)
-    tabs = js.tables()
-    seen = 0
-    while True:
-        buf, n, done = feed.wait(seen)
-        seen = n
-        while True:
-            st = js.scan(buf, n, done, state, rows.view(np.uint8), segs, spans, info, *tabs)
-            if st != js.ST_FULL:
-                break
-            used = int(state[2])
-            if used == len(rows):
-                grown = np.zeros(2 * len(rows), dtype=js.ROW_DTYPE)
-                grown[:used] = rows[:used]
-                rows = grown
-            nseg = int(state[3])
-            if nseg == len(segs):
-                segs = np.concatenate([segs, np.zeros_like(segs)])
-            if int(state[9]) + js.NSLOTS + 1 > len(spans):
-                spans = np.concatenate([spans, np.zeros_like(spans)])
-        if st != js.ST_MORE:
-            return st, rows, segs, spans[:int(state[9])], info, buf
+    """Run the tokenizer over a whole document: (status, rows, segs, spans, info, buf)."""
+    out = js_stream.ScanOutputs(feed.size_hint())
+    buf, n, done = feed.wait(0)
+    st = out.scan(buf, n, done)
+    return st, out.rows, out.segs, out.spans[:int(out.state[9])], out.info, buf
 
 
 def _read_fast(feed, name: str, legacy_groups: str | None) -> PimProgram | None:
@@ -254,23 +182,28 @@ def _read_fast(feed, name: str, legacy_groups: str | None) -> PimProgram | None:
     if st != js.ST_OK and (spans[:, 0] >= 0).any():
         return None  # an earlier number left to Python may be the first error: orjson decides
     if st != js.ST_OK:
-        feed.finish()  # a broken gzip stream is reported first, as without streaming
         pos = int(info[0])
         line, col = _line_col(buf, pos)
         op = bytes(buf[int(info[8]):int(info[9])]).decode("ascii", "replace") if st == js.ST_UNKNOWN_OP else ""
         raise _semantic_error(st, int(info[5]), int(info[6]), int(info[7]), name=name, op=op,
                               line=line, column=col)
+    config = bytes(buf[int(info[3]):int(info[4])]) if info[3] >= 0 else None
+    return _finish(rows, segs, spans, info, buf, config, name, legacy_groups)
+
+
+def _finish(rows, segs, spans, info, span_bytes, config_bytes: bytes | None, name: str,
+            legacy_groups: str | None) -> PimProgram | None:
+    """A clean scan's tables → the program (``span_bytes``: what the spans' positions index)."""
     config = None
-    if info[3] >= 0:
+    if config_bytes is not None:
         try:
-            config = orjson.loads(memoryview(buf)[int(info[3]):int(info[4])])
+            config = orjson.loads(config_bytes)
         except orjson.JSONDecodeError:
             return None
     segs = segs[:int(info[2])]
-    ignored = js.apply_spans(rows, segs, spans, buf)
+    ignored = js.apply_spans(rows, segs, spans, span_bytes)
     if ignored is None:
         return None
-    del buf
     nrows = int(info[1])
     try:  # give back the unused tail of the row allocation (a realloc, no copy)
         rows.resize((nrows,), refcheck=True)

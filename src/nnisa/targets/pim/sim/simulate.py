@@ -15,6 +15,7 @@ import numpy as np
 
 import os
 
+from ....core.layers import layer_rows
 from ....core.errors import ConfigError, FormatError
 from ....core.target import SimResult, Stats, check_mode, take_engine
 from ..formats.bundle import Bundle, TensorSpec, read_bundle
@@ -235,6 +236,9 @@ def simulate(program: PimProgram | Bundle, *, config: Any = None, inputs: Mappin
         extra.update({k: v for k, v in d.items()
                       if k not in ("latency_ns", "period_ns", "cycles", "energy_pj", "mode", "images")})
         extra["timing_mode"] = timing
+        if tres.layers is not None:  # a compiled one-image program: figures per layer (per input)
+            ns = tres.core_period_ps / 1000
+            stats.layers = layer_rows([{**r, "latency_ns": r["cycles"] * ns} for r in tres.layers])
         extra["timing_model"] = ("pimsim-nn 3e3442b (reference-compatible)" if timing == "pimsim"
                                  else "nnisa native (pimsim-nn defects fixed)")
         if timeline:

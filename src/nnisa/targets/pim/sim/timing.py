@@ -68,6 +68,8 @@ class TimingResult:
         core → completed rounds (throughput mode; 1 per finished core in latency mode).
     trace
         core → structured array (pc, op, S, E, R) when requested.
+    layers
+        Per-layer figures of a compiled one-image program in latency mode (:mod:`.layer_figures`).
     incomplete_report
         §5.6 report of cores that did not finish (only with ``on_incomplete="report"``).
     warnings
@@ -96,6 +98,7 @@ class TimingResult:
     pipeline_depth: int = 1
     incomplete_report: str | None = None
     warnings: list[str] = field(default_factory=list)
+    layers: list[dict] | None = None
 
     @property
     def latency_ns(self) -> float:
@@ -393,6 +396,8 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
     busy, noc_b, noc_f = _busy_and_noc(plans, eng, cfg, prm, throughput)
     energy = {k: 0.0 for k in COMPONENTS}
     core_energy = {}
+    by_layer = bool(program.layers) and not throughput and repeat == 1 and not unfinished and not program.image_ends
+    inst_energy: dict[int, np.ndarray] = {}
     for c in ids:
         p = plans[c]
         rows = program.cores[c]
@@ -420,13 +425,15 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
             energy[k] += v
             tot += v
         core_energy[c] = tot
+        if by_layer:  # per instruction; the front end's share spread over the core's instructions
+            inst_energy[c] = sum(dyn.values(), np.zeros(p.n)) + sum(fe.values()) / max(p.n, 1)
     spow = static_power_mw(cfg, len(ids))
     running = sim_time_ps if throughput else latency
     energy["static"] = spow * running / PS
 
     rounds = dict(eng.rounds) if throughput else {c: int(eng.state[c] == DONE) for c in ids}
     tr = None
-    if trace and eng.inst_times is not None:
+    if (trace or by_layer) and eng.inst_times is not None:
         tr = {}
         for c in ids:
             S_, E_, R_ = eng.inst_times[c]
@@ -435,10 +442,18 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
             a["op"] = plans[c].op
             a["S"], a["E"], a["R"] = S_, E_, R_
             tr[c] = a
-    elif trace and not throughput:
+    elif (trace or by_layer) and not throughput:
         tr = {c: instruction_times(plans[c], eng.ev_S[c], eng.ev_E[c], P,
                                    upto_event=None if eng.state[c] in (DONE, HUNG) else eng.pos[c])
               for c in ids}
+    layers = None
+    if by_layer and tr is not None:
+        from .layer_figures import layer_figures
+        m = cfg.chip_config.core_config.matrix_config
+        layers = layer_figures(program, tr, inst_energy, P, sum(v for k, v in energy.items() if k != "static"),
+                               core_cnt * m.xbar_array_count)
+    if not trace:
+        tr = None
     done = None
     if not throughput and not unfinished:
         from .stream import compiled_image_done, repeated_image_done
@@ -450,7 +465,7 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
                         energy_pj=energy, core_energy_pj=core_energy, static_power_mw=spow,
                         rounds=rounds, sim_time_ps=sim_time_ps, chip_core_count=core_cnt, trace=tr,
                         incomplete_report=incomplete_report, warnings=warnings, image_done_ps=done,
-                        pipeline_depth=program.pipeline_depth if program.image_ends else 1)
+                        pipeline_depth=program.pipeline_depth if program.image_ends else 1, layers=layers)
 
 
 def _sim_time_report(program, plans, eng, late, limit, P, n_total) -> str:

@@ -1,0 +1,215 @@
+"""One-pass, bounded-memory input for the pimsim-nn JSON tokenizer (spec §6).
+
+The decompressed document never exists whole: a gzip file is inflated piece by piece in a
+background thread (ISA-L when installed, zlib otherwise; both release the GIL, so does the
+tokenizer), a plain file is read piece by piece, and :func:`scan_pieces` feeds each piece to
+the resumable tokenizer :func:`.jsonscan.scan` in a small reusable window.  When the tokenizer
+asks for more bytes, only the unfinished unit at the window's end (part of one instruction
+object, or a top-level key with the start of its value) is moved to the window's front; the few
+bytes kept for later (the ``config`` value, numbers left to Python, ignored top-level keys) are
+copied out as they are found.  The IR rows are written in place, with no Python object per
+instruction.
+
+Only a clean scan is finished here.  Any other outcome returns ``None`` and the caller rereads
+the whole document with the whole-buffer path (:func:`.jsonio.read_json`), which gives the
+error with its line and column, or the orjson fallback: the same results, not a second set of
+rules.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import BinaryIO, Iterable, Iterator, NamedTuple
+
+import numpy as np
+
+from ....core.fileio import inflate_chunks, inflate_limit
+from . import jsonscan as js
+
+#: plain-file bytes read per piece
+FILE_PIECE = 1 << 21
+
+
+class ScanOutputs:
+    """The tokenizer's output tables, grown whenever it reports :data:`~.jsonscan.ST_FULL`."""
+
+    def __init__(self, size_hint: int):
+        # zero-filled pages are mapped lazily, so only the rows written cost memory
+        self.rows = np.zeros(size_hint // 24 + 1024, dtype=js.ROW_DTYPE)
+        self.segs = np.zeros((64, 6), dtype=np.int64)
+        self.spans = np.zeros((64, js.SPAN_COLS), dtype=np.int64)
+        self.state = np.zeros(js.NSTATE, dtype=np.int64)
+        self.info = np.full(10, -1, dtype=np.int64)
+        self._tabs = js.tables()
+
+    def scan(self, buf: np.ndarray, n: int, final: bool) -> int:
+        """One resumable call of the tokenizer over ``buf[:n]``; never returns ST_FULL."""
+        state = self.state
+        while True:
+            st = js.scan(buf, n, final, state, self.rows.view(np.uint8), self.segs, self.spans, self.info,
+                         *self._tabs)
+            if st != js.ST_FULL:
+                return st
+            used = int(state[2])
+            if used == len(self.rows):
+                grown = np.zeros(2 * len(self.rows), dtype=js.ROW_DTYPE)
+                grown[:used] = self.rows[:used]
+                self.rows = grown
+            if int(state[3]) == len(self.segs):
+                self.segs = np.concatenate([self.segs, np.zeros_like(self.segs)])
+            if int(state[9]) + js.NSLOTS + 1 > len(self.spans):
+                self.spans = np.concatenate([self.spans, np.zeros_like(self.spans)])
+
+
+class GzipPieces:
+    """Inflated pieces of gzip bytes, produced by a background thread through a bounded queue.
+
+    Iterating yields the pieces in order and raises the inflater's error (a FormatError: corrupt,
+    truncated or a decompression bomb) where it occurs.  :meth:`close` stops the thread early.
+    """
+
+    CHUNK = 1 << 16  # compressed bytes per piece (≈ 2 MB of pimsim-nn JSON)
+    DEPTH = 4  # pieces waiting at most: memory stays bounded when the tokenizer is slower
+    _END = object()
+
+    def __init__(self, raw: bytes, name: str):
+        self._raw, self._name = raw, name
+        isize = int.from_bytes(raw[-4:], "little")  # of the last member, mod 2**32: a hint
+        self.size_hint = max(4096, min(isize if isize else 4 * len(raw), inflate_limit(len(raw))))
+        self._queue: queue.Queue = queue.Queue(maxsize=self.DEPTH)
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="nnisa-gunzip", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for piece in inflate_chunks(self._raw, self._name, self.CHUNK):
+                if self._stop:
+                    return
+                self._queue.put(piece)
+            self._queue.put(self._END)
+        except BaseException as exc:  # FormatError, MemoryError, ...: re-raised by the reader
+            self._queue.put(exc)
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            item = self._queue.get()
+            if item is self._END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        """Stop inflating (the queue is drained so that the thread is not left blocked)."""
+        self._stop = True
+        while self._thread.is_alive():
+            try:
+                self._queue.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        self._thread.join()
+
+
+def file_pieces(fh: BinaryIO, first: bytes) -> Iterator[bytes]:
+    """``first``, then the rest of an open file in :data:`FILE_PIECE` reads."""
+    if first:
+        yield first
+    while piece := fh.read(FILE_PIECE):
+        yield piece
+
+
+class Scanned(NamedTuple):
+    """A clean scan: the filled tables, the bytes the spans refer to and the ``config`` value."""
+
+    rows: np.ndarray
+    segs: np.ndarray
+    spans: np.ndarray
+    info: np.ndarray
+    kept: bytearray
+    config: bytes | None
+
+
+class _Window:
+    """A reusable byte window: the unfinished tail of the last piece, then the next piece."""
+
+    def __init__(self):
+        self._buf = np.empty(4 * FILE_PIECE, dtype=np.uint8)
+        self.n = 0
+
+    def refill(self, start: int, piece: bytes) -> np.ndarray:
+        """Keep ``[start, n)`` without its leading whitespace (every tokenizer phase starts by
+        skipping it), append ``piece``; a read-only view (the tokenizer's one signature)."""
+        tail = self._buf[start:self.n]
+        if len(tail) and tail[0] in _WS:
+            solid = np.flatnonzero((tail != 32) & (tail != 10) & (tail != 9) & (tail != 13))
+            start += int(solid[0]) if len(solid) else len(tail)
+        keep = self.n - start
+        need = keep + len(piece)
+        if need > len(self._buf):
+            grown = np.empty(max(need, 2 * len(self._buf)), dtype=np.uint8)
+            grown[:keep] = self._buf[start:self.n]
+            self._buf = grown
+        elif keep and start:
+            self._buf[:keep] = self._buf[start:self.n].copy()
+        self._buf[keep:need] = np.frombuffer(piece, dtype=np.uint8)
+        self.n = need
+        view = self._buf[:need]
+        view.flags.writeable = False
+        return view
+
+
+_WS = (32, 10, 9, 13)
+
+
+def scan_pieces(pieces: Iterable[bytes], size_hint: int) -> Scanned | None:
+    """Tokenize a document given as consecutive pieces; ``None`` unless the scan is clean.
+
+    A unit longer than the window (a large ``config`` or ignored value) is not rescanned for
+    every piece: after a call without progress the next one waits until the window doubled.
+    """
+    out = ScanOutputs(size_hint)
+    state, info = out.state, out.info
+    window = _Window()
+    kept = bytearray()
+    config: bytes | None = None
+    saved = 0  # span rows whose bytes are in ``kept`` already
+    start = wait_for = 0
+    for final, piece in _with_last(pieces):
+        view = window.refill(start, piece)
+        start = 0
+        if not final and len(view) < wait_for:
+            continue
+        state[1] = 0  # the tokenizer's position is the unfinished unit, now at the front
+        st = out.scan(view, len(view), final)
+        if st != (js.ST_OK if final else js.ST_MORE):
+            return None
+        start = int(state[1])
+        wait_for = 2 * len(view) if start == 0 else 0
+        # copy out what is needed after this window is reused (positions become kept's)
+        if info[3] >= 0:  # a (later, repeated) config value
+            config = bytes(view[int(info[3]):int(info[4])])
+            info[3] = info[4] = -1
+        spans = out.spans
+        for i in range(saved, int(state[9])):
+            a, b = int(spans[i, 2]), int(spans[i, 3])
+            at = len(kept) + 1
+            kept += view[a - 1:b + 1].tobytes()  # keys are read with their quotes
+            spans[i, 2], spans[i, 3] = at, at + (b - a)
+        saved = int(state[9])
+    return Scanned(out.rows, out.segs, out.spans[:saved], info, kept, config)
+
+
+def _with_last(pieces: Iterable[bytes]) -> Iterator[tuple[bool, bytes]]:
+    """(is the last one, piece) for every piece; one empty last piece if there are none."""
+    it = iter(pieces)
+    prev = next(it, None)
+    if prev is None:
+        yield True, b""
+        return
+    for piece in it:
+        if piece:
+            yield False, prev
+            prev = piece
+    yield True, prev
