@@ -143,17 +143,19 @@ def expected_shapes(shape: list[int | None]) -> str:
         return f"(N, {rest})" if rest else "(N,)"
     if shape and shape[0] == 1:
         return f"{one} (one sample), (N, {', '.join(dims)}) or (N, {rest}) (N samples)"
-    return f"{one} (one sample) or (N, {', '.join(dims)}) (N samples)"
+    return f"{one} (one inference) or (N, {', '.join(dims)}) (N inferences)"
 
 
-def as_samples(name: str, array: np.ndarray, shape: list[int | None]) -> np.ndarray:
+def as_samples(name: str, array: np.ndarray, shape: list[int | None], *, whole: bool = False) -> np.ndarray:
     """The one input convention (issue 28 item 3): ``array`` for a model input of ``shape`` (the
-    model's own layout, ``None`` a symbolic dimension) as ``(N, *shape[1:])`` batch-first samples.
+    model's own layout, ``None`` a symbolic dimension) as samples, first axis = samples.
 
-    An array whose shape equals ``shape`` is one sample; ``(N, *shape)`` or, for a batch-1 (or
-    symbolic-batch) input, ``(N, *shape[1:])`` are N samples.  Anything else is a one-line
-    :class:`FormatError` naming the expected shapes.  A model whose first dimension is a fixed size
-    other than 1 is not batch-first; its samples are refused with that reason."""
+    An array whose shape equals ``shape`` is one inference; ``(N, *shape)`` are N; for a batch-1
+    (or symbolic-batch) input ``(N, *shape[1:])`` are N too.  Anything else is a one-line
+    :class:`FormatError` naming the expected shapes.  A model whose first dimension is fixed at
+    B > 1 takes exactly B rows per inference, as onnxruntime does (issue 26); its samples are the
+    rows ``(N*B, *shape[1:])``, or with ``whole`` (the graph mixes its B rows, see
+    :mod:`nnisa.frontend.batch`) one sample per inference ``(N, *shape)``."""
     a = np.asarray(array)
     dims = list(shape)
 
@@ -162,10 +164,11 @@ def as_samples(name: str, array: np.ndarray, shape: list[int | None]) -> np.ndar
     if not dims:
         if a.ndim <= 1:
             return a.reshape(-1)
-    elif dims[0] is not None and dims[0] != 1:
-        raise FormatError(f"input {name!r}: the model's input shape {dims} is not batch-first (its first "
-                          "dimension is fixed at " + str(dims[0]) + "); export it with a batch dimension of 1 or a "
-                          "symbolic one")
+    elif dims[0] is not None and dims[0] != 1:  # fixed batch B: exactly B rows per inference
+        if fits(a.shape, dims):
+            return a[None] if whole else a
+        if a.ndim == len(dims) + 1 and fits(a.shape[1:], dims) and a.shape[0] > 0:
+            return a if whole else a.reshape((-1, *a.shape[2:]))
     elif a.ndim == len(dims) + 1 and fits(a.shape[1:], dims):  # (N, *shape): N samples of a batch-1 input
         if a.shape[0] > 0:
             return a.reshape((a.shape[0],) + a.shape[2:])
