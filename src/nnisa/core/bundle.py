@@ -164,7 +164,7 @@ def as_samples(name: str, array: np.ndarray, shape: list[int | None], *, whole: 
     if not dims:
         if a.ndim <= 1:
             return a.reshape(-1)
-    elif dims[0] is not None and dims[0] != 1:  # fixed batch B: exactly B rows per inference
+    elif whole or dims[0] is not None and dims[0] != 1:  # fixed batch B: exactly B rows per inference
         if fits(a.shape, dims):
             return a[None] if whole else a
         if a.ndim == len(dims) + 1 and fits(a.shape[1:], dims) and a.shape[0] > 0:

@@ -19,6 +19,8 @@ the data the same way (rows, or one sample per inference).
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ..core.errors import UnsupportedError
@@ -48,13 +50,20 @@ def fix_batch(g: Graph) -> None:
     b = declared_batch(g)
     if b <= 1:
         return
-    bad = [t.name for t in g.inputs if not t.shape or t.shape[0] != b]
-    if bad:
-        raise UnsupportedError(f"inputs {bad} do not share the fixed first dimension {b} of the model's other inputs "
-                               "(nnisa runs B rows of every input together, as onnxruntime does)", file=g.source)
     g.fixed_batch = b
-    if not to_rows(g, b):
-        lift(g)
+    # inputs of different first dimensions: axis 0 is no batch, the whole input is one sample
+    if any(not t.shape or t.shape[0] != b for t in g.inputs) or not to_rows(g, b):
+        try:
+            lift(g)
+        except UnsupportedError:
+            pass  # left as declared: the frontend evaluates it; check_batch refuses it for the compilers
+
+
+def check_batch(g: Graph) -> None:
+    """Raise the one-line reason a graph with a fixed first dimension > 1 could not be made batch-1
+    (:func:`fix_batch` left it as declared); nothing for every other graph."""
+    if declared_batch(g) > 1 and g.fixed_batch > 1:
+        lift(copy.deepcopy(g))  # raises the reason
 
 
 def to_rows(g: Graph, b: int) -> bool:
@@ -91,10 +100,17 @@ def to_rows(g: Graph, b: int) -> bool:
 
 def lift(g: Graph) -> None:
     """Put a unit batch axis in front of every activation of ``g`` (one sample = the whole declared
-    batch); raises :class:`UnsupportedError` naming a node that cannot take it."""
+    batch); raises :class:`UnsupportedError` naming a node that cannot take it (``g`` unchanged)."""
+    for n in g.nodes:
+        if _lift_node(g, copy.deepcopy(n), check=True) is None:
+            raise UnsupportedError(
+                f"the model's fixed first dimension {g.fixed_batch} is mixed by the graph (e.g. sequence-first "
+                f"attention), so one sample is the whole [{g.fixed_batch}, ...] tensor; {n.op} cannot take the "
+                "extra batch axis this needs (export with a batch dimension of 1, or batch_first=True)",
+                where=f"node {n.name} ({n.op})", file=g.source)
     new_nodes: list[Node] = []
     for n in g.nodes:
-        new_nodes.extend(_lift_node(g, n))
+        new_nodes.extend(_lift_node(g, n) or [])
     g.nodes = new_nodes
     for t in g.tensors.values():
         t.shape = (1, *t.shape)
@@ -102,8 +118,12 @@ def lift(g: Graph) -> None:
     g.whole_batch = True
 
 
-def _lift_node(g: Graph, n: Node) -> list[Node]:
+def _lift_node(g: Graph, n: Node, check: bool = False) -> list[Node] | None:
+    """``n`` for the lifted graph (its attributes changed in place), or None when it cannot be
+    lifted; ``check``: only say whether it can (no new tensors)."""
     a = n.attrs
+    if n.op == "MatMul" and any(len(g.shape(i)) < 2 for i in n.inputs):
+        return None  # a 1-D operand is a vector, not a batch of rows
     if n.op in _AXIS_FREE:
         return [n]
     if n.op == "Transpose":
@@ -120,15 +140,12 @@ def _lift_node(g: Graph, n: Node) -> list[Node]:
         return [Node("Reshape", n.name, n.inputs, n.outputs, {"shape": (1, *g.tensors[n.outputs[0]].shape)})]
     elif n.op == "Gemm":  # 2-D only: x @ W + bias on the lifted 3-D tensor
         mm = f"{n.outputs[0]}.mm"
-        g.tensors[mm] = TensorInfo(mm, g.tensors[n.outputs[0]].shape, g.tensors[n.outputs[0]].dtype)
+        if not check:
+            g.tensors[mm] = TensorInfo(mm, g.tensors[n.outputs[0]].shape, g.tensors[n.outputs[0]].dtype)
         return [Node("MatMul", n.name, n.inputs[:2], [mm]),
                 Node("Add", f"{n.name}.bias", [mm, n.inputs[2]], n.outputs)]
     else:
-        raise UnsupportedError(
-            f"the model's fixed first dimension {g.fixed_batch} is mixed by the graph (e.g. sequence-first "
-            f"attention), so one sample is the whole [{g.fixed_batch}, ...] tensor; {n.op} cannot take the extra "
-            "batch axis this needs (export with a batch dimension of 1, or batch_first=True)",
-            where=f"node {n.name} ({n.op})", file=g.source)
+        return None
     return [n]
 
 
@@ -144,3 +161,9 @@ def _drop_unused(g: Graph) -> None:
     used = {i for n in g.nodes for i in n.inputs}
     for name in [k for k in g.initializers if k not in used]:
         del g.initializers[name]
+
+
+def model_shaped(inputs, data: dict[str, np.ndarray]) -> bool:
+    """Arrays given in the model's own shapes to a graph with the whole batch as one sample
+    (each one axis short of its graph input ``inputs``): the evaluators add and drop that axis."""
+    return bool(data) and all(t.name in data and np.ndim(data[t.name]) == len(t.shape) - 1 for t in inputs)

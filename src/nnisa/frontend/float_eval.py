@@ -272,7 +272,13 @@ def evaluate_float(graph: Graph, inputs: Any, *, return_all: bool = False) -> di
         Graph outputs (float32) by name, or all tensors with ``return_all``.
     """
     data: dict[str, np.ndarray] = {}
-    for k, v in bind_inputs([t.name for t in graph.inputs], inputs).items():
+    bound = bind_inputs([t.name for t in graph.inputs], inputs)
+    if graph.whole_batch:
+        from .batch import model_shaped
+        if model_shaped(graph.inputs, bound):  # the model's own shapes: one sample
+            out = evaluate_float(graph, {k: np.asarray(v)[None] for k, v in bound.items()}, return_all=return_all)
+            return {k: v[0] for k, v in out.items()}
+    for k, v in bound.items():
         want = graph.tensors[k].shape
         if v.ndim != len(want) or tuple(v.shape[1:]) != tuple(want[1:]):
             raise FormatError(f"input {k!r} has shape {v.shape}, expected {want} (any batch size)")
