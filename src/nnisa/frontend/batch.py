@@ -162,8 +162,3 @@ def _drop_unused(g: Graph) -> None:
     for name in [k for k in g.initializers if k not in used]:
         del g.initializers[name]
 
-
-def model_shaped(inputs, data: dict[str, np.ndarray]) -> bool:
-    """Arrays given in the model's own shapes to a graph with the whole batch as one sample
-    (each one axis short of its graph input ``inputs``): the evaluators add and drop that axis."""
-    return bool(data) and all(t.name in data and np.ndim(data[t.name]) == len(t.shape) - 1 for t in inputs)

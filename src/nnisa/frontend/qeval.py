@@ -14,7 +14,8 @@ import numpy as np
 from nnisa.core.errors import FormatError, UnsupportedError
 
 from . import kernels as K
-from .float_eval import _softmax, batch_concat, bind_inputs, by_batch, pad_array, reshape_target, run_node, take_axes
+from .float_eval import (_softmax, batch_concat, bind_inputs, by_batch, model_shaped, pad_array, reshape_target,
+                         run_node, take_axes)
 from .quant import LUT_OPS, QGraph, QNode, qrange
 from .quant_transformer import raw_operands, run_transformer_qnode
 
@@ -154,7 +155,6 @@ def evaluate_quantized(qgraph: QGraph, inputs: Any, *, return_all: bool = False,
     env: dict[str, np.ndarray] = {}
     bound = bind_inputs([t.name for t in qgraph.inputs], inputs)
     if qgraph.whole_batch:
-        from .batch import model_shaped
         if model_shaped(qgraph.inputs, bound):  # the model's own shapes: one sample
             out = evaluate_quantized(qgraph, {k: np.asarray(v)[None] for k, v in bound.items()},
                                      return_all=return_all, dequantize=dequantize)
