@@ -25,7 +25,7 @@ from ..core.errors import FormatError, NnisaError, UnsupportedError
 from .ir import Graph
 
 __all__ = ["PreparedModel", "check_inputs", "compare_outputs", "default_inputs", "integer_inputs", "load_model", "model_inputs",
-           "onnx_reference", "whole_batch"]
+           "onnx_reference", "model_io", "whole_batch"]
 
 
 class PreparedModel(os.PathLike):
@@ -147,6 +147,27 @@ def model_inputs(model_path: str | Path) -> dict[str, list[int | None]]:
     if not out:
         raise FormatError("the model has no graph inputs", file=str(path))
     return out
+
+def model_io(model_path: str | Path):
+    """The model's own input and output names and shapes (:class:`nnisa.core.bundle.ModelIO`),
+    which a compiled folder's manifest records so ``nnisa sim`` takes and gives those shapes."""
+    import onnx
+
+    from ..core.bundle import ModelIO, ModelTensor
+    model = onnx.load(str(model_path), load_external_data=False)
+    outs = [ModelTensor(name=vi.name, shape=[d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                                             for d in vi.type.tensor_type.shape.dim]) for vi in model.graph.output]
+    return ModelIO(inputs=[ModelTensor(name=k, shape=v) for k, v in model_inputs(model_path).items()],
+                   outputs=outs, whole_batch=whole_batch(model_path))
+
+
+def record_model(out_dir: str | Path, model_path: str | Path) -> None:
+    """Record the model's own shapes (:func:`model_io`) in the manifest of the folder it was
+    compiled into (``nnisa compile``, ``run -o``), when the target wrote one."""
+    from ..core.bundle import is_bundle_dir, record_model_io
+    if is_bundle_dir(out_dir):
+        record_model_io(out_dir, model_io(model_path))
+
 
 def whole_batch(model_path: str | Path) -> bool:
     """True when the model's first dimension is fixed at B > 1 and its graph mixes the B rows, so
