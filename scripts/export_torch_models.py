@@ -129,3 +129,41 @@ class ManualAttn(nn.Module):
         f = self.f2(nn.functional.gelu(self.f1(x), approximate="tanh"))
         return self.fc(self.ln(x + f).mean(1))
 export("manual_attention", ManualAttn(), torch.randn(1, 8, 32), opset=17)
+
+class MaskedAttn(nn.Module):
+    """Hand-written attention with both mask kinds torch code writes: a causal ``masked_fill`` (a
+    Where of a constant condition) and a padding mask from an integer input (Equal, Unsqueeze,
+    Expand, Cast, arithmetic), added to the scores."""
+    def __init__(self, d=24, h=2, seq=6):
+        super().__init__(); self.h = h; self.q = nn.Linear(d, d); self.k = nn.Linear(d, d); self.v = nn.Linear(d, d)
+        self.fc = nn.Linear(d, 4)
+        self.register_buffer("causal", torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1))
+    def forward(self, x, keep):
+        b, s, d = x.shape
+        sh = lambda t: t.view(b, s, self.h, d // self.h).transpose(1, 2)
+        q, k, v = sh(self.q(x)), sh(self.k(x)), sh(self.v(x))
+        a = (q @ k.transpose(-2, -1)) / (d // self.h) ** 0.5
+        a = a.masked_fill(self.causal, float("-inf"))
+        pad = (keep == 0)[:, None, None, :].expand(b, self.h, s, s).to(torch.float32)
+        a = (a + pad * -1e4).softmax(-1)
+        y = (a @ v).transpose(1, 2).reshape(b, s, d)
+        return self.fc(y.mean(1))
+export("masked_attention", MaskedAttn(), (torch.randn(1, 6, 24), torch.ones(1, 6, dtype=torch.int64)), opset=17)
+
+# fixed batch sizes > 1 (issue 26): a CNN exported with a batch of 4 (its rows are independent), and a
+# sequence-first encoder layer [L, N, E] (the default batch_first=False: the graph mixes axis 0)
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__(); self.c = nn.Conv2d(3, 8, 3, padding=1); self.fc = nn.Linear(8 * 4 * 4, 5)
+    def forward(self, x):
+        return self.fc(nn.functional.max_pool2d(torch.relu(self.c(x)), 2).flatten(1))
+export("cnn_batch4", SmallCNN(), torch.randn(4, 3, 8, 8), opset=17)
+
+class SeqFirst(nn.Module):
+    def __init__(self, d=32, h=2, seq=8):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d, h, 2 * d, dropout=0.0, activation="relu")
+        self.fc = nn.Linear(d, 3)
+    def forward(self, x):
+        return self.fc(self.layer(x))
+export("seqfirst_encoder", SeqFirst(), torch.randn(8, 1, 32), opset=17)

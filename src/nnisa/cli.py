@@ -14,12 +14,14 @@ from pathlib import Path
 import click
 import numpy as np
 
+from .core.bundle import is_bundle_dir
 from .core.errors import NnisaError, OptionError
 from .core.layers import layer_dicts
 from .core.fileio import load_arrays, save_arrays, write_atomic
 from .core.target import Target, get_target, target_names
 
 from .cli_common import (_MEMORY_LIMIT, OUT_OF_MEMORY, TargetCommand, _cfg, _limit_memory, _model_arg, config_option,
+                         simulate_folder,
                          console, emit_json, json_option, layers_option, option_option,
                          print_layer_rows, parse_options, progress_bar, read_program,
                          show, status, target_option)
@@ -235,6 +237,8 @@ def compile_cmd(target_name, model, config, out_dir, calibration, show_layers, o
     t0 = time.perf_counter()
     with status(f"compiling {model} for {target_name}", not as_json):
         res = t.compile(model, config=config, out_dir=out_dir, **opts)
+    from .frontend.prepared import record_model
+    record_model(out_dir, model)  # the model's own shapes: nnisa sim takes and gives them
     summary = {"target": target_name, "model": model, "out_dir": out_dir, "files": res.files,
                "compile_s": time.perf_counter() - t0, "report": res.report}
     if res.layer_table is not None:
@@ -277,14 +281,15 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
         prog = read_program(t, program, **_cfg(config))
     data = load_arrays(inputs) if inputs else None
     manifest = _quantized_bundle(t, program, raw)
-    if manifest is not None and data is not None:
-        from .core.bundle import quantize_inputs
-        data = quantize_inputs(manifest.inputs, data)
     with status("simulating", not as_json):
-        res = t.simulate(prog, config=config, inputs=data, timeline=bool(trace or gantt), **opts)
-    if manifest is not None:
-        from .core.bundle import dequantize_outputs
-        res.outputs = dequantize_outputs(manifest.outputs, res.outputs)
+        if data is not None and not raw and is_bundle_dir(program):  # the model's own shapes in and out
+            res, n = simulate_folder(t, prog, program, data, config=config, timeline=bool(trace or gantt), **opts)
+            res.stats.extra["samples"] = n
+        else:
+            res = t.simulate(prog, config=config, inputs=data, timeline=bool(trace or gantt), **opts)
+            if manifest is not None:
+                from .core.bundle import dequantize_outputs
+                res.outputs = dequantize_outputs(manifest.outputs, res.outputs)
     if outputs:
         save_arrays(outputs, res.outputs)
     stats = res.stats.to_dict()
@@ -310,7 +315,7 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
 def _quantized_bundle(t: Target, program: str, raw: bool):
     """The manifest of a compiled folder whose target computes on its integers (float values in and
     out are then converted here, issue 28 item 3), else None."""
-    from .core.bundle import is_bundle_dir, read_manifest
+    from .core.bundle import read_manifest
     if raw or not t.bundle_quantized_io or not is_bundle_dir(program):
         return None
     return read_manifest(program)

@@ -157,3 +157,24 @@ def print_layer_rows(as_json: bool, show_layers: bool, rows: Any, target: Target
         return
     from .report.tables import print_layers
     print_layers(rows, title, target.layer_utilization, why_not)
+
+
+def simulate_folder(t: Target, prog: Any, folder: str, data: dict, **options: Any) -> tuple[Any, int]:
+    """``nnisa sim`` on a compiled folder with inputs (issue 28 item 3): arrays in the model's own
+    shapes (the manifest's ``model``; :func:`nnisa.core.bundle.as_samples`), one simulation per
+    sample, quantized and dequantized as the manifest says where the target computes on integers
+    (``Target.bundle_quantized_io``), outputs in the model's shapes.  Returns the first sample's
+    :class:`~nnisa.core.target.SimResult` (its figures are per input; its timeline when asked)
+    carrying every sample's outputs, and the sample count."""
+    from .core.bundle import bundle_samples, dequantize_outputs, model_outputs, quantize_inputs, read_manifest
+    manifest = read_manifest(folder)
+    timeline = options.pop("timeline", False)
+    first, outs = None, []
+    for i, sample in enumerate(bundle_samples(manifest, data)):
+        if t.bundle_quantized_io:
+            sample = quantize_inputs(manifest.inputs, sample)
+        res = t.simulate(prog, inputs=sample, timeline=timeline and i == 0, **options)
+        first = first or res
+        outs.append(dequantize_outputs(manifest.outputs, res.outputs) if t.bundle_quantized_io else res.outputs)
+    first.outputs = model_outputs(manifest, outs)
+    return first, len(outs)

@@ -79,8 +79,11 @@ def test_one_input_convention():
     assert as_samples("x", np.zeros((3, 1, 8, 8)), [None, 1, 8, 8]).shape == (3, 1, 8, 8)
     with pytest.raises(FormatError, match=r"got shape \(8, 8\); expected \(1, 1, 8, 8\) \(one sample\)"):
         as_samples("x", np.zeros((8, 8)), [1, 1, 8, 8])
-    with pytest.raises(FormatError, match="not batch-first"):
-        as_samples("x", np.zeros((65, 130)), [65, 130])
+    # a fixed first dimension (issue 26): exactly that many rows per inference, as onnxruntime takes them
+    assert as_samples("x", np.zeros((65, 130)), [65, 130]).shape == (65, 130)
+    assert as_samples("x", np.zeros((65, 130)), [65, 130], whole=True).shape == (1, 65, 130)
+    with pytest.raises(FormatError, match=r"expected \(65, 130\) \(one inference\) or \(N, 65, 130\)"):
+        as_samples("x", np.zeros((64, 130)), [65, 130])
     got = check_inputs(bundled_model_path("digits_cnn"), {"whatever": np.zeros((4, 1, 1, 8, 8))})
     assert got["input"].shape == (4, 1, 8, 8) and got["input"].dtype == np.float32
 

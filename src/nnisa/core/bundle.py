@@ -99,6 +99,25 @@ class TensorSpec(BaseModel):
         return self.scale * (np.asarray(q, dtype=np.float64) - self.zero_point)
 
 
+class ModelTensor(BaseModel):
+    """A model input or output as the ONNX model declares it (its own layout and shape)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(max_length=4096)
+    shape: list[int | None] = Field(max_length=16)
+
+
+class ModelIO(BaseModel):
+    """The model's own inputs and outputs (issue 28 item 3): ``nnisa sim`` on the folder takes and
+    gives arrays in these shapes, whatever layout the program uses; ``whole_batch``: the model's
+    fixed batch is one sample (see :func:`as_samples`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    inputs: list[ModelTensor] = Field(default_factory=list, max_length=1 << 12)
+    outputs: list[ModelTensor] = Field(default_factory=list, max_length=1 << 12)
+    whole_batch: bool = False
+
+
 class Manifest(BaseModel):
     """``manifest.json``: the generic part every target's manifest has.
 
@@ -117,6 +136,8 @@ class Manifest(BaseModel):
     inputs: list[TensorSpec] = Field(default_factory=list)
     outputs: list[TensorSpec] = Field(default_factory=list)
     config: dict[str, Any] | None = None
+    #: the model's own input/output names and shapes (written by ``nnisa compile``/``run -o``)
+    model: ModelIO | None = None
     #: every file the writer put into the folder (set by :meth:`BundleWriter.commit`); replacing a
     #: bundle deletes these and nothing else
     contents: list[str] = Field(default_factory=list, max_length=1 << 16)
@@ -143,17 +164,19 @@ def expected_shapes(shape: list[int | None]) -> str:
         return f"(N, {rest})" if rest else "(N,)"
     if shape and shape[0] == 1:
         return f"{one} (one sample), (N, {', '.join(dims)}) or (N, {rest}) (N samples)"
-    return f"{one} (one sample) or (N, {', '.join(dims)}) (N samples)"
+    return f"{one} (one inference) or (N, {', '.join(dims)}) (N inferences)"
 
 
-def as_samples(name: str, array: np.ndarray, shape: list[int | None]) -> np.ndarray:
+def as_samples(name: str, array: np.ndarray, shape: list[int | None], *, whole: bool = False) -> np.ndarray:
     """The one input convention (issue 28 item 3): ``array`` for a model input of ``shape`` (the
-    model's own layout, ``None`` a symbolic dimension) as ``(N, *shape[1:])`` batch-first samples.
+    model's own layout, ``None`` a symbolic dimension) as samples, first axis = samples.
 
-    An array whose shape equals ``shape`` is one sample; ``(N, *shape)`` or, for a batch-1 (or
-    symbolic-batch) input, ``(N, *shape[1:])`` are N samples.  Anything else is a one-line
-    :class:`FormatError` naming the expected shapes.  A model whose first dimension is a fixed size
-    other than 1 is not batch-first; its samples are refused with that reason."""
+    An array whose shape equals ``shape`` is one inference; ``(N, *shape)`` are N; for a batch-1
+    (or symbolic-batch) input ``(N, *shape[1:])`` are N too.  Anything else is a one-line
+    :class:`FormatError` naming the expected shapes.  A model whose first dimension is fixed at
+    B > 1 takes exactly B rows per inference, as onnxruntime does (issue 26); its samples are the
+    rows ``(N*B, *shape[1:])``, or with ``whole`` (the graph mixes its B rows, see
+    :mod:`nnisa.frontend.batch`) one sample per inference ``(N, *shape)``."""
     a = np.asarray(array)
     dims = list(shape)
 
@@ -162,10 +185,11 @@ def as_samples(name: str, array: np.ndarray, shape: list[int | None]) -> np.ndar
     if not dims:
         if a.ndim <= 1:
             return a.reshape(-1)
-    elif dims[0] is not None and dims[0] != 1:
-        raise FormatError(f"input {name!r}: the model's input shape {dims} is not batch-first (its first "
-                          "dimension is fixed at " + str(dims[0]) + "); export it with a batch dimension of 1 or a "
-                          "symbolic one")
+    elif whole or dims[0] is not None and dims[0] != 1:  # fixed batch B: exactly B rows per inference
+        if fits(a.shape, dims):
+            return a[None] if whole else a
+        if a.ndim == len(dims) + 1 and fits(a.shape[1:], dims) and a.shape[0] > 0:
+            return a if whole else a.reshape((-1, *a.shape[2:]))
     elif a.ndim == len(dims) + 1 and fits(a.shape[1:], dims):  # (N, *shape): N samples of a batch-1 input
         if a.shape[0] > 0:
             return a.reshape((a.shape[0],) + a.shape[2:])
@@ -210,6 +234,69 @@ def dequantize_outputs(specs: list[TensorSpec], outputs: Mapping[str, np.ndarray
             v = v.reshape((v.size // per, *spec.shape[1:]))
         out[spec.name] = v
     return out
+
+
+def record_model_io(root: str | os.PathLike, io: ModelIO) -> None:
+    """Add the model's own inputs and outputs to a written bundle's manifest (atomically)."""
+    mpath = Path(root) / MANIFEST
+    data = orjson.loads(read_bytes(mpath))
+    data["model"] = io.model_dump(mode="json")
+    write_atomic(mpath, orjson.dumps(data, option=orjson.OPT_INDENT_2))
+
+
+def _by_model_names(names: list[str], arrays: Mapping[str, np.ndarray], what: str) -> dict[str, np.ndarray]:
+    given = dict(arrays)
+    if len(names) == len(given) == 1:  # one array for a one-input model, whatever its name (x.npy)
+        return {names[0]: next(iter(given.values()))}
+    if set(given) != set(names):
+        raise FormatError(f"{what} {sorted(given)} do not match the model's {what} {names}")
+    return given
+
+
+def bundle_samples(manifest: Manifest, arrays: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    """The one input convention on a compiled folder: arrays in the model's own shapes
+    (:func:`as_samples`; the manifest's ``model``, else its input tensors) → one dict per sample,
+    each array with a leading axis of 1 (the batch of one the program was compiled for)."""
+    io = manifest.model
+    shapes = {t.name: t.shape for t in io.inputs} if io else {t.name: list(t.shape) for t in manifest.inputs}
+    if not shapes:
+        return [dict(arrays)]
+    per = {k: as_samples(k, np.asarray(v), shapes[k], whole=bool(io and io.whole_batch))
+           for k, v in _by_model_names(list(shapes), arrays, "inputs").items()}
+    counts = {len(v) for v in per.values()}
+    if len(counts) != 1:
+        raise FormatError(f"inputs have different sample counts ({sorted(counts)})")
+    return [{k: v[i][None] for k, v in per.items()} for i in range(counts.pop())]
+
+
+def _fit(name: str, a: np.ndarray, want: list[int]) -> np.ndarray:
+    """One sample's output ``a`` in the shape ``want``; trailing lanes a program pads each vector
+    with (a systolic array's width) are dropped."""
+    size = int(np.prod(want, dtype=np.int64))
+    if a.size == size:
+        return a.reshape(want)
+    if want and a.ndim and a.shape[-1] > want[-1] and a.size // a.shape[-1] == size // max(want[-1], 1):
+        return a.reshape(-1, a.shape[-1])[:, :want[-1]].reshape(want)
+    raise FormatError(f"output {name!r}: the program gave shape {list(a.shape)}; the model's output is {want}")
+
+
+def model_outputs(manifest: Manifest, samples: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """One output dict per sample (the program's, dequantized where it computes on integers) → the
+    model's outputs in its own shapes, the samples one after another along axis 0 (one sample of a
+    batch-1 model: exactly the model's output shape)."""
+    io = manifest.model
+    specs = [(t.name, [d or 1 for d in t.shape]) for t in (io.outputs if io else manifest.outputs)]
+    whole = bool(io and io.whole_batch)
+    out: dict[str, list[np.ndarray]] = {}
+    for got in samples:
+        named = dict(zip([n for n, _ in specs], got.values())) if set(got) != {n for n, _ in specs} \
+            and len(got) == len(specs) else dict(got)
+        for name, shape in specs:
+            if name not in named:
+                raise FormatError(f"the program gave outputs {sorted(got)}; the model's are {[n for n, _ in specs]}")
+            want = shape if whole or not shape else [1, *shape[1:]]
+            out.setdefault(name, []).append(_fit(name, np.asarray(named[name]), want))
+    return {k: np.concatenate(v) if v[0].ndim else np.stack(v) for k, v in out.items()}
 
 
 def is_bundle_dir(path: str | os.PathLike) -> bool:

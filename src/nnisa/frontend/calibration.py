@@ -87,9 +87,11 @@ def _batches(graph: Graph, calib: Any, batch_size: int):
         yield {k: v[i:i + batch_size] for k, v in data.items()}
 
 
-def _float_tensors(graph: Graph, env: dict):
+def _float_tensors(graph: Graph, env: dict, raw: set[str]):
+    """Calibrated tensors: float activations, not masks/indices computed from integer inputs (``raw``,
+    never quantized; a causal mask may hold -inf)."""
     for k, v in env.items():
-        if k in graph.initializers or not np.issubdtype(np.asarray(v).dtype, np.floating) or not np.size(v):
+        if k in graph.initializers or k in raw or not np.issubdtype(np.asarray(v).dtype, np.floating) or not np.size(v):
             continue
         yield k, np.abs(np.asarray(v, np.float64))
 
@@ -121,11 +123,13 @@ def calibrate(graph: Graph, calib: Any, *, method: str = "max", percentile: floa
         raise ConfigError(f"unknown calibration method {method!r}; choose from {METHODS}")
     if not 0 < percentile <= 100:
         raise ConfigError(f"percentile={percentile} out of range (0, 100]")
+    from .quant_transformer import raw_tensors
     parts = calib if isinstance(calib, list) and calib and isinstance(calib[0], dict) else [calib]
     amax: dict[str, float] = {}
+    raw = raw_tensors(graph)
     for part in parts:
         for b in _batches(graph, part, batch_size):
-            for k, v in _float_tensors(graph, evaluate_float(graph, b, return_all=True)):
+            for k, v in _float_tensors(graph, evaluate_float(graph, b, return_all=True), raw):
                 amax[k] = max(amax.get(k, 0.0), float(v.max()))
     check_ranges(amax)
     if method == "max":
@@ -133,7 +137,7 @@ def calibrate(graph: Graph, calib: Any, *, method: str = "max", percentile: floa
     hist = {k: np.zeros(_BINS, np.float64) for k in amax}
     for part in parts:
         for b in _batches(graph, part, batch_size):
-            for k, v in _float_tensors(graph, evaluate_float(graph, b, return_all=True)):
+            for k, v in _float_tensors(graph, evaluate_float(graph, b, return_all=True), raw):
                 if amax[k] > 0:
                     hist[k] += np.bincount(np.minimum((v.ravel() / amax[k] * _BINS).astype(np.int64), _BINS - 1),
                                            minlength=_BINS)

@@ -272,7 +272,12 @@ def evaluate_float(graph: Graph, inputs: Any, *, return_all: bool = False) -> di
         Graph outputs (float32) by name, or all tensors with ``return_all``.
     """
     data: dict[str, np.ndarray] = {}
-    for k, v in bind_inputs([t.name for t in graph.inputs], inputs).items():
+    bound = bind_inputs([t.name for t in graph.inputs], inputs)
+    if graph.whole_batch:
+        if model_shaped(graph.inputs, bound):  # the model's own shapes: one sample
+            out = evaluate_float(graph, {k: np.asarray(v)[None] for k, v in bound.items()}, return_all=return_all)
+            return {k: v[0] for k, v in out.items()}
+    for k, v in bound.items():
         want = graph.tensors[k].shape
         if v.ndim != len(want) or tuple(v.shape[1:]) != tuple(want[1:]):
             raise FormatError(f"input {k!r} has shape {v.shape}, expected {want} (any batch size)")
@@ -304,6 +309,12 @@ def mixes_batch(nodes, tensors) -> bool:
                 or n.op.startswith("Reduce") and 0 in a["axes"]):
             return True
     return False
+
+
+def model_shaped(inputs, data: dict[str, np.ndarray]) -> bool:
+    """Arrays given in the model's own shapes to a graph with the whole batch as one sample
+    (:mod:`.batch`; each array one axis short of its graph input): the evaluators add and drop that axis."""
+    return bool(data) and all(t.name in data and np.ndim(data[t.name]) == len(t.shape) - 1 for t in inputs)
 
 
 def by_batch(run, data: dict[str, np.ndarray], inputs, nodes, tensors) -> dict[str, np.ndarray]:

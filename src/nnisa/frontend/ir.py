@@ -75,6 +75,12 @@ class Graph:
     origin : dict of str to str
         Node name → ``"<op> <name>"`` of the ONNX node it was unrolled from (LSTM/GRU), so a
         target that cannot run recurrent networks names them.
+    fixed_batch : int
+        The model's fixed first input dimension B when it is > 1 (:mod:`.batch`); the graph itself
+        is batch 1 either way.
+    whole_batch : bool
+        With ``fixed_batch > 1``: True when one sample is the whole ``[B, ...]`` input (the graph
+        has a unit axis in front of the model's shapes), False when the B rows are samples.
     """
 
     name: str
@@ -85,6 +91,8 @@ class Graph:
     tensors: dict[str, TensorInfo] = field(default_factory=dict)
     source: str | None = None
     origin: dict[str, str] = field(default_factory=dict)
+    fixed_batch: int = 1
+    whole_batch: bool = False
 
     def producer(self, name: str) -> Node | None:
         """Return the node that produces tensor ``name`` (``None`` for inputs/initializers)."""

@@ -17,6 +17,7 @@ from onnx import helper, numpy_helper, shape_inference, version_converter
 from ..core.errors import FormatError, NnisaError, UnsupportedError
 from ..core.fileio import check_regular_file
 
+from .batch import fix_batch
 from .constfold import Folded, fold_constants
 from .float_eval import run_node
 from .import_ops import HANDLERS as IMPORT_HANDLERS
@@ -157,6 +158,7 @@ def load_model(model: Any, *, opset: int | None = None) -> Graph:
         raise UnsupportedError(f"shape inference / constant folding failed: {str(e).splitlines()[0]}", file=path) from None
     g = _lower(folded, m.graph.name or "graph", path)
     optimize(g)
+    fix_batch(g)  # a fixed first dimension B > 1: the per-row graph, or the whole batch as one sample
     for t in list(g.inputs) + list(g.outputs):
         if any(int(d) == 0 for d in t.shape):
             raise UnsupportedError(f"tensor {t.name!r} has a zero-size shape {list(t.shape)}", file=path)

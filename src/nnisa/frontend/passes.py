@@ -16,6 +16,7 @@ from .quant_transformer import MASK_DROP, raw_tensors
 def optimize(g: Graph) -> Graph:
     """Run every pass to a fixpoint, then remove dead nodes and unused initializers."""
     remove_identities(g)
+    fold_constant_where(g)
     fold_attention_masks(g)
     while fold_affine(g) or fold_pads(g) or fold_transposes(g):
         pass
@@ -275,6 +276,86 @@ def _probe(g: Graph, name: str, raw: set[str]):
         yield env[name]
 
 
+def _new_tensor(g: Graph, name: str, shape: tuple[int, ...]) -> str:
+    g.tensors[name] = TensorInfo(name, tuple(int(d) for d in shape))
+    return name
+
+
+def _feeds_softmax(g: Graph, t: str) -> bool:
+    """``t`` reaches a Softmax alone, directly or through one Add (a second mask)."""
+    for _ in range(2):
+        users = g.consumers(t)
+        if g.is_output(t) or len(users) != 1:
+            return False
+        if users[0].op == "Softmax":
+            return True
+        if users[0].op != "Add":
+            return False
+        t = users[0].outputs[0]
+    return False
+
+
+def fold_constant_where(g: Graph) -> None:
+    """``Where`` of a constant condition (torch's ``masked_fill`` by a mask buffer) becomes
+    arithmetic the integer model has: before a Softmax, with a fill of at most ``MASK_DROP``,
+    ``Add(x, where(C, fill, 0))`` (an attention mask: :func:`fold_attention_masks` makes it a
+    MaskedSoftmax; the probabilities are the same); otherwise, exactly,
+    ``x * keep + where(C, fill, 0)`` (``keep`` = where x is taken), or ``a * C + b * (1 - C)``
+    when both branches are computed."""
+    raw = raw_tensors(g)
+    for n in [n for n in g.nodes if n.op == "Where" and n.inputs[0] in g.initializers]:
+        c, (a, b), out = g.initializers[n.inputs[0]].astype(bool), n.inputs[1:], n.outputs[0]
+        if a in raw or b in raw or (a in g.initializers and b in g.initializers):
+            continue
+        at = g.nodes.index(n)
+        g.nodes.remove(n)
+        shape = g.tensors[out].shape
+        if a not in g.initializers and b not in g.initializers:  # a*C + b*(1-C)
+            ta = _new_tensor(g, f"{out}.a", shape)
+            tb = _new_tensor(g, f"{out}.b", shape)
+            ca, cb = f"{n.name}.cond", f"{n.name}.notcond"
+            g.initializers[ca], g.initializers[cb] = c.astype(np.float32), (~c).astype(np.float32)
+            g.nodes[at:at] = [Node("Mul", f"{n.name}.a", [a, ca], [ta]), Node("Mul", f"{n.name}.b", [b, cb], [tb]),
+                              Node("Add", n.name, [ta, tb], [out])]
+            continue
+        fill_first = a in g.initializers
+        x, fill = (b, g.initializers[a]) if fill_first else (a, g.initializers[b])
+        take = c if fill_first else ~c  # where the fill is taken
+        m = np.where(take, fill, 0).astype(np.float32)
+        g.initializers[f"{n.name}.fill"] = m
+        if _is_mask(m) and _feeds_softmax(g, out):
+            g.nodes.insert(at, Node("Add", n.name, [x, f"{n.name}.fill"], [out]))
+            continue
+        g.initializers[f"{n.name}.keep"] = (~take).astype(np.float32)
+        kept = _new_tensor(g, f"{out}.kept", np.broadcast_shapes(g.shape(x), take.shape))
+        g.nodes[at:at] = [Node("Mul", f"{n.name}.keep", [x, f"{n.name}.keep"], [kept]),
+                          Node("Add", n.name, [kept, f"{n.name}.fill"], [out])]
+
+
+def _merge_masks(g: Graph, p: Node, raw: set[str]) -> None:
+    """``Add(Add(x, M1), M2)`` with two masks (a causal constant and a padding mask) becomes
+    ``Add(x, M1 + M2)``, so one MaskedSoftmax drops both."""
+    for k in (0, 1):
+        inner, m2 = g.producer(p.inputs[k]), p.inputs[1 - k]
+        if inner is None or inner.op != "Add" or len(g.consumers(p.inputs[k])) != 1 or g.is_output(p.inputs[k]):
+            continue
+        if not (m2 in g.initializers or m2 in raw):
+            continue
+        for j in (0, 1):
+            m1, x = inner.inputs[j], inner.inputs[1 - j]
+            if m1 not in g.initializers or x in g.initializers or x in raw:
+                continue
+            if m2 in g.initializers:
+                merged = f"{p.name}.mask"
+                g.initializers[merged] = (g.initializers[m1] + g.initializers[m2]).astype(np.float32)
+            else:
+                merged = _new_tensor(g, f"{p.name}.mask", np.broadcast_shapes(g.shape(m1), g.shape(m2)))
+                g.nodes.insert(g.nodes.index(p), Node("Add", f"{p.name}.masks", [m1, m2], [merged]))
+            g.nodes.remove(inner)
+            p.inputs = [x, merged]
+            return
+
+
 def fold_attention_masks(g: Graph) -> None:
     """``Softmax(Add(x, M))`` with an attention mask ``M`` becomes ``MaskedSoftmax(x, M)``.
 
@@ -289,6 +370,8 @@ def fold_attention_masks(g: Graph) -> None:
         p = g.producer(t)
         if p is None or p.op != "Add" or g.is_output(t) or len(g.consumers(t)) != 1:
             continue
+        _merge_masks(g, p, raw)
+        raw = raw_tensors(g)
         for k in (0, 1):
             m, x = p.inputs[k], p.inputs[1 - k]
             if x in g.initializers or x in raw or np.broadcast_shapes(g.shape(x), g.shape(m)) != tuple(g.shape(x)):

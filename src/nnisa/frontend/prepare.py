@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core.errors import ConfigError, FormatError, UnsupportedError
 from ..core.options import option, option_specs
+from .batch import check_batch
 from .calibration import METHODS, calibration_inputs
 from .ir import Graph, Node
 from .quant import LUT_OPS, MOVE_OPS, QGraph, quantize
@@ -103,6 +104,7 @@ def check_graph(graph: Graph, target: str, check: Check | None = None, *, quanti
         Whether the target compiles the quantized graph (then every node must have integer
         semantics); float targets (Tensil, Cherry) pass False.
     """
+    check_batch(graph)  # a fixed first dimension > 1 the compilers cannot take as batch 1
     bad: list[tuple[tuple[str, str], str]] = []   # ((op, name), reason)
     seen: set[tuple[str, str]] = set()
     raw = raw_tensors(graph)

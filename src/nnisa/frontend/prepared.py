@@ -13,6 +13,7 @@ importing the file again; each target gets its own copy (compilers may rewrite t
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -24,7 +25,7 @@ from ..core.errors import FormatError, NnisaError, UnsupportedError
 from .ir import Graph
 
 __all__ = ["PreparedModel", "check_inputs", "compare_outputs", "default_inputs", "integer_inputs", "load_model", "model_inputs",
-           "onnx_reference"]
+           "onnx_reference", "model_io", "whole_batch"]
 
 
 class PreparedModel(os.PathLike):
@@ -147,6 +148,46 @@ def model_inputs(model_path: str | Path) -> dict[str, list[int | None]]:
         raise FormatError("the model has no graph inputs", file=str(path))
     return out
 
+def model_io(model_path: str | Path):
+    """The model's own input and output names and shapes (:class:`nnisa.core.bundle.ModelIO`),
+    which a compiled folder's manifest records so ``nnisa sim`` takes and gives those shapes."""
+    import onnx
+
+    from ..core.bundle import ModelIO, ModelTensor
+    model = onnx.load(str(model_path), load_external_data=False)
+    outs = [ModelTensor(name=vi.name, shape=[d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                                             for d in vi.type.tensor_type.shape.dim]) for vi in model.graph.output]
+    return ModelIO(inputs=[ModelTensor(name=k, shape=v) for k, v in model_inputs(model_path).items()],
+                   outputs=outs, whole_batch=whole_batch(model_path))
+
+
+def record_model(out_dir: str | Path, model_path: str | Path) -> None:
+    """Record the model's own shapes (:func:`model_io`) in the manifest of the folder it was
+    compiled into (``nnisa compile``, ``run -o``), when the target wrote one."""
+    from ..core.bundle import is_bundle_dir, record_model_io
+    if is_bundle_dir(out_dir):
+        record_model_io(out_dir, model_io(model_path))
+
+
+def whole_batch(model_path: str | Path) -> bool:
+    """True when the model's first dimension is fixed at B > 1 and its graph mixes the B rows, so
+    one sample is a whole ``[B, ...]`` inference (:mod:`nnisa.frontend.batch`); False when its
+    samples are rows (every batch-1 model)."""
+    if all(not d or d[0] in (None, 1) for d in model_inputs(model_path).values()):
+        return False
+    path = Path(model_path)
+    return _whole_batch(str(path.resolve()), path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _whole_batch(path: str, _mtime: int) -> bool:
+    from .onnx_import import load_model as import_onnx
+    try:
+        return import_onnx(path).whole_batch
+    except NnisaError:  # the run reports the import error itself
+        return False
+
+
 def check_inputs(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Match user inputs to the model's graph inputs: names (one array for a one-input model is
     taken whatever its name, e.g. ``x.npy``), numeric finite values and shapes by
@@ -165,11 +206,12 @@ def check_inputs(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[
     out: dict[str, np.ndarray] = {}
     n = None
     ints = integer_inputs(model_path)
+    whole = whole_batch(model_path)
     for name, dims in declared.items():
         a = np.asarray(given[name])
         if a.dtype.kind not in "biuf":
             raise FormatError(f"input {name!r}: expected numbers, got dtype {a.dtype}")
-        a = as_samples(name, a, dims)  # the one input convention (core.bundle)
+        a = as_samples(name, a, dims, whole=whole)  # the one input convention (core.bundle)
         a = a.astype(ints.get(name, np.float32))
         if not np.isfinite(a).all():
             raise FormatError(f"input {name!r}: contains NaN or infinity")
@@ -183,7 +225,7 @@ def default_inputs(model_path: str | Path, samples: int = 1, seed: int = 0) -> d
     """Inputs for a model: the bundled test set when the model is bundled, else random data.
 
     Random inputs are uniform in [-1, 1) with the model's declared input shape (batch axis
-    replaced by ``samples``).
+    replaced by ``samples``); a model with a fixed batch B > 1: ``samples`` inferences ``(samples, B, ...)``.
     """
     try:
         from .models import bundled_inputs_for  # the frontend knows its bundled models
@@ -193,13 +235,19 @@ def default_inputs(model_path: str | Path, samples: int = 1, seed: int = 0) -> d
     except ImportError:
         pass
     declared = model_inputs(model_path)
+    # a fixed batch B > 1: ``samples`` inferences of the model's own shape (B rows each)
+    fixed = max((d[0] or 1 for d in declared.values() if d), default=1)
     if integer_inputs(model_path):  # token ids over the embedding table, masks all ones
         from .float_eval import random_inputs
         from .onnx_import import load_model as import_onnx
-        return random_inputs(import_onnx(model_path), samples, seed)
+        g = import_onnx(model_path)
+        rows = samples if fixed == 1 or g.whole_batch else samples * fixed
+        got = random_inputs(g, rows, seed)
+        return got if fixed == 1 else {k: v.reshape(samples, *declared[k]) for k, v in got.items()}
     rng = np.random.default_rng(seed)
-    return {name: rng.uniform(-1, 1, size=[samples] + [1 if d is None else d for d in dims[1:]]).astype(np.float32)
-            for name, dims in declared.items()}
+    return {name: rng.uniform(-1, 1, size=[samples] + [1 if d is None else d for d in dims[fixed == 1:]]
+                              ).astype(np.float32) for name, dims in declared.items()}
+
 
 def onnx_reference(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Run a model with onnxruntime on float inputs (samples first).
@@ -224,19 +272,24 @@ def onnx_reference(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dic
     n = len(next(iter(inputs.values())))
     outs: dict[str, list[np.ndarray]] = {k: [] for k in names}
     types = {i.name: _ORT_INT_TYPES.get(i.type, np.float32) for i in sess.get_inputs()}  # token ids stay ints
-    # a model exported with a fixed batch B > 1 takes its samples B at a time (the last chunk
-    # padded by repeating its final sample, whose extra outputs are dropped)
-    dims = [i.shape[0] if i.shape else None for i in sess.get_inputs()]
+    # a model exported with a fixed batch B > 1 takes B rows at a time (the last chunk padded by
+    # repeating its final row, whose extra outputs are dropped), or one whole inference per sample
+    shapes = {i.name: i.shape or [] for i in sess.get_inputs()}
+    dims = [s[0] for s in shapes.values() if s]
     chunk = dims[0] if dims and isinstance(dims[0], int) and dims[0] > 1 else 1
-    for i in range(0, n, chunk):
+    whole = chunk > 1 and any(np.ndim(v) == len(shapes.get(k, [])) + 1 for k, v in inputs.items())
+    for i in range(0, n, 1 if whole else chunk):
         feed = {}
         for k, v in inputs.items():
-            part = np.asarray(v[i:i + chunk], dtype=types.get(k, np.float32))
+            part = np.asarray(v[i] if whole else v[i:i + chunk], dtype=types.get(k, np.float32))
             if len(part) < chunk:
                 part = np.concatenate([part, np.repeat(part[-1:], chunk - len(part), axis=0)])
             feed[k] = part
         for k, v in zip(names, sess.run(names, feed)):
-            outs[k].extend(v[:min(chunk, n - i)])
+            if whole:
+                outs[k].append(v)
+            else:
+                outs[k].extend(v[:min(chunk, n - i)])
     return {k: np.stack(v) for k, v in outs.items()}
 
 

@@ -14,7 +14,8 @@ import numpy as np
 from nnisa.core.errors import FormatError, UnsupportedError
 
 from . import kernels as K
-from .float_eval import _softmax, batch_concat, bind_inputs, by_batch, pad_array, reshape_target, run_node, take_axes
+from .float_eval import (_softmax, batch_concat, bind_inputs, by_batch, model_shaped, pad_array, reshape_target,
+                         run_node, take_axes)
 from .quant import LUT_OPS, QGraph, QNode, qrange
 from .quant_transformer import raw_operands, run_transformer_qnode
 
@@ -152,7 +153,13 @@ def evaluate_quantized(qgraph: QGraph, inputs: Any, *, return_all: bool = False,
         int64 arrays (float32 for Softmax outputs, or everything with ``dequantize``).
     """
     env: dict[str, np.ndarray] = {}
-    for k, v in bind_inputs([t.name for t in qgraph.inputs], inputs).items():
+    bound = bind_inputs([t.name for t in qgraph.inputs], inputs)
+    if qgraph.whole_batch:
+        if model_shaped(qgraph.inputs, bound):  # the model's own shapes: one sample
+            out = evaluate_quantized(qgraph, {k: np.asarray(v)[None] for k, v in bound.items()},
+                                     return_all=return_all, dequantize=dequantize)
+            return {k: v[0] for k, v in out.items()}
+    for k, v in bound.items():
         t = qgraph.tensors[k]
         if v.ndim != len(t.shape) or tuple(v.shape[1:]) != tuple(t.shape[1:]):
             raise FormatError(f"input {k!r} has shape {v.shape}, expected {t.shape} (any batch size)")

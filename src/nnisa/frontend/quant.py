@@ -189,6 +189,8 @@ class QGraph:
     w_bits: int
     per_channel: bool
     source: str | None = None
+    #: the graph has the model's whole fixed batch as one sample (:attr:`Graph.whole_batch`)
+    whole_batch: bool = False
 
     def quantize_input(self, name: str, x: np.ndarray) -> np.ndarray:
         """``clip(round_half_away(x / scale))`` of input ``name`` as int64."""
@@ -386,7 +388,7 @@ def quantize(
             fused.add(act.name)
         _quantize_node(q, n, act)
     return QGraph(graph.name, [q.t[t.name] for t in graph.inputs], [q.t[t.name] for t in graph.outputs], q.nodes, q.t,
-                  scale_mode, bits, w_bits, per_channel, graph.source)
+                  scale_mode, bits, w_bits, per_channel, graph.source, graph.whole_batch)
 
 
 def _quantize_node(q: _Q, n: Node, act: Node | None) -> None:

@@ -56,6 +56,9 @@ def run_prepared(target_name: str, model: PreparedModel, *, config: Any = None, 
         dest = Path(out_dir) if out_dir else tmp
         c0 = time.perf_counter()
         compiled = tgt.compile(model, config=config, out_dir=dest, **options)
+        if out_dir:
+            from ..frontend.prepared import record_model
+            record_model(dest, model)
         c1 = time.perf_counter()
         outs, stats, checks = tgt.run_compiled(compiled, inputs, progress=progress)
         c2 = time.perf_counter()
