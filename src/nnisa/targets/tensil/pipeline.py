@@ -29,12 +29,13 @@ from .program import TensilProgram
 @dataclass
 class DeviceStep:
     """A device segment: its folder in the bundle, its program (with its ``.tmodel``), the tensors it
-    reads and writes."""
+    reads and writes, the graph nodes it computes."""
 
     folder: str
     program: TensilProgram
     inputs: list[str]
     outputs: list[str]
+    nodes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -69,21 +70,27 @@ class TensilPipeline:
 
 
 def bind_model_inputs(graph: Graph, inputs: Any) -> dict[str, np.ndarray]:
-    """The model's inputs as ``(N, *shape[1:])`` samples (the one input convention,
-    :func:`nnisa.core.bundle.as_samples`), in each input's own dtype (token ids stay integers)."""
+    """The model's inputs as ``(N, *shape)``: N samples of the model's own shape (the one input
+    convention, :func:`nnisa.core.bundle.as_samples`), each in its own dtype (token ids stay
+    integers)."""
+    names = [t.name for t in graph.inputs]
+    if isinstance(inputs, dict) and len(inputs) == len(names) == 1 and names[0] not in inputs:
+        inputs = next(iter(inputs.values()))  # one array (a .npy file) for the one input
     out = {}
-    for k, v in bind_inputs([t.name for t in graph.inputs], inputs).items():
-        a = as_samples(k, np.asarray(v), list(graph.shape(k)))
+    for k, v in bind_inputs(names, inputs).items():
+        shape = tuple(graph.shape(k))
+        a = as_samples(k, np.asarray(v), list(shape))
+        a = a.reshape((-1, *shape))
         out[k] = a.astype(np.dtype(graph.tensors[k].dtype)) if np.dtype(graph.tensors[k].dtype).kind in "iub" \
             else a.astype(np.float32)
     return out
 
 
 def _run_host(graph: Graph, step: HostStep, env: dict[str, np.ndarray], samples: int) -> None:
-    """Evaluate a host step's nodes for every sample (``env`` arrays are ``(samples, *shape[1:])``)."""
+    """Evaluate a host step's nodes for every sample (``env`` arrays are ``(samples, *shape)``)."""
     nodes = {n.name: n for n in graph.nodes}
     for s in range(samples):
-        local = {k: env[k][s:s + 1] for k in step.inputs}
+        local = {k: env[k][s] for k in step.inputs}
         for name in step.nodes:
             n = nodes[name]
             args = [local[i] if i in local else graph.initializers[i] for i in n.inputs]
@@ -91,8 +98,8 @@ def _run_host(graph: Graph, step: HostStep, env: dict[str, np.ndarray], samples:
         for k in step.outputs:
             v = local[k]
             if s == 0:
-                env[k] = np.empty((samples,) + v.shape[1:], v.dtype)
-            env[k][s] = v[0]
+                env[k] = np.empty((samples,) + v.shape, v.dtype)
+            env[k][s] = v
 
 
 def simulate_pipeline(pipe: TensilPipeline, *, inputs: dict[str, np.ndarray] | None = None, mode: str = "both",
@@ -133,7 +140,7 @@ def simulate_pipeline(pipe: TensilPipeline, *, inputs: dict[str, np.ndarray] | N
                        mode=inner, timing=timing,
                        shaped=True, **options)
         for k in step.outputs:
-            env[k] = np.asarray(res.outputs[k], np.float32).reshape((samples, *pipe.graph.shape(k)[1:]))
+            env[k] = np.asarray(res.outputs[k], np.float32).reshape((samples, *pipe.graph.shape(k)))
         st, ex = res.stats, res.stats.extra
         stats.cycles += st.cycles or 0
         stats.instructions += st.instructions or 0
@@ -158,7 +165,7 @@ def simulate_pipeline(pipe: TensilPipeline, *, inputs: dict[str, np.ndarray] | N
     if mode == "timing":
         outputs: dict[str, np.ndarray] = {}
     else:
-        outputs = {k: env[k] for k in pipe.outputs}
+        outputs = {k: env[k].reshape((-1, *env[k].shape[2:])) for k in pipe.outputs}  # (N, *shape[1:])
     if mode == "functional":
         stats.cycles = stats.latency_ns = None
     stats.wall_s = time.perf_counter() - t0

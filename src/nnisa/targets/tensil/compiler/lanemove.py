@@ -127,8 +127,6 @@ def lower_move(low: Any, n: Any, op: str, attrs: dict[str, Any], inputs: list[st
     reading ``inputs`` (default: the node's) into ``out`` (name, shape; default: the node's
     output); returns the output var."""
     g = low.g
-    if op == "Slice" and attrs["index"][0] is not None:
-        raise _err(n, "selection along the batch axis", "Tensil compiles one batch layout; slice other axes")
     sources: list[Any] = []
     ids, root_shapes = [], []
 

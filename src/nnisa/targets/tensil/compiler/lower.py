@@ -385,7 +385,9 @@ class Lowering:
             return True
         if len(r.shape) == 4 and len(v.shape) == 2:
             return r.shape[2] * r.shape[3] == 1
-        return L.vector_count(v.shape, self.N) == r.size and len(v.shape) == len(r.shape)
+        if L.vector_count(v.shape, self.N) == r.size and len(v.shape) == len(r.shape):
+            return True
+        return self._free_view(tuple(r.shape), tuple(v.shape))  # e.g. rows (17, 32) seen as (1, 17, 32)
 
     def _lut(self, n) -> None:
         """Sigmoid/Tanh as a piecewise-linear table (LoadLUT/Lookup extension, spec §3.10/§7.6)."""

@@ -135,6 +135,12 @@ def compile_segments(model: Any, graph: Graph, *, arch: Any, nm: str, dest: Path
     from .output import compile_model
     t0 = time.perf_counter()
     steps = partition(graph, table, arch.lut)
+    if not any(st.kind == "device" for st in steps):
+        n = graph.nodes[0]
+        raise UnsupportedError(f"no node runs on the device ({host_reason(n, graph, table, arch.lut)})",
+                               where=f"node {n.name} ({n.op})", file=graph.source,
+                               hint="Sigmoid/Tanh: -O lut=true (nnisa's extension)" if n.op in ("Sigmoid", "Tanh")
+                               else "a model with a convolution or matrix product for the array")
     records: list[dict[str, Any]] = []
     parts: list[Any] = []
     summaries: list[dict[str, Any]] = []
@@ -161,7 +167,7 @@ def compile_segments(model: Any, graph: Graph, *, arch: Any, nm: str, dest: Path
             records.append({"kind": "device", "folder": folder, "nodes": [n.name for n in st.nodes],
                             "inputs": st.inputs, "outputs": st.outputs, "true_macs": res.report["true_macs"],
                             "estimator_cycles": res.report["estimator_cycles"]})
-            parts.append(DeviceStep(folder, res.program, st.inputs, st.outputs))
+            parts.append(DeviceStep(folder, res.program, st.inputs, st.outputs, [n.name for n in st.nodes]))
         dev_macs = sum(r["true_macs"] for r in records if r["kind"] == "device")
         h_ops = sum(r["host_ops"] for r in records if r["kind"] == "host")
         manifest = TensilManifest(

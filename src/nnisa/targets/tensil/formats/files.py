@@ -102,7 +102,7 @@ def _read_segmented(path: Path, man: TensilManifest) -> Any:
             sub = member(path, str(st.get("folder")), what=f"segment {i} folder")
             if not is_bundle_dir(sub):
                 raise FormatError(f"segment {i} folder {st.get('folder')!r} is not a Tensil bundle", file=str(sub))
-            steps.append(DeviceStep(str(st["folder"]), _read_folder(sub), ins, outs))
+            steps.append(DeviceStep(str(st["folder"]), _read_folder(sub), ins, outs, list(st.get("nodes") or [])))
         elif kind == "host":
             missing = [n for n in st.get("nodes") or [] if n not in known]
             if missing:
