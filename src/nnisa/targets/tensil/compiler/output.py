@@ -74,7 +74,7 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
         dest = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="nnisa_tensil_")) / nm
         sub = {k: v for k, v in options.items() if k in TensilCompileOptions.__dataclass_fields__ and k != "outputs"}
         pipe, summary, files = compile_segments(model, graph, arch=arch, nm=nm, dest=dest, table=LOWERINGS,
-                                                options=sub)
+                                                options=sub, compile_graph=compile_model)
         return pipeline_result(pipe, summary, files)
     low = Lowering(graph, N, softmax, arch.lut).run()
     gen = CodeGen(low, arch, strategy, reuse)

@@ -53,8 +53,10 @@ def host_reason(n: Node, graph: Graph, table: dict[str, Any], lut: Any) -> str |
     entry = table.get(n.op)
     if entry is None:
         return f"{n.op}: the systolic array and SIMD have no such operation"
-    if n.op == "Softmax" or isinstance(entry, OnHost):
-        return f"{n.op}: exp and division are not SIMD operations"
+    if n.op == "Softmax":
+        return "Softmax: exp and division are not SIMD operations"
+    if isinstance(entry, OnHost):
+        return entry.why
     if n.op in ("Sigmoid", "Tanh") and lut is None:
         return f"{n.op}: needs lookup tables (-O lut=true for nnisa's extension)"
     ints = [i for i in n.inputs if i in graph.tensors and np.dtype(graph.tensors[i].dtype).kind in "iub"]
@@ -127,12 +129,12 @@ def _onnx_bytes(model: Any) -> bytes:
 
 
 def compile_segments(model: Any, graph: Graph, *, arch: Any, nm: str, dest: Path, table: dict[str, Any],
-                     options: dict[str, Any]) -> tuple[Any, dict[str, Any], dict[str, str]]:
-    """Compile a segmented model into the bundle folder ``dest``: returns the
+                     options: dict[str, Any], compile_graph: Any) -> tuple[Any, dict[str, Any], dict[str, str]]:
+    """Compile a segmented model into the bundle folder ``dest``, each device segment by
+    ``compile_graph`` (the single-program compiler): returns the
     :class:`~nnisa.targets.tensil.pipeline.TensilPipeline`, the compile summary and the files."""
     from ..formats.bundle import TensilManifest
     from ..pipeline import DeviceStep, HostStep, TensilPipeline
-    from .output import compile_model
     t0 = time.perf_counter()
     steps = partition(graph, table, arch.lut)
     if not any(st.kind == "device" for st in steps):
@@ -156,7 +158,7 @@ def compile_segments(model: Any, graph: Graph, *, arch: Any, nm: str, dest: Path
                 continue
             folder = f"seg{i}"
             try:
-                res = compile_model(sub_graph(graph, st, f"{nm}_seg{i}"), config=arch, out_dir=w.file(folder),
+                res = compile_graph(sub_graph(graph, st, f"{nm}_seg{i}"), config=arch, out_dir=w.file(folder),
                                     name=f"{nm}_seg{i}", **options)
             except UnsupportedError as exc:
                 raise UnsupportedError(f"device segment {i} ({len(st.nodes)} nodes): {exc.message}",

@@ -107,7 +107,6 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
     macs = true_macs or (model.extensions.get("x_nnisa_true_macs") if model is not None else None)
     est = estimate(program, macs)
     extra["estimator"] = {k: est[k] for k in ("cycles", "classes", "dram_vectors", "dram_vectors_total")}
-    extra["estimator"]["energy_units"] = est["energy"]  # Tensil's unitless figure; energy_pj is ours
     if "mac_efficiency" in est:
         extra["mac_efficiency"] = est["mac_efficiency"]
     if mode in ("both", "timing"):
