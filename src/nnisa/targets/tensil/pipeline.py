@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import OptionError, SimError
+from ...core.layers import LayerRow
 from ...core.target import SimResult, Stats
 from ...core.bundle import as_samples
 from ...frontend.float_eval import bind_inputs, run_node
@@ -126,6 +127,7 @@ def simulate_pipeline(pipe: TensilPipeline, *, inputs: dict[str, np.ndarray] | N
     seg_rows: list[dict[str, Any]] = []
     host_rows: list[dict[str, Any]] = []
     dyn = stat = 0.0
+    layers: list[LayerRow] = []
     inner = "both" if mode == "timing" else mode
     for step in pipe.steps:
         ts = time.perf_counter()
@@ -134,6 +136,10 @@ def simulate_pipeline(pipe: TensilPipeline, *, inputs: dict[str, np.ndarray] | N
             host_rows.append({"ops": [n.op for n in pipe.graph.nodes if n.name in set(step.nodes)],
                               "nodes": len(step.nodes), "host_ops": step.host_ops * samples,
                               "wall_s": time.perf_counter() - ts})
+            # per-layer table: a host step is no device work (0 cycles, 0 pJ); its ops are named
+            layers.append(LayerRow("host", "+".join(host_rows[-1]["ops"]), cycles=0, latency_ns=0.0, energy_pj=0.0,
+                                   utilization=0.0, memory_bytes=0, instructions=0,
+                                   extra={"host_ops": step.host_ops, "first_node": step.nodes[0]}))
             continue
         lay = step.program.model.extensions["x_nnisa_input_shapes"]  # the segment's layout of each input
         res = simulate(step.program, inputs={k: env[k].reshape((-1, *lay[k][1:])) for k in step.inputs},
@@ -142,6 +148,7 @@ def simulate_pipeline(pipe: TensilPipeline, *, inputs: dict[str, np.ndarray] | N
         for k in step.outputs:
             env[k] = np.asarray(res.outputs[k], np.float32).reshape((samples, *pipe.graph.shape(k)))
         st, ex = res.stats, res.stats.extra
+        layers += st.layers or []
         stats.cycles += st.cycles or 0
         stats.instructions += st.instructions or 0
         stats.energy_pj += st.energy_pj or 0.0
@@ -168,5 +175,14 @@ def simulate_pipeline(pipe: TensilPipeline, *, inputs: dict[str, np.ndarray] | N
         outputs = {k: env[k].reshape((-1, *env[k].shape[2:])) for k in pipe.outputs}  # (N, *shape[1:])
     if mode == "functional":
         stats.cycles = stats.latency_ns = None
+    other = [r for r in layers if r.layer == "other"]
+    if len(other) > 1:  # one row for the instructions no layer owns, over all segments
+        merged = LayerRow("other", "other", cycles=sum(r.cycles or 0 for r in other),
+                          energy_pj=sum(r.energy_pj or 0.0 for r in other), memory_bytes=sum(r.memory_bytes or 0
+                                                                                              for r in other),
+                          instructions=sum(r.instructions or 0 for r in other), utilization=0.0)
+        merged.latency_ns = other[0].latency_ns and merged.cycles * other[0].latency_ns / max(other[0].cycles, 1)
+        layers = [r for r in layers if r.layer != "other"] + [merged]
+    stats.layers = layers or None
     stats.wall_s = time.perf_counter() - t0
     return SimResult(outputs, stats)

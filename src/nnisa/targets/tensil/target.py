@@ -19,6 +19,7 @@ from .formats.binary import decode_program, encode_program
 from .formats.text import assemble, disassemble
 from .isa import Layout, build_isa
 from .program import TensilProgram
+from .sim.layers import LAYER_UTILIZATION
 from .sim.simulate import simulate
 from .stats import program_stats
 
@@ -38,6 +39,7 @@ class TensilTarget(Target):
     description = "Tensil systolic-array TCU (v1.0.15): .tmodel/.tprog/.tdata, emulator, estimator"
     file_formats = files.FORMATS
     has_timeline = True
+    layer_utilization = LAYER_UTILIZATION
     demo_model = "digits_mlp"
     demo_workloads = (("resnet20-baseline", None),)
     example = Example("loadweights local[0], 5\nmatmul local[5], acc[0], 2\n", config="tiny4x4",

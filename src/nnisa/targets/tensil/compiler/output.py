@@ -32,6 +32,7 @@ from ..numerics import Numeric
 from ..program import DTYPE, TensilProgram
 from ..sim.energy import program_energy
 from ..sim.estimator import estimate
+from ..sim.layers import layer_rows, layer_spans
 from .. import layout as L
 from .codegen import CodeGen, codegen_summary
 from .lower import LOWERINGS, ArrayOp, Lowering, select_outputs
@@ -97,6 +98,7 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
     macs = sum(o.macs for o in low.ops if isinstance(o, ArrayOp))
     topology = [_topology_row(o) for o in low.ops if isinstance(o, ArrayOp)]
     est = estimate(prog, macs)
+    spans = layer_spans(low, gen.spans, arch.bits)
     en = program_energy(prog, latency_ns=est["cycles"] * 1000.0 / ESTIMATOR_CLOCK_MHZ)
     lay = Layout.from_arch(arch)
     summary = {
@@ -119,6 +121,7 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
     dest = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="nnisa_tensil_")) / nm
     manifest = TensilManifest(target="tensil", program=f"{nm}.tprog", tmodel=f"{nm}.tmodel", tdata=f"{nm}.tdata",
                               true_macs=macs, postprocess=low.postprocess, topology=topology, strategy=strategy,
+                              layer_spans=spans,
                               inputs=[TensorSpec(name=t.name, shape=list(low.vars[t.name].shape), bits=arch.bits,
                                                  layout="NHWC-vectors",
                                                  address=low.vars[t.name].addr) for t in graph.inputs],
@@ -134,7 +137,8 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
     for role, fname in (("tmodel", f"{nm}.tmodel"), ("program", f"{nm}.tprog"), ("tdata", f"{nm}.tdata")):
         files[role] = str(final / fname)
     tmodel.directory, tmodel.path = final, final / f"{nm}.tmodel"
-    tmodel.extensions = dict(tmodel.extensions, x_nnisa_true_macs=macs, x_nnisa_topology=topology)
+    tmodel.extensions = dict(tmodel.extensions, x_nnisa_true_macs=macs, x_nnisa_topology=topology,
+                             x_nnisa_layer_spans=spans)
     prog.model = tmodel
     summary["compile_s"] = time.perf_counter() - t0
     shapes_in = {t.name: tuple(low.vars[t.name].shape) for t in graph.inputs}  # the layout's shape
@@ -158,7 +162,8 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
         return res
 
     return CompileResult(program=prog, files=files, report=summary, encode_inputs=encode_inputs,
-                         decode_outputs=decode_outputs, sim_options={"mode": "both"})
+                         decode_outputs=decode_outputs, sim_options={"mode": "both"},
+                         layer_table=layer_rows(prog, spans, clock_mhz=ESTIMATOR_CLOCK_MHZ))
 
 
 def _softmax(v: np.ndarray, axis: int) -> np.ndarray:

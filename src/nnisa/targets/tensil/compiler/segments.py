@@ -24,6 +24,7 @@ import numpy as np
 
 from ....core.bundle import BundleWriter, TensorSpec
 from ....core.errors import UnsupportedError
+from ....core.layers import LayerRow
 from ....core.lowering import OnHost
 from ....frontend.ir import Graph, Node, TensorInfo
 
@@ -146,6 +147,7 @@ def compile_segments(model: Any, graph: Graph, *, arch: Any, nm: str, dest: Path
     records: list[dict[str, Any]] = []
     parts: list[Any] = []
     summaries: list[dict[str, Any]] = []
+    layer_table: list[LayerRow] = []
     with BundleWriter(dest) as w:
         w.write("model.onnx", _onnx_bytes(model))
         for i, st in enumerate(steps):
@@ -155,6 +157,9 @@ def compile_segments(model: Any, graph: Graph, *, arch: Any, nm: str, dest: Path
                        "why": sorted({r for n in st.nodes if (r := host_reason(n, graph, table, arch.lut))})}
                 records.append(rec)
                 parts.append(HostStep(rec["nodes"], st.inputs, st.outputs, rec["host_ops"]))
+                layer_table.append(LayerRow("host", "+".join(rec["ops"]), cycles=0, latency_ns=0.0, energy_pj=0.0,
+                                      utilization=0.0, memory_bytes=0, instructions=0,
+                                      extra={"host_ops": rec["host_ops"], "first_node": rec["nodes"][0]}))
                 continue
             folder = f"seg{i}"
             try:
@@ -166,6 +171,7 @@ def compile_segments(model: Any, graph: Graph, *, arch: Any, nm: str, dest: Path
             res.program.model.extensions.update(x_nnisa_input_shapes=res.report["input_shapes"],
                                                 x_nnisa_output_shapes=res.report["output_shapes"])
             summaries.append(res.report)
+            layer_table += res.layer_table or []
             records.append({"kind": "device", "folder": folder, "nodes": [n.name for n in st.nodes],
                             "inputs": st.inputs, "outputs": st.outputs, "true_macs": res.report["true_macs"],
                             "estimator_cycles": res.report["estimator_cycles"]})
@@ -192,6 +198,7 @@ def compile_segments(model: Any, graph: Graph, *, arch: Any, nm: str, dest: Path
                "instructions": sum(s.get("instructions", 0) for s in summaries),
                "compile_s": time.perf_counter() - t0}
     files = {"manifest": str(final / "manifest.json"), "onnx": str(final / "model.onnx")}
+    summary["layer_table"] = layer_table
     return pipe, summary, files
 
 
@@ -209,5 +216,7 @@ def pipeline_result(pipe: Any, summary: dict[str, Any], files: dict[str, str]) -
         return {k: (v[0] if shape and shape[0] == 1 else v) for k, shape in shapes_out.items()
                 for v in [np.asarray(outputs[k], np.float64).reshape((-1,) + shape[1:])]}
 
+    table = summary.pop("layer_table", None)
     return CompileResult(program=pipe, files=files, report=summary, encode_inputs=encode_inputs,
-                         decode_outputs=decode_outputs, sim_options={"mode": "both"}, samples_per_run=None)
+                         decode_outputs=decode_outputs, sim_options={"mode": "both"}, samples_per_run=None,
+                         layer_table=table)

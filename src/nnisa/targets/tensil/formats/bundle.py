@@ -25,4 +25,6 @@ class TensilManifest(Manifest):
     #: order: ``{"kind": "device", "folder": ..., "inputs": [...], "outputs": [...]}`` (a Tensil
     #: bundle folder) or ``{"kind": "host", "nodes": [...], "ops": [...], "inputs", "outputs", "host_ops"}``
     onnx: str | None = None
+    #: per-layer instruction ranges (:mod:`nnisa.targets.tensil.sim.layers`)
+    layer_spans: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []

@@ -60,6 +60,8 @@ def _attach_manifest(prog: TensilProgram, man: TensilManifest) -> None:
         prog.model.extensions["x_nnisa_topology"] = man.topology
     if man.inputs:  # the tensors' shapes: model-shaped input arrays are laid out by the runner
         prog.model.extensions["x_nnisa_input_shapes"] = {t.name: list(t.shape) for t in man.inputs}
+    if man.layer_spans:  # per-layer figures of nnisa sim
+        prog.model.extensions["x_nnisa_layer_spans"] = man.layer_spans
     if man.outputs:  # ... and the outputs come back as float tensors of these shapes
         prog.model.extensions["x_nnisa_output_shapes"] = {t.name: list(t.shape) for t in man.outputs}
 

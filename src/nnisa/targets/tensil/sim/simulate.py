@@ -133,5 +133,10 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
     en = program_energy(program, runs=runs_done, latency_ns=stats.latency_ns)
     stats.energy_pj = en.pop("energy_pj")
     extra.update(en)
+    spans = model.extensions.get("x_nnisa_layer_spans") if model is not None else None
+    if spans:
+        from .layers import layer_rows
+        stats.layers = layer_rows(program, spans, cycles=stats.cycles, clock_mhz=extra.get("clock_mhz", 100.0),
+                                  model=timing)
     stats.wall_s = time.perf_counter() - t0
     return SimResult(outputs, stats, details=None, timeline=tl)
