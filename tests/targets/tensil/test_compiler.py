@@ -196,6 +196,15 @@ def test_sim_of_a_compiled_folder_takes_model_shaped_inputs(tmp_path):
     assert exc.value.code == 0
     raw = np.load(tmp_path / "raw.npy")
     assert raw.shape == (3, 32) and np.abs(raw[:, :10] / 256 - ref).max() <= 0.2
+    np.save(tmp_path / "x5.npy", x[:, None])  # (N, *shape): N samples, the same outputs
+    with pytest.raises(SystemExit) as exc:
+        main(["sim", "-t", "tensil", str(tmp_path / "out"), "--inputs", str(tmp_path / "x5.npy"),
+              "--outputs", str(tmp_path / "y5.npy"), "--json"])
+    assert exc.value.code == 0 and np.array_equal(np.load(tmp_path / "y5.npy"), y)
+    np.save(tmp_path / "bad.npy", np.zeros((3, 1, 9, 9), np.float32))  # a wrong shape: one line naming the shapes
+    with pytest.raises(SystemExit) as exc:
+        main(["sim", "-t", "tensil", str(tmp_path / "out"), "--inputs", str(tmp_path / "bad.npy")])
+    assert exc.value.code == 2
 
 
 def test_output_selection(tmp_path):
