@@ -274,6 +274,8 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
         opts["source"] = program
     if mode is not None:
         opts["mode"] = mode
+    if raw and any(o.name == "raw_outputs" for o in t.options):  # a target that decodes its own outputs
+        opts.setdefault("raw_outputs", True)
     if (trace or gantt) and not t.has_timeline:
         raise OptionError(f"target {target_name} records no timeline (--trace/--gantt)")
     t0 = time.perf_counter()

@@ -25,8 +25,10 @@ RUNS = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool",
         "Transpose", "Reshape", "Pad", "BatchNormalization", "ReduceMean", "MatMulActivations")
 #: generators that run with nnisa's LoadLUT/Lookup extension (-O lut=true)
 LUT_RUNS = ("Sigmoid", "Tanh", "SiLU")
-#: generators refused: (substring every refusal names)
-REFUSED = {"Exp": "Exp", "Log": "Log", "Erf": "Erf", "Gelu": "Gelu"}
+#: generators whose operator runs as a host step between device segments (issue 27)
+HOST_RUNS = ("Log",)
+#: generators refused (the operator alone: nothing for the device): substring every refusal names
+REFUSED = {"Exp": "Exp", "Erf": "Erf", "Gelu": "Gelu"}
 #: the only refusal a runnable generator may give: onnx's declared shape vs onnxruntime's
 ALLOWED_REFUSAL = "a ceil_mode window starts past the input"
 
@@ -92,6 +94,15 @@ def test_generated_op_lut(op):
 def test_generated_op_refused_by_name(op):
     out = run_generated("tensil", generate(op, 0))
     assert out.kind == "refused" and REFUSED[op] in out.message and "\n" not in out.message, out.message
+    assert "no node runs on the device" in out.message
+
+
+@pytest.mark.parametrize("op", HOST_RUNS)
+def test_generated_op_as_host_step(op):
+    """The operator between device work runs on the host: within tolerance, and the report names it."""
+    _check(op, 0)
+    out = run_generated("tensil", generate(op, 0))
+    assert [h["ops"] for h in out.report["host_steps"]] == [[op]] and out.report["host_share"] > 0
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import pytest
 from .tensil_data import xor
 from .tensil_models import concat_model, conv_model, resize_linear_model, resize_model, stride_model, xor_model
 
-from nnisa.api import run_model
+from nnisa.api import run_model, target as get_target
 from nnisa.cli import main
 from nnisa.core.errors import UnsupportedError
 from nnisa.frontend import evaluate_float, load_model
@@ -155,10 +155,14 @@ def test_sigmoid_tanh_through_the_lut_extension(tmp_path):
     from .tensil_models import smooth_model
     p = tmp_path / "smooth.onnx"
     onnx.save(smooth_model(), p)
-    with pytest.raises(UnsupportedError, match="lut=true"):
-        compile_model(p, config="zcu104", out_dir=tmp_path / "no")
     g = load_model(p)
     x = np.random.default_rng(1).uniform(-2, 2, g.inputs[0].shape).astype(np.float32)
+    host = compile_model(p, config="zcu104", out_dir=tmp_path / "no")  # without: host steps, named
+    assert [h["ops"] for h in host.report["host_steps"]] == [["Sigmoid"], ["Tanh"]]
+    assert all("lut=true" in h["why"][0] for h in host.report["host_steps"])
+    got = get_target("tensil").simulate(host.program, inputs={g.inputs[0].name: x}).outputs
+    ref = evaluate_float(g, {g.inputs[0].name: x})
+    assert all(np.abs(got[k] - v).max() < 0.05 for k, v in ref.items())
     res = compile_model(p, config="zcu104", out_dir=tmp_path / "o", lut=True)
     assert res.program.arch.lut == (2, 64) and res.program.arch.simd_registers_depth == 3
     op = res.program.rows["hdr"] >> 4
@@ -183,9 +187,24 @@ def test_sim_of_a_compiled_folder_takes_model_shaped_inputs(tmp_path):
         main(["sim", "-t", "tensil", str(tmp_path / "out"), "--inputs", str(tmp_path / "x.npy"),
               "--outputs", str(tmp_path / "y.npy"), "--json"])
     assert exc.value.code == 0
-    y = np.load(tmp_path / "y.npy")  # one output vector per run, logits in lanes 0-9
+    y = np.load(tmp_path / "y.npy")  # float logits in the model's output shape, one row per sample
     ref = evaluate_float(g, {g.inputs[0].name: x})["logits"]
-    assert y.shape == (3, 32) and np.abs(y[:, :10] - ref).max() <= 0.2
+    assert y.shape == (3, 10) and np.abs(y - ref).max() <= 0.2
+    with pytest.raises(SystemExit) as exc:  # --raw: Tensil's fixed-point output vectors
+        main(["sim", "-t", "tensil", str(tmp_path / "out"), "--inputs", str(tmp_path / "x.npy"), "--raw",
+              "--outputs", str(tmp_path / "raw.npy"), "--json"])
+    assert exc.value.code == 0
+    raw = np.load(tmp_path / "raw.npy")
+    assert raw.shape == (3, 32) and np.abs(raw[:, :10] / 256 - ref).max() <= 0.2
+    np.save(tmp_path / "x5.npy", x[:, None])  # (N, *shape): N samples, the same outputs
+    with pytest.raises(SystemExit) as exc:
+        main(["sim", "-t", "tensil", str(tmp_path / "out"), "--inputs", str(tmp_path / "x5.npy"),
+              "--outputs", str(tmp_path / "y5.npy"), "--json"])
+    assert exc.value.code == 0 and np.array_equal(np.load(tmp_path / "y5.npy"), y)
+    np.save(tmp_path / "bad.npy", np.zeros((3, 1, 9, 9), np.float32))  # a wrong shape: one line naming the shapes
+    with pytest.raises(SystemExit) as exc:
+        main(["sim", "-t", "tensil", str(tmp_path / "out"), "--inputs", str(tmp_path / "bad.npy")])
+    assert exc.value.code == 2
 
 
 def test_output_selection(tmp_path):

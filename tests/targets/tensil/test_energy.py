@@ -32,7 +32,7 @@ def test_energy_counts_each_action():
     local = sram_pj_per_bit(DEFAULT_ENERGY, arch.local_depth * bits / 8) * N * bits
     assert parts["local"] == pytest.approx((5 + 2 + 4) * local)  # loadweights 5, matmul 2, datamove 4
     assert e["energy_dynamic_pj"] == pytest.approx(sum(parts.values()))
-    assert e["energy_static_pj"] == pytest.approx(600.0 * 100.0 * 1e-3)
+    assert e["energy_static_pj"] == pytest.approx(600.0 * 100.0)  # mW × ns = pJ
     assert e["energy_pj"] == pytest.approx(e["energy_dynamic_pj"] + e["energy_static_pj"])
 
 
@@ -73,6 +73,6 @@ def test_run_reaches_every_cycle_model_with_energy(timing):
     assert r["timing_model"].startswith({"estimator": "tensil-estimator", "detailed": "tensil-detailed",
                                          "scalesim": "scalesim"}[timing])
     assert r["energy_pj"] == pytest.approx(r["energy_dynamic_pj"] + r["energy_static_pj"])
-    assert r["energy_static_pj"] == pytest.approx(600.0 * r["latency_ns"] * r["inputs"] * 1e-3)
+    assert r["energy_static_pj"] == pytest.approx(600.0 * r["latency_ns"] * r["inputs"])
     assert r["energy_per_input_pj"] == pytest.approx(r["energy_pj"] / r["inputs"])
     assert np.isfinite(r["energy_pj"]) and r["energy_dynamic_pj"] > 0

@@ -8,19 +8,22 @@ import numpy as np
 
 from .isa import RAW, Layout
 from .program import TensilProgram
+from .sim.energy import program_energy
 from .sim.estimator import estimate
 
 
 def program_stats(prog: TensilProgram) -> dict[str, Any]:
     """Instruction counts per class and flags, estimator cycles, DRAM traffic, address ranges."""
     est = estimate(prog, prog.model.extensions.get("x_nnisa_true_macs") if prog.model is not None else None)
+    energy = program_energy(prog)  # one run; static energy needs a latency (nnisa sim)
     rows = prog.rows
     L = Layout.from_arch(prog.arch)
     out: dict[str, Any] = {
         "architecture": prog.arch.name or "custom", "array_size": prog.arch.array_size,
         "data_type": prog.arch.data_type, "instruction_bytes": L.instruction_bytes,
         "instructions": len(prog), "raw_words": int((rows["hdr"] == RAW).sum()),
-        "estimator_cycles": est["cycles"], "estimator_energy_units": est["energy"],
+        "estimator_cycles": est["cycles"], "energy_dynamic_pj": energy["energy_dynamic_pj"],
+        "energy_model": energy["energy_model"],
         "dram_vectors": est["dram_vectors_total"],
         "classes": {k: v["instructions"] for k, v in est["classes"].items()},
         "by_flags": est["by_flags"],

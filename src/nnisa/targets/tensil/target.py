@@ -11,7 +11,7 @@ from typing import Any
 
 from ...core.options import OptionSpec as O
 from ...core.options import option_specs
-from ...core.target import Example, ENGINES, CompileResult, Stats, Target
+from ...core.target import Example, ENGINES, CompileResult, Stats, Target, simulate_stacked
 from .compiler import TensilCompileOptions, compile_model
 from .config import PRESETS, load_arch
 from .formats import files
@@ -19,6 +19,7 @@ from .formats.binary import decode_program, encode_program
 from .formats.text import assemble, disassemble
 from .isa import Layout, build_isa
 from .program import TensilProgram
+from .sim.layers import LAYER_UTILIZATION
 from .sim.simulate import simulate
 from .stats import program_stats
 
@@ -38,6 +39,7 @@ class TensilTarget(Target):
     description = "Tensil systolic-array TCU (v1.0.15): .tmodel/.tprog/.tdata, emulator, estimator"
     file_formats = files.FORMATS
     has_timeline = True
+    layer_utilization = LAYER_UTILIZATION
     demo_model = "digits_mlp"
     demo_workloads = (("resnet20-baseline", None),)
     example = Example("loadweights local[0], 5\nmatmul local[5], acc[0], 2\n", config="tiny4x4",
@@ -105,8 +107,22 @@ class TensilTarget(Target):
 
     # ------------------------------------------------------------------ simulate / compile
     def simulate(self, program, *, config=None, inputs=None, **options: Any):
-        """Emulator values and cycles (:func:`nnisa.targets.tensil.sim.simulate.simulate`)."""
+        """Emulator values and cycles (:func:`nnisa.targets.tensil.sim.simulate.simulate`); a segmented
+        model (device segments and host steps, :mod:`.pipeline`) runs step by step."""
+        from .pipeline import TensilPipeline, simulate_pipeline
+        if isinstance(program, TensilPipeline):
+            if config is not None and load_arch(config) != program.arch:
+                from ...core.errors import SimError
+                raise SimError("--arch differs from the architecture of the program")
+            return simulate_pipeline(program, inputs=inputs, **options)
         return simulate(program, config=config, inputs=inputs, **options)
+
+    def simulate_batch(self, compiled: CompileResult, samples: list[dict[str, Any]], first: int):
+        """A segmented model runs all samples at once (each segment emulates them as runs)."""
+        from .pipeline import TensilPipeline
+        if isinstance(compiled.program, TensilPipeline):
+            return simulate_stacked(self.simulate, compiled, samples)
+        return super().simulate_batch(compiled, samples, first)
 
     def compile(self, model, *, config=None, out_dir=None, **options: Any) -> CompileResult:
         """ONNX → ``.tmodel``/``.tprog``/``.tdata`` bundle (:func:`nnisa.targets.tensil.compiler.compile_model`)."""

@@ -183,11 +183,14 @@ class CodeGen:
         self.cache: dict[str, int] = {}
         self.reads: dict[str, list[bool]] = {}
         self.place()
-        for op in self.low.ops:
+        self.spans: list[tuple[int, int, int]] = []  # (op index, first row, end row): per-layer figures
+        for i, op in enumerate(self.low.ops):
+            start = len(self.rows)
             if isinstance(op, ArrayOp):
                 self.array_job(op)
             else:
                 self.simd_job(op)
+            self.spans.append((i, start, len(self.rows)))
 
     def _scratch_limit(self) -> int:
         return self.arch.local_depth - self.scratch0

@@ -127,8 +127,6 @@ def lower_move(low: Any, n: Any, op: str, attrs: dict[str, Any], inputs: list[st
     reading ``inputs`` (default: the node's) into ``out`` (name, shape; default: the node's
     output); returns the output var."""
     g = low.g
-    if op == "Slice" and attrs["index"][0] is not None:
-        raise _err(n, "selection along the batch axis", "Tensil compiles one batch layout; slice other axes")
     sources: list[Any] = []
     ids, root_shapes = [], []
 
@@ -155,7 +153,11 @@ def lower_move(low: Any, n: Any, op: str, attrs: dict[str, Any], inputs: list[st
             off = source(v.root, v.root.shape)
             ids.append(np.arange(off, off + int(np.prod(v.shape)), dtype=np.int64).reshape(v.shape))
     out_shape = tuple(out[1]) if out is not None else tuple(g.shape(n.outputs[0]))
-    if out is None and len(out_shape) > 4:  # no layout: stays virtual for the moves that read it
+    # a reshape that only further moves read (the head split: Reshape then Transpose) stays virtual
+    # too: the readers compose its map into their own single move instead of moving lanes twice
+    chained = op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze") and not g.is_output(n.outputs[0]) and \
+        bool(g.consumers(n.outputs[0])) and all(c.op in VIRTUAL_READERS for c in g.consumers(n.outputs[0]))
+    if out is None and (len(out_shape) > 4 or chained):  # no layout: stays virtual for the moves that read it
         if not all(c.op in VIRTUAL_READERS for c in g.consumers(n.outputs[0])) or g.is_output(n.outputs[0]):
             raise _err(n, f"a rank-{len(out_shape)} tensor has no Tensil layout",
                        "only data movement (Reshape/Transpose/Slice) may read it")

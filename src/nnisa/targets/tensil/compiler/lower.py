@@ -385,7 +385,9 @@ class Lowering:
             return True
         if len(r.shape) == 4 and len(v.shape) == 2:
             return r.shape[2] * r.shape[3] == 1
-        return L.vector_count(v.shape, self.N) == r.size and len(v.shape) == len(r.shape)
+        if L.vector_count(v.shape, self.N) == r.size and len(v.shape) == len(r.shape):
+            return True
+        return self._free_view(tuple(r.shape), tuple(v.shape))  # e.g. rows (17, 32) seen as (1, 17, 32)
 
     def _lut(self, n) -> None:
         """Sigmoid/Tanh as a piecewise-linear table (LoadLUT/Lookup extension, spec §3.10/§7.6)."""
@@ -478,11 +480,21 @@ LOWERINGS = {
     **dict.fromkeys(ACTIVATIONS, Lowering._activation),
     **dict.fromkeys(("MaxPool", "AveragePool", "GlobalAveragePool"), _node_only(Lowering._pool)),
     **dict.fromkeys(("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity"), _node_only(Lowering._view)),
-    "Softmax": OnHost("Softmax at an output runs on the host (the softmax policy)", _node_only(Lowering._softmax)),
+    "Softmax": OnHost("Softmax runs on the host: at an output by the softmax policy, else as a host step",
+                      _node_only(Lowering._softmax)),
     **dict.fromkeys(LUT_FUNCTIONS, _node_only(Lowering._lut)),
     "Concat": _node_only(Lowering._concat), "Resize": _node_only(Lowering._resize),
     "MatMul": Lowering._array,
     **dict.fromkeys(("HardSigmoid", "HardSwish"), _node_only(Lowering._hard)),
     **dict.fromkeys(("Slice", "Pad", "Transpose", "ReduceMean", "ReduceSum"),
                     lambda low, n, *_: lower_move(low, n, n.op, n.attrs)),
+    # what neither the array nor the SIMD computes: a host step between device segments (issue 27,
+    # compiler/segments.py), on the frontend's float reference
+    **{op: OnHost(f"{op}: a host step between device segments (the SIMD has no {why})") for op, why in (
+        ("LayerNorm", "division or square root"), ("Gelu", "erf or tanh"), ("Erf", "erf"), ("Exp", "exp"),
+        ("Log", "log"), ("Sqrt", "square root"), ("Pow", "power"), ("Div", "division"),
+        ("Reciprocal", "division"), ("ReduceMax", "lane reduction"), ("MaskedSoftmax", "exp or division"),
+        ("Gather", "indexed load (embedding ids)"), ("Cast", "integer type"), ("Where", "select"),
+        ("Equal", "comparison"), ("Less", "comparison"), ("Greater", "comparison"), ("Not", "boolean type"),
+        ("Expand", "broadcast of a host tensor"), ("Max", "two-operand max"), ("Min", "two-operand min"))},
 }

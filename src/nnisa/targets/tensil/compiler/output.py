@@ -20,7 +20,9 @@ import numpy as np
 from ....core.bundle import BundleWriter, TensorSpec
 from ....core.options import split_options
 from ....core.target import CompileResult
+from ....core.errors import UnsupportedError
 from ....frontend import load_model
+from ....frontend.ir import Graph
 from ..config import TensilArch, load_arch
 from ..formats.binary import encode_program
 from ..formats.bundle import TensilManifest
@@ -28,11 +30,18 @@ from ..formats.model import Entry, TensilModel
 from ..isa import Layout
 from ..numerics import Numeric
 from ..program import DTYPE, TensilProgram
+from ..sim.energy import program_energy
 from ..sim.estimator import estimate
+from ..sim.layers import layer_rows, layer_spans
 from .. import layout as L
 from .codegen import CodeGen, codegen_summary
-from .lower import ArrayOp, Lowering, select_outputs
+from .lower import LOWERINGS, ArrayOp, Lowering, select_outputs
+from .segments import compile_segments, needs_host, pipeline_result
 from .options import TensilCompileOptions
+
+
+#: the clock the estimator's cycles are turned into time at (the simulator's default without a profile)
+ESTIMATOR_CLOCK_MHZ = 100.0
 
 
 def model_name(model_path: Path, arch: TensilArch) -> str:
@@ -54,10 +63,20 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
         arch = arch.with_(simd_registers_depth=max(3, arch.simd_registers_depth),
                           extensions=arch.extensions + (("x_nnisa_lut", {"tables": 2, "depth": 64}),))
     N = arch.array_size
-    path = Path(model)
-    graph = load_model(model)
+    graph = model if isinstance(model, Graph) else load_model(model)
     if outputs:
         select_outputs(graph, [o.strip() for o in outputs.split(",") if o.strip()])
+    nm = name or model_name(Path(str(getattr(model, "path", model)) if not isinstance(model, (bytes, Graph))
+                                 and not hasattr(model, "SerializeToString") else graph.name or "model"), arch)
+    if not isinstance(model, Graph) and needs_host(graph, LOWERINGS, arch.lut):
+        if softmax == "error" and any(n.op == "Softmax" for n in graph.nodes):
+            raise UnsupportedError("the model needs host steps (Softmax, LayerNorm, ...) and -O softmax=error "
+                                   "refuses them", hint="use -O softmax=host (default)")
+        dest = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="nnisa_tensil_")) / nm
+        sub = {k: v for k, v in options.items() if k in TensilCompileOptions.__dataclass_fields__ and k != "outputs"}
+        pipe, summary, files = compile_segments(model, graph, arch=arch, nm=nm, dest=dest, table=LOWERINGS,
+                                                options=sub, compile_graph=compile_model)
+        return pipeline_result(pipe, summary, files)
     low = Lowering(graph, N, softmax, arch.lut).run()
     gen = CodeGen(low, arch, strategy, reuse)
     rows = gen.generate()
@@ -66,7 +85,6 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
     consts = np.concatenate([c.vectors for c in low.consts]) if low.consts else np.zeros((0, N), np.float32)
     raw_consts = num.from_float(consts, "consts")
     data = encode_program(prog)
-    nm = name or model_name(path, arch)
     inputs = [Entry(v.name, v.addr, v.size) for v in low.vars.values() if v.is_input]
     out_vars = []
     for t in graph.outputs:
@@ -80,22 +98,30 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
     macs = sum(o.macs for o in low.ops if isinstance(o, ArrayOp))
     topology = [_topology_row(o) for o in low.ops if isinstance(o, ArrayOp)]
     est = estimate(prog, macs)
+    spans = layer_spans(low, gen.spans, arch.bits)
+    en = program_energy(prog, latency_ns=est["cycles"] * 1000.0 / ESTIMATOR_CLOCK_MHZ)
     lay = Layout.from_arch(arch)
     summary = {
         "model": nm, "data_type": arch.data_type, "array_size": N, "instruction_bytes": lay.instruction_bytes,
         "local_depth": arch.local_depth, "accumulator_depth": arch.accumulator_depth, **codegen_summary(gen),
-        "true_macs": macs, "estimator_cycles": est["cycles"], "estimator_energy": est["energy"],
+        "true_macs": macs, "estimator_cycles": est["cycles"],
+        **{k: en[k] for k in ("energy_pj", "energy_dynamic_pj", "energy_static_pj")},
+        "energy_source": f"{en['energy_model']}, static power over the estimator's cycles at "
+                         f"{ESTIMATOR_CLOCK_MHZ:g} MHz",
         "mac_efficiency": est.get("mac_efficiency"), "dram_vectors": est["dram_vectors_total"],
         "dram_traffic": est["dram_vectors"], "instructions_per_kind": {k: v["instructions"] for k, v in
                                                                        est["classes"].items()},
         "consts_scalars": int(consts.size), "consts_conversion": num.stats.get("consts").to_dict(
             1.0 / (1 << num.bp)) if "consts" in num.stats and num.bp else {},
         "postprocess": low.postprocess,
+        "input_shapes": {t.name: list(low.vars[t.name].shape) for t in graph.inputs},
+        "output_shapes": {t.name: list(src.shape) for t, src in out_vars},
     }
     files: dict[str, str] = {}
     dest = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="nnisa_tensil_")) / nm
     manifest = TensilManifest(target="tensil", program=f"{nm}.tprog", tmodel=f"{nm}.tmodel", tdata=f"{nm}.tdata",
                               true_macs=macs, postprocess=low.postprocess, topology=topology, strategy=strategy,
+                              layer_spans=spans,
                               inputs=[TensorSpec(name=t.name, shape=list(low.vars[t.name].shape), bits=arch.bits,
                                                  layout="NHWC-vectors",
                                                  address=low.vars[t.name].addr) for t in graph.inputs],
@@ -111,7 +137,8 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
     for role, fname in (("tmodel", f"{nm}.tmodel"), ("program", f"{nm}.tprog"), ("tdata", f"{nm}.tdata")):
         files[role] = str(final / fname)
     tmodel.directory, tmodel.path = final, final / f"{nm}.tmodel"
-    tmodel.extensions = dict(tmodel.extensions, x_nnisa_true_macs=macs, x_nnisa_topology=topology)
+    tmodel.extensions = dict(tmodel.extensions, x_nnisa_true_macs=macs, x_nnisa_topology=topology,
+                             x_nnisa_layer_spans=spans)
     prog.model = tmodel
     summary["compile_s"] = time.perf_counter() - t0
     shapes_in = {t.name: tuple(low.vars[t.name].shape) for t in graph.inputs}  # the layout's shape
@@ -135,7 +162,8 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
         return res
 
     return CompileResult(program=prog, files=files, report=summary, encode_inputs=encode_inputs,
-                         decode_outputs=decode_outputs, sim_options={"mode": "both"})
+                         decode_outputs=decode_outputs, sim_options={"mode": "both"},
+                         layer_table=layer_rows(prog, spans, clock_mhz=ESTIMATOR_CLOCK_MHZ))
 
 
 def _softmax(v: np.ndarray, axis: int) -> np.ndarray:

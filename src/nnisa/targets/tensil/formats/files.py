@@ -60,6 +60,10 @@ def _attach_manifest(prog: TensilProgram, man: TensilManifest) -> None:
         prog.model.extensions["x_nnisa_topology"] = man.topology
     if man.inputs:  # the tensors' shapes: model-shaped input arrays are laid out by the runner
         prog.model.extensions["x_nnisa_input_shapes"] = {t.name: list(t.shape) for t in man.inputs}
+    if man.layer_spans:  # per-layer figures of nnisa sim
+        prog.model.extensions["x_nnisa_layer_spans"] = man.layer_spans
+    if man.outputs:  # ... and the outputs come back as float tensors of these shapes
+        prog.model.extensions["x_nnisa_output_shapes"] = {t.name: list(t.shape) for t in man.outputs}
 
 
 def _arch(config: Any) -> TensilArch:
@@ -72,6 +76,8 @@ def _read_folder(path: Path, **_: Any) -> TensilProgram:
     """A folder holding one ``.tmodel`` (a compiler output: its manifest's figures attached; the
     files a manifest names are confined to the folder)."""
     man = read_manifest(path, TensilManifest) if is_bundle_dir(path) else None
+    if man is not None and man.steps:
+        return _read_segmented(path, man)
     m = member(path, man.tmodel, what="tmodel file") if man is not None and man.tmodel else find_model(path)
     if m is None:
         raise FormatError("folder holds no .tmodel", file=str(path))
@@ -79,6 +85,37 @@ def _read_folder(path: Path, **_: Any) -> TensilProgram:
     if man is not None:
         _attach_manifest(prog, man)
     return prog
+
+
+def _read_segmented(path: Path, man: TensilManifest) -> Any:
+    """A segmented model's folder (issue 27): each device segment's sub-folder (a Tensil bundle of
+    its own) and the host steps' nodes from the folder's ONNX model."""
+    from ....frontend import load_model
+    from ..pipeline import DeviceStep, HostStep, TensilPipeline
+    if not man.onnx:
+        raise FormatError("a segmented model's manifest names no onnx model (its host steps' nodes)",
+                          file=str(path / "manifest.json"))
+    graph = load_model(member(path, man.onnx, what="onnx file"))
+    known = {n.name for n in graph.nodes}
+    steps: list[Any] = []
+    for i, st in enumerate(man.steps):
+        kind, ins, outs = st.get("kind"), list(st.get("inputs") or []), list(st.get("outputs") or [])
+        if kind == "device":
+            sub = member(path, str(st.get("folder")), what=f"segment {i} folder")
+            if not is_bundle_dir(sub):
+                raise FormatError(f"segment {i} folder {st.get('folder')!r} is not a Tensil bundle", file=str(sub))
+            steps.append(DeviceStep(str(st["folder"]), _read_folder(sub), ins, outs, list(st.get("nodes") or [])))
+        elif kind == "host":
+            missing = [n for n in st.get("nodes") or [] if n not in known]
+            if missing:
+                raise FormatError(f"host step {i} names nodes the ONNX model lacks: {', '.join(missing[:3])}",
+                                  file=str(path / "manifest.json"))
+            steps.append(HostStep(list(st["nodes"]), ins, outs, int(st.get("host_ops") or 0)))
+        else:
+            raise FormatError(f"step {i} has kind {kind!r} (device or host)", file=str(path / "manifest.json"))
+    devices = [s for s in steps if isinstance(s, DeviceStep)]
+    arch = devices[0].program.arch if devices else load_arch(man.config)
+    return TensilPipeline(arch, graph, steps, [t.name for t in graph.inputs], [t.name for t in graph.outputs])
 
 
 def _read_tprog(path: Path, *, config: Any = None, **_: Any) -> TensilProgram:

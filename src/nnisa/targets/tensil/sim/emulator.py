@@ -127,6 +127,13 @@ def _input_arrays(model: TensilModel, inputs: dict[str, np.ndarray] | None) -> t
                            file=None if model.path is None else str(model.path))
         a = _finite(k, inputs[k])
         shape = shapes.get(k)
+        if shape is not None and a.ndim == len(shape) + 1 and list(a.shape[1:]) == list(shape):
+            a = a.reshape((-1, *shape[1:]))  # (N, *shape): N samples
+        if shape is not None and not (a.ndim == len(shape) and list(a.shape[1:]) == list(shape[1:])) \
+                and not (a.ndim == 2 and a.shape[1] == n):  # neither the model's tensors nor Tensil's vectors
+            from ....core.bundle import expected_shapes
+            raise SimError(f"input {k}: got shape {tuple(a.shape)}; expected {expected_shapes(list(shape))}, "
+                           f"or Tensil's vectors (runs·{size}, {n})")
         if shape is not None and a.ndim == len(shape) and list(a.shape[1:]) == list(shape[1:]):
             # a batch of model-shaped tensors (NCHW or 2-D): lay each out in Tensil's vectors
             per = shape[0]

@@ -1,7 +1,7 @@
 """Tensil energy model: per-action energies (pJ) times the actions a program performs (issue 28).
 
-Tensil's own estimator counts unitless "energy" (MatMul N² per vector, DRAM 100, ...; kept as
-``estimator.energy_units``).  This model counts physical actions per instruction, in the same pass
+Tensil's own estimator counts unitless "energy" (MatMul N² per vector, DRAM 100, ...; not
+reported: it has no unit).  This model counts physical actions per instruction, in the same pass
 over the program:
 
 * MatMul: ``N²`` MACs per vector, a local read of the input vector (not for zero inputs), an
@@ -112,7 +112,7 @@ def program_energy(prog: TensilProgram, *, runs: int = 1, latency_ns: float | No
     parts["local"] += float(vec[op == LOADLUT].sum()) * local
     parts = {k: v * runs for k, v in parts.items()}
     dynamic = sum(parts.values())
-    static = None if latency_ns is None else table["static_mw"] * latency_ns * runs * 1e-3
+    static = None if latency_ns is None else table["static_mw"] * latency_ns * runs  # mW × ns = pJ
     total = dynamic + (static or 0.0)
     return {"energy_pj": total, "energy_dynamic_pj": dynamic, "energy_static_pj": static, "inputs": runs,
             "energy_per_input_pj": total / runs, "energy_breakdown_pj": parts,

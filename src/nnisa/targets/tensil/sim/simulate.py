@@ -27,15 +27,40 @@ __all__ = ["TIMING_MODELS", "simulate"]
 TIMING_MODELS = ("estimator", "detailed", "scalesim")
 
 
+def model_outputs(floats: dict[str, np.ndarray], shapes: dict[str, list[int]],
+                  postprocess: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Output vectors ``(runs, size, N)`` → float tensors ``(runs·shape[0], *shape[1:])`` in the
+    model's layout, with a trailing Softmax (the compile's host tail) applied."""
+    from ..layout import vectors_to_activation
+    post = {p["output"]: p for p in postprocess}
+    out = {}
+    for k, v in floats.items():
+        shape = tuple(shapes.get(k) or ())
+        if not shape:
+            out[k] = v.reshape(-1, v.shape[-1])
+            continue
+        a = np.concatenate([vectors_to_activation(np.asarray(r, np.float64), shape, r.shape[-1]) for r in v])
+        if k in post:
+            e = np.exp(a - a.max(axis=post[k]["axis"], keepdims=True))
+            a = e / e.sum(axis=post[k]["axis"], keepdims=True)
+        out[k] = a.astype(np.float32)
+    return out
+
+
 def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np.ndarray] | None = None,
              mode: str = "both", timing: str = "estimator", runs: int | None = None,
              local_consts: bool | None = None, compare: str | None = None,
              conversion: str = "tensil", true_macs: int | None = None, profile: str = "zcu104-single",
              raw_outputs: bool = False, csv: str | None = None, timeline: bool = False,
-             **options: Any) -> SimResult:
+             shaped: bool | None = None, **options: Any) -> SimResult:
     """Simulate a program (with its model when read from a ``.tmodel``).  ``engine``: the
     emulator's ``fast`` (numba) or ``reference`` interpreter (``path`` is the deprecated old name);
-    ``timeline`` (the detailed model only): ``SimResult.timeline``, one track per unit."""
+    ``timeline`` (the detailed model only): ``SimResult.timeline``, one track per unit.
+
+    Outputs are Tensil's vectors ``(runs·size, N)``, or, with ``shaped`` (default: when the model
+    knows its output shapes, i.e. a compiled folder), float tensors in the model's output shapes
+    ``(runs, *shape[1:])`` with the host's Softmax tail applied (issue 28 item 3); ``raw_outputs``
+    keeps the raw fixed-point vectors either way."""
     engine = take_engine(options)
     mode = check_mode(mode)
     if timeline and (timing != "detailed" or mode == "functional"):
@@ -60,6 +85,9 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
                                 compare=cmp, conversion=conversion)
             src = res.raw if raw_outputs else res.floats
             outputs = {k: v.reshape(-1, v.shape[-1]) for k, v in src.items()}
+            shapes = model.extensions.get("x_nnisa_output_shapes")
+            if shapes and not raw_outputs and shaped is not False:
+                outputs = model_outputs(res.floats, shapes, model.extensions.get("x_nnisa_postprocess") or [])
             if csv:  # Tensil's output CSV: every output vector of every run, exact decimals, CRLF
                 from ....core.fileio import write_atomic
                 from ..formats.model import format_csv_vectors
@@ -79,7 +107,6 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
     macs = true_macs or (model.extensions.get("x_nnisa_true_macs") if model is not None else None)
     est = estimate(program, macs)
     extra["estimator"] = {k: est[k] for k in ("cycles", "classes", "dram_vectors", "dram_vectors_total")}
-    extra["estimator"]["energy_units"] = est["energy"]  # Tensil's unitless figure; energy_pj is ours
     if "mac_efficiency" in est:
         extra["mac_efficiency"] = est["mac_efficiency"]
     if mode in ("both", "timing"):
@@ -106,5 +133,10 @@ def simulate(program: TensilProgram, *, config: Any = None, inputs: dict[str, np
     en = program_energy(program, runs=runs_done, latency_ns=stats.latency_ns)
     stats.energy_pj = en.pop("energy_pj")
     extra.update(en)
+    spans = model.extensions.get("x_nnisa_layer_spans") if model is not None else None
+    if spans:
+        from .layers import layer_rows
+        stats.layers = layer_rows(program, spans, cycles=stats.cycles, clock_mhz=extra.get("clock_mhz", 100.0),
+                                  model=timing)
     stats.wall_s = time.perf_counter() - t0
     return SimResult(outputs, stats, details=None, timeline=tl)
