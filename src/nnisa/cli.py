@@ -15,11 +15,13 @@ import click
 import numpy as np
 
 from .core.errors import NnisaError, OptionError
+from .core.layers import layer_dicts
 from .core.fileio import load_arrays, save_arrays, write_atomic
 from .core.target import Target, get_target, target_names
 
 from .cli_common import (_MEMORY_LIMIT, OUT_OF_MEMORY, TargetCommand, _cfg, _limit_memory, _model_arg, config_option,
-                         console, emit_json, json_option, option_option, parse_options, progress_bar, read_program,
+                         console, emit_json, json_option, layers_option, option_option,
+                         print_layer_rows, parse_options, progress_bar, read_program,
                          show, status, target_option)
 
 
@@ -222,9 +224,10 @@ def _with_calibration(t, opts: dict, calibration: str | None) -> dict:
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Output directory.")
 @calibration_option
+@layers_option
 @option_option
 @json_option
-def compile_cmd(target_name, model, config, out_dir, calibration, options, as_json):
+def compile_cmd(target_name, model, config, out_dir, calibration, show_layers, options, as_json):
     """Compile an ONNX model (a file or a bundled name: nnisa models) for a target."""
     t = get_target(target_name)
     model = _model_arg(model)
@@ -234,7 +237,11 @@ def compile_cmd(target_name, model, config, out_dir, calibration, options, as_js
         res = t.compile(model, config=config, out_dir=out_dir, **opts)
     summary = {"target": target_name, "model": model, "out_dir": out_dir, "files": res.files,
                "compile_s": time.perf_counter() - t0, "report": res.report}
-    show(as_json, summary, "print_mapping")
+    if res.layer_table is not None:
+        summary["layers"] = layer_dicts(res.layer_table)
+    show(as_json, {k: v for k, v in summary.items() if k != "layers" or as_json}, "print_mapping")
+    print_layer_rows(as_json, show_layers, summary.get("layers"), t, f"{Path(model).name} on {target_name}: "
+                     "per layer, compiler's figures", f"the {target_name} compiler gives no per-layer table")
 
 
 @cli.command("sim", cls=TargetCommand)
@@ -250,9 +257,11 @@ def compile_cmd(target_name, model, config, out_dir, calibration, options, as_js
               show_default=True, help="Report style (pimsim = the reference simulator's text block).")
 @click.option("--raw", is_flag=True, help="A compiled folder's inputs and outputs as the program's integers "
               "(default: float model values, quantized and dequantized as its manifest says).")
+@layers_option
 @option_option
 @json_option
-def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, report_style, raw, options, as_json):
+def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, report_style, raw, show_layers,
+            options, as_json):
     """Simulate a program: output values plus cycles and energy."""
     t = get_target(target_name)
     opts = parse_options(t, "sim", options)
@@ -292,7 +301,10 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
         click.echo(res.report_text)
     else:
         from .report.tables import print_sim
+        rows = stats.pop("layers", None)
         print_sim(stats, res.outputs, title=f"{target_name}: {Path(program).name}")
+        print_layer_rows(as_json, show_layers, rows, t, f"{target_name}: {Path(program).name} per layer",
+                         f"the {target_name} simulator attributes no figures to layers for this program")
 
 
 def _quantized_bundle(t: Target, program: str, raw: bool):
@@ -317,10 +329,11 @@ def _quantized_bundle(t: Target, program: str, raw: bool):
               "the target records a timeline (else one warning says why not).")
 @click.option("--trace", type=click.Path(dir_okay=False), help="Write the first sample's Chrome/Perfetto trace.")
 @calibration_option
+@layers_option
 @option_option
 @json_option
-def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, gantt, trace, calibration, options,
-            as_json):
+def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, gantt, trace, calibration, show_layers,
+            options, as_json):
     """Compile, simulate and compare with onnxruntime.
 
     MODEL is an ONNX file or a bundled model's name (nnisa models); without one, the target's
@@ -343,6 +356,10 @@ def run_cmd(target_name, model, config, inputs, outputs, samples, out_dir, gantt
         report = run_model(target_name, model, inputs=data, samples=samples, config=config,
                            out_dir=out_dir, save_outputs=outputs, progress=update, gantt=gantt, trace=trace, **opts)
     show(as_json, report, "print_run")
+    source = "simulation" if report.get("layers_source") == "simulation" else "compiler's figures"
+    print_layer_rows(as_json, show_layers, report.get("layers"), t,
+                     f"{Path(model).name} on {target_name}: per layer ({source})",
+                     f"target {target_name} reports no per-layer figures")
 
 
 @cli.command("bench", cls=TargetCommand)

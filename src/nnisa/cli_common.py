@@ -94,6 +94,8 @@ class TargetCommand(click.Command):
 
 
 target_option = click.option("--target", "-t", "target_name", required=True, help=TARGET_HELP)
+layers_option = click.option("--layers", "show_layers", is_flag=True,
+                             help="Print the per-layer table (cycles, energy, utilization, memory per layer).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")
 option_option = click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE",
                              help="Target-specific option (repeatable); listed below.")
@@ -146,3 +148,12 @@ def _limit_memory(size: str | None) -> None:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
     _MEMORY_LIMIT.append(limit)
+
+
+def print_layer_rows(as_json: bool, show_layers: bool, rows: Any, target: Target, title: str,
+                     why_not: str) -> None:
+    """``--layers``: the per-layer table after the summary (JSON output already carries ``layers``)."""
+    if as_json or not show_layers:
+        return
+    from .report.tables import print_layers
+    print_layers(rows, title, target.layer_utilization, why_not)

@@ -33,6 +33,7 @@ import numpy as np
 
 from .errors import ConfigError, OptionError, UnsupportedError
 from .formats import FormatTable
+from .layers import LayerRow, layer_dicts, layer_rows
 from .options import OptionSpec, OptionTable
 
 if TYPE_CHECKING:  # the report layer draws timelines; core only carries them
@@ -121,7 +122,8 @@ class Stats:
     input of a stream (pipelined programs); ``cycles`` are the cycles of the model named in
     ``extra["timing_model"]`` (reference-compatible or nnisa's own).  ``extra`` holds
     target-specific figures (per-core tables, unit busy times, ...); everything in it must be
-    JSON-serialisable.
+    JSON-serialisable.  ``layers`` are the per-layer figures per input
+    (:class:`~nnisa.core.layers.LayerRow`), where the simulator can attribute its figures to layers.
     """
 
     cycles: int | None = None
@@ -131,16 +133,24 @@ class Stats:
     instructions: int | None = None
     wall_s: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    layers: list[LayerRow] | None = None
+
+    def __post_init__(self) -> None:
+        self.layers = layer_rows(self.layers)
 
     def to_dict(self) -> dict[str, Any]:
-        """The figures under the one vocabulary (:func:`schema_figures`), then the extras."""
-        d = {k: v for k, v in self.__dict__.items() if k != "extra"}
+        """The figures under the one vocabulary (:func:`schema_figures`), then the extras and
+        ``layers`` (flat dicts) when there are per-layer figures."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("extra", "layers")}
         d.update(self.extra)
-        return schema_figures(d)
+        d = schema_figures(d)
+        if self.layers is not None:
+            d["layers"] = layer_dicts(self.layers)
+        return d
 
     @classmethod
     def from_figures(cls, figures: dict[str, Any]) -> "Stats":
-        """The typed figures of a flat dict (``cycles``, ``latency_ns``, ...) and the rest as ``extra``."""
+        """The typed figures of a flat dict (``cycles``, ``latency_ns``, ``layers``, ...) and the rest as ``extra``."""
         typed = {f.name for f in fields(cls) if f.name != "extra"}
         return cls(**{k: v for k, v in figures.items() if k in typed},
                    extra={k: v for k, v in figures.items() if k not in typed})
@@ -148,8 +158,11 @@ class Stats:
     def figures(self) -> dict[str, Any]:
         """The flat figures as the target gave them (the inverse of :meth:`from_figures`, without
         :meth:`to_dict`'s schema names: a workload's paper units such as ``energy_j`` stay)."""
-        typed = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
-        return {**{k: v for k, v in typed.items() if v is not None}, **self.extra}
+        typed = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("extra", "layers")}
+        out = {**{k: v for k, v in typed.items() if v is not None}, **self.extra}
+        if self.layers is not None:
+            out["layers"] = layer_dicts(self.layers)
+        return out
 
 
 @dataclass
@@ -211,6 +224,9 @@ class CompileResult:
         The target configuration the program was compiled for.
     layers
         The compiler's per-layer records, where the runner needs them.
+    layer_table
+        The per-layer figures the compiler knows before simulation (memory, instructions,
+        estimated cycles; :class:`~nnisa.core.layers.LayerRow`): ``nnisa compile --layers``.
     """
 
     program: Any
@@ -224,6 +240,10 @@ class CompileResult:
     qgraph: Any = None
     config: Any = None
     layers: list[Any] | None = None
+    layer_table: list[LayerRow] | None = None
+
+    def __post_init__(self) -> None:
+        self.layer_table = layer_rows(self.layer_table)
 
 
 @dataclass(frozen=True)
@@ -319,6 +339,9 @@ class Target(abc.ABC):
     example: ClassVar[Example]
     #: ``simulate(..., timeline=True)`` returns a :class:`~nnisa.report.timeline.Timeline`
     has_timeline: ClassVar[bool] = False
+    #: what a per-layer row's ``utilization`` measures on this target (one phrase, e.g. "MAC-array
+    #: busy cycles / layer cycles"); ``None`` until the target reports per-layer figures
+    layer_utilization: ClassVar[str | None] = None
     #: ``nnisa sim`` on this target's compiled folder quantizes float inputs and dequantizes integer
     #: outputs as its manifest's tensors say (:func:`nnisa.core.bundle.quantize_inputs`); False: the
     #: target's simulator takes and returns float model values itself

@@ -228,3 +228,42 @@ def side_by_side_table(rows: list[dict[str, Any]], title: str) -> Table:
         caption.append("area proxy: " + ", ".join(f"{k} {v}" for k, v in units.items()))
     t.caption = "\n".join(caption + notes)
     return t
+
+
+def layers_table(rows: list[dict[str, Any]], title: str, utilization: str | None = None,
+                 limit: int = 200) -> Table:
+    """The per-layer table (:mod:`nnisa.core.layers` columns, then the target's extras), with a
+    total row for the additive columns and a caption saying what ``utilization`` measures."""
+    from ..core.layers import LAYER_COLUMNS
+    extras = [k for r in rows for k in r if k not in LAYER_COLUMNS]
+    cols = [c for c in LAYER_COLUMNS if any(r.get(c) is not None for r in rows)]
+    cols += list(dict.fromkeys(extras))
+    t = Table(title=title)
+    for c in cols:
+        t.add_column(c.replace("_", " "), justify="left" if c in ("layer", "op") else "right")
+    for r in rows[:limit]:
+        t.add_row(*["" if r.get(c) is None else (f"{100 * r[c]:.1f} %" if c == "utilization" else _fmt(r[c]))
+                    for c in cols])
+    totals = {c: sum(r[c] for r in rows) for c in ("energy_pj", "instructions")
+              if c in cols and all(r.get(c) is not None for r in rows)}
+    if totals:
+        t.add_section()
+        t.add_row(*[("total" if c == "layer" else _fmt(totals[c]) if c in totals else "") for c in cols])
+    notes = ["per input; cycles: each layer's span (layers overlap on pipelined machines)",
+             "energy_pj: dynamic energy (static energy is in the run's totals)"]
+    if utilization:
+        notes.append(f"utilization: {utilization}")
+    if len(rows) > limit:
+        notes.append(f"{len(rows) - limit} more rows (use --json for all)")
+    t.caption = "; ".join(notes)
+    return t
+
+
+def print_layers(rows: list[dict[str, Any]] | None, title: str, utilization: str | None = None,
+                 why_not: str | None = None) -> None:
+    """Print the per-layer table, or one warning line saying why there is none."""
+    if not rows:
+        import click
+        click.echo(f"warning: no per-layer figures: {why_not or 'the target reported none'}", err=True)
+        return
+    wide_console().print(layers_table(rows, title, utilization))

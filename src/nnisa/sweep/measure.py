@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.errors import NnisaError, UnsupportedError
 from ..core.fileio import private_temp_folder
+from ..core.layers import layer_dicts
 from ..core.target import get_target
 from ..frontend.prepared import PreparedModel, compare_outputs, default_inputs
 
@@ -67,6 +68,13 @@ def run_prepared(target_name: str, model: PreparedModel, *, config: Any = None, 
         save_arrays(save_outputs, outs)
     report: dict[str, Any] = {"target": target_name, "model": str(model), "samples": len(next(iter(inputs.values())))}
     report.update(stats.to_dict())
+    if stats.layers is not None:
+        report["layers_source"] = "simulation"
+    else:
+        if "layers" in report:  # a target's own per-layer list, not (yet) in the common columns
+            report["target_layers"] = report.pop("layers")
+        if compiled.layer_table is not None:  # the compiler's figures, said as such
+            report["layers"], report["layers_source"] = layer_dicts(compiled.layer_table), "compiler"
     report.update(compare_outputs(outs, ref))
     report.update(checks)
     report.update(pictures)
