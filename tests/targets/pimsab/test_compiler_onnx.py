@@ -61,7 +61,17 @@ def test_mlp_compile_result_reference():
     outs, stats, checks = get_target("pimsab").run_compiled(c, {"input": x[:3]})
     assert checks["bit_exact"] is True
     assert outs[next(iter(outs))].shape == (3, 10)
-    assert stats.cycles == sum(r["cycles"] for r in stats.extra["layers"])
+    assert stats.cycles == sum(r["cycles"] for r in stats.extra["network_layers"])
+    # the per-layer rows (issue 28 item 5): a partition of the run's cycles and dynamic energy
+    assert [r.layer for r in stats.layers] == [L.node.name for L in c.layers]
+    assert sum(r.cycles for r in stats.layers) == stats.cycles
+    assert sum(r.energy_pj for r in stats.layers) == pytest.approx(stats.energy_pj, rel=1e-9)
+    dev = [r for r in stats.layers if r.extra["device"]]
+    assert dev and all(0 < r.utilization <= 1 and r.memory_bytes > 0 and r.instructions > 0 for r in dev)
+    assert all(r.cycles == 0 and r.memory_bytes == 0 for r in stats.layers if not r.extra["device"])
+    est = c.layer_table   # the compiler's figures: estimated cycles, no energy yet
+    assert [r.layer for r in est] == [r.layer for r in stats.layers] and all(r.energy_pj is None for r in est)
+    assert [r.memory_bytes for r in est] == [r.memory_bytes for r in stats.layers]
 
 
 def test_cli_compile_and_run(tmp_path, capsys):

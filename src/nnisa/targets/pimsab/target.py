@@ -35,6 +35,7 @@ class PimsabTarget(Target):
     has_timeline = True
     demo_workloads = (("vadd", None), ("gemv", None))
     demo_model = "digits_cnn"
+    layer_utilization = "CRAMs the layer's programs distribute the work over / CRAMs on the chip, cycle-weighted"
     example = Example(".tile 0\nadd r16, i9, r0, i8, r8, i8\n", workload="vadd")
     options = (
         O("lenient", bool, False, None, "decode words with nonzero reserved bits", ("disasm", "stats", "convert")),

@@ -71,9 +71,9 @@ class Compiled:
         """:meth:`run` for many samples in one batched simulation; returns ``(outputs by name per
         sample, SimResult of the first sample)``."""
         from ..sim.simulate import simulate_many
-        images = self.layout.pack_batch(values)
+        images = self.layout.pack_batch(values)   # rows of one array: the machine takes them without a copy
         res = simulate_many(self.program, config=self.config, inputs=[{"dram_0x0": im} for im in images],
-                                    mode=mode, **options)
+                            mode=mode, **options)
         m, t = res[0].details.machine, self.schedule.op.dtype
         if m is None:
             return [{} for _ in values], res[0]

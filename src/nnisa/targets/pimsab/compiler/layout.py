@@ -40,6 +40,17 @@ def float_values(v: np.ndarray, fmt: str) -> np.ndarray:
     return ((v & 0xFFFF).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
+def _bit_planes(v: np.ndarray, p: int) -> np.ndarray:
+    """(..., n) uint64 patterns → (..., p, n) uint8 bits (plane j = bit j), through the bytes of
+    each element (one unpack, no p-fold 64-bit shifts)."""
+    nbytes = (p + 7) // 8
+    le = np.ascontiguousarray(v.astype("<u8", copy=False)).view(np.uint8).reshape(v.shape + (8,))[..., :nbytes]
+    bits = np.unpackbits(le, axis=-1, bitorder="little")[..., :p]      # (..., n, p)
+    if p > 64:   # planes above the 64-bit pattern are zeros
+        bits = np.concatenate([bits, np.zeros(bits.shape[:-1] + (p - 64,), np.uint8)], axis=-1)
+    return np.moveaxis(bits, -1, -2)
+
+
 @dataclass
 class Region:
     tensor: str
@@ -111,9 +122,22 @@ class Layout:
         return {"dram_0x0": self.pack_batch([values])[0]}
 
     def pack_batch(self, samples: list[dict[str, np.ndarray]]) -> np.ndarray:
-        """:meth:`pack` of many samples at once: their DRAM images as one (samples, bytes) array."""
+        """:meth:`pack` of many samples at once: their DRAM images as one (samples, bytes) array.
+        A tensor every sample holds alike (weights, constants) is gathered and packed once, its
+        regions broadcast into the images."""
+        flat = self._flat_inputs(samples)
+        end = max((r.addr + r.nbytes for r in self.regions), default=0)
+        img = np.zeros((len(samples), end), np.uint8)
+        for r in self.regions:
+            data = self._pack_region(r, flat[r.tensor])
+            img[:, r.addr:r.addr + data.shape[-1]] = data
+        return img
+
+    def _flat_inputs(self, samples: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """Input tensors flattened to (1 | samples, size + 1) int64 (the last column 0: the value of
+        index −1); one row when every sample holds the same tensor."""
         flat = {}
-        for name, (shape, _) in self.inputs.items():
+        for name, (shape, tok) in self.inputs.items():
             arrs = []
             for values in samples:
                 if name not in values:
@@ -121,26 +145,28 @@ class Layout:
                 a = np.asarray(values[name])
                 if a.shape != shape:
                     raise CompileError(f"input {name!r}: shape {a.shape}, expected {shape}")
-                if self.inputs[name][1] in FLOAT_TOKENS:  # float tensors travel as their bit patterns
-                    a = float_patterns(a, self.inputs[name][1])
-                arrs.append(a.reshape(-1).astype(np.int64))
-            stacked = np.stack(arrs)
-            flat[name] = np.concatenate([stacked, np.zeros((len(samples), 1), np.int64)], axis=1)  # index −1 → 0
-        end = max((r.addr + r.nbytes for r in self.regions), default=0)
-        img = np.zeros((len(samples), end), np.uint8)
-        for r in self.regions:
-            v = flat[r.tensor][:, self.patterns[r.pattern] + np.where(self.patterns[r.pattern] >= 0, r.offset, 0)]
-            if r.stack > 1:
-                b = r.prec_bits // r.stack
-                parts = v.view(np.uint64).reshape(len(samples), r.stack, r.n) & np.uint64((1 << b) - 1)
-                v = sum(parts[:, j] << np.uint64(j * b) for j in range(r.stack)).view(np.int64)
-            if r.tr:
-                data = pack_elements(v.view(np.uint64), r.bits)
-            else:
-                shifts = np.arange(r.prec_bits, dtype=np.uint64)[:, None]
-                data = pack_planes((v.view(np.uint64)[:, None, :] >> shifts) & np.uint64(1))
-            img[:, r.addr:r.addr + data.shape[-1]] = data
-        return img
+                arrs.append(a)
+            if all(a is arrs[0] or np.array_equal(a, arrs[0]) for a in arrs[1:]):
+                arrs = arrs[:1]
+            stacked = np.stack(arrs).reshape(len(arrs), -1)
+            if tok in FLOAT_TOKENS:  # float tensors travel as their bit patterns
+                stacked = float_patterns(stacked, tok)
+            flat[name] = np.concatenate([stacked.astype(np.int64), np.zeros((len(arrs), 1), np.int64)], axis=1)
+        return flat
+
+    def _pack_region(self, r: Region, src: np.ndarray) -> np.ndarray:
+        """The bytes of region ``r`` from the flat input rows ``src`` (one row per sample or one)."""
+        pat = self.patterns[r.pattern]
+        v = src[:, pat + np.where(pat >= 0, r.offset, 0)].view(np.uint64)
+        if r.stack > 1:
+            b = r.prec_bits // r.stack
+            parts = v.reshape(len(src), r.stack, r.n) & np.uint64((1 << b) - 1)
+            v = parts[:, 0].copy()
+            for j in range(1, r.stack):
+                v |= parts[:, j] << np.uint64(j * b)
+        if r.tr:
+            return pack_elements(v, r.bits)
+        return pack_planes(_bit_planes(v, r.prec_bits))
 
     def unpack(self, read) -> dict[str, np.ndarray]:
         """Outputs from DRAM (``read(addr, nbytes)`` → uint8 array) → arrays by tensor name."""

@@ -33,9 +33,22 @@ from .dram import Dram
 U64 = np.uint64
 
 
+def stack_samples(arrays: list) -> np.ndarray:
+    """One array per sample → their bytes as (1 | B, n) uint8: one row when every sample holds the
+    same data (the same object or equal bytes)."""
+    if all(a is arrays[0] for a in arrays):
+        return _flat_bytes(arrays[0])[None]
+    base = arrays[0].base
+    if isinstance(base, np.ndarray) and base.ndim == 2 and base.shape[0] == len(arrays) and \
+            base.flags.c_contiguous and all(a.base is base and a.ndim == 1 and a.ctypes.data == base[i].ctypes.data
+                                            for i, a in enumerate(arrays)):
+        return _uniform(base.view(np.uint8))  # the rows of one (B, n) array, in order: no copy
+    return _uniform(np.stack([_flat_bytes(a) for a in arrays]))
+
+
 def _uniform(arr: np.ndarray) -> np.ndarray:
     """``arr`` (samples, ...) as (1, ...) when every sample holds the same data."""
-    if arr.shape[0] > 1 and (arr == arr[:1]).all():
+    if arr.shape[0] > 1 and np.array_equal(arr[1], arr[0]) and (arr == arr[:1]).all():
         return arr[:1]
     return arr
 
@@ -155,7 +168,7 @@ class BatchDram(Dram):
 
     def write_samples(self, addr: int, arrays: list[np.ndarray]) -> None:
         """One array per sample at ``addr`` (raw bytes; stored once when all are equal)."""
-        self.write(addr, _uniform(np.stack([_flat_bytes(a) for a in arrays])), record=False)
+        self.write(addr, stack_samples(arrays), record=False)
 
     def sample(self, b: int) -> "SampleView":
         return SampleView(self, b)
@@ -239,4 +252,4 @@ class SampleView:
         return out[min(self.b, out.shape[0] - 1)].copy()
 
 
-__all__ = ["ColumnTileState", "FlatDram", "BatchDram", "SampleView"]
+__all__ = ["ColumnTileState", "FlatDram", "BatchDram", "SampleView", "stack_samples"]

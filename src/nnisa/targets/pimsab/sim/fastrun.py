@@ -19,7 +19,7 @@ from ....core.errors import NnisaError
 from ..config import PimsabConfig
 from ..program import PimsabProgram
 from . import interp_nb
-from .batch import ColumnTileState, FlatDram, _uniform, words_per_bitline
+from .batch import ColumnTileState, FlatDram, stack_samples, words_per_bitline
 from .machine import Machine, _where
 from .plan import COL, OPC, PY, FunctionalPlan, build_plan
 
@@ -50,8 +50,7 @@ class _InputRecorder:
         self.writes: list[tuple[int, np.ndarray]] = []
 
     def write_samples(self, addr: int, arrays: list[np.ndarray]) -> None:
-        data = _uniform(np.stack([np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]))
-        self.writes.append((addr, data))
+        self.writes.append((addr, stack_samples(arrays)))
 
 
 def _layout(plan: FunctionalPlan, prog: PimsabProgram, writes, batch: int) -> FlatDram:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ....core.errors import OptionError, SimError, UnsupportedError
+from ....core.layers import LayerRow
 from ....core.target import Stats
 from ..config import PimsabConfig
 from ..sim.simulate import check_values, simulate
@@ -151,7 +152,11 @@ def run_workload(name: str, cfg: PimsabConfig, *, scale: float = 1.0, check: boo
         for c, v in ex["time_breakdown_cycles"].items():
             brk[c] = brk.get(c, 0.0) + k * v
         if w.parts:
-            layers.append({"layer": part.name, "count": k, "cycles": st.cycles, "energy_j": ex["energy_j"]})
+            # per-layer rows (core.layers): a part that repeats k times counts k times
+            layers.append(LayerRow(part.name, "workload part", cycles=k * st.cycles,
+                                   latency_ns=k * st.cycles / cfg.clock_ghz, energy_pj=k * ex["energy_j"] * 1e12,
+                                   instructions=k * st.instructions,
+                                   extra={"count": k, "cycles_each": st.cycles, "energy_j_each": ex["energy_j"]}))
     total["cycles"] += w.extra_cycles
     brk["compute"] = brk.get("compute", 0.0) + w.extra_cycles
     out: dict[str, Any] = {"cycles": int(total["cycles"]), "time_ns": total["cycles"] / cfg.clock_ghz,
