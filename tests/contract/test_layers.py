@@ -22,7 +22,7 @@ from nnisa.core.target import Stats, get_target, target_names
 from nnisa.frontend.models import resolve_model
 
 #: targets whose per-layer figures are still to come (strict xfail: remove a name when it passes)
-LAYERS_PENDING = {}
+LAYERS_PENDING: set[str] = set()
 #: bundled models each target is checked on (the encoder where the target runs transformers)
 MODELS = {"pim": ["digits_cnn"], "dais": ["digits_cnn"], "tensil": ["digits_cnn", "digits_bert"], "pimsab": ["digits_cnn"],
           "cherry": ["digits_cnn", "digits_bert"]}
