@@ -12,7 +12,10 @@ Writes the "Model zoo: every model on every target" section of benchmarks/out/RE
 (benchmarks/RESULTS.md with --update-docs) after every row, so a partial run counts.
 
     python benchmarks/model_zoo.py [--timeout S] [--samples N] [--max-gb G] [--models a,b] [--targets pim,dais]
-                                   [--update-docs]
+                                   [--jobs J] [--update-docs]
+
+``--jobs J`` runs J children at once (rows keep the table's order; each child's wall cap and
+memory cap are its own, so on a 2-core machine 2 jobs roughly halve the run).
 """
 
 from __future__ import annotations
@@ -113,6 +116,7 @@ def main() -> None:
     ap.add_argument("--targets", default=",".join(target_names()))
     ap.add_argument("--max-gb", type=float, default=6.0, help="address-space cap of each child (GB)")
     ap.add_argument("--samples", type=int, default=16, help="inputs per (model, target)")
+    ap.add_argument("--jobs", type=int, default=1, help="children run at once")
     a = ap.parse_args()
     chosen = [m for m in models if m[1] in a.models.split(",")]
     targets = a.targets.split(",")
@@ -122,30 +126,38 @@ def main() -> None:
     start_load = os.getloadavg()
     head = (f"Machine: {machine()}; date {today()}; load average at the start {start_load[0]:.1f}, "
             f"{start_load[1]:.1f}, {start_load[2]:.1f} (2 cores shared with other sessions; `load` = 1-min load "
-            f"after the row).  `python benchmarks/model_zoo.py --timeout {a.timeout:.0f} --samples {a.samples}`: each "
+            f"after the row).  `python benchmarks/model_zoo.py --timeout {a.timeout:.0f} --samples {a.samples} --jobs {a.jobs}`: each "
             f"row is `nnisa.api.run_model` on {a.samples} samples (bundled models: the test set; others uniform [-1, 1), seed 0) "
             f"in a niced child process capped at {a.timeout:.0f} s wall and {a.max_gb:g} GB; DAIS CSE budget "
             "500,000.  kind: bundled (`nnisa models`), torch (tests/data/torch_exports, real PyTorch exports), zoo "
             "(`nnisa.frontend.zoo`, seeded builders).  `no:` is the target's one-line refusal; `traceback:` a "
             "compiler crash (a bug); a wall-cap row is a timing limit of this loaded run, not a refusal.  "
             "Latency: one input in → out; energy per input: `energy_per_input_pj`.\n\n")
-    rows: list[str] = []
+    done: dict[int, str] = {}
     crashes = timeouts = ok = 0
     t0 = time.perf_counter()
     pairs = [(m, t) for m in chosen for t in targets]
-    for i, ((kind, name, path), target) in enumerate(pairs, 1):
-        r = run_one(kind, name, path, target, a.timeout, a.max_gb, a.samples)
-        load = os.getloadavg()[0]
-        crashes += bool(r.get("crash"))
-        timeouts += bool(r.get("timeout"))
-        ok += "error" not in r
-        print(f"[{i}/{len(pairs)}] {name} on {target}: {r.get('error') or 'ok'} ({time.perf_counter() - t0:.0f} s, "
-              f"load {load:.1f})", flush=True)
-        rows.append(row_text(kind, name, target, r, load, a.samples))
-        summary = (f"\n\n{len(rows)} of {len(pairs)} pairs measured: {ok} run, {crashes} crashed (traceback), "
-                   f"{timeouts} at the wall cap, {len(rows) - ok - crashes - timeouts} refused; "
-                   f"{time.perf_counter() - t0:.0f} s in all.")
-        update_section(SECTION, head + "\n".join(header + rows) + summary)
+    from concurrent.futures import ThreadPoolExecutor  # threads only wait: each row is its own child process
+    with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        futures = {pool.submit(run_one, kind, name, path, target, a.timeout, a.max_gb, a.samples): i
+                   for i, ((kind, name, path), target) in enumerate(pairs)}
+        from concurrent.futures import as_completed
+        for fut in as_completed(futures):
+            i = futures[fut]
+            (kind, name, path), target = pairs[i]
+            r = fut.result()
+            load = os.getloadavg()[0]
+            crashes += bool(r.get("crash"))
+            timeouts += bool(r.get("timeout"))
+            ok += "error" not in r
+            print(f"[{len(done) + 1}/{len(pairs)}] {name} on {target}: {r.get('error') or 'ok'} "
+                  f"({time.perf_counter() - t0:.0f} s, load {load:.1f})", flush=True)
+            done[i] = row_text(kind, name, target, r, load, a.samples)
+            rows = [done[k] for k in sorted(done)]
+            summary = (f"\n\n{len(rows)} of {len(pairs)} pairs measured ({a.jobs} at a time): {ok} run, {crashes} "
+                       f"crashed (traceback), {timeouts} at the wall cap, {len(rows) - ok - crashes - timeouts} "
+                       f"refused; {time.perf_counter() - t0:.0f} s in all.")
+            update_section(SECTION, head + "\n".join(header + rows) + summary)
 
 
 if __name__ == "__main__":
