@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,8 @@ DEMO_SAMPLES = int(os.environ.get("NNISA_DEMO_SAMPLES", "16"))
 DEMO_MODELS = (("digits_cnn", DEMO_SAMPLES), ("digits_vit", max(1, DEMO_SAMPLES // 2)))
 #: targets the demo does not run a model on, and why (one line in the table's notes): the demo's
 #: time budget, not a limit of the target
-DEMO_SKIP = {("dais", "digits_vit"): "skipped in the demo: DAIS synthesizes every weight of the transformer into "
-                                     "adder trees, longer than the demo's budget; run it with nnisa run -t dais digits_vit"}
+DEMO_SKIP = {("dais", "digits_vit"): "not in the demo's time budget (every weight becomes adder trees): "
+                                     "nnisa run -t dais digits_vit"}
 
 
 def default_shared_dir() -> Path:
@@ -106,7 +107,21 @@ def targets_step(samples: int = DEMO_SAMPLES) -> list[dict[str, Any]]:
         rows.extend(run)
         rows.extend({"target": t, "model": model_name, "status": "skipped", "error": DEMO_SKIP[(t, model_name)]}
                     for t in target_names() if t in skip)
+    for r in rows:  # the story's notes: one line per target that does not run a model
+        if r.get("status", "ok") != "ok" and r.get("error"):
+            r["error"] = _one_line(r["error"])
     return rows
+
+
+def _one_line(message: str, width: int = 110) -> str:
+    """A refusal as one short line: without the model file's path and the repeated pointer to
+    ``nnisa targets --ops``, cut at ``width`` characters."""
+    text = re.sub(r"^\S+\.onnx: ", "", message)
+    many = re.match(r"(\d+ nodes cannot be compiled for \w+): ", text)
+    if many:  # "N nodes cannot be compiled for T: k× Op (names): why; ..." → the operators
+        ops = re.findall(r"(\d+× \w+) \(", text[many.end():])
+        text = f"{many.group(1)}: {', '.join(ops)} (nnisa targets --ops)"
+    return text if len(text) <= width else text[:width - 1].rstrip(" ,;") + "…"
 
 
 def reference_step(pictures: Path | None) -> list[dict[str, Any]]:
