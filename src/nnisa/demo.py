@@ -34,7 +34,7 @@ from .report.tables import wide_console
 DEMO_SAMPLES = int(os.environ.get("NNISA_DEMO_SAMPLES", "16"))
 #: bundled trained models the demo runs on every target (those that exist in this installation),
 #: with their sample counts: the CNN, and a transformer (issue 27) on fewer samples
-DEMO_MODELS = (("digits_cnn", DEMO_SAMPLES), ("digits_vit", max(1, DEMO_SAMPLES // 2)))
+DEMO_MODELS = (("digits_cnn", DEMO_SAMPLES), ("digits_vit", max(1, DEMO_SAMPLES // 4)))
 #: targets the demo does not run a model on, and why (one line in the table's notes): the demo's
 #: time budget, not a limit of the target
 DEMO_SKIP = {("dais", "digits_vit"): "not in the demo's time budget (every weight becomes adder trees): "
