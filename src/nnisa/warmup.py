@@ -27,14 +27,16 @@ def _demo_jobs(name: str, target) -> list[str]:
     import onnx
 
     from .api import run_model
-    from .demo import DEMO_MODELS, _bundled
+    from .demo import DEMO_MODELS, DEMO_SKIP, _bundled
 
     caps = target.capabilities()
     if "compile" not in caps or "simulate" not in caps:
         return []
     jobs = []
-    for model in DEMO_MODELS:
+    for model, _samples in DEMO_MODELS:
         found = _bundled(model)
+        if (name, model) in DEMO_SKIP:
+            continue
         if found is None:
             continue
         path, x, _ = found

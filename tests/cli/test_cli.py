@@ -7,6 +7,8 @@ import sys
 
 from cli_runner import run_cli
 
+from nnisa.core.target import target_names
+
 
 def test_targets_json(capsys):
     code, out, err = run_cli(["targets", "--json"], capsys)
@@ -111,3 +113,23 @@ def test_demo_json_story(tmp_path, monkeypatch, capsys):
     tp = [r for r in runs if r["target"].startswith("pim (throughput")]
     assert tp and all(r["bit_exact"] and 0 < r["period_ns"] < r["latency_ns"] for r in tp)
     assert (tmp_path / "targets_latency_energy.png").read_bytes()[:4] == b"\x89PNG"
+    # the transformer (issue 27): a row per target; the ones that run it agree with onnxruntime, the others
+    # say why in one line
+    vit = {r["target"]: r for r in doc["targets"] if r["model"] == "digits_vit"}
+    assert set(vit) == set(target_names())
+    assert {t for t, r in vit.items() if r["status"] == "ok"} >= {"pim", "pimsab", "cherry"}
+    assert all("\n" not in r["error"] for r in vit.values() if r["status"] != "ok")
+    assert vit["dais"]["status"] == "skipped" and "nnisa run -t dais digits_vit" in vit["dais"]["error"]
+    assert doc["cpu_s"]["main"] > 0
+
+
+def test_demo_story_is_short(tmp_path, monkeypatch, capsys):
+    """The printed story stays under ~60 lines (the reference jobs add one line each)."""
+    import nnisa.demo as demo
+    monkeypatch.setattr(demo, "DEMO_SAMPLES", 2)
+    refs = [{"target": "pim", "workload": "w", "summary": "one line"}] * 7
+    monkeypatch.setattr(demo, "reference_step", lambda pictures: refs)
+    monkeypatch.setenv("NNISA_DEMO_JOBS", "1")
+    code, out, err = run_cli(["demo", "--out-dir", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert "digits_vit" in out and len(out.strip().splitlines()) <= 60, out

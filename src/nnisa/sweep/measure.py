@@ -95,6 +95,9 @@ def _timeline(tgt: Any, compiled: Any, inputs: dict[str, Any], gantt: Any, trace
         why = f"target {tgt.name} records no timeline"
     elif compiled.encode_inputs is None:
         why = f"the {tgt.name} compiler gives no input encoder for a single simulation"
+    elif isinstance(compiled.program, (list, tuple)):  # a network of programs the runner chains
+        why = (f"the {tgt.name} compiled model is {len(compiled.program)} programs (one per layer step) and a "
+               f"timeline is drawn per program: compile with -o DIR, then nnisa sim -t {tgt.name} DIR/<program> --gantt FILE")
     else:
         try:
             sample = {k: v[0] for k, v in inputs.items()}
