@@ -317,3 +317,23 @@ def test_long_cherry18_accumulations_are_chunked(tmp_path):
     assert chunked["top1_agreement"] == 1.0 and chunked["max_rel_error"] < 0.02
     assert chain["max_rel_error"] > 5 * chunked["max_rel_error"]
     assert chunked["cycles"] < 1.1 * chain["cycles"]  # one add per chunk and output block
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_chunked_accumulation_on_odd_shapes(tmp_path, seed):
+    """The chunked path on generated shapes: K of 130-900 (33-225 k-tiles, chunks not dividing
+    them), odd M and N, with and without a bias, a tiny cache (blocks
+    smaller than a chunk) — within cherry18's error of onnxruntime."""
+    r = np.random.default_rng([seed, 77])
+    m, k, n = int(r.integers(1, 40)), int(r.integers(130, 900)), int(r.integers(1, 37))
+    inits = {"w": r.normal(0, 1 / np.sqrt(k), (k, n)).astype(np.float32)}
+    if seed % 2:
+        inits["b"] = r.normal(0, 1, n).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y" if not seed % 2 else "p"])]
+    if seed % 2:
+        nodes.append(helper.make_node("Add", ["p", "b"], ["y"]))
+    path = _model(nodes, [_vi("x", [1, m, k])], [_vi("y", [1, m, n])], inits, tmp_path / "g.onnx")
+    x = r.uniform(-1, 1, (1, m, k)).astype(np.float32)
+    cfg = "cache_tiles=64" if seed == 2 else None
+    got = run_model("cherry", path, inputs={"x": x}, config=cfg)
+    assert got["max_rel_error"] < 0.02, (m, k, n, got["max_rel_error"])
