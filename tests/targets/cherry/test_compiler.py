@@ -303,3 +303,37 @@ def test_device_memory_is_reused_and_sz_is_picked(tmp_path):
         t.compile(path, config=small, fit_sz=False)
     with pytest.raises(ConfigError, match=r"more device memory than Cherry has .*dram_tiles"):
         t.compile(path, config="dram_tiles=8")
+
+
+def test_long_cherry18_accumulations_are_chunked(tmp_path):
+    """cherry18 truncates the running sum at every matmul; a 5408-long Gemm (cnn_softmax's
+    classifier) accumulated in one chain lost top-1 on 5 of 16 samples.  Chunks of ≈√k-tiles
+    summed in the cache keep it within the format's error; -O split_k=false is the single chain."""
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "data" / "torch_exports" / "cnn_softmax.onnx"
+    x = np.random.default_rng(0).uniform(-1, 1, (16, 1, 28, 28)).astype(np.float32)
+    chunked = run_model("cherry", path, inputs={"input": x})
+    chain = run_model("cherry", path, inputs={"input": x}, split_k=False)
+    assert chunked["top1_agreement"] == 1.0 and chunked["max_rel_error"] < 0.02
+    assert chain["max_rel_error"] > 5 * chunked["max_rel_error"]
+    assert chunked["cycles"] < 1.1 * chain["cycles"]  # one add per chunk and output block
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_chunked_accumulation_on_odd_shapes(tmp_path, seed):
+    """The chunked path on generated shapes: K of 130-900 (33-225 k-tiles, chunks not dividing
+    them), odd M and N, with and without a bias, a tiny cache (blocks
+    smaller than a chunk) — within cherry18's error of onnxruntime."""
+    r = np.random.default_rng([seed, 77])
+    m, k, n = int(r.integers(1, 40)), int(r.integers(130, 900)), int(r.integers(1, 37))
+    inits = {"w": r.normal(0, 1 / np.sqrt(k), (k, n)).astype(np.float32)}
+    if seed % 2:
+        inits["b"] = r.normal(0, 1, n).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y" if not seed % 2 else "p"])]
+    if seed % 2:
+        nodes.append(helper.make_node("Add", ["p", "b"], ["y"]))
+    path = _model(nodes, [_vi("x", [1, m, k])], [_vi("y", [1, m, n])], inits, tmp_path / "g.onnx")
+    x = r.uniform(-1, 1, (1, m, k)).astype(np.float32)
+    cfg = "cache_tiles=64" if seed == 2 else None
+    got = run_model("cherry", path, inputs={"x": x}, config=cfg)
+    assert got["max_rel_error"] < 0.02, (m, k, n, got["max_rel_error"])

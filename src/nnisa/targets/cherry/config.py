@@ -165,11 +165,13 @@ class CherryCompileOptions:
     race_check: bool | None = option(None, "re-run independent loops iteration-major and compare", commands=("sim",))
     fit_sz: bool = option(True, "pick a larger SZ when the model does not fit device memory at the configured one",
                           commands=("compile", "run"))
+    split_k: bool = option(True, "cherry18: accumulate long matmuls in chunks of about sqrt(k-tiles) summed in the "
+                           "cache (fewer truncations of the running sum)", commands=("compile", "run"))
     max_cycles: int | None = option(None, "simulated-time limit (exit 4 when reached; default: config, 10^7)",
                                     commands=("sim", "run"), minimum=1, maximum=1 << 62)
 
     def apply(self, config: Any) -> CherryConfig:
         """``config`` (anything :func:`load_config` takes) with these settings applied."""
         cfg = load_config(config)
-        changes = {k: v for k, v in asdict(self).items() if v is not None and k != "fit_sz"}
+        changes = {k: v for k, v in asdict(self).items() if v is not None and k not in ("fit_sz", "split_k")}
         return cfg.with_(**changes) if changes else cfg

@@ -19,4 +19,5 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
     ``out_dir``) for ``config`` with :class:`CherryCompileOptions` applied (other keys ignored)."""
     from .graph import compile_network
     overrides, _ = split_options(CherryCompileOptions, options)
-    return compile_network(model, overrides.apply(config), out_dir=out_dir, fit_sz=overrides.fit_sz)
+    return compile_network(model, overrides.apply(config), out_dir=out_dir, fit_sz=overrides.fit_sz,
+                           split_k=overrides.split_k)

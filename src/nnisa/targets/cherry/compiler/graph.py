@@ -37,10 +37,10 @@ SMALL_CONST_TILES = 4096
 
 
 class _Lowering(FunctionLowerings):
-    def __init__(self, g: Graph, cfg: CherryConfig):
+    def __init__(self, g: Graph, cfg: CherryConfig, split_k: bool = True):
         self.g = g
         self.cfg = cfg
-        self.b = Builder(cfg)
+        self.b = Builder(cfg, split_k)
         self.env: dict[str, tuple[int, dict]] = {}
         self._masked: dict[tuple[float, tuple[int, int, int]], int] = {}
 
@@ -322,13 +322,13 @@ LOWERINGS = {name[3:]: (OnHost(_HOST_STEPS[name[3:]], getattr(_Lowering, name)) 
              for name in sorted(dir(_Lowering)) if name.startswith("op_")}
 
 
-def lower_graph(g: Graph, cfg: CherryConfig) -> Builder:
+def lower_graph(g: Graph, cfg: CherryConfig, split_k: bool = True) -> Builder:
     """Lower a float graph; returns the builder holding the plan.  Every node the table lacks is
     refused at once, before any lowering.  A tensor's device memory is reused as soon as its last
     consumer has been emitted (steps run in order), so the plan needs the peak of live tensors
     plus the constants, not their sum."""
     check_graph(g, "cherry", lambda n, _: refusal(LOWERINGS, "Cherry", n.op), quantized=False)
-    lw = _Lowering(g, cfg)
+    lw = _Lowering(g, cfg, split_k)
     for t in g.inputs:
         view = plain(t.shape)
         lw.env[t.name] = (lw.b.input(t.name, view), view)
@@ -382,12 +382,13 @@ def static_layers(plan, cfg: CherryConfig) -> list[dict[str, Any]]:
     return rows
 
 
-def _fitting(g: Graph, cfg: CherryConfig, fit_sz: bool) -> tuple[Builder, CherryConfig, str | None]:
+def _fitting(g: Graph, cfg: CherryConfig, fit_sz: bool,
+             split_k: bool = True) -> tuple[Builder, CherryConfig, str | None]:
     """Lower at the configured SZ; when device memory is too small and ``fit_sz``, at the smallest
     larger SZ that fits.  A model that fits nowhere is refused naming the limit, the figure needed
     and what would fit."""
     try:
-        return lower_graph(g, cfg), cfg, None
+        return lower_graph(g, cfg, split_k), cfg, None
     except DeviceMemoryFull as first:
         tried = [f"SZ={cfg.sz}: {first.needed}"]
         for sz in (16, 32):
@@ -395,7 +396,7 @@ def _fitting(g: Graph, cfg: CherryConfig, fit_sz: bool) -> tuple[Builder, Cherry
                 continue
             bigger = cfg.with_(sz=sz)
             try:
-                b = lower_graph(g, bigger)
+                b = lower_graph(g, bigger, split_k)
             except DeviceMemoryFull as exc:
                 tried.append(f"SZ={sz}: {exc.needed}")
                 continue
@@ -410,11 +411,11 @@ def _fitting(g: Graph, cfg: CherryConfig, fit_sz: bool) -> tuple[Builder, Cherry
 
 
 def compile_network(model: str | Path, cfg: CherryConfig, out_dir: str | Path | None = None,
-                    fit_sz: bool = True) -> CompileResult:
+                    fit_sz: bool = True, split_k: bool = True) -> CompileResult:
     """ONNX → a compiled Cherry model (bundle folder when ``out_dir`` is given)."""
     t0 = time.perf_counter()
     g = load_model(model)
-    b, cfg, note = _fitting(g, cfg, fit_sz)
+    b, cfg, note = _fitting(g, cfg, fit_sz, split_k)
     cm = CompiledModel(b.plan, cfg)
     report: dict[str, Any] = {"sz": cfg.sz, "element_format": cfg.element_format, **cm.stats(),
                               "compile_s": time.perf_counter() - t0}
