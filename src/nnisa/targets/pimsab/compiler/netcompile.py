@@ -104,6 +104,11 @@ def _write_bundle(out_dir, model, cfg: PimsabConfig, qg, programs, report) -> di
             name = f"{k:03d}_{re.sub(r'[^A-Za-z0-9_.-]+', '_', L.node.name).strip('_')}_{p.role}.psab"
             w.write(name, encode_image(p.compiled.program))
             names[f"program_{k:03d}"] = name
+        from .netbundle import GRAPH_JSON, GRAPH_NPZ, save_qgraph
+        doc, arrays = save_qgraph(qg)   # the host glue and host layers of `nnisa sim FOLDER` (.netbundle)
+        w.write(GRAPH_JSON, doc)
+        w.write(GRAPH_NPZ, arrays)
+        names["graph"], names["graph_arrays"] = GRAPH_JSON, GRAPH_NPZ
         names["report"] = "compile_report.json"
         w.write(names["report"], orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
         man = Manifest(target="pimsab", program=names.get("program_000"), files=names,
