@@ -143,7 +143,7 @@ def simulate_network(net: PimsabNetwork, inputs: dict[str, np.ndarray] | None, m
     graph's output is a float tensor).  ``mode``: ``both`` (default: values, and the first sample
     timed), ``functional`` or ``timing`` (no inputs needed)."""
     from ....core.bundle import as_samples
-    from .netcompile import layer_table
+    from .netlayers import layer_table
     from .network import run_network_batch
     t0 = time.perf_counter()
     qg, cfg = net.qgraph, net.config
