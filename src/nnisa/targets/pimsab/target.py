@@ -75,6 +75,12 @@ class PimsabTarget(Target):
         return assemble_text(text, file=file, config=config)
 
     def disassemble(self, program: PimsabProgram, **options: Any) -> str:
+        """Assembly text; a compiled folder's programs one after the other, each under a comment
+        naming its layer and role."""
+        from .compiler.netbundle import PimsabNetwork
+        if isinstance(program, PimsabNetwork):
+            return "".join(f"; layer {L.node.name} ({L.node.op}), program {p.role}\n" + disassemble(p.compiled.program)
+                           for L in program.layers for p in L.programs)
         return disassemble(program)
 
     def encode(self, program: PimsabProgram, **options: Any) -> bytes:
