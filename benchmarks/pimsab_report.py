@@ -3,8 +3,9 @@
 Runs the replay workloads of spec §5 (vadd, fir, gemv, gemm, conv2d, resnet18, bert) on the base
 configuration and compares them with the A100 figures and the paper's claims (§6), then Table 6
 (``_nap`` variants), the ablations of §1.5 (Fig. 21), the sensitivity presets of §1.6 (Fig. 19),
-size and precision sweeps (Fig. 20) and the Fig. 18 breakdowns.  Writes ``docs/pimsab_report.md``,
-PNG figures and the raw results (``results.json``) under ``docs/pimsab_report/``.
+size and precision sweeps (Fig. 20) and the Fig. 18 breakdowns.  Writes ``pimsab_report.md``, PNG
+figures and the raw results (``results.json``) under ``pimsab_report/`` into ``benchmarks/out/``, or
+into ``docs/`` with ``--update-docs`` (``--out`` names another folder).
 
     python benchmarks/pimsab_report.py            # everything (about 10-20 minutes on 2 cores)
     python benchmarks/pimsab_report.py --quick    # vadd, gemv, conv2d only, no sweeps
@@ -22,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _results import machine, today  # noqa: E402
+from _results import docs_path, machine, today  # noqa: E402
 
 from nnisa.core.errors import NnisaError  # noqa: E402
 from nnisa.report.plots import plot_grouped_bars  # noqa: E402
@@ -321,7 +322,8 @@ def render(res: dict, out: Path) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="vadd, gemv, conv2d on the base configuration only")
-    ap.add_argument("--out", default=str(ROOT / "docs"), help="folder for pimsab_report.md and its figures")
+    ap.add_argument("--out", default=None, help="folder for pimsab_report.md and its figures (default: docs/ with "
+                    "--update-docs, else benchmarks/out/)")
     ap.add_argument("--from-json", help="re-render a saved results.json instead of simulating")
     ap.add_argument("--add-compiled", action="store_true",
                     help="with --from-json: also run the compiled DSL programs and add their cycles")
@@ -330,8 +332,9 @@ def main() -> int:
     res = json.loads(Path(args.from_json).read_text()) if args.from_json else collect(args.quick)
     if args.from_json and args.add_compiled:
         add_compiled(res)
-    render(res, Path(args.out))
-    log(f"wrote {Path(args.out) / 'pimsab_report.md'} in {time.perf_counter() - t0:.0f} s")
+    out = Path(args.out) if args.out else docs_path(ROOT / "docs" / "pimsab_report.md").parent
+    render(res, out)
+    log(f"wrote {out / 'pimsab_report.md'} in {time.perf_counter() - t0:.0f} s")
     return 0
 
 

@@ -239,3 +239,20 @@ def test_warm_up_compiles_the_timing_engine():
     from nnisa.targets.pimsab.sim.engine_nb import run_chunk
     assert nnisa.target("pimsab").warm_up() == ["timing engine (vadd replay at 1 % scale)"]
     assert len(run_chunk.signatures) >= 1
+
+
+def test_time_breakdown_per_tile_adds_up_for_each_active_tile():
+    """Issue 28 item 5: each tile with a stream has its own compute/DRAM/network/idle split."""
+    from nnisa.targets.pimsab.config import load_config
+    from nnisa.targets.pimsab.sim.simulate import simulate as sim
+    from nnisa.targets.pimsab.workloads.registry import generate
+    cfg = load_config("base").replace(n_tiles_used=None)
+    w = generate("gemv", cfg, scale=0.05)
+    ex = sim(w.program, config=cfg.replace(functional=False), mode="timing").stats
+    per = ex.extra["time_breakdown_per_tile"]
+    assert sorted(per) == sorted(set(w.program.tiles.tolist()))
+    for split in per.values():
+        assert sum(split.values()) == ex.cycles and min(split.values()) >= 0
+    avg = ex.extra["time_breakdown_active_tiles"]
+    for k in avg:
+        assert avg[k] == pytest.approx(sum(s[k] for s in per.values()) / len(per))

@@ -35,6 +35,7 @@ class PimsabTarget(Target):
     has_timeline = True
     demo_workloads = (("vadd", None), ("gemv", None))
     demo_model = "digits_cnn"
+    bundle_quantized_io = True
     layer_utilization = "CRAMs the layer's programs distribute the work over / CRAMs on the chip, cycle-weighted"
     example = Example(".tile 0\nadd r16, i9, r0, i8, r8, i8\n", workload="vadd")
     options = (
@@ -74,6 +75,12 @@ class PimsabTarget(Target):
         return assemble_text(text, file=file, config=config)
 
     def disassemble(self, program: PimsabProgram, **options: Any) -> str:
+        """Assembly text; a compiled folder's programs one after the other, each under a comment
+        naming its layer and role."""
+        from .compiler.netbundle import PimsabNetwork
+        if isinstance(program, PimsabNetwork):
+            return "".join(f"; layer {L.node.name} ({L.node.op}), program {p.role}\n" + disassemble(p.compiled.program)
+                           for L in program.layers for p in L.programs)
         return disassemble(program)
 
     def encode(self, program: PimsabProgram, **options: Any) -> bytes:
@@ -86,9 +93,22 @@ class PimsabTarget(Target):
     def stats(self, program: PimsabProgram, *, config: Any = None, **options: Any) -> dict[str, Any]:
         return program_stats(program, program_config(program, config))
 
+    def read(self, path, **options: Any):
+        """A program image or assembly file, or a compiled folder (a :class:`.compiler.netbundle.PimsabNetwork`)."""
+        from ...core.bundle import is_bundle_dir
+        if is_bundle_dir(path):
+            from .compiler.netbundle import read_network
+            return read_network(path)
+        return super().read(path, **options)
+
     def simulate(self, program: PimsabProgram, *, config: Any = None, inputs=None, **options: Any):
         """Values and/or cycles + energy (``--mode functional|timing|both``); see
-        :func:`nnisa.targets.pimsab.sim.simulate.simulate`."""
+        :func:`nnisa.targets.pimsab.sim.simulate.simulate`.  A compiled folder
+        (:meth:`read`) runs its network on the integer inputs its manifest declares
+        (:func:`nnisa.targets.pimsab.compiler.netbundle.simulate_network`)."""
+        from .compiler.netbundle import PimsabNetwork, simulate_network
+        if isinstance(program, PimsabNetwork):
+            return simulate_network(program, inputs, **options)
         return simulate(program, config=config, inputs=inputs, **options)
 
     def compile(self, model: Any, *, config: Any = None, out_dir=None, **options: Any) -> CompileResult:

@@ -11,7 +11,6 @@ timed, giving per-layer and total cycles and energy (the programs are data-indep
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import time
@@ -23,6 +22,7 @@ import numpy as np
 from ....core.errors import FormatError
 from ....core.target import CompileResult, RunResult, Stats, run_samples
 from ..config import PimsabConfig, load_config, preset_for_hash
+from .netlayers import layer_table
 from .network import lower_model, run_network, run_network_batch
 
 
@@ -104,6 +104,11 @@ def _write_bundle(out_dir, model, cfg: PimsabConfig, qg, programs, report) -> di
             name = f"{k:03d}_{re.sub(r'[^A-Za-z0-9_.-]+', '_', L.node.name).strip('_')}_{p.role}.psab"
             w.write(name, encode_image(p.compiled.program))
             names[f"program_{k:03d}"] = name
+        from .netbundle import GRAPH_JSON, GRAPH_NPZ, save_qgraph
+        doc, arrays = save_qgraph(qg)   # the host glue and host layers of `nnisa sim FOLDER` (.netbundle)
+        w.write(GRAPH_JSON, doc)
+        w.write(GRAPH_NPZ, arrays)
+        names["graph"], names["graph_arrays"] = GRAPH_JSON, GRAPH_NPZ
         names["report"] = "compile_report.json"
         w.write(names["report"], orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
         man = Manifest(target="pimsab", program=names.get("program_000"), files=names,
@@ -151,38 +156,6 @@ def simulate_batch(compiled: CompileResult, samples: list[dict[str, np.ndarray]]
                                              "from an idle machine; host layers 0 cycles",
                              "network_layers": r.layers, "energy_j": r.energy_j})
     return [r.outputs for r in runs], stats
-
-
-def layer_table(layers, cfg: PimsabConfig, timed: list[dict] | None = None) -> list:
-    """Per-layer rows (:class:`~nnisa.core.layers.LayerRow`) of a lowered network, per input.
-
-    With ``timed`` (:class:`.network.NetRun` ``layers``: one timed run) the cycles and dynamic
-    energy are the simulator's; without, the compiler's estimated cycles and no energy.  A layer's
-    programs run back to back, so its cycles are their sum; ``utilization`` is the fraction of the
-    chip's CRAM bitlines its programs compute on (the search's occupancy over the tiles used),
-    weighted by program cycles; ``memory_bytes`` the CRAM bytes its largest program holds
-    (wordlines × bitlines in use).  Host layers: 0 cycles, energy and on-chip memory."""
-    from ....core.layers import LayerRow
-    chip_crams = cfg.n_tiles * cfg.crams_per_tile
-    rows = []
-    for k, L in enumerate(layers):
-        t = timed[k] if timed is not None else None
-        progs = L.programs if L.on_device else []
-        cyc = [int(pr["cycles"]) for pr in t.get("programs", [])] if t is not None else \
-            [int(p.compiled.report.get("estimated_cycles") or 0) for p in progs]
-        occ = [p.compiled.report["occupancy"] * cfg.tiles_used * cfg.crams_per_tile * cfg.cram_cols for p in progs]
-        crams = [math.prod(p.compiled.candidate.tiles.values()) * math.prod(p.compiled.candidate.arrays.values())
-                 for p in progs]
-        total = sum(cyc)
-        util = sum(c * n for c, n in zip(cyc, crams)) / (total * chip_crams) if total else 0.0
-        mem = max((int(p.compiled.report["wordlines"]) * o // 8 for p, o in zip(progs, occ)), default=0)
-        rows.append(LayerRow(
-            layer=L.node.name, op=L.node.op, cycles=total, latency_ns=total / cfg.clock_ghz,
-            energy_pj=(float(t["energy_j"]) * 1e12 if t is not None else None), utilization=min(util, 1.0),
-            memory_bytes=int(mem), instructions=sum(len(p.compiled.program) for p in progs),
-            extra={"device": bool(L.on_device), "programs": len(progs), "crams": max(crams, default=0),
-                   "tiles": max((len(p.compiled.program.stream_tiles()) for p in progs), default=0)}))
-    return rows
 
 
 def run_compiled(compiled: CompileResult, inputs: dict[str, np.ndarray], progress: Any = None, *,

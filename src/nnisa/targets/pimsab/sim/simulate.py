@@ -239,10 +239,19 @@ def timing_report(ops: TimingOps, tr: TimingResult, cfg: PimsabConfig) -> dict[s
     breakdown = {name: float(v) for name, v in zip(CLASSES, avg)}
     breakdown["idle"] = float(idle)
     total = max(tr.cycles, 1)
+    # per tile (issue 28 item 5): the tiles with a stream, each its own busy/idle split, and their
+    # average (the Fig. 18 figure above averages over every tile the workload may use, idle ones too)
+    active = sorted(set(ops.tiles.tolist()))
+    per_tile = {int(t): {**{name: int(busy[t, c]) for c, name in enumerate(CLASSES)},
+                         "idle": int(tr.cycles - busy[t].sum())} for t in active}
+    act = busy[active].mean(axis=0) if active else np.zeros(3)
+    active_avg = {name: float(v) for name, v in zip(CLASSES, act)}
+    active_avg["idle"] = float(tr.cycles - act.sum())
     return {"dram_read_bits": int(ops.dram_rd.sum()), "dram_write_bits": int(ops.dram_wr.sum()),
             "flit_hops": int(tr.hops.sum()), "dram_busy_cycles": [int(x) for x in tr.dram_busy],
             "time_breakdown_cycles": breakdown,
             "time_breakdown_fraction": {k: v / total for k, v in breakdown.items()},
+            "time_breakdown_per_tile": per_tile, "time_breakdown_active_tiles": active_avg,
             "state_cycles_total": {s: int(v) for s, v in zip(STATES, tr.op_state.sum(axis=0))},
             "state_cycles_per_tile": per_tile_state,
             "ops": len(ops), "tiles_with_streams": int(len(ops.tiles)),
