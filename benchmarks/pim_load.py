@@ -128,11 +128,13 @@ def render(res: dict, trees, args) -> str:
     loads = [x["load"] for rows in res.values() for x in rows]
     lines = [
         f"Machine: {machine()}; date {today()}; `python benchmarks/pim_load.py"
-        f"{' --before …' if args.before else ''} --rounds {args.rounds} --nice {args.nice}`: `nnisa sim -t pim --config pimsim_config.json FILE --json` in its own "
-        f"process under `nice -n {args.nice}`, median of {args.rounds} rounds (trees alternated); CPU = user + system; peak = "
-        f"ru_maxrss. Load (1-min average) during the jobs: {min(loads):.1f}–{max(loads):.1f}. pimsim-nn is not built "
-        "here: its figures are issue 30's record (13.0 s / 2.25 GB ResNet-18, 145 s / 10.3 GB 24-image stream; 2 cores, "
-        "load ~1). *before* = main at 3cd06b2 (whole decompressed document in memory, zlib).",
+        f"{' --before …' if args.before else ''} --rounds {args.rounds} --nice {args.nice}`: "
+        "`nnisa sim -t pim --config pimsim_config.json FILE --json` in its own process under "
+        f"`nice -n {args.nice}`, median of {args.rounds} rounds (trees alternated); CPU = user + system; "
+        f"peak = ru_maxrss. Load (1-min average) during the jobs: {min(loads):.1f}–{max(loads):.1f}. "
+        "pimsim-nn is not built here: its figures are issue 30's record (13.0 s / 2.25 GB ResNet-18, "
+        "145 s / 10.3 GB 24-image stream; 2 cores, load ~1). *before* = main at 3cd06b2 (whole "
+        "decompressed document in memory, zlib).",
         "",
         "| program | wall | CPU | peak | vs pimsim-nn wall (goal) | CPU-s ratio | peak ratio |"
         + (" before: wall | before: CPU | before: peak |" if args.before else ""),
