@@ -178,7 +178,13 @@ def test_segmented_folder_errors_are_one_line(tmp_path):
     res = compile_model(make_bert(2, seq=4, hidden=8, heads=1, layers=1).SerializeToString(), config="zcu104",
                         out_dir=tmp_path / "b", name="bert")
     assert isinstance(res.program, TensilPipeline)
-    assert isinstance(target("tensil").read(tmp_path / "b"), TensilPipeline)
+    pipe = target("tensil").read(tmp_path / "b")
+    assert isinstance(pipe, TensilPipeline)
+    st = target("tensil").stats(pipe)  # stats and listings per segment; one Tensil file of it is refused
+    assert st["segments"] == len(pipe.devices) and st["instructions"] == len(pipe) and st["host_steps"]
+    assert target("tensil").disassemble(pipe).count("; device segment") == len(pipe.devices)
+    with pytest.raises(UnsupportedError, match="segment's folder"):
+        target("tensil").write(pipe, tmp_path / "x.tprog")
     man = json.loads((tmp_path / "b" / "manifest.json").read_text())
     man["steps"][0]["kind"] = "gpu"
     (tmp_path / "b" / "manifest.json").write_text(json.dumps(man))

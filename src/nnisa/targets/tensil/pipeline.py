@@ -87,6 +87,12 @@ def bind_model_inputs(graph: Graph, inputs: Any) -> dict[str, np.ndarray]:
     return out
 
 
+def host_layer_row(ops: list[str], host_ops: int, first_node: str) -> LayerRow:
+    """A host step's row of the per-layer table: no device work (0 cycles, 0 pJ), its ops named."""
+    return LayerRow("host", "+".join(ops), cycles=0, latency_ns=0.0, energy_pj=0.0, utilization=0.0, memory_bytes=0,
+                    instructions=0, extra={"host_ops": host_ops, "first_node": first_node})
+
+
 def _run_host(graph: Graph, step: HostStep, env: dict[str, np.ndarray], samples: int) -> None:
     """Evaluate a host step's nodes for every sample (``env`` arrays are ``(samples, *shape)``)."""
     nodes = {n.name: n for n in graph.nodes}
@@ -136,10 +142,7 @@ def simulate_pipeline(pipe: TensilPipeline, *, inputs: dict[str, np.ndarray] | N
             host_rows.append({"ops": [n.op for n in pipe.graph.nodes if n.name in set(step.nodes)],
                               "nodes": len(step.nodes), "host_ops": step.host_ops * samples,
                               "wall_s": time.perf_counter() - ts})
-            # per-layer table: a host step is no device work (0 cycles, 0 pJ); its ops are named
-            layers.append(LayerRow("host", "+".join(host_rows[-1]["ops"]), cycles=0, latency_ns=0.0, energy_pj=0.0,
-                                   utilization=0.0, memory_bytes=0, instructions=0,
-                                   extra={"host_ops": step.host_ops, "first_node": step.nodes[0]}))
+            layers.append(host_layer_row(host_rows[-1]["ops"], step.host_ops, step.nodes[0]))
             continue
         lay = step.program.model.extensions["x_nnisa_input_shapes"]  # the segment's layout of each input
         res = simulate(step.program, inputs={k: env[k].reshape((-1, *lay[k][1:])) for k in step.inputs},

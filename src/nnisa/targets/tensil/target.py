@@ -31,6 +31,15 @@ _SIM_RUN = ("sim", "run")  # simulation options run (and compare) pass on to the
 RUN_SIM_OPTIONS = ("timing", "profile")
 
 
+def _one_program(program: Any, what: str) -> None:
+    """Refuse a segmented model where one Tensil program is needed, naming what to do instead."""
+    from .pipeline import TensilPipeline
+    if isinstance(program, TensilPipeline):
+        from ...core.errors import UnsupportedError
+        raise UnsupportedError(f"a segmented model is {len(program.devices)} Tensil programs and host steps: "
+                               f"{what} one segment's folder (seg*/ in the bundle)")
+
+
 class TensilTarget(Target):
     """Tensil's weight-stationary systolic-array TCU (v1.0.15), architecture-parameterised."""
 
@@ -94,15 +103,32 @@ class TensilTarget(Target):
         return assemble(text, load_arch(config), file=file)
 
     def disassemble(self, program: TensilProgram, *, comments: bool = False, **options: Any) -> str:
+        from .pipeline import TensilPipeline
+        if isinstance(program, TensilPipeline):  # a listing per device segment, host steps as comments
+            return "".join(f"; host step: {', '.join(s.nodes)}\n" if not hasattr(s, "program") else
+                           f"; device segment {s.folder}\n" + disassemble(s.program, comments=comments)
+                           for s in program.steps)
         return disassemble(program, comments=comments)
 
     def encode(self, program: TensilProgram, **options: Any) -> bytes:
+        _one_program(program, "encode")
         return encode_program(program)
+
+    def write(self, program: Any, path: Any, **options: Any) -> list[str]:
+        _one_program(program, "convert")
+        return super().write(program, path, **options)
 
     def decode(self, data: bytes, *, config: Any = None, file: str | None = None, **options: Any) -> TensilProgram:
         return decode_program(data, load_arch(config), file=file)
 
     def stats(self, program: TensilProgram, **options: Any) -> dict[str, Any]:
+        from .pipeline import TensilPipeline
+        if isinstance(program, TensilPipeline):  # per device segment; host steps listed
+            segs = {s.folder: program_stats(s.program) for s in program.devices}
+            return {"segments": len(segs), "instructions": sum(v["instructions"] for v in segs.values()),
+                    "estimator_cycles": sum(v["estimator_cycles"] for v in segs.values()),
+                    "host_steps": [", ".join(s.nodes) for s in program.steps if not hasattr(s, "program")],
+                    "per_segment": segs}
         return program_stats(program)
 
     # ------------------------------------------------------------------ simulate / compile

@@ -496,5 +496,6 @@ LOWERINGS = {
         ("Reciprocal", "division"), ("ReduceMax", "lane reduction"), ("MaskedSoftmax", "exp or division"),
         ("Gather", "indexed load (embedding ids)"), ("Cast", "integer type"), ("Where", "select"),
         ("Equal", "comparison"), ("Less", "comparison"), ("Greater", "comparison"), ("Not", "boolean type"),
-        ("Expand", "broadcast of a host tensor"), ("Max", "two-operand max"), ("Min", "two-operand min"))},
+        ("Expand", "broadcast of a host tensor"), ("Max", "two-operand max"), ("Min", "two-operand min"),
+        ("LRN", "cross-channel division"))},
 }

@@ -22,7 +22,9 @@ from ....core.options import split_options
 from ....core.target import CompileResult
 from ....core.errors import UnsupportedError
 from ....frontend import load_model
+from ....core.lowering import refusal
 from ....frontend.ir import Graph
+from ....frontend.prepare import check_graph
 from ..config import TensilArch, load_arch
 from ..formats.binary import encode_program
 from ..formats.bundle import TensilManifest
@@ -68,6 +70,8 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
         select_outputs(graph, [o.strip() for o in outputs.split(",") if o.strip()])
     nm = name or model_name(Path(str(getattr(model, "path", model)) if not isinstance(model, (bytes, Graph))
                                  and not hasattr(model, "SerializeToString") else graph.name or "model"), arch)
+    # an operator the table lacks (neither device nor host step) is refused before any work
+    check_graph(graph, "tensil", lambda n, _: refusal(LOWERINGS, "Tensil", n.op), quantized=False)
     if not isinstance(model, Graph) and needs_host(graph, LOWERINGS, arch.lut):
         if softmax == "error" and any(n.op == "Softmax" for n in graph.nodes):
             raise UnsupportedError("the model needs host steps (Softmax, LayerNorm, ...) and -O softmax=error "

@@ -24,7 +24,6 @@ import numpy as np
 
 from ....core.bundle import BundleWriter, TensorSpec
 from ....core.errors import UnsupportedError
-from ....core.layers import LayerRow
 from ....core.lowering import OnHost
 from ....frontend.ir import Graph, Node, TensorInfo
 
@@ -51,9 +50,7 @@ class Step:
 
 def host_reason(n: Node, graph: Graph, table: dict[str, Any], lut: Any) -> str | None:
     """Why node ``n`` runs on the host in a segmented model (None: on the device)."""
-    entry = table.get(n.op)
-    if entry is None:
-        return f"{n.op}: the systolic array and SIMD have no such operation"
+    entry = table.get(n.op)  # the compiler refused operators the table lacks before this
     if n.op == "Softmax":
         return "Softmax: exp and division are not SIMD operations"
     if isinstance(entry, OnHost):
@@ -135,7 +132,7 @@ def compile_segments(model: Any, graph: Graph, *, arch: Any, nm: str, dest: Path
     ``compile_graph`` (the single-program compiler): returns the
     :class:`~nnisa.targets.tensil.pipeline.TensilPipeline`, the compile summary and the files."""
     from ..formats.bundle import TensilManifest
-    from ..pipeline import DeviceStep, HostStep, TensilPipeline
+    from ..pipeline import DeviceStep, HostStep, TensilPipeline, host_layer_row
     t0 = time.perf_counter()
     steps = partition(graph, table, arch.lut)
     if not any(st.kind == "device" for st in steps):
@@ -147,7 +144,7 @@ def compile_segments(model: Any, graph: Graph, *, arch: Any, nm: str, dest: Path
     records: list[dict[str, Any]] = []
     parts: list[Any] = []
     summaries: list[dict[str, Any]] = []
-    layer_table: list[LayerRow] = []
+    layer_table: list[Any] = []
     with BundleWriter(dest) as w:
         w.write("model.onnx", _onnx_bytes(model))
         for i, st in enumerate(steps):
@@ -157,9 +154,7 @@ def compile_segments(model: Any, graph: Graph, *, arch: Any, nm: str, dest: Path
                        "why": sorted({r for n in st.nodes if (r := host_reason(n, graph, table, arch.lut))})}
                 records.append(rec)
                 parts.append(HostStep(rec["nodes"], st.inputs, st.outputs, rec["host_ops"]))
-                layer_table.append(LayerRow("host", "+".join(rec["ops"]), cycles=0, latency_ns=0.0, energy_pj=0.0,
-                                      utilization=0.0, memory_bytes=0, instructions=0,
-                                      extra={"host_ops": rec["host_ops"], "first_node": rec["nodes"][0]}))
+                layer_table.append(host_layer_row(rec["ops"], rec["host_ops"], rec["nodes"][0]))
                 continue
             folder = f"seg{i}"
             try:
