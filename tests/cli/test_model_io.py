@@ -18,10 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 from nnisa.frontend.models import bundled_testset
 from tests.cli_runner import run_cli
 
-#: pimsab's reader takes one .psab program, not its compiled folder (one program per layer): the
-#: folder needs a network runner in the pimsab target (its engineer's area)
-PIMSAB_FOLDER = pytest.mark.xfail(strict=True, reason="pimsab: nnisa sim cannot read its compiled folder yet")
-TARGETS = ["pim", "dais", "tensil", "cherry", pytest.param("pimsab", marks=PIMSAB_FOLDER)]
+TARGETS = ["pim", "dais", "tensil", "cherry", "pimsab"]
 
 
 def _npz(path) -> dict[str, np.ndarray]:
