@@ -239,8 +239,8 @@ def lut_table(quick, n_cases, mlp_res, mlp_synth, budget_s=None, cached_only=Fal
     print(f"Yosys: {yosys_label()}.\n")
     print("Rows run from the smallest program to the largest"
           + (f" until a budget of {budget_s / 60:.0f} min of synthesis is spent." if budget_s else ".")
-          + (" Only rows whose four syntheses are in the synthesis cache (filled one Yosys at a time "
-             "beforehand)." if cached_only else "") + "\n")
+          + (" Only rows whose four syntheses are in the synthesis cache (filled beforehand by "
+             "`--only luts` runs)." if cached_only else "") + "\n")
     print(f"nnisa (pipe): `compile_matrix_for_cutoff(W, (1,7,0), {CUTOFF}, search=True)` — the fewest stages at "
           "the cutoff (CSE adder-depth bound), adder bits within 5 % of the unbounded solution; negated outputs "
           "folded into their adder trees (both designs).\n")
