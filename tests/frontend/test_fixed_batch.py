@@ -136,7 +136,8 @@ def test_torch_fixed_batch_exports_run(target, name):
     try:
         r = run_model(target, EXPORTS / f"{name}.onnx", samples=2)
     except NnisaError as exc:
-        assert name == "seqfirst_encoder" and "not supported" in str(exc) and "\n" not in str(exc)
+        # a one-line refusal naming the node (tensil: a rank-4 MatMul of the lifted sequence-first graph)
+        assert name == "seqfirst_encoder" and "node" in str(exc) and "\n" not in str(exc), str(exc)
         return
     assert r["top1_agreement"] >= 0.75 and r["max_rel_error"] < 0.1
     assert r.get("bit_exact") is (True if target in INTEGER else None)

@@ -66,8 +66,9 @@ def test_refused_in_one_line(op):
 @pytest.mark.parametrize("op,seed", [("Conv", 1), ("Gemm", 0), ("Add", 1), ("MaxPool", 0), ("LayerNormalization", 1),
                                      ("MatMulActivations", 2)])
 def test_batch_axis_is_the_sample_axis(op, seed):
-    """A model exported with batch 3: the program runs each batch element as one sample and the
-    three results equal the integer reference of the whole batch."""
+    """A model exported with batch 3: the frontend hands DAIS the batch-1 graph of one row
+    (frontend/batch.py); the program runs the three rows as three samples and each equals the
+    integer reference of its row."""
     from nnisa.frontend import evaluate_quantized
     from nnisa.targets.dais.compiler import compile_model
     from nnisa.targets.dais.sim.interp import run
@@ -78,11 +79,14 @@ def test_batch_axis_is_the_sample_axis(op, seed):
         onnx.save(gen.model, path)
         res = compile_model(path)
     qg = res.qgraph
-    x = np.random.default_rng(seed).uniform(-1, 1, qg.inputs[0].shape).astype(np.float32)
-    q = qg.quantize_input(qg.inputs[0].name, x)
+    name = qg.inputs[0].name
+    assert qg.inputs[0].shape[0] == 1, "the compiler sees one row"
+    x = np.random.default_rng(seed).uniform(-1, 1, (3, *qg.inputs[0].shape[1:])).astype(np.float32)
+    q = qg.quantize_input(name, x)
     y = run(res.program, np.asarray(q, np.float64).reshape(3, -1))
-    ref = evaluate_quantized(qg, {qg.inputs[0].name: x})[qg.outputs[0].name]
-    assert np.array_equal(y, np.asarray(ref).reshape(3, -1)), str(gen)
+    ref = np.stack([np.asarray(evaluate_quantized(qg, {name: x[i:i + 1]})[qg.outputs[0].name]).reshape(-1)
+                    for i in range(3)])
+    assert np.array_equal(y, ref), str(gen)
 
 
 def _gru_cell(seed: int) -> onnx.ModelProto:

@@ -45,9 +45,8 @@ def test_pim_generated_sweep(op: str, seed: int) -> None:
 
 
 @pytest.mark.parametrize("op", ["Conv", "Gemm", "MatMul", "Add"])
-def test_pim_batch_above_one_is_a_one_line_refusal(op: str) -> None:
-    """A model whose batch axis is fixed above 1: PIM compiles one sample per image of a stream,
-    so it refuses up front and says what would run (the batch-1 export)."""
+def test_pim_runs_a_model_whose_batch_is_fixed_above_one(op: str) -> None:
+    """A model whose batch axis is fixed above 1: the frontend hands PIM the batch-1 graph of one
+    row (frontend/batch.py), so it runs bit-exact, its rows as samples."""
     out = run_generated("pim", generate(op, 0, batch=3))
-    assert out.kind == "refused", out.message
-    assert "fixed at 3" in out.message and "batch dimension of 1" in out.message and "\n" not in out.message
+    assert out.kind == "exact", out.message

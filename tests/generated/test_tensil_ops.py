@@ -67,7 +67,7 @@ def _check_batch(op: str, seed: int, batch: int, tmp_path) -> None:
     x = np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)
     ref = ort.InferenceSession(gen.model.SerializeToString()).run(None, {"x": x})
     try:
-        res = compile_model(path, config="zcu104", out_dir=tmp_path / "b")
+        res = compile_model(path, config="zcu104", out_dir=tmp_path / "b", declared_batch=True)
     except NnisaError as exc:
         assert ALLOWED_REFUSAL in str(exc), f"{gen}: {exc}"
         return

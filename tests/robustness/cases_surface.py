@@ -82,9 +82,9 @@ def _tensil(d: Path, Case) -> list:
     np.savetxt(inf_csv, b, delimiter=",")
     cases += [
         Case("tensil-nan-input", T, "tensil inputs", ("sim", "-t", T, str(base), "--inputs", str(nan)),
-             says="nan at index [0, 5] is not a finite number"),
+             says="nan at index [0, 0, 0, 5] is not a finite number"),
         Case("tensil-inf-csv-input", T, "tensil inputs", ("sim", "-t", T, str(base), "--inputs", str(inf_csv)),
-             says="-inf at index [0, 7] is not a finite number"),
+             says="-inf at index [0, 0, 0, 7] is not a finite number"),
     ]
     head = "Layer,IFMAP Height,IFMAP Width,Filter Height,Filter Width,Channels,Num Filter,Strides,\n"
     for cid, row, says in (("short", "conv1,224,224,\n", "expected 6 or 7 numbers"),

@@ -172,7 +172,8 @@ def as_samples(name: str, array: np.ndarray, shape: list[int | None], *, whole: 
     model's own layout, ``None`` a symbolic dimension) as samples, first axis = samples.
 
     An array whose shape equals ``shape`` is one inference; ``(N, *shape)`` are N; for a batch-1
-    (or symbolic-batch) input ``(N, *shape[1:])`` are N too.  Anything else is a one-line
+    (or symbolic-batch) input ``(N, *shape[1:])`` are N too, and so are N rows of ``prod(shape[1:])``
+    values (a CSV file: one flattened sample per row).  Anything else is a one-line
     :class:`FormatError` naming the expected shapes.  A model whose first dimension is fixed at
     B > 1 takes exactly B rows per inference, as onnxruntime does (issue 26); its samples are the
     rows ``(N*B, *shape[1:])``, or with ``whole`` (the graph mixes its B rows, see
@@ -195,6 +196,9 @@ def as_samples(name: str, array: np.ndarray, shape: list[int | None], *, whole: 
             return a.reshape((a.shape[0],) + a.shape[2:])
     elif fits(a.shape, [None, *dims[1:]]) and a.shape[0] > 0:  # (N, *shape[1:]), or exactly shape: one sample
         return a
+    elif (a.ndim == 2 and len(dims) > 2 and a.shape[0] > 0 and None not in dims[1:]
+          and a.shape[1] == int(np.prod(dims[1:]))):  # rows of a CSV: one flattened sample per row
+        return a.reshape((a.shape[0], *dims[1:]))
     raise FormatError(f"input {name!r}: got shape {tuple(a.shape)}; expected {expected_shapes(dims)}")
 
 

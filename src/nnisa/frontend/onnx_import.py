@@ -100,7 +100,7 @@ def _check_initializers(m: onnx.ModelProto, path: str | None) -> None:
             raise FormatError(f"initializer {t.name!r} contains NaN or infinity", file=path)
 
 
-def load_model(model: Any, *, opset: int | None = None) -> Graph:
+def load_model(model: Any, *, opset: int | None = None, declared_batch: bool = False) -> Graph:
     """Import an ONNX model into the nnisa float IR.
 
     Parameters
@@ -111,6 +111,10 @@ def load_model(model: Any, *, opset: int | None = None) -> Graph:
         Force a conversion of the default-domain opset to this version (onnx's version
         converter).  By default the model is read at its own opset; only models older than
         :data:`MIN_OPSET` are upgraded to it.
+    declared_batch : bool
+        Keep a fixed first dimension B > 1 as declared (a compiler that runs the B rows in one
+        program, as Tensil's own compiler does) instead of the batch-1 graph of
+        :mod:`nnisa.frontend.batch`.
 
     Returns
     -------
@@ -158,7 +162,8 @@ def load_model(model: Any, *, opset: int | None = None) -> Graph:
         raise UnsupportedError(f"shape inference / constant folding failed: {str(e).splitlines()[0]}", file=path) from None
     g = _lower(folded, m.graph.name or "graph", path)
     optimize(g)
-    fix_batch(g)  # a fixed first dimension B > 1: the per-row graph, or the whole batch as one sample
+    if not declared_batch:
+        fix_batch(g)  # a fixed first dimension B > 1: the per-row graph, or the whole batch as one sample
     for t in list(g.inputs) + list(g.outputs):
         if any(int(d) == 0 for d in t.shape):
             raise UnsupportedError(f"tensor {t.name!r} has a zero-size shape {list(t.shape)}", file=path)

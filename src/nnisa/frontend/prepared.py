@@ -94,12 +94,13 @@ class PreparedModel(os.PathLike):
         return self._reference
 
 
-def load_model(model: Any) -> Graph:
-    """:func:`~nnisa.frontend.onnx_import.load_model`, or a copy of a prepared model's graph."""
-    if isinstance(model, PreparedModel):
-        return model.graph()
+def load_model(model: Any, *, declared_batch: bool = False) -> Graph:
+    """:func:`~nnisa.frontend.onnx_import.load_model`, or a copy of a prepared model's graph
+    (``declared_batch``: a fixed first dimension kept as declared; a prepared model is imported again)."""
     from .onnx_import import load_model as import_onnx
-    return import_onnx(model)
+    if isinstance(model, PreparedModel):
+        return import_onnx(model.path, declared_batch=True) if declared_batch else model.graph()
+    return import_onnx(model, declared_batch=declared_batch)
 
 
 _ORT_INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(bool)": np.bool_}

@@ -66,14 +66,14 @@ def test_cli_sim_bundle_with_inputs_outputs(tmp_path, capsys):
     assert code == 0, err
     man = json.loads((out_dir / "manifest.json").read_text())
     x, _ = bundled_testset("digits_cnn")
-    np.savez(tmp_path / "x.npz", **{man["inputs"][0]["name"]: x[0]})
+    np.savez(tmp_path / "x.npz", **{man["inputs"][0]["name"]: x[:1]})  # the model's shape: one sample
     code, out, err = cli(["sim", "-t", "pim", str(out_dir), "--inputs", str(tmp_path / "x.npz"),
                           "--outputs", str(tmp_path / "y.npz"), "--json"], capsys)
     assert code == 0, err
     data = json.loads(out)
     assert data["cycles"] > 0 and data["energy_pj"] > 0 and len(data["per_core"]) >= 1
     y = np.load(tmp_path / "y.npz")
-    assert y[man["outputs"][0]["name"]].shape == tuple(man["outputs"][0]["shape"])
+    assert y[man["outputs"][0]["name"]].shape == tuple(man["model"]["outputs"][0]["shape"])
 
 
 def test_cli_deadlock_exit_3(tmp_path, capsys):

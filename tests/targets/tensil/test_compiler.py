@@ -24,12 +24,13 @@ from nnisa.targets.tensil.sim.emulator import emulate_model
 def test_xor_compiles_byte_identical_and_bit_exact(opset, tmp_path):
     path = tmp_path / "xor.onnx"
     onnx.save(xor_model(opset), path)
-    res = compile_model(path, config=str(xor(".tmodel")), out_dir=tmp_path / "out", reuse=False)
+    res = compile_model(path, config=str(xor(".tmodel")), out_dir=tmp_path / "out", reuse=False, declared_batch=True)
     assert open(res.files["program"], "rb").read() == xor(".tprog").read_bytes()
     assert open(res.files["tdata"], "rb").read() == xor(".tdata").read_bytes()
     run = emulate_model(res.program.model, res.program, {"x": read_csv_vectors(xor("_in.csv"), 2)})
     assert run.raw["y"][0].tolist() == [[1, 0], [254, 0], [254, 0], [1, 0]]
-    fused = compile_model(path, config=str(xor(".tmodel")), out_dir=tmp_path / "out2")  # hidden layer stays local
+    fused = compile_model(path, config=str(xor(".tmodel")), out_dir=tmp_path / "out2",
+                          declared_batch=True)  # hidden layer stays local
     assert len(fused.program) < len(res.program)
     run = emulate_model(fused.program.model, fused.program, {"x": read_csv_vectors(xor("_in.csv"), 2)})
     assert run.raw["y"][0].tolist() == [[1, 0], [254, 0], [254, 0], [1, 0]]

@@ -18,6 +18,9 @@ class TensilCompileOptions:
                           "(Tensil), or an error", choices=("host", "passthrough", "error"))
     reuse: bool = option(True, "read a job's output from local memory in the next job instead of DRAM0 "
                          "(false: Tensil's DRAM round trips, byte-identical XOR)")
+    declared_batch: bool = option(False, "compile a model whose first dimension is fixed at B > 1 as declared "
+                                  "(B rows in one program, as Tensil's own compiler does; byte-identical XOR) "
+                                  "instead of one row per program")
     outputs: str | None = option(None, "comma-separated tensors to output (default: every graph output)",
                                  commands=("compile",))
     lut: bool = option(False, "Sigmoid/Tanh through nnisa's LoadLUT/Lookup extension (adds x_nnisa_lut and 3 "

@@ -65,7 +65,7 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
         arch = arch.with_(simd_registers_depth=max(3, arch.simd_registers_depth),
                           extensions=arch.extensions + (("x_nnisa_lut", {"tables": 2, "depth": 64}),))
     N = arch.array_size
-    graph = model if isinstance(model, Graph) else load_model(model)
+    graph = model if isinstance(model, Graph) else load_model(model, declared_batch=o.declared_batch)
     if outputs:
         select_outputs(graph, [o.strip() for o in outputs.split(",") if o.strip()])
     nm = name or model_name(Path(str(getattr(model, "path", model)) if not isinstance(model, (bytes, Graph))

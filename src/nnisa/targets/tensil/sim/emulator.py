@@ -127,6 +127,9 @@ def _input_arrays(model: TensilModel, inputs: dict[str, np.ndarray] | None) -> t
                            file=None if model.path is None else str(model.path))
         a = _finite(k, inputs[k])
         shape = shapes.get(k)
+        if (shape is not None and a.ndim >= 2 and list(a.shape[1:]) != list(shape[1:]) and a.ndim != len(shape) + 1
+                and int(np.prod(a.shape[1:])) == int(np.prod(shape[1:]))):
+            a = a.reshape((a.shape[0], *shape[1:]))  # the same values in the model's unflattened layout (NCHW)
         if shape is not None and a.ndim == len(shape) + 1 and list(a.shape[1:]) == list(shape):
             a = a.reshape((-1, *shape[1:]))  # (N, *shape): N samples
         if shape is not None and not (a.ndim == len(shape) and list(a.shape[1:]) == list(shape[1:])) \
