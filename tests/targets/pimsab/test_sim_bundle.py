@@ -88,3 +88,15 @@ def test_quantized_graph_round_trip(folder):
     a, b = evaluate_quantized(comp.qgraph, q), evaluate_quantized(qg, q)
     assert all(np.array_equal(a[k], b[k]) for k in a)
     assert [n.name for n in qg.nodes] == [n.name for n in comp.qgraph.nodes]
+
+
+def test_stored_graph_keeps_dicts_with_int_and_tuple_keys():
+    """A quantized graph's attributes may be keyed by ints or tuples (an attention mask's positions):
+    the folder's graph stores and reads them back unchanged."""
+    import numpy as np
+    from nnisa.targets.pimsab.compiler.netbundle import load_qgraph, save_qgraph
+    value = {"plain": {1: np.arange(3), (2, 3): "x", "s": (1, 2)}}
+    doc, npz = save_qgraph(value)
+    back = load_qgraph(doc, npz)
+    assert set(back["plain"]) == {1, (2, 3), "s"} and back["plain"][(2, 3)] == "x"
+    assert np.array_equal(back["plain"][1], np.arange(3)) and back["plain"]["s"] == (1, 2)

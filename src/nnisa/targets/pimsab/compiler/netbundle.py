@@ -52,8 +52,8 @@ def save_qgraph(qg) -> tuple[bytes, bytes]:
         if isinstance(v, list):
             return [enc(x) for x in v]
         if isinstance(v, dict):
-            if not all(isinstance(k, str) for k in v):
-                raise FormatError("internal: a quantized-graph dict with non-string keys cannot be stored")
+            if not all(isinstance(k, str) for k in v):  # int or tuple keys (e.g. a mask's positions)
+                return {"__items__": [[enc(k), enc(x)] for k, x in v.items()]}
             return {"__dict__": {k: enc(x) for k, x in v.items()}}
         if v is None or isinstance(v, (bool, int, float, str)):
             return v
@@ -81,6 +81,8 @@ def load_qgraph(doc: bytes, npz: bytes):
             return tuple(dec(x) for x in v["__tuple__"])
         if "__dict__" in v:
             return {k: dec(x) for k, x in v["__dict__"].items()}
+        if "__items__" in v:
+            return {dec(k): dec(x) for k, x in v["__items__"]}
         cls = classes.get(v.get("__dc__"))
         if cls is None:
             raise FormatError(f"{GRAPH_JSON}: unknown record {v.get('__dc__')!r}")
