@@ -16,3 +16,16 @@ from shared_data import SHARED_DIR, require_shared  # noqa: E402
 def shared_dir() -> Path:
     """The shared data directory (skips when absent, fails under CI)."""
     return require_shared()
+
+
+def _interruptible() -> None:
+    """Ctrl-C as in a terminal: a test run started in the background by a non-interactive shell
+    (`cmd &`, as CI scripts may) inherits SIGINT *ignored*, and so would every `nnisa` child the
+    tests start (POSIX keeps an ignored signal ignored across exec; Python then installs no
+    KeyboardInterrupt handler).  The interrupt tests need the default behaviour, so restore it."""
+    import signal
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_interruptible()

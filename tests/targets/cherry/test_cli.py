@@ -123,7 +123,7 @@ def test_sim_of_a_compiled_folder_takes_float_samples_in_the_models_shape(tmp_pa
         assert np.abs(got - ref[:n]).max() < 0.05 * np.abs(ref).max()
     np.save(tmp_path / "bad.npy", x[:3, 0])
     code, o, e = run_cli(["sim", "-t", "cherry", out, "--inputs", tmp_path / "bad.npy"], capsys)
-    assert code == 2 and "expected (1, 1, 8, 8) for one sample" in e + o and "Traceback" not in e + o
+    assert code == 2 and "expected (N, 1, 8, 8)" in e + o and "(3, 8, 8)" in e + o and "Traceback" not in e + o
 
 
 def test_layers_and_gantt_on_compile_sim_and_run(tmp_path, capsys):
