@@ -80,8 +80,10 @@ def compare_pictures(rows: list[dict[str, Any]], out: str | Path, name: str = ""
     skipped = [r for r in rows if r.get("status") != "ok"]
     if skipped:  # a target that did not run is said, never dropped silently
         import warnings
+        from textwrap import shorten  # whole words, an ellipsis where the reason is cut
         warnings.warn("not on the pictures: " + "; ".join(f"{r.get('target')} ({r.get('status')}: "
-                      f"{str(r.get('error', ''))[:80]})" for r in skipped), stacklevel=2)
+                      f"{shorten(str(r.get('error', '')), 100, placeholder=' …')})" for r in skipped),
+                      stacklevel=2)
     plot_latency_energy(ok, out, title=f"{lead}latency against energy per input")
     files.append(str(out))
     if special_kind(out) is not None:  # --plot /dev/null: no extra picture beside a device
