@@ -54,7 +54,7 @@ def main() -> None:
               "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for layer in conv["layers"]:
         lines.append(f"| {layer['layer']} | {layer['count']} | {layer['M']} | {layer['K']} | {layer['N']} | "
-                     f"{layer['cycles']:,} | {100 * layer['matmul_utilization']:.1f} % |")
+                     f"{layer['cycles_each']:,} | {100 * layer['utilization']:.1f} % |")
     lines.append(f"| **all 20 conv layers** | | | | | **{conv['cycles']:,}** | "
                  f"**{100 * conv['matmul_utilization']:.1f} %** |")
     body = "\n".join(lines)

@@ -146,3 +146,17 @@ def test_layers_and_gantt_on_compile_sim_and_run(tmp_path, capsys):
     assert all(0 < r["utilization"] <= 1 and r["matmul_copies"] > 0 for r in conv)
     code, o, _ = run_cli(["run", "-t", "cherry", model, "--layers", "--gantt", tmp_path / "r.png"], capsys)
     assert code == 0 and "per layer" in o and "/conv1/Conv" in o and (tmp_path / "r.png").stat().st_size > 0
+
+
+def test_bench_resnet18_convs_rows_are_on_the_layer_contract(capsys):
+    """`nnisa bench -t cherry resnet18_convs`: one per-layer row per conv shape (its instances back to
+    back), adding up to the workload's cycles and dynamic energy (a traceback before: its old rows had
+    no `op`)."""
+    code, o, e = run_cli(["bench", "-t", "cherry", "resnet18_convs", "--arch", "sz32", "--json"], capsys)
+    assert code == 0, e
+    d = json.loads(o)
+    rows = d["layers"]
+    assert len(rows) == 11 and sum(r["count"] for r in rows) == 20 and all(r["op"] == "Conv" for r in rows)
+    assert sum(r["cycles"] for r in rows) == d["cycles"]
+    assert all(r["cycles"] == r["cycles_each"] * r["count"] and 0 < r["utilization"] <= 1 for r in rows)
+    assert sum(r["energy_pj"] for r in rows) == pytest.approx(d["energy_dynamic_pj"], rel=1e-9)

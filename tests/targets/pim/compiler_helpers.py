@@ -13,6 +13,16 @@ from nnisa.targets.pim.config import default_config
 from nnisa.targets.pim.sim.functional import run_functional
 
 
+def one_input_model(nodes, inits, xin, yout, opset: int = 17, ir_version: int = 8):
+    """A float model of ``nodes`` from input ``x`` (shape ``xin``) to output ``y`` (``yout``)."""
+    from onnx import TensorProto, helper
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, xin)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, yout)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = ir_version
+    return m
+
+
 def small_config(cores: int = 16, xbars: int = 64, lmem: int | None = None, links: bool | None = None):
     """Conformance hardware (128x128 crossbars) with ``cores`` cores of ``xbars`` crossbars."""
     over = {"chip_config": {"core_config": {"matrix_config": {"xbar_array_count": xbars}}}}

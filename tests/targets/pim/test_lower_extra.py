@@ -9,7 +9,6 @@ import onnx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto as TP
 from onnx import helper
 from onnx import numpy_helper as nh
 
@@ -19,6 +18,8 @@ from nnisa.frontend.quant import QNode, Requant
 from nnisa.frontend.zoo import ZOO, make_gru
 from nnisa.targets.pim.compiler.lower_extra import runs
 from nnisa.targets.pim.compiler.lower_lut import lut_segments
+
+from .compiler_helpers import one_input_model
 
 rng = np.random.default_rng(1)
 
@@ -32,11 +33,7 @@ def _i(name, a):
 
 
 def _model(nodes, inits, xin, yout, opset=20):
-    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TP.FLOAT, xin)],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, yout)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 10
-    return m
+    return one_input_model(nodes, inits, xin, yout, opset=opset, ir_version=10)
 
 
 def _conv(x, y, cin, cout, name, k=3):

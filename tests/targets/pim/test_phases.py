@@ -8,11 +8,10 @@ import json
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto as TP
 from onnx import helper
 from onnx import numpy_helper as nh
 
-from .compiler_helpers import small_config
+from .compiler_helpers import one_input_model, small_config
 from nnisa.api import run_model
 from nnisa.core.errors import NnisaError
 from nnisa.frontend.transformers import make_bert, make_vit
@@ -41,11 +40,7 @@ def _mlp(widths):
         if y != "y":
             nodes.append(helper.make_node("Relu", [y + "r"], [y]))
         x = y
-    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TP.FLOAT, [1, widths[0]])],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, [1, widths[-1]])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
+    return one_input_model(nodes, inits, [1, widths[0]], [1, widths[-1]])
 
 
 def test_model_larger_than_the_chip_is_time_multiplexed(tmp_path):
@@ -114,23 +109,15 @@ def test_gru_cell_with_its_state_runs(tmp_path):
     assert r["bit_exact"] is True
 
 
-def _single(op_nodes, inits, xin, yout, opset=17):
-    g = helper.make_graph(op_nodes, "t", [helper.make_tensor_value_info("x", TP.FLOAT, xin)],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, yout)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
-
-
 def test_add_of_a_fine_scaled_constant_is_folded_exactly(tmp_path):
     """A bias of tiny values (scale much finer than the activation's): the activation would need a
     left shift beyond 31 bits; the constant, its rescale and the rounding fold into one wide vector."""
     c = nh.from_array((rng.normal(0, 1e-6, (1, 5, 37))).astype(np.float32), "c")
-    m = _single([helper.make_node("Add", ["x", "c"], ["y"])], [c], [1, 5, 37], [1, 5, 37])
+    m = one_input_model([helper.make_node("Add", ["x", "c"], ["y"])], [c], [1, 5, 37], [1, 5, 37])
     r = run_model("pim", _save(m, tmp_path / "a.onnx"), samples=3)
     assert r["bit_exact"] is True
     s = nh.from_array(np.float32(3e-7), "s")
-    m = _single([helper.make_node("Sub", ["s", "x"], ["y"])], [s], [1, 41], [1, 41])
+    m = one_input_model([helper.make_node("Sub", ["s", "x"], ["y"])], [s], [1, 41], [1, 41])
     assert run_model("pim", _save(m, tmp_path / "s.onnx"), samples=3)["bit_exact"] is True
 
 
@@ -140,14 +127,14 @@ def test_act_matmul_broadcasts_batch_axes(tmp_path):
              helper.make_node("Transpose", ["xs"], ["b"], perm=[0, 1, 3, 2]),
              helper.make_node("MatMul", ["x", "b"], ["y"])]
     inits = [nh.from_array(np.array(v, np.int64), k) for k, v in (("st", [0]), ("en", [1]), ("ax", [1]))]
-    m = _single(nodes, inits, [1, 3, 4, 6], [1, 3, 4, 4])
+    m = one_input_model(nodes, inits, [1, 3, 4, 6], [1, 3, 4, 4])
     assert run_model("pim", _save(m, tmp_path / "mm.onnx"), samples=3)["bit_exact"] is True
 
 
 def test_remaining_refusals_are_listed_up_front(tmp_path):
     nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Div", ["x", "r"], ["m"]),
              helper.make_node("ReduceMax", ["m"], ["y"], axes=[1], keepdims=1)]
-    m = _single(nodes, [], [1, 6], [1, 1])
+    m = one_input_model(nodes, [], [1, 6], [1, 1])
     with pytest.raises(NnisaError) as ei:
         run_model("pim", _save(m, tmp_path / "mx.onnx"))
     msg = str(ei.value)

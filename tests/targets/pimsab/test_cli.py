@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cli_runner import run_cli
 
-LISTING1 = """; Listing 1 of the paper
-.config base
-.tile 0
-    load  r0,  0x000000, all, i8
-    load  r8,  0x010000, all, i8
-    mult  r16, i16, r8, i8, r0, i8
-    store 0x020000, r16, all, i16
-"""
+#: Listing 1 of the paper, as shipped for the README's commands
+LISTING1 = (Path(__file__).resolve().parents[3] / "examples" / "pimsab" / "listing1.s").read_text()
 
 
 def test_program_workflow(tmp_path, capsys):

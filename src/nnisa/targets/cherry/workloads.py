@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.layers import LayerRow
 from ...core.target import Stats
 from .compiler.builder import Builder
 from .config import CherryConfig
@@ -121,8 +122,12 @@ def _figures(name: str, cfg: CherryConfig) -> dict[str, Any]:
     energy = {"energy_pj": 0.0, "dynamic_energy_pj": 0.0, "static_energy_pj": 0.0}
     for lname, pix, kdim, m, count in RESNET18_CONVS:
         r = matmul_timing(cfg, pix, kdim, m)
-        layers.append({"layer": lname, "count": count, "M": pix, "K": kdim, "N": m, "cycles": r["cycles"],
-                       "matmul_utilization": r["matmul_utilization"], "ipc": r["ipc"]})
+        # one row per conv shape on the per-layer contract: its `count` instances back to back
+        span = r["cycles"] * count
+        layers.append(LayerRow(lname, "Conv", cycles=span, latency_ns=span / cfg.clock_ghz,
+                               energy_pj=r["dynamic_energy_pj"] * count, utilization=r["matmul_utilization"],
+                               extra={"count": count, "M": pix, "K": kdim, "N": m, "cycles_each": r["cycles"],
+                                      "ipc": r["ipc"]}))
         cycles += r["cycles"] * count
         busy += r["matmul_utilization"] * r["cycles"] * count
         for k in energy:
