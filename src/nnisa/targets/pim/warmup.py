@@ -3,8 +3,9 @@
 Kernels: the JSON scanner (``formats.jsonscan``, for a read-only buffer — plain input — and for
 the growing buffer of streamed gzip input), the orjson path's field mapping
 (``formats.jsonslots.apply_rows``), the row renderer of JSON export and disassembly
-(``formats.render``) and the text scanner (``formats.textscan``).  Each job goes through the
-public reader/writer, so the argument types are those of real runs.
+(``formats.render``), the text scanner (``formats.textscan``) and the timing model's compiled
+loops (``sim.timing_engine_fast``, ``sim.timing_plan_fast``).  Each job goes through the public
+reader/writer/simulator, so the argument types are those of real runs.
 """
 
 from __future__ import annotations
@@ -37,4 +38,9 @@ def warm_up() -> list[str]:
     data, _ = dump_json(prog)
     read_json(data)
     assemble_text(disassemble(prog))
-    return ["JSON read (plain, gzip, orjson path) and write", "text disassemble and assemble"]
+    from .config import default_config
+    from .sim.timing import simulate_timing
+    pair = read_json(orjson.dumps({"config": {"core_cnt": 2, "array_group_map": {"core0": [1], "core1": [1]}},
+                                   "core0": _INSTS[:6], "core1": [_INSTS[0], _INSTS[6], _INSTS[2]]}))
+    simulate_timing(pair, default_config(2, preset="conformance"))
+    return ["JSON read (plain, gzip, orjson path) and write", "text disassemble and assemble", "timing model"]

@@ -44,29 +44,14 @@ def xbar_energy(cfg: PimConfig, ibiw: int, native: bool) -> float:
     return n_in * n_dac * (e_front + e_back)
 
 
-def _charged(mask: np.ndarray, plan: CorePlan, native: bool) -> int:
-    """Number of charged events of one per-instruction counter (broken filter in pimsim mode)."""
-    count = int(np.count_nonzero(mask))
-    if native or count == 0:
-        return count
-    first_ev = int(plan.ev_idx[0]) if len(plan.ev_idx) else plan.n - 1
-    head = mask[:first_ev + 1] & (plan.pre[:first_ev + 1] == 0)
-    return count - max(int(np.count_nonzero(head)) - 1, 0)
-
-
-def per_instruction_dynamic(plan: CorePlan, rows: np.ndarray, prm: Params, cfg: PimConfig,
-                            agm: list[int]) -> dict[str, np.ndarray]:
-    """Dynamic energy of every instruction of one core by component (pJ, float arrays).
-
-    Fetch/decode/register-file/scalar charges are returned as totals in a separate call
-    (:func:`frontend_energy`), because the broken filter is not per instruction.
-    """
+def _local_reference(plan: CorePlan, rows: np.ndarray, prm: Params, cfg: PimConfig, agm: list[int],
+                     e_step: float) -> dict[str, np.ndarray]:
+    """mvmul, vector, lmv and lldi energies with numpy (the readable reference)."""
     n = plan.n
     op = plan.op
     ln = rows["len"].astype(np.int64)
-    core = cfg.chip_config.core_config
-    lm, gmm = prm.lmem, prm.gmem
-    out = {k: np.zeros(n) for k in ("mvmul", "vector", "local_memory", "global_memory", "noc")}
+    lm = prm.lmem
+    out = {k: np.zeros(n) for k in ("mvmul", "vector", "local_memory")}
     ibyw, obyw = cdiv(plan.ibiw, 8), cdiv(plan.obiw, 8)
     # mvmul crossbars
     mi = np.flatnonzero(op == OP_MVMUL)
@@ -83,8 +68,6 @@ def per_instruction_dynamic(plan: CorePlan, rows: np.ndarray, prm: Params, cfg: 
     # vector ops
     vi = np.flatnonzero((op >= 10) & (op <= 23))
     if len(vi):
-        e_step = (core.vector_alu_dynamic_energy + 2 * core.vector_reg_read_dynamic_energy
-                  + core.vector_reg_write_dynamic_energy)
         vl = ln[vi]
         out["vector"][vi] = cdiv(vl, prm.vw) * e_step
         vop = op[vi]
@@ -98,6 +81,29 @@ def per_instruction_dynamic(plan: CorePlan, rows: np.ndarray, prm: Params, cfg: 
         if len(idx):
             bt = lm.beats(ln[idx])
             out["local_memory"][idx] = bt * lm.e_wr + (bt * lm.e_rd if rd else 0)
+    return out
+
+
+def per_instruction_dynamic(plan: CorePlan, rows: np.ndarray, prm: Params, cfg: PimConfig,
+                            agm: list[int], fast: bool = True) -> dict[str, np.ndarray]:
+    """Dynamic energy of every instruction of one core by component (pJ, float arrays).
+
+    Fetch/decode/register-file/scalar charges are returned as totals in a separate call
+    (:func:`frontend_energy`), because the broken filter is not per instruction.  ``fast``:
+    mvmul/vector/lmv/lldi by the compiled loop of :mod:`.timing_plan_fast` (same values as
+    :func:`_local_reference`).
+    """
+    n = plan.n
+    core = cfg.chip_config.core_config
+    lm, gmm = prm.lmem, prm.gmem
+    e_step = (core.vector_alu_dynamic_energy + 2 * core.vector_reg_read_dynamic_energy
+              + core.vector_reg_write_dynamic_energy)
+    if fast:
+        from .timing_plan_fast import energy_local
+        out = energy_local(plan, rows, prm, agm, e_step, lambda v: xbar_energy(cfg, v, prm.native))
+    else:
+        out = _local_reference(plan, rows, prm, cfg, agm, e_step)
+    out["global_memory"], out["noc"] = np.zeros(n), np.zeros(n)
     # event instructions: memories and NoC (message energies precomputed by plan_core)
     ev, kinds, B = plan.ev_idx, plan.ev_kind, plan.ev_size
     if len(ev):
@@ -113,34 +119,55 @@ def per_instruction_dynamic(plan: CorePlan, rows: np.ndarray, prm: Params, cfg: 
 
 
 def frontend_energy(plan: CorePlan, rows: np.ndarray, cfg: PimConfig, native: bool,
-                    upto: int | None = None, rounds: int = 1) -> dict[str, float]:
+                    upto: int | None = None, rounds: int = 1, fast: bool = True) -> dict[str, float]:
     """Fetch / decode / register-file / scalar energy of one core (pJ), §9.
 
     One fetch and one decode event per instruction, one decode-offset event per instruction
     with a non-zero offset, register reads/writes per operand, one scalar event per scalar
-    instruction; each charged ``period · dynamic_power``.
+    instruction; each charged ``period · dynamic_power``.  ``fast``: the event counts by the
+    compiled loop of :mod:`.timing_plan_fast` (same counts as :func:`frontend_counts`).
     """
     core = cfg.chip_config.core_config
     P = core.period
     n = plan.n if upto is None else upto
-    op = plan.op[:n]
-    has = np.ones(n, bool)
-    ofs = (rows["ofs_sel"][:n] != 0) | (rows["ofs_val"][:n] != 0)
-    scalar = (op >= 1) & (op <= 7)
-    reads = _REG_READS[op]
-    writes = _REG_WRITES[op]
+    if fast:
+        from .timing_plan_fast import frontend_counts_fast
+        counts = frontend_counts_fast(plan, rows, n, _REG_READS, _REG_WRITES)
+    else:
+        counts = frontend_counts(plan, rows, n)
+    (n_all, h_all), (n_ofs, h_ofs), (n_wr, h_wr), (n_sc, h_sc), reads = counts
 
-    def cnt(mask):
-        return _charged(mask, plan, native) if upto is None else int(np.count_nonzero(mask))
+    def cnt(count, head):
+        """Charged events: pimsim-nn's broken filter frees events at the first issue time but one."""
+        if upto is not None or native or count == 0:
+            return count
+        return count - max(head - 1, 0)
 
-    fetch = cnt(has) * P * core.inst_fetch_dynamic_power
-    decode = (cnt(has) * P * core.inst_decode_dynamic_power
-              + cnt(ofs) * P * core.inst_decode_offset_dynamic_power)
-    reg = (P * core.reg_file_read_dynamic_power * int(reads.sum())
-           + P * core.reg_file_write_dynamic_power * cnt(writes > 0))
-    scal = cnt(scalar) * P * core.scalar_dynamic_power
+    fetch = cnt(n_all, h_all) * P * core.inst_fetch_dynamic_power
+    decode = (cnt(n_all, h_all) * P * core.inst_decode_dynamic_power
+              + cnt(n_ofs, h_ofs) * P * core.inst_decode_offset_dynamic_power)
+    reg = (P * core.reg_file_read_dynamic_power * reads
+           + P * core.reg_file_write_dynamic_power * cnt(n_wr, h_wr))
+    scal = cnt(n_sc, h_sc) * P * core.scalar_dynamic_power
     f = float(rounds)
     return {"inst_fetch": fetch * f, "inst_decode": decode * f, "reg_file": reg * f, "scalar": scal * f}
+
+
+def frontend_counts(plan: CorePlan, rows: np.ndarray, n: int) -> tuple:
+    """Front-end event counts of the first ``n`` instructions (numpy reference): (count, head)
+    of every instruction, of those with an address offset, of register writers and of scalar
+    instructions, then the register reads.  ``head`` counts the events issued at the core's
+    first issue cycle (cursor 0) up to its first event instruction."""
+    op = plan.op[:n]
+    first_ev = int(plan.ev_idx[0]) if len(plan.ev_idx) else plan.n - 1
+    at_start = plan.pre[:min(first_ev + 1, n)] == 0
+
+    def both(mask):
+        return int(np.count_nonzero(mask)), int(np.count_nonzero(mask[:len(at_start)] & at_start))
+
+    ofs = (rows["ofs_sel"][:n] != 0) | (rows["ofs_val"][:n] != 0)
+    return (both(np.ones(n, bool)), both(ofs), both(_REG_WRITES[op] > 0), both((op >= 1) & (op <= 7)),
+            int(_REG_READS[op].sum()))
 
 
 def static_power_mw(cfg: PimConfig, n_cores: int) -> float:

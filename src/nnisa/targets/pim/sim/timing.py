@@ -24,9 +24,8 @@ from ..config import PimConfig, default_config, load_config
 from .energy import COMPONENTS, frontend_energy, per_instruction_dynamic, static_power_mw
 from ..program import PimProgram
 from .timing_engine import DONE, HUNG, EngineResult, run_events
-from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, OP_LLDI, OP_LMV,
-                           OP_MVMUL, OP_NOP, OP_SETBW, PS, SCALAR_OPS, CorePlan, Params, cdiv,
-                           plan_core)
+from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, OP_NOP, OP_SETBW, PS,
+                           SCALAR_OPS, CorePlan, Params, cdiv, plan_core)
 from .trace import TRACE_DTYPE, instruction_times
 
 __all__ = ["TimingResult", "simulate_timing", "resolve_config"]
@@ -270,7 +269,8 @@ def _incomplete_report(program, plans, eng: EngineResult, unfinished, title: str
 def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike | None = None,
                     mode: Literal["pimsim", "native"] = "pimsim", sim_mode: int | None = None, *,
                     trace: bool = False,
-                    on_incomplete: Literal["raise", "report"] = "raise", repeat: int = 1) -> TimingResult:
+                    on_incomplete: Literal["raise", "report"] = "raise", repeat: int = 1,
+                    engine: Literal["fast", "reference"] = "fast") -> TimingResult:
     """Simulate the timing and energy of a program.
 
     Parameters
@@ -296,6 +296,9 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
         Latency mode: run every core's program ``repeat`` times back to back (a stream of
         images through a program without image marks, :mod:`.stream`); energies cover all
         rounds.  Programs compiled for a stream carry image marks instead.
+    engine
+        The event loop (rob_size 1): ``"fast"`` (compiled, :mod:`.timing_engine_fast`) or
+        ``"reference"`` (Python, :func:`.timing_engine.run_events`); identical results.
 
     Raises
     ------
@@ -333,7 +336,12 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
     else:
         if rob > 1:
             warnings.append("rob_size > 1 is modelled in latency mode only; throughput mode uses rob_size 1")
-        eng = run_events(plans, P, native, throughput=throughput, limit=sim_time_ps, repeat=repeat)
+        if engine not in ("fast", "reference"):
+            raise ConfigError(f"unknown timing engine {engine!r} (use 'fast' or 'reference')")
+        loop = run_events
+        if engine == "fast":
+            from .timing_engine_fast import run_events_fast as loop
+        eng = loop(plans, P, native, throughput=throughput, limit=sim_time_ps, repeat=repeat)
 
     if eng.size_mismatch:
         s, spc, r, rpc, bs, br = eng.size_mismatch[0]
@@ -493,11 +501,8 @@ def _busy_and_noc(plans, eng, cfg, prm, throughput):
         noc_b[(s, d)] = noc_b.get((s, d), 0) + nbytes
         noc_f[(s, d)] = noc_f.get((s, d), 0) + int(cdiv(nbytes, bw))
 
+    from .timing_plan_fast import busy_local
     for c, p in plans.items():
-        op = p.op
-        X = p.X
-        vec = (op >= 10) & (op <= 23)
-        lmv = (op == OP_LMV) | (op == OP_LLDI)
         n_ev = len(p.ev_idx)
         done = n_ev if eng.state[c] in (DONE, HUNG) else min(eng.pos[c], n_ev)
         ev_busy = int((eng.ev_E[c][:done] - eng.ev_S[c][:done]).sum()) if done else 0
@@ -507,10 +512,9 @@ def _busy_and_noc(plans, eng, cfg, prm, throughput):
             sel = kinds == kind
             if sel.any():
                 lm_ev += int((p.ev_a[sel] if kind == EV_ST else p.ev_c[sel]).sum())
-        busy[c] = {"matrix": int(X[op == OP_MVMUL].sum()), "vector": int(X[vec].sum()),
-                   "transfer": int(X[lmv].sum()) + ev_busy,
-                   "local_memory": int(p.lmem_local.sum()) + lm_ev,
-                   "scalar": int(p.inc[(op <= 8) & (p.start == 0)].sum())}
+        matrix, vector, transfer, lmem, scalar = busy_local(p)
+        busy[c] = {"matrix": matrix, "vector": vector, "transfer": transfer + ev_busy,
+                   "local_memory": lmem + lm_ev, "scalar": scalar}
         for kind in (EV_LD, EV_SLD, EV_ST, EV_SEND, EV_SYNC):
             sel = np.flatnonzero(kinds == kind)
             if not len(sel):

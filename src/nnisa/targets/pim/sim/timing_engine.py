@@ -46,6 +46,17 @@ class EngineResult:
     round_ends: dict[int, list[int]] = field(default_factory=dict)  # repeat > 1: cursor after each round
 
 
+def fetch_offset(p: CorePlan, P: int) -> int:
+    """Throughput mode: offset from a round's base to the fetch of its last instruction."""
+    if p.n and p.hang < 0:
+        last = p.n - 1
+        lop = int(p.op[last])
+        if lop in SCALAR_OPS or lop == OP_SETBW or lop == OP_NOP:
+            return int(p.pre[last]) - P
+        return int(p.pre[last]) + int(p.start[last]) - 2 * P
+    return 0
+
+
 def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: bool = False,
                limit: int | None = None, repeat: int = 1) -> EngineResult:
     """Run the event loop over all cores.
@@ -80,18 +91,7 @@ def run_events(plans: dict[int, CorePlan], P: int, native: bool, throughput: boo
     key = {c: plans[c].ev_key.tolist() for c in cores}
     S_out = {c: [0] * n_ev[c] for c in cores}
     E_out = {c: [0] * n_ev[c] for c in cores}
-    fetch_off = {}
-    for c in cores:
-        p = plans[c]
-        if p.n and p.hang < 0:
-            last = p.n - 1
-            lop = int(p.op[last])
-            if lop in SCALAR_OPS or lop == OP_SETBW or lop == OP_NOP:
-                fetch_off[c] = int(p.pre[last]) - P
-            else:
-                fetch_off[c] = int(p.pre[last]) + int(p.start[last]) - 2 * P
-        else:
-            fetch_off[c] = 0
+    fetch_off = {c: fetch_offset(plans[c], P) for c in cores}
     j = {c: 0 for c in cores}
     base = {c: 2 * P for c in cores}  # T before event j = base + pre_ev[j]
     state = {c: RUN for c in cores}

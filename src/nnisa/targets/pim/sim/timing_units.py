@@ -226,25 +226,16 @@ def widths(rows: np.ndarray, init: tuple[int, int]) -> tuple[np.ndarray, np.ndar
     return ib, ob
 
 
-def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
-              agm: list[int]) -> CorePlan:
-    """Vectorised per-core precomputation (see :class:`CorePlan`).
-
-    Per-event static values ``ev_a … ev_d`` (ps):
-
-    * ld / sld: a = request flight to GM, b = GM read, c = local write (0 for sld);
-    * st: a = local read, b = request flight (B bytes), c = GM write;
-    * send: a = "ready" flight c→r, b = answer flight r→c, c = local read, d = data flight;
-    * recv: c = local write;  sync: a = flight to the target core;  wait: –.
-    """
+def _plan_local_reference(core: int, rows: np.ndarray, op: np.ndarray, prm: Params, init: tuple[int, int],
+                          fixed: int | None, agm: list[int]) -> tuple:
+    """Per-instruction arrays of :func:`plan_core` with numpy (the readable reference of
+    :mod:`.timing_plan_fast`): widths, X, start, inc, local-memory busy, rob split."""
     native = prm.native
     P = prm.P
-    op = rows["op"].astype(np.int64)
     n = len(op)
     ln = rows["len"].astype(np.int64)
-    init = cfg.nnisa.init_widths(core) if native else (0, 0)
-    if native and not cfg.nnisa.variable_bitwidth:
-        ib = np.full(n, cfg.nnisa.fixed_bitwidth, np.int64)
+    if fixed is not None:
+        ib = np.full(n, fixed, np.int64)
         ob = ib.copy()
     else:
         ib, ob = widths(rows, init)
@@ -255,7 +246,6 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
     inc = np.zeros(n, np.int64)
     lbusy = np.zeros(n, np.int64)
     p_lr, p_nrd, p_mid, p_lw = (np.zeros(n, np.int64) for _ in range(4))
-    warnings: list[str] = []
 
     # scalar instructions and setbw: one front-end cycle (the first setbw is free)
     is_scalar = (op >= 1) & (op <= 7)
@@ -325,15 +315,50 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
         start[mi] = 2 * P
         inc[mi] = X[mi] + 3 * P
 
-    # nop: pimsim-nn never retires it (the core hangs); native: one front-end cycle
+    if native:
+        inc[op == OP_NOP] = P  # nop: one front-end cycle (pimsim-nn: never retires, see plan_core)
+    return ib, ob, X, start, inc, lbusy, p_lr, p_nrd, p_mid, p_lw
+
+
+def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
+              agm: list[int], fast: bool = True) -> CorePlan:
+    """Vectorised per-core precomputation (see :class:`CorePlan`).
+
+    Per-event static values ``ev_a … ev_d`` (ps):
+
+    * ld / sld: a = request flight to GM, b = GM read, c = local write (0 for sld);
+    * st: a = local read, b = request flight (B bytes), c = GM write;
+    * send: a = "ready" flight c→r, b = answer flight r→c, c = local read, d = data flight;
+    * recv: c = local write;  sync: a = flight to the target core;  wait: –.
+    """
+    native = prm.native
+    P = prm.P
+    op = rows["op"].astype(np.int64)
+    n = len(op)
+    init = cfg.nnisa.init_widths(core) if native else (0, 0)
+    fixed = cfg.nnisa.fixed_bitwidth if native and not cfg.nnisa.variable_bitwidth else None
+    local = None
+    if fast:
+        from .timing_plan_fast import plan_local
+        local = plan_local(rows, op, prm, init, fixed, agm)
+    if local is not None:
+        ib, ob, X, start, inc, lbusy, p_lr, p_nrd, p_mid, p_lw, bad_grp, bad_mbiw = local
+        if bad_grp >= 0:
+            raise SimError(f"mvmul names array group {int(rows['group'][bad_grp])}, but the core has "
+                           f"{len(agm)} groups", where=f"core {core}, pc {bad_grp}")
+        if bad_mbiw >= 0:
+            raise SimError("mvmul with mbiw 0", where=f"core {core}, pc {bad_mbiw}")
+    else:
+        ib, ob, X, start, inc, lbusy, p_lr, p_nrd, p_mid, p_lw = _plan_local_reference(core, rows, op, prm, init,
+                                                                                        fixed, agm)
+    warnings: list[str] = []
+    # nop: pimsim-nn never retires it (the core hangs)
     nops = np.flatnonzero(op == OP_NOP)
     hang = -1
-    if len(nops):
-        if native:
-            inc[nops] = P
-        else:
-            hang = int(nops[0])
-            warnings.append(f"core {core}: nop at pc {hang} never retires in pimsim-nn; the core hangs")
+    if len(nops) and not native:
+        hang = int(nops[0])
+        warnings.append(f"core {core}: nop at pc {hang} never retires in pimsim-nn; the core hangs")
+    lm = prm.lmem
 
     # event instructions
     ev_kind_all = EVENT_OF_OP[op] if n else np.zeros(0, np.int8)
@@ -345,7 +370,7 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
         ev_idx = ev_idx[ev_idx < hang]
     ev_kind = ev_kind_all[ev_idx].astype(np.int64)
     start[ev_idx] = P
-    size = ln[ev_idx]
+    size = rows["len"][ev_idx].astype(np.int64)
     peer = rows["core"][ev_idx].astype(np.int64)
     m = len(ev_idx)
     a = np.zeros(m, np.int64)
