@@ -93,7 +93,14 @@ def _float_tensors(graph: Graph, env: dict, raw: set[str]):
     for k, v in env.items():
         if k in graph.initializers or k in raw or not np.issubdtype(np.asarray(v).dtype, np.floating) or not np.size(v):
             continue
-        yield k, np.abs(np.asarray(v, np.float64))
+        yield k, np.asarray(v)
+
+
+def _abs_max(v: np.ndarray) -> float:
+    """``max |v|`` as float64 without a float64 copy of ``v`` (the same value: negation and the
+    float64 conversion of a float are exact; NaN propagates as through ``np.abs(v).max()``)."""
+    hi, lo = abs(float(v.max())), abs(float(v.min()))
+    return max(hi, lo)  # a NaN makes both NaN
 
 
 def calibrate(graph: Graph, calib: Any, *, method: str = "max", percentile: float = 99.99, bits: int = 8,
@@ -130,7 +137,7 @@ def calibrate(graph: Graph, calib: Any, *, method: str = "max", percentile: floa
     for part in parts:
         for b in _batches(graph, part, batch_size):
             for k, v in _float_tensors(graph, evaluate_float(graph, b, return_all=True), raw):
-                amax[k] = max(amax.get(k, 0.0), float(v.max()))
+                amax[k] = max(amax.get(k, 0.0), _abs_max(v))
     check_ranges(amax)
     if method == "max":
         return amax
@@ -139,6 +146,7 @@ def calibrate(graph: Graph, calib: Any, *, method: str = "max", percentile: floa
         for b in _batches(graph, part, batch_size):
             for k, v in _float_tensors(graph, evaluate_float(graph, b, return_all=True), raw):
                 if amax[k] > 0:
+                    v = np.abs(np.asarray(v, np.float64))
                     hist[k] += np.bincount(np.minimum((v.ravel() / amax[k] * _BINS).astype(np.int64), _BINS - 1),
                                            minlength=_BINS)
     out = {}

@@ -110,6 +110,23 @@ def test_lut_segments_reproduce_any_table(table, x0):
     np.testing.assert_array_equal(got, lut)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-128, 127), min_size=1, max_size=256), st.integers(-300, 300),
+       st.sampled_from([0, 2, 4, 6, 8, 10]))
+def test_compiled_lut_search_equals_the_reference(table, x0, k):
+    from nnisa.targets.pim.compiler.lower_lut import _greedy, _greedy_fast
+    lut = np.array(table, np.int64)
+    assert _greedy_fast(lut, x0, k) == _greedy(lut, x0, k)
+
+
+def test_compiled_lut_search_on_real_tables():
+    x = np.arange(-128, 128)
+    for scale in (4, 16, 40):
+        for lut in (127 / (1 + np.exp(-x / scale)), 127 * np.tanh(x / scale), x * np.clip(x / scale / 6 + 0.5, 0, 1)):
+            lut = np.clip(np.round(lut), -128, 127).astype(np.int64)
+            assert lut_segments(lut, -128) == lut_segments(lut, -128, fast=False)
+
+
 def test_sigmoid_table_needs_few_pieces():
     x = np.arange(-128, 128)
     lut = np.clip(np.round(127 / (1 + np.exp(-x / 16))), -128, 127).astype(np.int64)

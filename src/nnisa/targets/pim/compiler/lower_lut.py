@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from ....core.errors import UnsupportedError
 from ....frontend.quant import QNode, qrange
@@ -82,7 +83,52 @@ def _greedy(lut: np.ndarray, x0: int, k: int) -> list[tuple[int, int, int, int]]
     return out
 
 
-def lut_segments(lut: np.ndarray, x0: int) -> tuple[int, list[tuple[int, int, int, int]]]:
+@njit(cache=True, nogil=True)
+def _greedy_into(lo, hi, x0, out):
+    """Compiled :func:`_greedy` (same pieces, same integer floor divisions) into ``out (n, 4)``;
+    returns the number of pieces."""
+    n = len(lo)
+    cnt = 0
+    i = 1
+    while i < n:
+        s0 = i - 1
+        mlo, mhi = -(1 << 62), 1 << 62
+        j = i
+        while j < n:
+            nlo, nhi = mlo, mhi
+            for t in range(s0, j):
+                d = j - t
+                v = -((hi[t] - lo[j]) // d)
+                if v > nlo:
+                    nlo = v
+                w = (hi[j] - lo[t]) // d
+                if w < nhi:
+                    nhi = w
+            if nlo > nhi:
+                break
+            mlo, mhi = nlo, nhi
+            j += 1
+        b = j - 1
+        m = 0 if mlo <= 0 <= mhi else (mlo if mlo > 0 else mhi)
+        c = lo[s0] - m * (x0 + s0)
+        for t in range(s0 + 1, b + 1):
+            c = max(c, lo[t] - m * (x0 + t))
+        out[cnt, 0], out[cnt, 1], out[cnt, 2], out[cnt, 3] = x0 + i, x0 + b, m, c
+        cnt += 1
+        i = b + 1
+    return cnt
+
+
+def _greedy_fast(lut: np.ndarray, x0: int, k: int) -> list[tuple[int, int, int, int]]:
+    """:func:`_greedy` by one compiled loop (tables of 8- and 16-bit codes: O(n²) in the worst case)."""
+    L = np.asarray(lut, np.int64)
+    lo = L << k
+    out = np.zeros((max(L.size, 1), 4), np.int64)
+    cnt = _greedy_into(lo, lo + (1 << k) - 1, np.int64(x0), out)
+    return [tuple(r) for r in out[:cnt].tolist()]
+
+
+def lut_segments(lut: np.ndarray, x0: int, fast: bool = True) -> tuple[int, list[tuple[int, int, int, int]]]:
     """Exact piecewise decomposition of an integer table over the codes ``x0, x0+1, ...``.
 
     Returns
@@ -91,11 +137,13 @@ def lut_segments(lut: np.ndarray, x0: int) -> tuple[int, list[tuple[int, int, in
         ``lut(x) = Σ floor((m·clamp(x, a−1, b) + c) / 2^k)`` over ``pieces = [(a, b, m, c)]``
         for every code ``x`` (flat pieces dropped, the constant folded into the first piece;
         an empty list means ``lut`` is constant — then ``pieces`` is ``[(x0+1, x0+1, 0, lut[0]·2^k)]``).
+        ``fast``: the compiled search (:func:`_greedy_fast`); ``False``: the numpy reference.
     """
     L = np.asarray(lut, np.int64)
     best = None
+    greedy = _greedy_fast if fast else _greedy
     for k in _K_CHOICES:
-        segs = [s for s in _greedy(L, x0, k) if s[2] != 0]
+        segs = [s for s in greedy(L, x0, k) if s[2] != 0]
         if best is None or len(segs) < len(best[1]):
             best = (k, segs)
     k, segs = best
