@@ -99,3 +99,35 @@ def test_run_bundle_in_memory():
     res, outs = run_bundle(b, {"x": np.array([[2, -1, 4, 1]], dtype=np.int8)}, engine="reference")
     assert outs["y"].tolist() == [[17, 0, 11]]  # [2+16-1, relu(-2-3+1), 4+2+4+1]
     assert res.instructions == {0: 8}
+
+
+def test_config_round_trip_keeps_global_memory_unbounded_or_bounded():
+    """A default ``memory_size`` does not bound global memory; the bundle's copy of the config must
+    not turn it into a bound (compiled folders larger than 1 MB of global memory then failed in
+    ``nnisa sim`` with "global address range ... outside [0, 0x100000)")."""
+    from nnisa.targets.pim.config import config_from_dict, default_config
+    free = default_config(2)
+    assert not free.gmem_bounded
+    again = config_from_dict(free.to_json_dict())
+    assert not again.gmem_bounded and again.to_json_dict() == free.to_json_dict()
+    d = free.to_json_dict()
+    del d["nnisa"]["global_memory_bounded"]
+    bounded = config_from_dict(d)  # memory_size given in the file: a bound
+    assert bounded.gmem_bounded and config_from_dict(bounded.to_json_dict()).gmem_bounded
+
+
+def test_compiled_folder_beyond_one_megabyte_of_global_memory_simulates(tmp_path):
+    import onnx
+    from onnx import helper
+    import nnisa
+    from .compiler_helpers import one_input_model
+    n = 600_000  # 8-bit input and output: 1.2 MB of global memory
+    m = one_input_model([helper.make_node("Relu", ["x"], ["y"])], [], [1, n], [1, n])
+    onnx.save(m, tmp_path / "relu.onnx")
+    pim = nnisa.target("pim")
+    res = pim.compile(str(tmp_path / "relu.onnx"), out_dir=tmp_path / "out")
+    x = np.random.default_rng(0).normal(size=(1, n)).astype(np.float32)
+    sim = pim.simulate(read_bundle(tmp_path / "out"), inputs={"x": x}, mode="functional", lint=False)
+    direct = pim.simulate(res.program, inputs={"x": x}, mode="functional", lint=False, **res.sim_options)
+    (name,) = sim.outputs
+    assert np.array_equal(sim.outputs[name], direct.outputs[name])

@@ -402,8 +402,13 @@ class PimConfig(_Model):
         return got
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The configuration as a pimsim-nn style JSON object (with the ``nnisa`` section)."""
-        return self.model_dump(mode="json", exclude={"source", "explicit_gmem_size"})
+        """The configuration as a pimsim-nn style JSON object (with the ``nnisa`` section).
+
+        ``memory_size`` is always written, so ``nnisa.global_memory_bounded`` records whether it
+        bounds global memory (a default size does not): the object loads back as the same machine."""
+        d = self.model_dump(mode="json", exclude={"source", "explicit_gmem_size"})
+        d["nnisa"]["global_memory_bounded"] = self.gmem_bounded
+        return d
 
 
 def load_noc_table(path: str | os.PathLike, *, uniform: tuple[float, float] | None = None,
