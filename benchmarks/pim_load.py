@@ -144,8 +144,8 @@ def render(res: dict, trees, args) -> str:
         f"`nice -n {args.nice}`, median of {args.rounds} rounds (trees alternated); CPU = user + system; "
         f"peak = ru_maxrss. Load (1-min average) during the jobs: {min(loads):.1f}–{max(loads):.1f}. "
         "pimsim-nn is not built here: its figures are issue 30's record (13.0 s / 2.25 GB ResNet-18, "
-        "145 s / 10.3 GB 24-image stream; 2 cores, load ~1). *before* = main at 3cd06b2 (whole "
-        "decompressed document in memory, zlib).",
+        "145 s / 10.3 GB 24-image stream; 2 cores, load ~1)."
+        + (f" *before* = the tree `{args.before}`." if args.before else ""),
         "",
         "| program | wall | CPU | peak | vs pimsim-nn wall (goal) | CPU-s ratio | peak ratio |"
         + (" before: wall | before: CPU | before: peak |" if args.before else ""),

@@ -13,18 +13,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .timing_units import OBYW_WB, ONE_ELEM, OP_LLDI, OP_LMV, OP_MVMUL, OP_NOP, OP_SETBW, OP_SLD, TWO_SRC
+from ..isa import OPCODE, build_isa
 
-_OPS = 32
-
-
-def _mask(ops) -> np.ndarray:
-    m = np.zeros(_OPS, np.bool_)
-    m[list(ops)] = True
-    return m
-
-
-_TWO_SRC, _OBYW_WB, _ONE_ELEM = _mask(TWO_SRC), _mask(OBYW_WB), _mask(ONE_ELEM)
+# opcodes and per-opcode facts straight from the ISA table (timing_units imports this module)
+OP_NOP, OP_SLD, OP_SETBW, OP_MVMUL = OPCODE["nop"], OPCODE["sld"], OPCODE["setbw"], OPCODE["mvmul"]
+OP_LLDI, OP_LMV = OPCODE["lldi"], OPCODE["lmv"]
+_ISA = build_isa()
+_TWO_SRC = _ISA.fact_array("srcs", 0, np.int64, 32) == 2
+_OBYW_WB = _ISA.fact_array("obyw_wb", False, np.bool_, 32)
+_ONE_ELEM = _ISA.fact_array("one_elem", False, np.bool_, 32)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -17,6 +17,7 @@ import numpy as np
 from ....core.errors import SimError
 from ..config import PimConfig
 from ..isa import OPCODE, build_isa
+from .timing_plan_fast import plan_local
 
 PS = 1000  # ps per ns
 
@@ -337,10 +338,7 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
     n = len(op)
     init = cfg.nnisa.init_widths(core) if native else (0, 0)
     fixed = cfg.nnisa.fixed_bitwidth if native and not cfg.nnisa.variable_bitwidth else None
-    local = None
-    if fast:
-        from .timing_plan_fast import plan_local
-        local = plan_local(rows, op, prm, init, fixed, agm)
+    local = plan_local(rows, op, prm, init, fixed, agm) if fast else None
     if local is not None:
         ib, ob, X, start, inc, lbusy, p_lr, p_nrd, p_mid, p_lw, bad_grp, bad_mbiw = local
         if bad_grp >= 0:
