@@ -24,6 +24,7 @@ import numba as nb
 import numpy as np
 
 from .cram_nb import ZERO, load, low, operand
+from .liveness import FULL, SKIP
 from .plan import COL, OPC, PY
 
 OP, T, N, PRED, RD, RA, RB, RS = (COL[c] for c in ("op", "t", "n", "pred", "rd", "ra", "rb", "rs"))
@@ -117,10 +118,12 @@ def _rf_const(rf, t, reg, bits, signed, out):
 
 
 @nb.njit(cache=True)
-def _compute(c, o, cols, mask, carry, rf, base, tmp):
-    """Instructions whose bitline i reads and writes only bitline i, one bitline at a time."""
+def _compute(c, o, cols, mask, carry, rf, base, tmp, lanes, full):
+    """Instructions whose bitline i reads and writes only bitline i, one bitline at a time: every
+    bitline of [0, n) when ``full``, else the bitlines ``lanes`` (offsets; :mod:`.liveness`)."""
     B = cols.shape[2]
-    t, n, pred = c[T], c[N], c[PRED]
+    t, pred = c[T], c[PRED]
+    n = c[N] if full else lanes.shape[0]
     A, Bv, C, Y, EN = tmp[RA_, :B], tmp[RB_, :B], tmp[RC_, :B], tmp[RY_, :B], tmp[REN, :B]
     K1, K2, Z = tmp[RK1, :B], tmp[RK2, :B], tmp[RZ, :B]
     Z[:] = 0
@@ -128,7 +131,7 @@ def _compute(c, o, cols, mask, carry, rf, base, tmp):
     if o == SET_MASK:
         od = operand(c[RA], 1, False)
         for i in range(n):
-            g = base + i
+            g = base + (i if full else lanes[i])
             _ld_row(cols, g, od, A)
             mk, cr = mask[g], carry[g]
             for b in range(B):
@@ -142,7 +145,7 @@ def _compute(c, o, cols, mask, carry, rf, base, tmp):
         for b in range(B):
             A[b] = v
         for i in range(n):
-            _st_row(cols, mask, carry, base + i, od_d, A, Z, pred, CLEAR, EN)
+            _st_row(cols, mask, carry, base + (i if full else lanes[i]), od_d, A, Z, pred, CLEAR, EN)
         return
     sa, sb = c[SA] != 0, c[SB] != 0
     od_a, od_b = operand(c[RA], c[PA], sa), operand(c[RB], c[PB], sb)
@@ -153,14 +156,14 @@ def _compute(c, o, cols, mask, carry, rf, base, tmp):
         _rf_const(rf, t, c[X0], c[PC], c[SC] != 0, K1)
         _rf_const(rf, t, c[X1], c[PE], c[SE] != 0, K2)
     if o == MAC and pred == 0 and not (od_a[5] or od_b[5] or od_c[5] or od_d[5] or od_s[5]):
-        _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, A)
+        _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, A, lanes, full)
         return
     two = not (o == NOT or o == COPY or o == MUL_C or o == ADD_C)
     pd = c[PD]
     m = low(pd)
     sh = np.uint64(min(pd, 63))
     for i in range(n):
-        g = base + i
+        g = base + (i if full else lanes[i])
         _ld_row(cols, g, od_a, A)
         if two:
             _ld_row(cols, g, od_b, Bv)
@@ -225,7 +228,7 @@ def _compute(c, o, cols, mask, carry, rf, base, tmp):
 
 
 @nb.njit(cache=True)
-def _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, r):
+def _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, r, lanes, full):
     """``mac`` without a predicate and with no operand across two words (the hot instruction of
     compiled convolutions): per bitline one fused loop into ``r`` (a scratch row, so that the
     compiler sees no overlap with the words it reads and vectorises), then the stores."""
@@ -236,7 +239,7 @@ def _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, r):
     ks, _, shs, _, ms, _, _ = od_s
     keep_d, keep_s = ~(md << shd), ~(ms << shs)
     for i in range(n):
-        g = base + i
+        g = base + (i if full else lanes[i])
         wa, wb, wc, wd, ws = cols[g, ka], cols[g, kb], cols[g, kc], cols[g, kd], cols[g, ks]
         for b in range(wa.shape[0]):
             a = (((wa[b] >> sha) & ma) ^ sga) - sga
@@ -507,8 +510,9 @@ def _rf_scalar(c, o, cols, rf, base):
 
 
 @nb.njit(cache=True)
-def run(code, k0, cols, mask, carry, rf, bases, extents, own, shared, msg, tmp, ccols, crams):
-    """Execute ``code[k0:]`` until a :data:`.plan.PY` row (returned) or the end (``len(code)``)."""
+def run(code, k0, cols, mask, carry, rf, bases, extents, own, shared, msg, tmp, ccols, crams, sel, spans, lidx):
+    """Execute ``code[k0:]`` until a :data:`.plan.PY` row (returned) or the end (``len(code)``);
+    an element-wise row k evaluates the bitlines ``sel[k]`` selects (:class:`.liveness.Lanes`)."""
     K = code.shape[0]
     for k in range(k0, K):
         c = code[k]
@@ -519,7 +523,11 @@ def run(code, k0, cols, mask, carry, rf, bases, extents, own, shared, msg, tmp, 
         if o == SHIFT or o == RED_CRAM or o == RED_TILE or o == LOCAL:
             _across(c, o, cols, mask, carry, base, E, ccols, tmp)
         elif (ADD <= o <= SET_MASK) or o == MAC or o == MUL_C or o == ADD_C or o == DOT_C:
-            _compute(c, o, cols, mask, carry, rf, base, tmp)
+            s = sel[k]
+            if s == SKIP:
+                continue
+            lanes = lidx[spans[max(s, 0), 0]:spans[max(s, 0), 1]]
+            _compute(c, o, cols, mask, carry, rf, base, tmp, lanes, s == FULL)
         elif o == WRITE_RF or o == ADD_RF or o == SUB_RF or o == POPCOUNT:
             _rf_scalar(c, o, cols, rf, base)
         elif LOAD <= o <= STORE_RF:
