@@ -25,7 +25,7 @@ from .liveness import Lanes, lanes_for
 from .plan import COL, OPC, PY, FunctionalPlan, build_plan
 
 _PLANS: OrderedDict = OrderedDict()
-_PLAN_CACHE_SIZE = 64
+_PLAN_CACHE_SIZE = 256     # plans and their lanes: a ResNet-18 has 53 programs
 
 
 def _cached(key, make):

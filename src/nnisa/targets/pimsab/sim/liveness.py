@@ -1,10 +1,10 @@
-"""Which bitlines each compute instruction of a planned run must evaluate: a backward liveness pass.
+"""Which bitlines each instruction of a planned run must evaluate: a backward liveness pass.
 
 A compiled layer rarely fills its CRAMs: a convolution with 8 output columns on the bitlines runs
 every instruction over whole 256-bitline CRAMs (the vector ``size`` of the ISA counts bitlines
 from bitline 0, so it cannot name "the first 8 of every CRAM"), and the timed program must keep
 those instructions as they are.  The values on the other bitlines are never stored where the
-host reads them.  This pass finds, for every element-wise compute instruction, the bitlines whose
+host reads them.  This pass finds, for every instruction that writes bitlines, the bitlines whose
 result can reach a DRAM byte the caller reads (``observed``), so that the interpreter
 (:mod:`.interp_nb`) evaluates only those.  The program, its timing and its energy are unchanged.
 
@@ -17,7 +17,9 @@ plus two latch rows (mask, carry):
   bitlines become live (with a predicate the old destination and the predicate latch stay live);
 * the instructions that move data across bitlines (``shift``, reductions, ``cram_local_shf``,
   ``cram_tx_rx``, ``cram_bcast``, ``tile_tx``/``tile_rx`` through the message slots) map the
-  liveness of what they write onto what they read, and are always evaluated in full;
+  liveness of what they write onto what they read; ``shift``, the reductions, ``cram_local_shf``
+  and ``tile_rx`` then write only their needed bitlines, a ``tile_tx`` sends only the message
+  elements its ``tile_rx`` reads (the CRAM transfers run in full);
 * loads kill what they write; a ``popcount_rf`` makes its sources live (the RF is assumed live);
 * a ``store`` makes live the elements whose bytes are observed; a store whose bytes a DRAM read of
   the same program overlaps is made live whole (the DRAM is not tracked further).
@@ -62,7 +64,8 @@ ONE = np.uint64(1)
 @dataclass
 class Lanes:
     """Per code row of a plan: ``sel`` = :data:`FULL`, :data:`SKIP` or a span index; span s
-    evaluates the bitlines ``idx[spans[s, 0]:spans[s, 1]]`` (offsets from the tile's first)."""
+    evaluates the bitlines ``idx[spans[s, 0]:spans[s, 1]]`` (offsets from the tile's first; for a
+    ``tile_tx``, message elements)."""
 
     sel: np.ndarray
     spans: np.ndarray
@@ -152,12 +155,12 @@ def _record(need, nw, n, table, masks):
 
 
 @nb.njit(cache=True)
-def _backward(code, oop, wbase, extents, R, ccols, crams, obs_off, obs, msg_words, elementwise):
+def _backward(code, oop, wbase, extents, R, W, ccols, crams, obs_off, obs, msg_words, elementwise):
     """The pass of the module docstring; returns (sel per code row, the distinct masks)."""
     K = code.shape[0]
     live = np.zeros((R + 2, wbase[-1]), np.uint64)
     MASK, CARRY = R, R + 1
-    maxw = 1
+    maxw = (W + 63) >> 6                 # a message or a vector of the whole tile
     for t in range(extents.shape[0]):
         maxw = max(maxw, (extents[t] + 63) >> 6)
     rng, need, src = np.zeros(maxw, np.uint64), np.zeros(maxw, np.uint64), np.zeros(maxw, np.uint64)
@@ -212,6 +215,8 @@ def _backward(code, oop, wbase, extents, R, ccols, crams, obs_off, obs, msg_word
             need[:nw] = 0
             _gather_rows(live, c[RD], c[PD], w0, rng, nw, need)
             _gather_rows(live, CARRY, 1, w0, rng, nw, need)
+            if code[k, OP] == o:
+                sel[k] = _record(need, nw, n, table, masks)
             if pred == 0:
                 _kill_rows(live, c[RD], c[PD], w0, rng, nw)
                 _kill_rows(live, CARRY, 1, w0, rng, nw)
@@ -291,6 +296,8 @@ def _backward(code, oop, wbase, extents, R, ccols, crams, obs_off, obs, msg_word
             _range(0, hi, rng)
             need[:nw] = 0
             _gather_rows(live, c[RD], p, w0, rng, nw, need)
+            if code[k, OP] == o:
+                sel[k] = _record(need, nw, hi, table, masks)
             _kill_rows(live, c[RD], p, w0, rng, nw)
             for g in range(hi):
                 if _bit(need, g):
@@ -300,14 +307,18 @@ def _backward(code, oop, wbase, extents, R, ccols, crams, obs_off, obs, msg_word
                         msgl[c[MOFF] + e] = True
         elif o == TILE_TX and c[X1] != 2:
             G, ew = (c[X0] if c[X1] == 1 else c[N]), (E + 63) >> 6
+            count = crams * G if c[X1] == 1 else c[N]
             src[:ew] = 0
-            for q in range(crams if c[X1] == 1 else 1):
-                for j in range(G):
-                    e, g = c[MOFF] + q * G + j, q * ccols + j
-                    if e < msgl.shape[0] and msgl[e]:
-                        msgl[e] = False
-                        if g < E:
-                            _put(src, g)
+            need[:(count + 63) >> 6] = 0
+            for e in range(count):       # message element e from bitline (e // G)·cram_cols + e % G
+                m, g = c[MOFF] + e, (e // G) * ccols + e % G
+                if m < msgl.shape[0] and msgl[m]:
+                    msgl[m] = False
+                    _put(need, e)
+                    if g < E:
+                        _put(src, g)
+            if code[k, OP] == o:
+                sel[k] = _record(need, (count + 63) >> 6, count, table, masks)
             _gen_rows(live, c[RA], c[PD], w0, src, ew)
     return sel, masks
 
@@ -366,7 +377,7 @@ def lanes_for(plan: FunctionalPlan, prog: PimsabProgram, cfg: PimsabConfig, obse
     obs_off, obs = _observed_words(plan, oop, np.asarray(observed, bool), back)
     ext = plan.extents.astype(np.int64)
     wbase = np.concatenate(([0], np.cumsum((ext + 63) >> 6))).astype(np.int64)
-    sel, masks = _backward(code, oop, wbase, ext, cfg.cram_rows, cfg.cram_cols, cfg.crams_per_tile, obs_off, obs,
+    sel, masks = _backward(code, oop, wbase, ext, cfg.cram_rows, cfg.tile_bitlines, cfg.cram_cols, cfg.crams_per_tile, obs_off, obs,
                            plan.msg_words, ELEMENTWISE)
     sel = np.asarray(sel)
     spans = np.zeros((max(len(masks), 1), 2), np.int64)
