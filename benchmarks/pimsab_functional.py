@@ -13,7 +13,8 @@ With ``--before DIR`` (a checkout of an earlier tree, e.g. ``git archive REV | t
 compares trees instead: child processes of both trees (``PYTHONPATH=DIR/src`` and this tree's
 ``src``), alternated ``--repeat`` times, each compiling the model, warming up on 2 samples and
 timing ``run_compiled`` of ``--samples`` samples (the batched machine with its one timing run);
-the outputs of the two trees are compared.  The table goes to the section "PIMSAB functional
+both trees calibrate on the same fixed set (so their quantized graphs are the same) and their
+outputs are compared.  The table goes to the section "PIMSAB functional
 simulation: A/B against an earlier tree".
 
 Usage: python benchmarks/pimsab_functional.py [--samples 32] [--ref-samples 4] [--repeat 2] [--quick]
@@ -80,7 +81,9 @@ CHILD = r"""
 import json, sys, time, numpy as np, nnisa
 from nnisa.targets.pimsab.compiler.netcompile import run_compiled
 path, samples = sys.argv[1], int(sys.argv[2])
-comp = nnisa.target("pimsab").compile(path)
+shape = tuple(nnisa.target("pimsab").compile(path).qgraph.inputs[0].shape[1:])
+calib = np.random.default_rng(1).uniform(-1, 1, (64,) + shape).astype(np.float32)  # both trees quantize alike
+comp = nnisa.target("pimsab").compile(path, calib=calib)
 t_in = comp.qgraph.inputs[0]
 x = np.random.default_rng(0).standard_normal((samples,) + tuple(t_in.shape[1:])).astype(np.float32)
 run_compiled(comp, {t_in.name: x[:2]})

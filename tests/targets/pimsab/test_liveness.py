@@ -6,36 +6,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnisa.core.errors import SimError
-from nnisa.targets.pimsab.program import PimsabProgram
 from nnisa.targets.pimsab.sim.fastrun import lanes_of, plan_for, run_batched
 from nnisa.targets.pimsab.sim.liveness import FULL
-from nnisa.targets.pimsab.sim.machine import Machine
 from nnisa.targets.pimsab.sim.simulate import _inputs_to_dram
 
 from .sim_helpers import ISA, SMALL
-from .test_batch import B, _final_stores, _msg_pair, _random_row
+from .test_batch import B, random_program
 
 OUT = 0x1000
 ELEMENTWISE = ("add", "sub", "mult", "max", "min", "and", "or", "xor", "not", "copy", "set", "reset", "set_mask",
                "mac", "mul_const", "add_const", "dot_const")
 
 
-def _program(rng, length: int) -> PimsabProgram:
-    probe = Machine(SMALL)
-    program: list[tuple[int, tuple]] = []
-    while len(program) < length:
-        tile, row = _random_row(rng)
-        pairs = _msg_pair(rng) if tile < 0 else [(tile, row)]
-        try:                 # keep only rows the machines accept (errors do not depend on data)
-            for t, r in pairs:
-                probe.step(t, r)
-        except SimError:
-            continue
-        program += pairs
-    program += _final_stores(OUT)
-    rows = np.array([r for _, r in program], dtype=ISA.dtype)
-    return PimsabProgram(rows, np.array([t for t, _ in program]))
+def _program(rng, length: int):
+    return random_program(rng, length, OUT)
 
 
 def _inputs(rng):
