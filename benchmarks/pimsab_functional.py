@@ -9,13 +9,24 @@ the one timing run of the first sample.  The outputs are compared sample by samp
 frontend's integer reference: ``bit_exact``).  CPU = this process's CPU time (the figure that stays
 comparable on the shared 2-core machine), wall = elapsed.
 
+With ``--before DIR`` (a checkout of an earlier tree, e.g. ``git archive REV | tar -x -C DIR``) it
+compares trees instead: child processes of both trees (``PYTHONPATH=DIR/src`` and this tree's
+``src``), alternated ``--repeat`` times, each compiling the model, warming up on 2 samples and
+timing ``run_compiled`` of ``--samples`` samples (the batched machine with its one timing run);
+both trees calibrate on the same fixed set (so their quantized graphs are the same) and their
+outputs are compared.  The table goes to the section "PIMSAB functional
+simulation: A/B against an earlier tree".
+
 Usage: python benchmarks/pimsab_functional.py [--samples 32] [--ref-samples 4] [--repeat 2] [--quick]
+       python benchmarks/pimsab_functional.py --before /tmp/before-pimsab [--samples 32] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -66,8 +77,72 @@ def bench_model(name: str, samples: int, ref_samples: int, repeat: int, work: Pa
             "ref_cpu": min(r[0] for r in ref), "ref_wall": min(r[1] for r in ref)}
 
 
+CHILD = r"""
+import json, sys, time, numpy as np, nnisa
+from nnisa.targets.pimsab.compiler.netcompile import run_compiled
+path, samples = sys.argv[1], int(sys.argv[2])
+shape = tuple(nnisa.target("pimsab").compile(path).qgraph.inputs[0].shape[1:])
+calib = np.random.default_rng(1).uniform(-1, 1, (64,) + shape).astype(np.float32)  # both trees quantize alike
+comp = nnisa.target("pimsab").compile(path, calib=calib)
+t_in = comp.qgraph.inputs[0]
+x = np.random.default_rng(0).standard_normal((samples,) + tuple(t_in.shape[1:])).astype(np.float32)
+run_compiled(comp, {t_in.name: x[:2]})
+c, t = time.process_time(), time.perf_counter()
+o, s, chk = run_compiled(comp, {t_in.name: x})
+cpu, wall = time.process_time() - c, time.perf_counter() - t
+print(json.dumps({"cpu": cpu / samples, "wall": wall / samples, "cycles": int(s.cycles),
+                  "bit_exact": bool(chk["bit_exact"]), "out": {k: np.asarray(v).tolist() for k, v in o.items()}}))
+"""
+
+
+def _child(src: Path, model: Path, samples: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(src))
+    p = subprocess.run([sys.executable, "-c", CHILD, str(model), str(samples)], capture_output=True, text=True,
+                       env=env)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise SystemExit(f"child of {src} failed: {(p.stderr.strip().splitlines() or ['no output'])[-1]}")
+    return json.loads(lines[-1])
+
+
+def compare_trees(before: Path, models: list[str], samples: int, repeat: int) -> None:
+    """The ``--before`` mode (module docstring)."""
+    after = Path(__file__).resolve().parent.parent / "src"
+    load0 = os.getloadavg()
+    with captured() as out, tempfile.TemporaryDirectory() as td:
+        print(f"Machine: {machine()}; date {today()}; `python benchmarks/pimsab_functional.py --before "
+              f"{before}` (load average {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} at the start).\n")
+        print(f"`run_compiled` of {samples} samples (batched machine, its one timing run included), per sample; "
+              f"child processes of the two trees alternated {repeat}× (before, after, before, ...), each after a "
+              f"2-sample warm-up; best and worst run of each.\n")
+        print("| model | cycles (before / after) | bit-exact | same outputs | CPU / sample before | "
+              "CPU / sample after | speed-up (best CPU) | wall / sample before | wall / sample after | goal |")
+        print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for name in models:
+            path = _model(name, Path(td))
+            runs: dict[str, list[dict]] = {"before": [], "after": []}
+            for _ in range(repeat):
+                runs["before"].append(_child(before / "src", path, samples))
+                runs["after"].append(_child(after, path, samples))
+            b, a = runs["before"], runs["after"]
+            same = all(r["out"] == b[0]["out"] for r in b + a)
+
+            def span(rs, k):
+                v = sorted(r[k] for r in rs)
+                return f"{v[0]:.3f}–{v[-1]:.3f} s"
+            print(f"| {name} | {b[0]['cycles']:,} / {a[0]['cycles']:,} | "
+                  f"{all(r['bit_exact'] for r in b + a)} | {same} | {span(b, 'cpu')} | {span(a, 'cpu')} | "
+                  f"{min(r['cpu'] for r in b) / min(r['cpu'] for r in a):.2f}× | {span(b, 'wall')} | "
+                  f"{span(a, 'wall')} | ≤ {GOALS.get(name, float('nan')):.2f} s |", flush=True)
+        load1 = os.getloadavg()
+        print(f"\nLoad average {load1[0]:.1f} at the end (2 cores shared with other engineers' jobs: wall times "
+              "include waiting for a core; CPU is this process's own).")
+    update_section("PIMSAB functional simulation: A/B against an earlier tree", out.text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--before", type=Path, help="an earlier tree to compare with (see the module docstring)")
     ap.add_argument("--samples", type=int, default=32)
     ap.add_argument("--ref-samples", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=2)
@@ -76,6 +151,9 @@ def main() -> None:
     a = ap.parse_args()
     if a.quick:
         a.samples, a.ref_samples, a.repeat = 4, 1, 1
+    if a.before is not None:
+        compare_trees(a.before, a.models.split(","), a.samples, a.repeat)
+        return
     load0 = os.getloadavg()
     with captured() as out, tempfile.TemporaryDirectory() as td:
         print(f"Machine: {machine()}; date {today()}; `python benchmarks/pimsab_functional.py` "

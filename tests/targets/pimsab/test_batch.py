@@ -249,29 +249,35 @@ def _final_stores(addr: int) -> list[tuple[int, tuple]]:
     return rows
 
 
-@pytest.mark.parametrize("seed", range(10))
-def test_compiled_interpreter_equals_per_sample_reference_runs(seed):
-    """A random program through the planned, compiled batched run (:mod:`.sim.fastrun`: floats and
-    rejected rows fall back to Python) against B runs of the reference machine."""
+def random_program(rng, length: int, out: int):
+    """A random program of about ``length`` rows the machines accept (errors do not depend on
+    data), the whole state stored from ``out`` on at the end."""
     from nnisa.targets.pimsab.program import PimsabProgram
-    from nnisa.targets.pimsab.sim.fastrun import run_batched
-    from nnisa.targets.pimsab.sim.machine import run_functional
-    from nnisa.targets.pimsab.sim.simulate import _inputs_to_dram
-    rng = np.random.default_rng(100 + seed)
     probe = Machine(SMALL)
     program: list[tuple[int, tuple]] = []
-    while len(program) < 80:
+    while len(program) < length:
         tile, row = _random_row(rng)
         pairs = _msg_pair(rng) if tile < 0 else [(tile, row)]
-        try:                 # keep only rows the machines accept (errors do not depend on data)
+        try:
             for t, r in pairs:
                 probe.step(t, r)
         except SimError:
             continue
         program += pairs
-    program += _final_stores(0x1000)
+    program += _final_stores(out)
     rows = np.array([r for _, r in program], dtype=ISA.dtype)
-    prog = PimsabProgram(rows, np.array([t for t, _ in program]))
+    return PimsabProgram(rows, np.array([t for t, _ in program]))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_compiled_interpreter_equals_per_sample_reference_runs(seed):
+    """A random program through the planned, compiled batched run (:mod:`.sim.fastrun`: floats and
+    rejected rows fall back to Python) against B runs of the reference machine."""
+    from nnisa.targets.pimsab.sim.fastrun import run_batched
+    from nnisa.targets.pimsab.sim.machine import run_functional
+    from nnisa.targets.pimsab.sim.simulate import _inputs_to_dram
+    rng = np.random.default_rng(100 + seed)
+    prog = random_program(rng, 80, 0x1000)
     inputs = [{"dram_0x0": rng.integers(0, 256, 0x400, dtype=np.uint8),
                "dram_0x400": rng.integers(0, 256, 0x400, dtype=np.uint8)} for _ in range(B)]
     inputs[1]["dram_0x0"] = inputs[0]["dram_0x0"]       # shared data stays shared

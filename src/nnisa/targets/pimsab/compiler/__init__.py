@@ -18,7 +18,7 @@ class PimsabCompileOptions:
     """How a network is quantized for PIMSAB (spec Decision 13: pow2 scales, per-tensor weights).
     No ``-O`` options: ``calib`` comes from ``--calibration``."""
 
-    #: calibration inputs (default: the bundled test set for bundled models, else spec §4.11's)
+    #: calibration inputs (default: the frontend's calibration set, :func:`.netcompile.quantized_graph`)
     calib: Any = None
     #: element bits of weights and activations
     bits: int = 8

@@ -72,6 +72,7 @@ class Compiled:
         sample, SimResult of the first sample)``."""
         from ..sim.simulate import simulate_many
         images = self.layout.pack_batch(values)   # rows of one array: the machine takes them without a copy
+        options.setdefault("observed", self.layout.observed_bytes())
         res = simulate_many(self.program, config=self.config, inputs=[{"dram_0x0": im} for im in images],
                             mode=mode, **options)
         m, t = res[0].details.machine, self.schedule.op.dtype

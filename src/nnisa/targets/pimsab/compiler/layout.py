@@ -189,6 +189,17 @@ class Layout:
         return [{name: out[name][b].reshape(shape) for name, (shape, _) in self.outputs.items()}
                 for b in range(samples)]
 
+    def observed_bytes(self) -> np.ndarray:
+        """Bool per DRAM byte from address 0: the bytes :meth:`unpack` reads (the elements of the
+        output regions that hold a tensor element, not padding)."""
+        seen = np.zeros(self.next_addr, bool)
+        for r in self.store_regions:
+            e = np.flatnonzero(self.patterns[r.pattern] >= 0)
+            first, last = (e * r.bits) >> 3, (e * r.bits + r.bits - 1) >> 3
+            for j in range(int((last - first).max(initial=0)) + 1):
+                seen[r.addr + np.minimum(first + j, last)] = True
+        return seen
+
     def summary(self) -> dict:
         return {"input_regions": len(self.regions), "output_regions": len(self.store_regions),
                 "input_bytes": int(sum(r.nbytes for r in self.regions)),

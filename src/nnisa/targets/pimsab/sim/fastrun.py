@@ -21,24 +21,43 @@ from ..program import PimsabProgram
 from . import interp_nb
 from .batch import ColumnTileState, FlatDram, stack_samples, words_per_bitline
 from .machine import Machine, _where
+from .liveness import Lanes, lanes_for
 from .plan import COL, OPC, PY, FunctionalPlan, build_plan
 
 _PLANS: OrderedDict = OrderedDict()
-_PLAN_CACHE_SIZE = 64
+_PLAN_CACHE_SIZE = 256     # plans and their lanes: a ResNet-18 has 53 programs
+
+
+def _cached(key, make):
+    hit = _PLANS.get(key)
+    if hit is None:
+        hit = _PLANS[key] = make()
+        while len(_PLANS) > _PLAN_CACHE_SIZE:
+            _PLANS.popitem(last=False)
+    return hit
+
+
+def _program_key(prog: PimsabProgram, cfg: PimsabConfig) -> tuple:
+    h = hashlib.blake2b(digest_size=16)
+    for part in (np.ascontiguousarray(prog.rows).view(np.uint8), np.ascontiguousarray(prog.tiles).view(np.uint8)):
+        h.update(part.tobytes())
+    return cfg.sha256, h.digest()
 
 
 def plan_for(prog: PimsabProgram, cfg: PimsabConfig) -> FunctionalPlan:
     """:func:`.plan.build_plan`, cached by the program's rows, tiles and the configuration."""
-    h = hashlib.blake2b(digest_size=16)
-    for part in (np.ascontiguousarray(prog.rows).view(np.uint8), np.ascontiguousarray(prog.tiles).view(np.uint8)):
-        h.update(part.tobytes())
-    key = (cfg.sha256, h.digest())
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = build_plan(prog, cfg)
-        while len(_PLANS) > _PLAN_CACHE_SIZE:
-            _PLANS.popitem(last=False)
-    return plan
+    return _cached(_program_key(prog, cfg), lambda: build_plan(prog, cfg))
+
+
+def lanes_of(prog: PimsabProgram, cfg: PimsabConfig, observed: np.ndarray | None) -> Lanes:
+    """The bitlines each compute row evaluates (:mod:`.liveness`): all of them without
+    ``observed``, else those that reach the observed DRAM bytes (cached like the plan)."""
+    plan = plan_for(prog, cfg)
+    if observed is None:
+        return Lanes.full(len(plan.code))
+    obs = np.ascontiguousarray(observed, bool)
+    key = _program_key(prog, cfg) + (hashlib.blake2b(np.packbits(obs).tobytes(), digest_size=16).digest(), len(obs))
+    return _cached(key, lambda: lanes_for(plan, prog, cfg, obs))
 
 
 class _InputRecorder:
@@ -86,11 +105,16 @@ def _layout(plan: FunctionalPlan, prog: PimsabProgram, writes, batch: int) -> Fl
     return FlatDram(batch, istart, iend, iown)
 
 
-def run_batched(prog: PimsabProgram, cfg: PimsabConfig, inputs: list[dict], write_inputs) -> Machine:
+def run_batched(prog: PimsabProgram, cfg: PimsabConfig, inputs: list[dict], write_inputs,
+                observed: np.ndarray | None = None) -> Machine:
     """Run ``prog`` for ``len(inputs)`` samples; ``write_inputs(machine, inputs)`` writes them (the
-    simulator's input convention).  Returns the machine holding the final state."""
+    simulator's input convention).  Returns the machine holding the final state.  ``observed``
+    (bool per DRAM byte from address 0): the only bytes the caller reads afterwards; the compute
+    instructions then evaluate only the bitlines that reach them (:mod:`.liveness`), and the rest
+    of the final state is unspecified."""
     B = len(inputs)
     plan = plan_for(prog, cfg)
+    lanes = lanes_of(prog, cfg, observed)
     rec = _InputRecorder(B)
     write_inputs(rec, inputs)
     dram = _layout(plan, prog, rec.writes, B)
@@ -122,7 +146,7 @@ def run_batched(prog: PimsabProgram, cfg: PimsabConfig, inputs: list[dict], writ
     K, k = len(code), 0
     while True:
         k = interp_nb.run(code, k, cols, mask, carry, rf, plan.bases, plan.extents, dram.own, shared, msg,
-                          tmp, cfg.cram_cols, cfg.crams_per_tile)
+                          tmp, cfg.cram_cols, cfg.crams_per_tile, lanes.sel, lanes.spans, lanes.idx)
         if k >= K:
             break
         i = int(plan.order[k])

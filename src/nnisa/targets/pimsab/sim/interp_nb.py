@@ -24,6 +24,7 @@ import numba as nb
 import numpy as np
 
 from .cram_nb import ZERO, load, low, operand
+from .liveness import FULL, SKIP
 from .plan import COL, OPC, PY
 
 OP, T, N, PRED, RD, RA, RB, RS = (COL[c] for c in ("op", "t", "n", "pred", "rd", "ra", "rb", "rs"))
@@ -117,10 +118,12 @@ def _rf_const(rf, t, reg, bits, signed, out):
 
 
 @nb.njit(cache=True)
-def _compute(c, o, cols, mask, carry, rf, base, tmp):
-    """Instructions whose bitline i reads and writes only bitline i, one bitline at a time."""
+def _compute(c, o, cols, mask, carry, rf, base, tmp, lanes, full):
+    """Instructions whose bitline i reads and writes only bitline i, one bitline at a time: every
+    bitline of [0, n) when ``full``, else the bitlines ``lanes`` (offsets; :mod:`.liveness`)."""
     B = cols.shape[2]
-    t, n, pred = c[T], c[N], c[PRED]
+    t, pred = c[T], c[PRED]
+    n = c[N] if full else lanes.shape[0]
     A, Bv, C, Y, EN = tmp[RA_, :B], tmp[RB_, :B], tmp[RC_, :B], tmp[RY_, :B], tmp[REN, :B]
     K1, K2, Z = tmp[RK1, :B], tmp[RK2, :B], tmp[RZ, :B]
     Z[:] = 0
@@ -128,7 +131,7 @@ def _compute(c, o, cols, mask, carry, rf, base, tmp):
     if o == SET_MASK:
         od = operand(c[RA], 1, False)
         for i in range(n):
-            g = base + i
+            g = base + (i if full else lanes[i])
             _ld_row(cols, g, od, A)
             mk, cr = mask[g], carry[g]
             for b in range(B):
@@ -142,7 +145,7 @@ def _compute(c, o, cols, mask, carry, rf, base, tmp):
         for b in range(B):
             A[b] = v
         for i in range(n):
-            _st_row(cols, mask, carry, base + i, od_d, A, Z, pred, CLEAR, EN)
+            _st_row(cols, mask, carry, base + (i if full else lanes[i]), od_d, A, Z, pred, CLEAR, EN)
         return
     sa, sb = c[SA] != 0, c[SB] != 0
     od_a, od_b = operand(c[RA], c[PA], sa), operand(c[RB], c[PB], sb)
@@ -153,14 +156,14 @@ def _compute(c, o, cols, mask, carry, rf, base, tmp):
         _rf_const(rf, t, c[X0], c[PC], c[SC] != 0, K1)
         _rf_const(rf, t, c[X1], c[PE], c[SE] != 0, K2)
     if o == MAC and pred == 0 and not (od_a[5] or od_b[5] or od_c[5] or od_d[5] or od_s[5]):
-        _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, A)
+        _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, A, lanes, full)
         return
     two = not (o == NOT or o == COPY or o == MUL_C or o == ADD_C)
     pd = c[PD]
     m = low(pd)
     sh = np.uint64(min(pd, 63))
     for i in range(n):
-        g = base + i
+        g = base + (i if full else lanes[i])
         _ld_row(cols, g, od_a, A)
         if two:
             _ld_row(cols, g, od_b, Bv)
@@ -225,7 +228,7 @@ def _compute(c, o, cols, mask, carry, rf, base, tmp):
 
 
 @nb.njit(cache=True)
-def _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, r):
+def _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, r, lanes, full):
     """``mac`` without a predicate and with no operand across two words (the hot instruction of
     compiled convolutions): per bitline one fused loop into ``r`` (a scratch row, so that the
     compiler sees no overlap with the words it reads and vectorises), then the stores."""
@@ -236,7 +239,7 @@ def _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, r):
     ks, _, shs, _, ms, _, _ = od_s
     keep_d, keep_s = ~(md << shd), ~(ms << shs)
     for i in range(n):
-        g = base + i
+        g = base + (i if full else lanes[i])
         wa, wb, wc, wd, ws = cols[g, ka], cols[g, kb], cols[g, kc], cols[g, kd], cols[g, ks]
         for b in range(wa.shape[0]):
             a = (((wa[b] >> sha) & ma) ^ sga) - sga
@@ -253,18 +256,21 @@ def _mac_plain(cols, carry, base, n, od_a, od_b, od_c, od_d, od_s, r):
 
 
 @nb.njit(cache=True)
-def _across(c, o, cols, mask, carry, base, E, ccols, tmp):
-    """``shift``, ``reduce_cram``, ``reduce_tile``, ``cram_local_shf`` (carry cleared).  No source
-    bitline is written before it is read: a shift runs away from its sources; a reduction group or
-    a CRAM's local shuffle reads its sources first."""
+def _across(c, o, cols, mask, carry, base, E, ccols, tmp, lanes, full):
+    """``shift``, ``reduce_cram``, ``reduce_tile``, ``cram_local_shf`` (carry cleared), on every
+    destination bitline of [0, n) when ``full``, else on the bitlines ``lanes`` (ascending).  No
+    source bitline is written before it is read: a shift runs away from its sources; a reduction
+    group or a CRAM's local shuffle reads its sources first."""
     B = cols.shape[2]
     n, x0, pred = c[N], c[X0], c[PRED]
+    cnt = n if full else lanes.shape[0]
     od_a, od_d = operand(c[RA], c[PA], c[SA] != 0), operand(c[RD], c[PD], False)
     R, X, EN, Z = tmp[RB_, :B], tmp[RC_, :B], tmp[REN, :B], tmp[RZ, :B]
     Z[:] = 0
     if o == SHIFT:
-        for k in range(n):
-            i = k if c[X1] == 0 else n - 1 - k
+        for k in range(cnt):
+            kk = k if c[X1] == 0 else cnt - 1 - k
+            i = kk if full else lanes[kk]
             src = i + x0 if c[X1] == 0 else i - x0
             if 0 <= src < n:
                 _ld_row(cols, base + src, od_a, R)
@@ -272,45 +278,53 @@ def _across(c, o, cols, mask, carry, base, E, ccols, tmp):
             else:
                 _st_row(cols, mask, carry, base + i, od_d, Z, Z, pred, CLEAR, EN)
         return
-    if o == RED_TILE:   # one group of x0 CRAMs at a time: sums in its first CRAM, zeros after
+    if o == RED_TILE:   # groups of x0 CRAMs: sums in the group's first CRAM, zeros after
         span = x0 * ccols
-        for q in range(0, n, span):
-            m_ = min(ccols, n - q)
-            for j in range(m_):
+        for k in range(cnt):
+            i = k if full else lanes[k]
+            q = i - i % span
+            j = i - q
+            if j < min(ccols, n - q):
                 R[:] = 0
-                for k in range(x0):
-                    g = q + k * ccols + j
+                for kk in range(x0):
+                    g = q + kk * ccols + j
                     if g < E:
                         _ld_row(cols, base + g, od_a, X)
                         for b in range(B):
                             R[b] += X[b]
-                _st_row(cols, mask, carry, base + q + j, od_d, R, Z, pred, CLEAR, EN)
-            for j in range(m_, min(span, n - q)):
-                _st_row(cols, mask, carry, base + q + j, od_d, Z, Z, pred, CLEAR, EN)
+                _st_row(cols, mask, carry, base + i, od_d, R, Z, pred, CLEAR, EN)
+            else:
+                _st_row(cols, mask, carry, base + i, od_d, Z, Z, pred, CLEAR, EN)
         return
     if o == RED_CRAM:   # groups of x0 bitlines: the sum in the group's first bitline, zeros after
-        for q in range(0, n, x0):
-            R[:] = 0
-            for k in range(x0):
-                if q + k < E:
-                    _ld_row(cols, base + q + k, od_a, X)
-                    for b in range(B):
-                        R[b] += X[b]
-            _st_row(cols, mask, carry, base + q, od_d, R, Z, pred, CLEAR, EN)
-            for j in range(q + 1, min(q + x0, n)):
-                _st_row(cols, mask, carry, base + j, od_d, Z, Z, pred, CLEAR, EN)
-        return
-    # cram_local_shf: bitline j of a CRAM takes its bitline j mod x0 (the x0 sources read first)
-    S = tmp[RA_]
-    for q in range(0, n, ccols):
-        for j in range(x0):
-            if q + j < E:
-                _ld_row(cols, base + q + j, od_a, S[j * B:(j + 1) * B])
+        for k in range(cnt):
+            i = k if full else lanes[k]
+            if i % x0 == 0:
+                R[:] = 0
+                for kk in range(x0):
+                    if i + kk < E:
+                        _ld_row(cols, base + i + kk, od_a, X)
+                        for b in range(B):
+                            R[b] += X[b]
+                _st_row(cols, mask, carry, base + i, od_d, R, Z, pred, CLEAR, EN)
             else:
-                S[j * B:(j + 1) * B] = 0
-        for j in range(min(ccols, n - q)):
-            s = (j % x0) * B
-            _st_row(cols, mask, carry, base + q + j, od_d, S[s:s + B], Z, pred, CLEAR, EN)
+                _st_row(cols, mask, carry, base + i, od_d, Z, Z, pred, CLEAR, EN)
+        return
+    # cram_local_shf: bitline j of a CRAM takes its bitline j mod x0 (a CRAM's x0 sources read first)
+    S = tmp[RA_]
+    q_now = -1
+    for k in range(cnt):
+        i = k if full else lanes[k]
+        q = i - i % ccols
+        if q != q_now:
+            q_now = q
+            for j in range(x0):
+                if q + j < E:
+                    _ld_row(cols, base + q + j, od_a, S[j * B:(j + 1) * B])
+                else:
+                    S[j * B:(j + 1) * B] = 0
+        s = ((i - q) % x0) * B
+        _st_row(cols, mask, carry, base + i, od_d, S[s:s + B], Z, pred, CLEAR, EN)
 
 
 @nb.njit(cache=True, inline="always")
@@ -439,7 +453,7 @@ def _dram_op(c, o, cols, rf, base, E, own, shared, tmp, ccols):
 
 
 @nb.njit(cache=True)
-def _move(c, o, cols, rf, base, E, msg, tmp, ccols, crams):
+def _move(c, o, cols, rf, base, E, msg, tmp, ccols, crams, lanes, full):
     """``cram_tx_rx``, ``cram_bcast``, ``tile_tx``, ``tile_rx``."""
     B = cols.shape[2]
     t, n, moff = c[T], c[N], c[MOFF]
@@ -457,7 +471,7 @@ def _move(c, o, cols, rf, base, E, msg, tmp, ccols, crams):
             dst = c[X1] if o == CRAM_TX else (d + 1) * ccols
             for i in range(max(min(n, E - dst), 0)):
                 _put_row(cols, base + dst + i, od, A[i * B:(i + 1) * B])
-    elif o == TILE_TX:
+    elif o == TILE_TX:   # message element e of the lanes (all: full) from its bitline
         mode = c[X1]
         if mode == 2:      # the RF image
             for j in range(n):
@@ -466,14 +480,14 @@ def _move(c, o, cols, rf, base, E, msg, tmp, ccols, crams):
         else:
             od = operand(c[RA], p, False)
             G = c[X0] if mode == 1 else n
-            for q in range(crams if mode == 1 else 1):
-                for j in range(G):
-                    g = q * ccols + j
-                    if g < E:
-                        _ld_row(cols, base + g, od, msg[moff + q * G + j])
-                    else:
-                        msg[moff + q * G + j] = 0
-    else:   # TILE_RX
+            for k in range((crams * G if mode == 1 else n) if full else lanes.shape[0]):
+                e = k if full else lanes[k]
+                g = (e // G) * ccols + e % G
+                if g < E:
+                    _ld_row(cols, base + g, od, msg[moff + e])
+                else:
+                    msg[moff + e] = 0
+    else:   # TILE_RX: the bitlines of the lanes (all: full)
         mode = c[X3]
         if mode == 4:
             for j in range(n):
@@ -481,7 +495,8 @@ def _move(c, o, cols, rf, base, E, msg, tmp, ccols, crams):
                     rf[t, j, b] = np.uint32(msg[moff + j, b])
         else:
             od = operand(c[RD], p, False)
-            for g in range(E if mode else min(n, E)):
+            for k in range((E if mode else min(n, E)) if full else lanes.shape[0]):
+                g = k if full else lanes[k]
                 _put_row(cols, base + g, od, msg[moff + _spread_src(mode, g, ccols, c[X0])])
 
 
@@ -507,8 +522,9 @@ def _rf_scalar(c, o, cols, rf, base):
 
 
 @nb.njit(cache=True)
-def run(code, k0, cols, mask, carry, rf, bases, extents, own, shared, msg, tmp, ccols, crams):
-    """Execute ``code[k0:]`` until a :data:`.plan.PY` row (returned) or the end (``len(code)``)."""
+def run(code, k0, cols, mask, carry, rf, bases, extents, own, shared, msg, tmp, ccols, crams, sel, spans, lidx):
+    """Execute ``code[k0:]`` until a :data:`.plan.PY` row (returned) or the end (``len(code)``);
+    an element-wise row k evaluates the bitlines ``sel[k]`` selects (:class:`.liveness.Lanes`)."""
     K = code.shape[0]
     for k in range(k0, K):
         c = code[k]
@@ -516,14 +532,18 @@ def run(code, k0, cols, mask, carry, rf, bases, extents, own, shared, msg, tmp, 
         if o == PY:
             return k
         base, E = bases[c[T]], extents[c[T]]
+        s = sel[k]
+        if s == SKIP:
+            continue
+        lanes = lidx[spans[max(s, 0), 0]:spans[max(s, 0), 1]]
         if o == SHIFT or o == RED_CRAM or o == RED_TILE or o == LOCAL:
-            _across(c, o, cols, mask, carry, base, E, ccols, tmp)
+            _across(c, o, cols, mask, carry, base, E, ccols, tmp, lanes, s == FULL)
         elif (ADD <= o <= SET_MASK) or o == MAC or o == MUL_C or o == ADD_C or o == DOT_C:
-            _compute(c, o, cols, mask, carry, rf, base, tmp)
+            _compute(c, o, cols, mask, carry, rf, base, tmp, lanes, s == FULL)
         elif o == WRITE_RF or o == ADD_RF or o == SUB_RF or o == POPCOUNT:
             _rf_scalar(c, o, cols, rf, base)
         elif LOAD <= o <= STORE_RF:
             _dram_op(c, o, cols, rf, base, E, own, shared, tmp, ccols)
         elif CRAM_TX <= o <= TILE_RX:
-            _move(c, o, cols, rf, base, E, msg, tmp, ccols, crams)
+            _move(c, o, cols, rf, base, E, msg, tmp, ccols, crams, lanes, s == FULL)
     return K

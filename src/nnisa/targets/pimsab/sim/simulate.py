@@ -108,19 +108,22 @@ def simulate(prog: PimsabProgram, *, config: Any = None, inputs: dict[str, np.nd
 def simulate_many(prog: PimsabProgram, *, inputs: list[dict[str, np.ndarray]], config: Any = None,
                   mode: str | None = None, engine: str = "fast", timeline: bool = False, log: str | None = None,
                   dump: str | None = None, max_cycles: int = 2_000_000_000, microops: bool = False,
-                  **_: Any) -> list[SimResult]:
+                  observed: np.ndarray | None = None, **_: Any) -> list[SimResult]:
     """:func:`simulate` for many samples (one ``inputs`` dict each) in one pass: the values of
     every sample come from one batched functional run (:mod:`.batch`), cycles and energy from one
     timing run (they do not depend on the data).  One :class:`SimResult` per sample; they share
-    the statistics and details.  Micro-op mode runs the samples one by one."""
+    the statistics and details.  Micro-op mode runs the samples one by one.  ``observed`` (bool
+    per DRAM byte from address 0): the bytes the caller will read; the batched run then skips the
+    work that cannot reach them (:mod:`.liveness`; other bytes are unspecified)."""
     if microops or not inputs:
         return [simulate(prog, config=config, inputs=x, mode=mode, engine=engine, timeline=timeline, log=log,
                          dump=dump, max_cycles=max_cycles, microops=microops) for x in inputs]
-    return _simulate(prog, config, list(inputs), len(inputs), mode, engine, timeline, log, dump, max_cycles, False)
+    return _simulate(prog, config, list(inputs), len(inputs), mode, engine, timeline, log, dump, max_cycles, False,
+                     None if dump else observed)
 
 
 def _simulate(prog, config, inputs, batch, mode, engine, timeline, log, dump, max_cycles,
-              microops) -> list[SimResult]:
+              microops, observed=None) -> list[SimResult]:
     t0 = time.perf_counter()
     if config is None and prog.config_sha != ZERO_SHA and (name := preset_for_hash(prog.config_sha)):
         config = name
@@ -147,7 +150,7 @@ def _simulate(prog, config, inputs, batch, mode, engine, timeline, log, dump, ma
         rf_values, hook = _rf_recorder(prog) if cfg.cycle_mode == "bitexact" else (None, None)
         if batch is not None and hook is None:   # the compiled interpreter, all samples at once
             from .fastrun import run_batched
-            run.machine = run_batched(prog, cfg, inputs, _inputs_to_dram)
+            run.machine = run_batched(prog, cfg, inputs, _inputs_to_dram, observed)
         else:
             if microops:
                 from .microops import micro_machine
