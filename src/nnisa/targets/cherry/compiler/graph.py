@@ -238,8 +238,8 @@ class _Lowering(FunctionLowerings):
         """x op y with one activation of shape (..., R, 1) or (..., 1, C): in-tile broadcast on the
         device (§6.4) when the other operand already has the output shape."""
         sa, sc = self.shape(a), self.shape(c)
-        if len(ys) < 2 or (sa != ys and sc != ys):
-            return None
+        if len(ys) < 2 or (sa != ys and sc != ys) or sa == sc:
+            return None  # same shapes (e.g. (N, C, 1, 1) + (N, C, 1, 1)) need no spreading
         full, part = (a, c) if sa == ys else (c, a)
         sp = self.shape(part)
         if len(sp) != len(ys) or sp[:-2] != ys[:-2]:
