@@ -25,7 +25,7 @@ def run_builder(cfg, build, inputs):
     out, shape = build(b, tids)
     b.output("y", out, plain(shape))
     dev = Device(b.plan, cfg)
-    return dev.run(inputs)["y"], dev
+    return dev.run([inputs])[0]["y"], dev
 
 
 def matmul(cfg, x, w, ta=False, tb=False):
@@ -100,7 +100,7 @@ def test_matmul_equals_mulacc_decomposition():
            "load 0, INPUT\nload 1, WEIGHTS\nzero ACC\nmatmul\nstore 1, ACC\nzero ACC\n" \
            "start_loop 0\nload 2, INPUT\nload 3, WEIGHTS\nmulacc\nend_loop 0\n"
     m.run(assemble(text))
-    assert np.array_equal(m.regs[0, 3], m.cache[1]) and np.array_equal(m.cache[1], a @ -a)
+    assert np.array_equal(m.regs[3, 0, 0], m.cache[1, 0]) and np.array_equal(m.cache[1, 0], a @ -a)
 
 
 @pytest.mark.parametrize("sz", [4, 16])
@@ -133,11 +133,11 @@ def test_elementwise_with_padding_fixups(op):
     out = b.elementwise(op, t["x"], None if unary else t["w"])
     b.output("y", out, plain(x.shape))
     dev = Device(b.plan, cfg)
-    y = dev.run(ins)["y"]
+    y = dev.run([ins])[0]["y"]
     ref = {"relu": np.maximum(x, 0), "exp": np.exp(x), "log": np.log2(x), "gtz": (x > 0).astype(np.float32),
            "add": x + w, "sub": x - w, "mul": x * w, "div": x / w, "pow": x ** w}[op]
     np.testing.assert_allclose(y, ref, rtol=1e-6)
-    raw = dev.machine.dram[b.plan.tensors[out]["base"]:b.plan.tensors[out]["base"] + b.plan.tensors[out]["tiles"]]
+    raw = dev.machine.read_dram(b.plan.tensors[out]["base"], b.plan.tensors[out]["tiles"])
     assert np.count_nonzero(raw) == x.size  # the zero-padding invariant holds
 
 

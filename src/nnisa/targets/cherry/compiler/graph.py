@@ -428,6 +428,6 @@ def compile_network(model: str | Path, cfg: CherryConfig, out_dir: str | Path | 
     layer_table = static_layers(b.plan, cfg)
     # the runtime takes and gives tensors with their batch axis of one sample
     return CompileResult(program=cm, files=files, report=report, sim_options={"config": cfg}, config=cfg,
-                         layer_table=layer_table,
+                         layer_table=layer_table, samples_per_run=None,  # the simulator batches them itself
                          encode_inputs=lambda x: {k: np.asarray(v)[None] for k, v in x.items()},
                          decode_outputs=lambda y: {k: v[0] if v.shape[:1] == (1,) else v for k, v in y.items()})
