@@ -25,6 +25,7 @@ class Kernel:
         self.loops: list[int] = []
         self.formulas: dict[tuple[int, ...], int] = {}
         self.depth = 0
+        self.active: list[int] = []  # open loops, innermost last
 
     def apu(self, formula: tuple[int, ...]) -> int:
         """Index of the formula (9 values: :func:`_expr`), deduplicated."""
@@ -40,18 +41,13 @@ class Kernel:
         self.loops.append(iterations)
         self.emit(f"{'start_independent_loop' if independent else 'start_loop'} {a}")
         self.depth += 1
+        self.active.append(a)
         return LOOP_VARS[a]
 
     def close(self) -> None:
+        """End the innermost open loop."""
         self.depth -= 1
-        a = max(i for i in range(len(self.loops)) if self._open(i))
-        self.emit(f"end_loop {a}")
-
-    def _open(self, a: int) -> bool:
-        started = sum(1 for ln in self.lines if ln.split() and ln.split()[0].startswith("start") and
-                      ln.split()[1] == str(a))
-        ended = sum(1 for ln in self.lines if ln.split()[:2] == ["end_loop", str(a)])
-        return started > ended
+        self.emit(f"end_loop {self.active.pop()}")
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)

@@ -20,12 +20,12 @@ import re
 
 import numpy as np
 
-from ....core.asm import Assembler, Directives, Line, iter_lines
+from ....core.asm import Assembler, Directives, Line, iter_lines, make_formatter
 from ....core.errors import AsmError, EncodeError
 from ....core.operands import OperandError, parse_int
 from ..isa import ALIASES, LOOP_VARS, MAX_FORMULAS, MAX_LOOPS, OP, cherry_isa
 from ..program import (MAX_ITERATIONS, MAX_JUMP, MAX_PROGRAM, VALUE_MAX, VALUE_MIN, Header, Program,
-                       format_instruction, loop_structure)
+                       loop_structure)
 from .binary import ENCODINGS, encode_alt
 
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(.))")
@@ -393,11 +393,12 @@ def disassemble(prog: Program) -> str:
             out.append(f".apu {f} = {format_formula(h.formulas[f].tolist())}")
     depth = 0
     starts = (OP["start_loop"], OP["start_independent_loop"])
-    for row in prog.rows:
-        op = int(row["op"])
+    fmt = make_formatter(prog.isa)
+    for row in prog.rows.tolist():
+        op = row[0]
         if op == OP["end_loop"]:
             depth = max(depth - 1, 0)
-        out.append("    " * depth + format_instruction(prog, row))
+        out.append("    " * depth + fmt(row))
         if op in starts:
             depth += 1
     return "\n".join(out) + "\n"
