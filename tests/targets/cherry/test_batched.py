@@ -90,15 +90,17 @@ def test_run_model_runs_one_pass_and_matches_per_sample_runs():
     assert rep["samples"] == 6 and rep["cycles"] == st.cycles
 
 
-def test_samples_per_pass_bounds_the_cache():
-    """A pass holds every cache tile once per sample: SZ 32's 32 MB cache gives 16 samples per
-    pass, SZ 4's 512 KB the cap of 64."""
-    assert samples_per_pass(CherryConfig(sz=32)) == 16
-    assert samples_per_pass(CherryConfig(sz=4)) == 64
+def test_samples_per_pass_bounds_the_memory():
+    """A pass holds the cache and the plan's device memory once per sample, within 1 GB: SZ 32's
+    32 MB cache alone gives 32 samples, with 60,000 device tiles 3; SZ 4 the cap of 64."""
+    assert samples_per_pass(CherryConfig(sz=32)) == 32
+    assert samples_per_pass(CherryConfig(sz=32), 60_000) == 3
+    assert samples_per_pass(CherryConfig(sz=4), 65_536) == 64
     assert samples_per_pass(CherryConfig(sz=32, cache_tiles=1 << 20)) == 1
 
 
 def test_device_memory_shares_constants_and_grows_own_tiles():
+    assert len(DeviceMemory(1000, 3, 4, own_tiles=200).own) == 200  # a plan's top, reserved at once
     mem = DeviceMemory(1000, 3, 4)
     assert mem.read(np.array([5, 999])).shape == (2, 1, 4, 4) and len(mem.own) == 0  # shared: broadcast it
     assert mem.range(998, 2).shape == (2, 3, 4, 4)

@@ -43,15 +43,18 @@ class Machine:
         The configuration (tile size, memories, element format, SW, ...).
     batch
         Samples run at once (every register and cache tile holds one value per sample).
+    dram_top
+        Device-memory tiles the programs write below (a compiled plan's top): reserved per
+        sample at once (more are added if a program writes above it).
     """
 
-    def __init__(self, cfg: CherryConfig, batch: int = 1):
+    def __init__(self, cfg: CherryConfig, batch: int = 1, dram_top: int = 0):
         self.cfg = cfg
         self.batch = batch
         sz = cfg.sz
         self.regs = np.zeros((4, cfg.threads, batch, sz, sz), np.float32)
         self.cache = np.zeros((cfg.cache_tiles, batch, sz, sz), np.float32)  # calloc: untouched pages cost nothing
-        self.dram = DeviceMemory(cfg.dram_tiles, batch, sz)
+        self.dram = DeviceMemory(cfg.dram_tiles, batch, sz, dram_top)
         self.counts = {"copies": 0, "groups": 0, "flops": 0, "dram_tiles_read": 0, "dram_tiles_written": 0,
                        "loop_instructions": 0}
         self.op_copies: dict[int, int] = {}

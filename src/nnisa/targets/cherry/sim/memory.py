@@ -8,8 +8,9 @@ activations, anything a program has written).  A program's ``mem_write`` makes a
 shared upload makes it shared again.  Reading returns ``(n, N, SZ, SZ)`` either way, so the
 machine sees one batched memory.
 
-The own tiles live in an array grown on demand up to the highest tile written (a full
-``dram_tiles x N`` array would reserve gigabytes of address space at SZ 32).
+The own tiles live in an array of ``own_tiles`` tiles (a compiled plan's device-memory top; a
+full ``dram_tiles x N`` array would reserve gigabytes of address space at SZ 32), zero-filled
+lazily by the OS so only tiles written take memory, and grown if a program writes above it.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import numpy as np
 class DeviceMemory:
     """``tiles`` device-memory tiles of ``sz x sz`` float32 for ``batch`` samples (all 0 at first)."""
 
-    def __init__(self, tiles: int, batch: int, sz: int):
+    def __init__(self, tiles: int, batch: int, sz: int, own_tiles: int = 0):
         self.tiles, self.batch, self.sz = tiles, batch, sz
         self.shared = np.zeros((tiles, sz, sz), np.float32)  # calloc: untouched pages cost nothing
         self.is_shared = np.ones(tiles, bool)
-        self.own = np.zeros((0, batch, sz, sz), np.float32)
+        self.own = np.zeros((min(own_tiles, tiles), batch, sz, sz), np.float32)
 
     # ------------------------------------------------------------------ batched access
     def read(self, index: slice | np.ndarray) -> np.ndarray:
