@@ -10,6 +10,7 @@ outputs are downloaded, unpadded and converted back to the model's shapes.
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -137,7 +138,7 @@ class LayerMeter:
     instructions, summed per layer (``Plan.layers``; steps without a layer go to ``"other"``)."""
 
     def __init__(self, dev: "Device"):
-        self.dev = dev
+        self.dev = weakref.proxy(dev)  # no cycle: a pass's memory goes as soon as its Device does
         self.acc: dict[int | None, dict[str, Any]] = {}
         self._start: tuple | None = None
 
@@ -275,33 +276,34 @@ def simulate_samples(plan: Plan, cfg: CherryConfig, samples: list[dict[str, np.n
     unit, the addresses and the cycle model do not depend on the data, so the cycle model runs in
     the first pass only.  ``engine="reference"``: each sample alone, copy by copy (the readable
     path the tests hold the fast one to, bit for bit).  ``per_pass`` overrides the samples per
-    pass of the fast engine.  Returns (each sample's outputs, Stats
-    of one input — every sample runs the same programs —, the first pass's Device, its Timeline
-    or None)."""
+    pass of the fast engine.  Returns (each sample's outputs, Stats of one input — every sample
+    runs the same programs; from the first pass —, the last pass's Device, the first pass's
+    Timeline or None)."""
     t0 = time.perf_counter()
     per = (per_pass or samples_per_pass(cfg, plan.dram_tiles)) if engine == "fast" else 1
-    first = None
+    st = tm = dev = None
     outs: list[dict[str, np.ndarray]] = []
     for start in range(0, max(len(samples), 1), per):
         chunk = samples[start:start + per] or [{}]
-        pass_mode = mode if first is None or mode == "timing" else "functional"
-        dev = Device(plan, cfg, pass_mode, engine, record=timeline and first is None, batch=len(chunk))
+        pass_mode = mode if st is None or mode == "timing" else "functional"
+        dev = None  # the previous pass's memory goes before the next one takes its own
+        dev = Device(plan, cfg, pass_mode, engine, record=timeline and st is None, batch=len(chunk))
         outs.extend(dev.run(chunk))
-        if first is None:
-            first = dev
+        if st is None:
+            st, tm = dev.stats(0.0), dev.tm
             if mode == "timing":
                 break
-    st = first.stats(time.perf_counter() - t0)
+    st.wall_s = time.perf_counter() - t0
     if len(samples) > 1:
         st.extra["samples"] = len(samples)
-    return outs, st, first, recorded_timeline(first.tm, timeline, "Cherry model")
+    return outs, st, dev, recorded_timeline(tm, timeline, "Cherry model")
 
 
 def simulate_compiled(model: CompiledModel, cfg: CherryConfig, inputs: dict[str, np.ndarray] | None, *,
                       mode: str = "both", engine: str = "fast", timeline: bool = False):
     """Run a compiled model (bundle) on its float inputs: one sample, or N stacked along a leading
     axis (:func:`split_samples`; outputs then stacked as ``(N, *shape[1:])``).  Returns (outputs,
-    Stats per input, the Device of the first pass, its Timeline or None): :func:`simulate_samples`."""
+    Stats per input, the Device of the last pass, the Timeline or None): :func:`simulate_samples`."""
     if not inputs and mode != "timing":
         raise FormatError("a compiled Cherry model needs its inputs (--inputs X.npz with the model's input names)")
     samples = split_samples(model.plan, inputs) if inputs and mode != "timing" else [inputs or {}]
