@@ -185,3 +185,25 @@ def test_bulk_vs_scalar_codec(p):
     words = encode_words(p)
     assert [isa.encode_one(r) for r in p.rows.tolist()] == words.tolist()
     assert [isa.decode_one(int(w)) for w in words.tolist()] == [tuple(r) for r in p.rows.tolist()]
+
+
+def test_lines_seen_before_assemble_and_fail_the_same():
+    """Instruction lines assembled before take the memo (``CherryAssembler.fast_line``): the same
+    program, and errors still name the line and column (the Line is rebuilt from the text)."""
+    from nnisa.core.errors import AsmError
+    from nnisa.targets.cherry.formats import text as T
+    src = ".loop 0 iterations=3\n.apu 0 = i\nstart_independent_loop 0\n    load 0, INPUT\n  relu\n" \
+          "    store 0, OUTPUT\nend_loop 0\n"
+    T._ROWS.clear()
+    first = assemble(src)
+    assert T._ROWS  # the lines are remembered
+    again = assemble(src)
+    assert again == first and np.array_equal(again.rows, first.rows)
+    bad = ".apu 0 = i\n  start_loop 0\n      load 0, INPUT\n  end_loop 0\n"
+    msgs = []
+    for _ in range(2):
+        with pytest.raises(AsmError) as exc:
+            assemble(bad, file="x.s")
+        msgs.append(str(exc.value))
+    assert msgs[0] == msgs[1] == "x.s:2:3: loop 0 has no iteration count (add `.loop 0 iterations=N`)"
+    assert assemble(".sz 16\nrelu\n").sz == 16 and assemble("relu\n").sz == 4  # the memo is per tile size

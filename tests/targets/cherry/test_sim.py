@@ -38,7 +38,7 @@ def test_reference_cycle_values():
 def test_tiny_prog_trace():
     c = CherryConfig()
     m = Machine(c)
-    m.dram[3] = 7.0
+    m.write_dram(3, np.full((1, 4, 4), 7.0, np.float32))
     tm = QueueModel(record=True)
     m.run(assemble(TINY_TEXT), timing=tm)
     assert [e[2] for e in tm.events] == [1, 1, 1]  # copy count 1 each
@@ -96,15 +96,16 @@ end_loop 2
 """
     c = CherryConfig(dram_tiles=2048)
     m = Machine(c)
-    m.dram[:400] = np.arange(400, dtype=np.float32)[:, None, None]
+    m.write_dram(0, np.broadcast_to(np.arange(400, dtype=np.float32)[:, None, None], (400, 4, 4)))
     tm = QueueModel(record=True)
     m.run(assemble(text), timing=tm)
     assert [e[2] for e in tm.events[:3]] == [16, 16, 5]  # 37 iterations with SW = 16
     for i in range(3):
         for j in range(37):
-            assert m.cache[40 * i + j, 0, 0] == 100 * i + j + 5
+            assert m.cache[40 * i + j, 0, 0, 0] == 100 * i + j + 5
     # sibling loop k: formula 2 uses k only (inactive i, j contribute 0)
-    assert m.dram[1000, 0, 0] == m.cache[1000, 0, 0] and m.dram[1007, 0, 0] == m.cache[1007, 0, 0]
+    assert m.read_dram(1000, 1)[0, 0, 0, 0] == m.cache[1000, 0, 0, 0]
+    assert m.read_dram(1007, 1)[0, 0, 0, 0] == m.cache[1007, 0, 0, 0]
 
 
 def test_runtime_errors_name_pc_loops_and_bank():
@@ -144,7 +145,7 @@ end_loop 0
 """
     c = CherryConfig(race_check=True)
     m = Machine(c)
-    m.cache[:4] = np.arange(1, 5, dtype=np.float32)[:, None, None]
+    m.cache[:4] = np.arange(1, 5, dtype=np.float32)[:, None, None, None]
     with pytest.raises(SimError, match="interfere"):
         m.run(assemble(text))
     Machine(CherryConfig(race_check=True, dram_tiles=256)).run(relu_program())  # the fast ReLU is race-free
@@ -179,17 +180,20 @@ def random_body(draw):
 
 
 @settings(max_examples=40, deadline=None)
-@given(random_body(), st.integers(1, 40), st.sampled_from(["cherry18", "fp32"]), st.integers(0, 2**31))
-def test_fast_path_equals_reference(body, n, fmt, seed):
+@given(random_body(), st.integers(1, 40), st.sampled_from(["cherry18", "fp32"]), st.integers(0, 2**31),
+       st.integers(1, 3))
+def test_fast_path_equals_reference(body, n, fmt, seed, batch):
+    """Random loop bodies on a machine of 1-3 samples: the fast path (all copies and samples per
+    numpy operation) and the reference (copy by copy, sample by sample) agree bit for bit."""
     text = (f".loop 0 iterations={n}\n.apu 0 = i\n.apu 1 = 2*i + 50\n.apu 2 = i + 200\n"
             "start_independent_loop 0\n" + "\n".join(body) + "\nend_loop 0\nrelu\n")
     prog = assemble(text)
     c = CherryConfig(element_format=fmt)
     rng = np.random.default_rng(seed)
-    init = (rng.standard_normal((300, 4, 4)) * 2).astype(np.float32)
+    init = (rng.standard_normal((300, batch, 4, 4)) * 2).astype(np.float32)
     states = []
     for engine in ("fast", "reference"):
-        m = Machine(c)
+        m = Machine(c, batch)
         m.cache[:300] = quantize(init, fmt)
         with np.errstate(all="ignore"):
             m.run(prog, engine=engine)
@@ -234,8 +238,8 @@ max 1, 0, 4
     t = np.arange(16, dtype=np.float32).reshape(4, 4)
     m.cache[0] = t
     m.run(assemble(text))
-    acc = m.regs[0, 3]
+    acc = m.regs[3, 0, 0]
     assert np.array_equal(acc[1:, 0], t[1:, :3].sum(1))  # column 0 (rows 1..3 untouched by max)
     assert np.array_equal(acc[0, :], np.maximum(t.max(0), [t[0, :3].sum(), 0, 0, 0]))
-    assert np.array_equal(m.regs[0, 0], t.T)
+    assert np.array_equal(m.regs[0, 0, 0], t.T)
     assert OP["copy"] == 13

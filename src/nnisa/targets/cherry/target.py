@@ -17,7 +17,7 @@ from .config import PRESETS, CherryCompileOptions, CherryConfig, load_config
 from .formats import files
 from .formats.binary import encode_image
 from .program import Program
-from .sim.simulate import simulate
+from .sim.simulate import simulate, simulate_batch
 
 __all__ = ["CherryTarget"]
 
@@ -83,6 +83,13 @@ class CherryTarget(Target):
     def simulate(self, program: Any, *, config: Any = None, inputs=None, **options: Any):
         """Run a program or a compiled model (:func:`nnisa.targets.cherry.sim.simulate.simulate`)."""
         return simulate(program, config=config, inputs=inputs, **options)
+
+    def simulate_batch(self, compiled: CompileResult, samples, first: int):
+        """All samples in batched passes of the device (the control and the cycle model do not
+        depend on the data: one pass computes every sample's values and the figures per input)."""
+        outs, st = simulate_batch(compiled.program, [compiled.encode_inputs(s) for s in samples],
+                                  **compiled.sim_options)
+        return outs, st
 
     def compile(self, model: Any, *, config: Any = None, out_dir=None, **options: Any) -> CompileResult:
         """ONNX → a compiled model (:func:`nnisa.targets.cherry.compiler.compile_model`)."""

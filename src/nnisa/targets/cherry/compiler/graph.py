@@ -238,8 +238,8 @@ class _Lowering(FunctionLowerings):
         """x op y with one activation of shape (..., R, 1) or (..., 1, C): in-tile broadcast on the
         device (§6.4) when the other operand already has the output shape."""
         sa, sc = self.shape(a), self.shape(c)
-        if len(ys) < 2 or (sa != ys and sc != ys):
-            return None
+        if len(ys) < 2 or (sa != ys and sc != ys) or sa == sc:
+            return None  # same shapes (e.g. (N, C, 1, 1) + (N, C, 1, 1)) need no spreading
         full, part = (a, c) if sa == ys else (c, a)
         sp = self.shape(part)
         if len(sp) != len(ys) or sp[:-2] != ys[:-2]:
@@ -428,6 +428,6 @@ def compile_network(model: str | Path, cfg: CherryConfig, out_dir: str | Path | 
     layer_table = static_layers(b.plan, cfg)
     # the runtime takes and gives tensors with their batch axis of one sample
     return CompileResult(program=cm, files=files, report=report, sim_options={"config": cfg}, config=cfg,
-                         layer_table=layer_table,
+                         layer_table=layer_table, samples_per_run=None,  # the simulator batches them itself
                          encode_inputs=lambda x: {k: np.asarray(v)[None] for k, v in x.items()},
                          decode_outputs=lambda y: {k: v[0] if v.shape[:1] == (1,) else v for k, v in y.items()})

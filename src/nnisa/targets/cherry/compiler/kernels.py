@@ -1,7 +1,8 @@
 """Program generators for the Cherry compiler (spec ``cherry.md`` §6) and program fusion.
 
-Every generator writes assembly text (loops as blocks, symbolic formulas) and assembles it, so
-each kernel passes the assembler's legality checks (§6.3).  :func:`fuse` concatenates phase
+Every generator writes its instructions as assembly text (loops as blocks) and its loops and
+address formulas as numbers, and assembles them, so each kernel passes the assembler's legality
+checks (§6.3); instruction lines seen before cost a dictionary look-up.  :func:`fuse` concatenates phase
 programs into as few programs as the budgets allow (8 loops, 8 formulas, 255 instructions),
 renumbering loops and merging formulas that share a constant (inactive loops contribute 0).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..formats.text import assemble
+from ..formats.text import CherryAssembler
 from ..isa import LOOP_VARS, MAX_FORMULAS, MAX_LOOPS, OP
 from ..program import MAX_ITERATIONS, MAX_PROGRAM, Header, Program
 
@@ -22,14 +23,15 @@ class Kernel:
         self.sz = sz
         self.lines: list[str] = []
         self.loops: list[int] = []
-        self.formulas: dict[str, int] = {}
+        self.formulas: dict[tuple[int, ...], int] = {}
         self.depth = 0
+        self.active: list[int] = []  # open loops, innermost last
 
-    def apu(self, expr: str) -> int:
-        """Index of the formula ``expr`` (deduplicated)."""
-        if expr not in self.formulas:
-            self.formulas[expr] = len(self.formulas)
-        return self.formulas[expr]
+    def apu(self, formula: tuple[int, ...]) -> int:
+        """Index of the formula (9 values: :func:`_expr`), deduplicated."""
+        if formula not in self.formulas:
+            self.formulas[formula] = len(self.formulas)
+        return self.formulas[formula]
 
     def open(self, iterations: int, independent: bool) -> str:
         """Start a loop; returns its variable name."""
@@ -39,32 +41,33 @@ class Kernel:
         self.loops.append(iterations)
         self.emit(f"{'start_independent_loop' if independent else 'start_loop'} {a}")
         self.depth += 1
+        self.active.append(a)
         return LOOP_VARS[a]
 
     def close(self) -> None:
+        """End the innermost open loop."""
         self.depth -= 1
-        a = max(i for i in range(len(self.loops)) if self._open(i))
-        self.emit(f"end_loop {a}")
-
-    def _open(self, a: int) -> bool:
-        started = sum(1 for ln in self.lines if ln.split() and ln.split()[0].startswith("start") and
-                      ln.split()[1] == str(a))
-        ended = sum(1 for ln in self.lines if ln.split()[:2] == ["end_loop", str(a)])
-        return started > ended
+        self.emit(f"end_loop {self.active.pop()}")
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
 
     def build(self) -> Program:
-        head = [f".sz {self.sz}"]
-        head += [f".loop {a} iterations={n}" for a, n in enumerate(self.loops)]
-        head += [f".apu {f} = {e}" for e, f in self.formulas.items()]
-        return assemble("\n".join(head + self.lines) + "\n", file="<kernel>")
+        asm = CherryAssembler("<kernel>", self.sz, None)
+        for a, n in enumerate(self.loops):
+            asm.define_loop(a, {"iterations": n}, 0)
+        for vals, f in self.formulas.items():
+            asm.define_formula(f, list(vals), 0)
+        return asm.assemble("\n".join(self.lines) + "\n")
 
 
-def _expr(const: int, terms: list[tuple[int, str]]) -> str:
-    parts = [f"{c}*{v}" for c, v in terms if c]
-    return " + ".join(parts + [str(const)])
+def _expr(const: int, terms: list[tuple[int, str]]) -> tuple[int, ...]:
+    """The formula ``const + sum(c * v)`` (v a loop variable's name) as its 9 values."""
+    vals = [0] * 9
+    for c, v in terms:
+        vals[LOOP_VARS.index(v)] += c
+    vals[8] = const
+    return tuple(vals)
 
 
 def transfer(sz: int, write: bool, cache: int, dram: int, rows: int, cols: int, cstride: int,
@@ -196,7 +199,7 @@ def select_max(sz: int, tiles: int, ca: int, cb: int, ones: int, co: int) -> Pro
     k = Kernel(sz)
     v = k.open(tiles, True)
     fa, fb = k.apu(_expr(ca, [(1, v)])), k.apu(_expr(cb, [(1, v)]))
-    f1 = k.apu(str(ones))
+    f1 = k.apu(_expr(ones, []))
     fo = k.apu(_expr(co, [(1, v)]))
     for line in (f"load {fa}, INPUT", f"load {fb}, WEIGHTS", "sub", "copy INPUT, OUTPUT", "gtz",
                  "copy WEIGHTS, OUTPUT", f"load {f1}, INPUT", "sub", "copy INPUT, OUTPUT",
@@ -277,32 +280,36 @@ class _Fusion:
         self.rows: list[np.ndarray] = []
         self.count = 0
         self.iters, self.jumps = [0] * MAX_LOOPS, [0] * MAX_LOOPS
-        self.forms: list[np.ndarray] = []
+        self.forms: list[list[int]] = []
         self.loop_base = 0
 
     def add(self, p: Program) -> bool:
         """Append ``p``; False (and nothing changed) when the budgets would be exceeded."""
-        used = sorted({a for a in range(MAX_LOOPS) if p.header.iterations[a]})
+        used = [a for a in range(MAX_LOOPS) if p.header.iterations[a]]
         span = max(used) + 1 if used else 0
         if self.loop_base + span > MAX_LOOPS or self.count + len(p.rows) > MAX_PROGRAM:
             return False
-        forms = [f.copy() for f in self.forms]
-        fmap = {}
-        for f in range(MAX_FORMULAS):
-            vec = p.header.formulas[f]
-            shifted = np.zeros(9, np.int64)
+        forms = [list(f) for f in self.forms]
+        own = range(self.loop_base, MAX_LOOPS)
+        fmap = []
+        for vec in p.header.formulas.tolist():
+            shifted = [0] * 9
             shifted[8] = vec[8]
             for a in range(MAX_LOOPS):
                 if vec[a]:
                     shifted[self.loop_base + a] = vec[a]
-            fmap[f] = _merge(forms, shifted, set(range(self.loop_base, MAX_LOOPS)))
-            if fmap[f] is None:
+            f = _merge(forms, shifted, own)
+            if f is None:
                 return False
+            fmap.append(f)
         r = p.rows.copy()
-        for col in ("apu", "capu", "mapu"):
-            sel = np.isin(r["op"], [OP[m] for m in (("load", "store") if col == "apu" else ("mem_read", "mem_write"))])
-            r[col][sel] = [fmap[int(x)] for x in r[col][sel]]
-        loop_sel = np.isin(r["op"], [OP["start_loop"], OP["start_independent_loop"], OP["end_loop"]])
+        ops = r["op"]
+        remap = np.array(fmap, dtype=r["apu"].dtype)
+        for col, sel in (("apu", (ops == OP["load"]) | (ops == OP["store"])),
+                         ("capu", (ops == OP["mem_read"]) | (ops == OP["mem_write"])),
+                         ("mapu", (ops == OP["mem_read"]) | (ops == OP["mem_write"]))):
+            r[col][sel] = remap[r[col][sel]]
+        loop_sel = (ops == OP["start_loop"]) | (ops == OP["start_independent_loop"]) | (ops == OP["end_loop"])
         r["loop"][loop_sel] += self.loop_base
         for a in used:
             self.iters[self.loop_base + a] = p.header.iterations[a]
@@ -326,19 +333,21 @@ def concat(progs: list[Program]) -> Program | None:
     return fu.program() if all(fu.add(p) for p in progs) else None
 
 
-def _merge(forms: list[np.ndarray], vec: np.ndarray, own_loops: set[int]) -> int | None:
+def _merge(forms: list[list[int]], vec: list[int], own_loops: range) -> int | None:
     """Index of a formula equal to ``vec`` where ``vec``'s loops are active (§6.3 merging)."""
     for i, f in enumerate(forms):
-        if np.array_equal(f, vec):
+        if f == vec:
             return i
+    others = [a for a in range(8) if a not in own_loops]
     for i, f in enumerate(forms):
         # same constant; earlier programs' loops are inactive in this one and vice versa
-        if f[8] == vec[8] and not any(f[a] for a in own_loops) and not any(vec[a] for a in range(8) if a not in own_loops):
-            f[:8] += vec[:8]
+        if f[8] == vec[8] and not any(f[a] for a in own_loops) and not any(vec[a] for a in others):
+            for a in range(8):
+                f[a] += vec[a]
             return i
     if len(forms) >= MAX_FORMULAS:
         return None
-    forms.append(vec.copy())
+    forms.append(list(vec))
     return len(forms) - 1
 
 

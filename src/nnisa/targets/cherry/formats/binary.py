@@ -191,6 +191,24 @@ def encode_image(prog: Program, encoding: str | None = None) -> bytes:
     return prog.header.pack() + words.astype(">u2").tobytes()
 
 
+def encode_images(progs: list[Program]) -> list[bytes]:
+    """:func:`encode_image` of many programs; canonical ones of one tile size are encoded in one
+    pass over all their rows (a compiled model has hundreds of short programs)."""
+    for i, p in enumerate(progs):
+        if len(p) > MAX_PROGRAM:
+            raise EncodeError(f"program {i} has {len(p)} instructions; at most {MAX_PROGRAM} fit")
+    if not progs or any(p.encoding != "canonical" or p.sz != progs[0].sz for p in progs):
+        return [encode_image(p) for p in progs]
+    starts = np.cumsum([0] + [len(p) for p in progs])
+
+    def where(i):
+        k = int(np.searchsorted(starts, i, side="right")) - 1
+        return f"program {k} pc {progs[k].org + i - int(starts[k])}"
+
+    words = progs[0].isa.encode_array(np.concatenate([p.rows for p in progs]), where=where).astype(">u2")
+    return [p.header.pack() + words[a:b].tobytes() for p, a, b in zip(progs, starts[:-1], starts[1:])]
+
+
 def decode_image(data: bytes, sz: int = 4, encoding: str = "canonical", org: int = 0) -> Program:
     """Parse a program image (header + words)."""
     if len(data) < HEADER_BYTES:

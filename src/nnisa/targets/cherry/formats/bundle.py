@@ -20,7 +20,7 @@ from ....core.errors import FormatError
 from ....core.fileio import load_npz, read_bytes
 from ..config import CherryConfig, load_config
 from ..program import Plan, program_stats
-from .binary import decode_image, encode_image
+from .binary import decode_image, encode_images
 from .text import disassemble
 
 FORMAT = "nnisa-cherry-model"
@@ -70,7 +70,7 @@ class CompiledModel:
 def write_bundle(model: CompiledModel, out_dir: str | Path) -> dict[str, str]:
     """Write the bundle folder (all or nothing); returns role → path."""
     plan = model.plan
-    images = [encode_image(p) for p in plan.programs]
+    images = encode_images(plan.programs)
     offsets = np.cumsum([0] + [len(b) for b in images]).tolist()
     text = model.text()
     meta = {"sz": plan.sz, "tensors": plan.tensors, "steps": plan.steps, "inputs": plan.inputs,

@@ -20,12 +20,12 @@ import re
 
 import numpy as np
 
-from ....core.asm import Assembler, Directives, Line
+from ....core.asm import Assembler, Directives, Line, iter_lines, make_formatter
 from ....core.errors import AsmError, EncodeError
 from ....core.operands import OperandError, parse_int
 from ..isa import ALIASES, LOOP_VARS, MAX_FORMULAS, MAX_LOOPS, OP, cherry_isa
 from ..program import (MAX_ITERATIONS, MAX_JUMP, MAX_PROGRAM, VALUE_MAX, VALUE_MIN, Header, Program,
-                       format_instruction, loop_structure)
+                       loop_structure)
 from .binary import ENCODINGS, encode_alt
 
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(.))")
@@ -154,6 +154,12 @@ def format_formula(values) -> str:
 DIRECTIVES = Directives("Cherry")
 
 
+#: instruction line → row, per tile size (``(sz, mnemonic, operands)``; parsing depends on nothing
+#: else): lines seen before skip the operand parser (:meth:`CherryAssembler.fast_line`)
+_ROWS: dict[tuple[int, str, str], tuple] = {}
+_ROWS_MAX = 1 << 16
+
+
 class CherryAssembler(Assembler):
     """Cherry text → :class:`Program`: the core assembler with Cherry's directives, the seed
     spellings as aliases, loop jumps computed from the matching start/end pair (§2.6)."""
@@ -168,7 +174,7 @@ class CherryAssembler(Assembler):
         self.loops: dict[int, dict[str, int]] = {}
         self.loop_lines: dict[int, int] = {}
         self.formulas: dict[int, list[int]] = {}
-        self.source_lines: list[Line] = []
+        self.source_lines: list[Line | int] = []  # int: the line number of a line fast_line took
 
     def _index(self, tok: str, limit: int, what: str, line: Line) -> int:
         try:
@@ -228,12 +234,17 @@ class CherryAssembler(Assembler):
                 raise self.error(str(exc), line) from None
         if "iterations" not in kv:
             raise self.error(f".loop {a}: iterations=N is required", line)
+        self.define_loop(a, kv, line)
+
+    def define_loop(self, a: int, kv: dict[str, int], line: Line | int) -> None:
+        """Loop ``a`` with ``iterations`` (and ``jump``), checked (``.loop``; the compiler's kernels
+        define their loops here directly)."""
         if not 1 <= kv["iterations"] <= MAX_ITERATIONS:
             raise self.error(f".loop {a}: iterations={kv['iterations']} outside 1..{MAX_ITERATIONS}", line)
         if "jump" in kv and not 0 <= kv["jump"] <= MAX_JUMP:
             raise self.error(f".loop {a}: jump={kv['jump']} outside 0..{MAX_JUMP}", line)
         self.loops[a] = kv
-        self.loop_lines[a] = line.lineno
+        self.loop_lines[a] = line if isinstance(line, int) else line.lineno
 
     @DIRECTIVES.register(".apu", "F = FORMULA", "address formula F, linear in the loop variables i..p")
     def _apu(self, line: Line) -> None:
@@ -247,22 +258,50 @@ class CherryAssembler(Assembler):
             vals = parse_formula(expr)
         except OperandError as exc:
             raise self.error(f".apu {f}: {exc}", line) from None
+        self.define_formula(f, vals, line)
+
+    def define_formula(self, f: int, vals: list[int], line: Line | int) -> None:
+        """Formula ``f`` = 8 coefficients and a constant, checked (``.apu``; the compiler's kernels
+        define their formulas here directly)."""
         for c, v in enumerate(vals):
             if not VALUE_MIN <= v <= VALUE_MAX:
                 what = "constant" if c == 8 else f"coefficient of {LOOP_VARS[c]}"
                 raise self.error(f".apu {f}: {what} {v} outside signed 18 bits ({VALUE_MIN}..{VALUE_MAX})", line)
-        self.formulas[f] = vals
+        self.formulas[f] = list(vals)
 
     def instruction(self, line: Line) -> None:
         if self.isa is None:
             self.sz = self.sz or 4
             self.isa = cherry_isa(self.sz)
-        self.emit(self.parse(line), line)
+        row = self.parse(line)
+        self.emit(row, line)
         self.source_lines.append(line)
+        if len(_ROWS) < _ROWS_MAX:
+            _ROWS[(self.sz, line.head, line.tail.strip())] = row
+
+    def fast_line(self, head: str, tail: str, lineno: int) -> bool:
+        """An instruction line assembled before (same tile size, same text): its row again.  The
+        compiler's kernels repeat a few hundred distinct lines thousands of times."""
+        row = _ROWS.get((self.sz or 4, head, tail.strip()))
+        if row is None:
+            return False
+        if self.isa is None:
+            self.sz = self.sz or 4
+            self.isa = cherry_isa(self.sz)
+        self.emit(row, lineno)
+        self.source_lines.append(lineno)  # its Line is rebuilt from the text if an error needs it
+        return True
+
+    def _line(self, pc: int) -> Line:
+        """The source line of instruction ``pc`` (for a message with its column)."""
+        got = self.source_lines[pc]
+        if isinstance(got, Line):
+            return got
+        return next(ln for ln in iter_lines(self.text) if ln.lineno == got)
 
     def finish(self) -> Program:
         isa = self.isa or cherry_isa(self.sz or 4)
-        lines, file = self.source_lines, self.file
+        lines, file = _Lines(self), self.file
         if len(self.rows) > MAX_PROGRAM:
             raise self.error(f"program has {len(self.rows)} instructions; at most {MAX_PROGRAM} fit",
                              lines[MAX_PROGRAM].lineno)
@@ -273,19 +312,18 @@ class CherryAssembler(Assembler):
             pc = int(str(exc).split(":")[0].split()[-1]) if str(exc).startswith("pc ") else len(lines) - 1
             ln = lines[pc] if lines else None
             raise AsmError(str(exc).split(": ", 1)[-1] if str(exc).startswith("pc ") else str(exc), file=file,
-                           line=ln.lineno if ln else None) from None
+                           line=getattr(ln, "lineno", ln)) from None
         header = Header()
         for a, spec in self.loops.items():
             header.iterations[a] = spec["iterations"]
             header.jumps[a] = spec.get("jump", 0)
         for a, (start, end) in pairs.items():
-            ln = lines[start]
             if a not in self.loops or self.loops[a]["iterations"] == 0:
-                raise self.error(f"loop {a} has no iteration count (add `.loop {a} iterations=N`)", ln)
+                raise self.error(f"loop {a} has no iteration count (add `.loop {a} iterations=N`)", lines[start])
             jump = end - start
             if jump > MAX_JUMP:
                 raise self.error(f"loop {a} body has {jump - 1} instructions; at most {MAX_JUMP - 1} fit (jump <= "
-                                 f"{MAX_JUMP})", ln)
+                                 f"{MAX_JUMP})", lines[start])
             if "jump" in self.loops[a] and self.loops[a]["jump"] != jump:
                 raise self.error(f"loop {a}: jump={self.loops[a]['jump']} but its body needs jump={jump}",
                                  self.loop_lines[a])
@@ -300,6 +338,19 @@ class CherryAssembler(Assembler):
                 except EncodeError as exc:
                     raise self.error(exc.message, lines[pc]) from None
         return prog
+
+
+class _Lines:
+    """``source_lines`` as Line objects, rebuilt on demand (only error messages need them)."""
+
+    def __init__(self, asm: CherryAssembler):
+        self.asm = asm
+
+    def __len__(self) -> int:
+        return len(self.asm.source_lines)
+
+    def __getitem__(self, pc: int) -> Line:
+        return self.asm._line(pc)
 
 
 def assemble(text: str, *, file: str | None = None, sz: int | None = None, encoding: str | None = None) -> Program:
@@ -342,11 +393,12 @@ def disassemble(prog: Program) -> str:
             out.append(f".apu {f} = {format_formula(h.formulas[f].tolist())}")
     depth = 0
     starts = (OP["start_loop"], OP["start_independent_loop"])
-    for row in prog.rows:
-        op = int(row["op"])
+    fmt = make_formatter(prog.isa)
+    for row in prog.rows.tolist():
+        op = row[0]
         if op == OP["end_loop"]:
             depth = max(depth - 1, 0)
-        out.append("    " * depth + format_instruction(prog, row))
+        out.append("    " * depth + fmt(row))
         if op in starts:
             depth += 1
     return "\n".join(out) + "\n"

@@ -7,6 +7,13 @@ copy t, loop variable v + t).  ``engine="fast"`` applies each instruction to all
 numpy operation; ``engine="reference"`` executes copy by copy on 2-D tiles.  A
 :class:`~nnisa.targets.cherry.sim.timing.QueueModel` passed as ``timing`` receives every push;
 ``functional=False`` skips the values (timing only).
+
+A machine runs ``batch`` samples in one pass (issue 30): the control unit, the addresses and the
+cycle model do not depend on the data, so every register and cache tile carries a sample axis
+(``regs[code, bank, sample]``, ``cache[tile, sample]``) and device memory holds constants once
+(:class:`~nnisa.targets.cherry.sim.memory.DeviceMemory`).  The fast engine applies each
+instruction to all copies and samples with one numpy operation; the reference engine goes copy by
+copy and sample by sample on 2-D tiles.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from ..config import CherryConfig
 from ..isa import LOOP_VARS, OP, REG_NAMES, UNIT, code_length
 from ..program import Program
 from .element import quantize
+from .memory import DeviceMemory
 from .semantics import exec_copy, exec_group, flops_per_copy
 from .timing import UNIT_INDEX, QueueModel
 
@@ -33,14 +41,20 @@ class Machine:
     ----------
     cfg
         The configuration (tile size, memories, element format, SW, ...).
+    batch
+        Samples run at once (every register and cache tile holds one value per sample).
+    dram_top
+        Device-memory tiles the programs write below (a compiled plan's top): reserved per
+        sample at once (more are added if a program writes above it).
     """
 
-    def __init__(self, cfg: CherryConfig):
+    def __init__(self, cfg: CherryConfig, batch: int = 1, dram_top: int = 0):
         self.cfg = cfg
+        self.batch = batch
         sz = cfg.sz
-        self.regs = np.zeros((cfg.threads, 4, sz, sz), np.float32)
-        self.cache = np.zeros((cfg.cache_tiles, sz, sz), np.float32)
-        self.dram = np.zeros((cfg.dram_tiles, sz, sz), np.float32)  # calloc: untouched pages cost nothing
+        self.regs = np.zeros((4, cfg.threads, batch, sz, sz), np.float32)
+        self.cache = np.zeros((cfg.cache_tiles, batch, sz, sz), np.float32)  # calloc: untouched pages cost nothing
+        self.dram = DeviceMemory(cfg.dram_tiles, batch, sz, dram_top)
         self.counts = {"copies": 0, "groups": 0, "flops": 0, "dram_tiles_read": 0, "dram_tiles_written": 0,
                        "loop_instructions": 0}
         self.op_copies: dict[int, int] = {}
@@ -165,7 +179,9 @@ class Machine:
                                   f"{pc + prog.org}" + (f" ({loops})" if loops else "") + " (-O max_cycles=N raises it)")
 
     # ------------------------------------------------------------------ addresses
-    def _addresses(self, prog, row, pc, f, copies, ia, var, forms, stack, space: str, bank0: int = 0):
+    def _address(self, prog, row, pc, f, copies, ia, var, forms, stack, space: str) -> tuple[int, int]:
+        """Formula ``f``'s tile address of copy 0 and its step per copy (copy t: base + t * step),
+        checked against the memory (and the cache slot window, ``space == "cache"``)."""
         coef = forms[f]
         base = coef[8] + sum(c * v for c, v in zip(coef, var) if c)
         step = coef[ia] if ia >= 0 else 0
@@ -175,10 +191,14 @@ class Machine:
             addrs = base + step * np.arange(copies)
             t = int(np.flatnonzero((addrs < 0) | (addrs >= limit))[0])
             raise self._error(f"APU {f} address {int(addrs[t])} outside the {space} (0..{limit - 1})", prog, pc,
-                              stack, bank=bank0 + t)
-        if copies == 1:
-            return np.array([base])
-        return base + step * np.arange(copies)
+                              stack, bank=t)
+        if space == "cache":
+            off = self._cache_offset(row)
+            if off and max(lo, hi) + off >= limit:
+                raise self._error(f"slot {row[16]} window address {max(lo, hi) + off} outside the cache "
+                                  f"(0..{limit - 1})", prog, pc, stack)
+            base += off
+        return base, step
 
     def _cache_offset(self, row) -> int:
         slot = row[16]
@@ -188,6 +208,8 @@ class Machine:
 
     # ------------------------------------------------------------------ fast path
     def _exec_fast(self, prog, row, pc, copies, ia, var, forms, stack) -> None:
+        """One instruction for all copies and samples; memory is reached through slices (views:
+        copy t's tile is base + t * step), so a load or store moves each tile once."""
         op = row[0]
         cfg = self.cfg
         sz = cfg.sz
@@ -195,50 +217,48 @@ class Machine:
             exec_group(op, row, self.regs, copies, cfg.element_format, sz)
             return
         if op in (OP["load"], OP["store"]):
-            addr = self._addresses(prog, row, pc, row[1], copies, ia, var, forms, stack, "cache")
-            addr = self._slot(addr, row, prog, pc, stack)
-            reg = row[2]
+            base, step = self._address(prog, row, pc, row[1], copies, ia, var, forms, stack, "cache")
             h, w = code_length(row[3], sz), code_length(row[4], sz)
-            R = self.regs[:copies, reg]
+            R = self.regs[row[2], :copies]
             if op == OP["load"]:
-                tiles = self.cache[addr]
+                tiles = self.cache[_span(base, step, copies)]  # one tile broadcast over the copies if step 0
                 if row[5]:
                     R[...] = 0
                 skip = row[6]
-                R[:, skip:h + skip if h + skip <= sz else sz, :w] = tiles[:, :min(h, sz - skip), :w]
-            elif h == sz and w == sz:
-                self.cache[addr] = R
+                if skip == 0 and h == sz and w == sz:
+                    R[...] = tiles
+                else:
+                    R[..., skip:h + skip if h + skip <= sz else sz, :w] = tiles[..., :min(h, sz - skip), :w]
+                return
+            if step == 0 and copies > 1:  # every copy stores to one tile: the last one's value stays
+                R = R[copies - 1:]
+            dst = self.cache[_span(base, step, len(R))]
+            if h == sz and w == sz:
+                dst[...] = R
             else:
-                for t in range(copies):
-                    self.cache[addr[t], :h, :w] = R[t, :h, :w]
+                dst[..., :h, :w] = R[..., :h, :w]
             return
-        cadd = self._addresses(prog, row, pc, row[14], copies, ia, var, forms, stack, "cache")
-        cadd = self._slot(cadd, row, prog, pc, stack)
-        madd = self._addresses(prog, row, pc, row[15], copies, ia, var, forms, stack, "device memory")
+        cb, cs = self._address(prog, row, pc, row[14], copies, ia, var, forms, stack, "cache")
+        mb, ms = self._address(prog, row, pc, row[15], copies, ia, var, forms, stack, "device memory")
+        n = copies
+        if n > 1 and (cs if op == OP["mem_read"] else ms) == 0:  # one destination tile: the last copy's
+            cb, mb, n = cb + cs * (n - 1), mb + ms * (n - 1), 1
         if op == OP["mem_read"]:
-            self.cache[cadd] = self.dram[madd]
+            self.cache[_span(cb, cs, n)] = self.dram.read(_span(mb, ms, n))
         else:
-            self.dram[madd] = self.cache[cadd]
-        self.dram_hi = max(self.dram_hi, int(madd.max()) + 1)
-
-    def _slot(self, addr, row, prog, pc, stack):
-        off = self._cache_offset(row)
-        if off:
-            addr = addr + off
-            if int(addr.max()) >= self.cfg.cache_tiles:
-                raise self._error(f"slot {row[16]} window address {int(addr.max())} outside the cache "
-                                  f"(0..{self.cfg.cache_tiles - 1})", prog, pc, stack)
-        return addr
+            self.dram.write(_span(mb, ms, n), self.cache[_span(cb, cs, n)])
+        self.dram_hi = max(self.dram_hi, max(mb, mb + ms * (n - 1)) + 1)
 
     # ------------------------------------------------------------------ reference path
     def _exec_ref(self, prog, row, pc, t, ia, var, forms, stack) -> None:
-        """Copy ``t`` of one instruction, readable and element by element where it matters."""
+        """Copy ``t`` of one instruction, readable: sample by sample on 2-D tiles, element by
+        element where it matters."""
         op = row[0]
         cfg = self.cfg
         sz = cfg.sz
-        bank = self.regs[t]
         if op not in _MEM:
-            exec_copy(op, row, bank, cfg.element_format, sz)
+            for b in range(self.batch):
+                exec_copy(op, row, self.regs[:, t, b], cfg.element_format, sz)
             return
         v = list(var)
         if ia >= 0:
@@ -256,27 +276,29 @@ class Machine:
 
         if op in (OP["load"], OP["store"]):
             a = apu(row[1], "cache", cfg.cache_tiles)
-            reg = bank[row[2]]
             h, w = code_length(row[3], sz), code_length(row[4], sz)
-            if op == OP["load"]:
-                tile = self.cache[a].copy()
-                if row[5]:
-                    reg[...] = 0
-                for r in range(h):
-                    for c in range(w):
-                        if r + row[6] < sz:
-                            reg[r + row[6], c] = tile[r, c]
-            else:
-                for r in range(h):
-                    for c in range(w):
-                        self.cache[a, r, c] = reg[r, c]
+            for b in range(self.batch):
+                reg = self.regs[row[2], t, b]
+                if op == OP["load"]:
+                    tile = self.cache[a, b].copy()
+                    if row[5]:
+                        reg[...] = 0
+                    for r in range(h):
+                        for c in range(w):
+                            if r + row[6] < sz:
+                                reg[r + row[6], c] = tile[r, c]
+                else:
+                    for r in range(h):
+                        for c in range(w):
+                            self.cache[a, b, r, c] = reg[r, c]
             return
         ca = apu(row[14], "cache", cfg.cache_tiles)
         ma = apu(row[15], "device memory", cfg.dram_tiles)
-        if op == OP["mem_read"]:
-            self.cache[ca] = self.dram[ma]
-        else:
-            self.dram[ma] = self.cache[ca]
+        for b in range(self.batch):
+            if op == OP["mem_read"]:
+                self.cache[ca, b] = self.dram.tile(ma, b)
+            else:
+                self.dram.set_tile(ma, b, self.cache[ca, b])
         self.dram_hi = max(self.dram_hi, ma + 1)
 
     # ------------------------------------------------------------------ race check
@@ -300,7 +322,8 @@ class Machine:
         finally:
             other = (self.regs, self.cache, self.dram)
             self.regs, self.cache, self.dram = mine
-        same = all(np.array_equal(x, y, equal_nan=True) for x, y in zip(mine, other))
+        same = (all(np.array_equal(x, y, equal_nan=True) for x, y in zip(mine[:2], other[:2]))
+                and mine[2].equals(other[2]))
         if not same:
             raise self._error(f"independent loop {a} iterations interfere (iteration-major and instruction-major "
                               "orders give different results)", prog, end_pc, [top])
@@ -311,13 +334,30 @@ class Machine:
         return SimError(msg, where=f"{prog.describe(pc)}, loops [{loops}], bank {bank}")
 
     # ------------------------------------------------------------------ host side
-    def write_dram(self, base: int, tiles: np.ndarray) -> None:
-        """Upload tiles (T, SZ, SZ) to device memory at ``base`` (rounded to the element format)."""
+    def write_dram(self, base: int, tiles: np.ndarray, shared: bool = True) -> None:
+        """Upload tiles to device memory at ``base`` (rounded to the element format): ``(T, SZ, SZ)``
+        the same for every sample (``shared``), or ``(T, batch, SZ, SZ)`` one per sample."""
         t = np.asarray(tiles, np.float32)
         if base < 0 or base + len(t) > self.cfg.dram_tiles:
             raise SimError(f"device-memory upload of {len(t)} tiles at {base} exceeds {self.cfg.dram_tiles} tiles")
-        self.dram[base:base + len(t)] = quantize(t, self.cfg.element_format)
+        q = quantize(t, self.cfg.element_format)
+        if shared:
+            self.dram.upload_shared(base, q)
+        else:
+            self.dram.upload(base, q)
         self.dram_hi = max(self.dram_hi, base + len(t))
+
+    def read_dram(self, base: int, count: int) -> np.ndarray:
+        """Device-memory tiles ``base .. base + count`` of every sample: ``(count, batch, SZ, SZ)``."""
+        return self.dram.range(base, count)
 
     def reg_name(self, code: int) -> str:
         return REG_NAMES[code]
+
+
+def _span(base: int, step: int, n: int) -> slice:
+    """Tiles ``base, base + step, ...`` (``n`` of them) as a slice: one tile when ``step`` is 0."""
+    if step == 0:
+        return slice(base, base + 1)
+    end = base + step * n
+    return slice(base, end if end >= 0 else None, step)

@@ -95,7 +95,7 @@ def load_inputs(machine: Machine, inputs: dict[str, np.ndarray] | None) -> None:
                 raise SimError(f"input {key!r}: {len(tiles)} tiles at {base} exceed the cache "
                                f"({machine.cfg.cache_tiles} tiles)")
             from .element import quantize
-            machine.cache[base:base + len(tiles)] = quantize(tiles, machine.cfg.element_format)
+            machine.cache[base:base + len(tiles)] = quantize(tiles, machine.cfg.element_format)[:, None]
 
 
 def timeline_of(tm: QueueModel, title: str):
@@ -124,7 +124,7 @@ def simulate_program(programs: list[Program], cfg: CherryConfig, inputs: dict[st
     tm = make_timing(cfg, record=timeline) if mode != "functional" else None
     run_programs(machine, programs, mode=mode, engine=engine, timing=tm)
     st = stats_of(machine, tm, programs, time.perf_counter() - t0)
-    outs = {} if mode == "timing" else {"dram": machine.dram[:machine.dram_hi].copy()}
+    outs = {} if mode == "timing" else {"dram": machine.read_dram(0, machine.dram_hi)[:, 0]}
     return outs, st, machine, recorded_timeline(tm, timeline, "Cherry program")
 
 

@@ -10,6 +10,7 @@ outputs are downloaded, unpadded and converted back to the model's shapes.
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -28,52 +29,57 @@ from .run import make_timing, recorded_timeline, run_programs, stats_of
 
 
 class Device:
-    """A simulated device holding a plan's tensors."""
+    """A simulated device holding a plan's tensors for ``batch`` samples at once (constants once)."""
 
     def __init__(self, plan: Plan, cfg: CherryConfig, mode: str = "both", engine: str = "fast",
-                 record: bool = False):
+                 record: bool = False, batch: int = 1):
         if cfg.sz != plan.sz:
             raise SimError(f"the compiled model is for SZ={plan.sz}, the configuration has SZ={cfg.sz}")
         self.plan = plan
         self.cfg = cfg
         self.mode = mode
         self.engine = engine
-        self.machine = Machine(cfg)
+        self.batch = batch
+        self.machine = Machine(cfg, batch, plan.dram_tiles)
         self.tm = make_timing(cfg, record) if mode != "functional" else None
         self.host_bytes = 0
         self.meter = LayerMeter(self)
         for tid, mat in plan.consts.items():
-            self.upload(tid, mat)
+            self._check(tid, mat)
+            if mode != "timing":
+                self.machine.write_dram(plan.tensors[tid]["base"], to_tiles(mat, cfg.sz))
 
-    def upload(self, tid: int, mat: np.ndarray) -> None:
+    def _check(self, tid: int, mat: np.ndarray) -> None:
         t = self.plan.tensors[tid]
         if tuple(mat.shape) != (t["batch"], t["rows"], t["cols"]):
             raise FormatError(f"tensor {tid}: expected a {(t['batch'], t['rows'], t['cols'])} matrix, "
                               f"got {tuple(mat.shape)}")
+
+    def upload(self, tid: int, mats: list[np.ndarray]) -> None:
+        """Tensor ``tid`` of every sample (one (B, R, C) matrix batch per sample)."""
+        for m in mats:
+            self._check(tid, m)
         if self.mode == "timing":
             return
-        self.machine.write_dram(t["base"], to_tiles(mat, self.cfg.sz))
+        tiles = np.stack([to_tiles(m, self.cfg.sz) for m in mats], axis=1)
+        self.machine.write_dram(self.plan.tensors[tid]["base"], tiles, shared=False)
 
-    def download(self, tid: int) -> np.ndarray:
+    def download(self, tid: int) -> list[np.ndarray]:
+        """Tensor ``tid`` of every sample: one (B, R, C) matrix batch per sample."""
         t = self.plan.tensors[tid]
-        tiles = self.machine.dram[t["base"]:t["base"] + t["tiles"]]
-        return from_tiles(tiles, t["batch"], t["rows"], t["cols"], self.cfg.sz).copy()
+        tiles = self.machine.read_dram(t["base"], t["tiles"])
+        return [from_tiles(tiles[:, s], t["batch"], t["rows"], t["cols"], self.cfg.sz).copy()
+                for s in range(self.batch)]
 
-    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Upload ``inputs`` (logical tensors by name), run every step, return logical outputs."""
+    def run(self, samples: list[dict[str, np.ndarray]]) -> list[dict[str, np.ndarray]]:
+        """Upload the samples' inputs (logical tensors by name; ``batch`` samples), run every step
+        once for all of them, return each sample's logical outputs."""
         plan = self.plan
+        if len(samples) != self.batch:
+            raise SimError(f"the device runs {self.batch} samples at once, got {len(samples)}")
         for name, spec in (plan.inputs.items() if self.mode != "timing" else ()):
-            if name not in inputs:
-                if len(plan.inputs) == 1 and len(inputs) == 1:
-                    value = next(iter(inputs.values()))
-                else:
-                    raise FormatError(f"missing input {name!r} (inputs: {', '.join(plan.inputs)})")
-            else:
-                value = inputs[name]
-            value = np.asarray(value, np.float32)
-            if int(np.prod(value.shape)) != int(np.prod(spec["view"]["shape"])):
-                raise FormatError(f"input {name!r}: shape {value.shape} does not match {spec['view']['shape']}")
-            self.upload(spec["tensor"], to_matrix(value.reshape(spec["view"]["shape"]), spec["view"]))
+            view = spec["view"]
+            self.upload(spec["tensor"], [to_matrix(_input(s, name, spec, plan), view) for s in samples])
         tb = tile_bytes(self.cfg.sz, self.cfg.element_format)
         for step in plan.steps:
             self.meter.begin(step.get("layer"))
@@ -88,16 +94,18 @@ class Device:
             if self.mode == "timing":
                 continue
             p = step["params"]
-            if "srcs" in step:
-                xs = [from_matrix(self.download(s), v) for s, v in zip(srcs, p["src_views"])]
-                self.upload(step["dst"], to_matrix(host_function(step["op"], xs, p), p["dst_view"]))
+            if "srcs" in step:  # one logical tensor per source and sample
+                xs = [[from_matrix(m, v) for m in self.download(s)] for s, v in zip(srcs, p["src_views"])]
+                self.upload(step["dst"], [to_matrix(host_function(step["op"], list(one), p), p["dst_view"])
+                                          for one in zip(*xs)])
                 continue
-            x = from_matrix(self.download(step["src"]), p["src_view"])
-            self.upload(step["dst"], host_transform(step["op"], x, p))
+            self.upload(step["dst"], [host_transform(step["op"], from_matrix(m, p["src_view"]), p)
+                                      for m in self.download(step["src"])])
         if self.mode == "timing":
-            return {}
-        return {name: from_matrix(self.download(spec["tensor"]), spec["view"]).astype(np.float32)
-                for name, spec in plan.outputs.items()}
+            return [{} for _ in samples]
+        outs = {name: self.download(spec["tensor"]) for name, spec in plan.outputs.items()}
+        return [{name: from_matrix(mats[s], plan.outputs[name]["view"]).astype(np.float32)
+                 for name, mats in outs.items()} for s in range(self.batch)]
 
     def stats(self, wall_s: float) -> Stats:
         progs = self.plan.programs
@@ -108,6 +116,21 @@ class Device:
         return st
 
 
+def _input(sample: dict[str, np.ndarray], name: str, spec: dict[str, Any], plan: Plan) -> np.ndarray:
+    """Input ``name`` of one sample in its view's logical shape (a lone input may go by any name)."""
+    if name not in sample:
+        if len(plan.inputs) == 1 and len(sample) == 1:
+            value = next(iter(sample.values()))
+        else:
+            raise FormatError(f"missing input {name!r} (inputs: {', '.join(plan.inputs)})")
+    else:
+        value = sample[name]
+    value = np.asarray(value, np.float32)
+    if int(np.prod(value.shape)) != int(np.prod(spec["view"]["shape"])):
+        raise FormatError(f"input {name!r}: shape {value.shape} does not match {spec['view']['shape']}")
+    return value.reshape(spec["view"]["shape"])
+
+
 class LayerMeter:
     """Per-layer figures of a run (issue 28 item 5): each plan step's cycles (its programs' cycles
     in the queue model, so the layers partition the run), matmul copies, actions (→ dynamic energy
@@ -115,7 +138,7 @@ class LayerMeter:
     instructions, summed per layer (``Plan.layers``; steps without a layer go to ``"other"``)."""
 
     def __init__(self, dev: "Device"):
-        self.dev = dev
+        self.dev = weakref.proxy(dev)  # no cycle: a pass's memory goes as soon as its Device does
         self.acc: dict[int | None, dict[str, Any]] = {}
         self._start: tuple | None = None
 
@@ -229,29 +252,65 @@ def split_samples(plan: Plan, inputs: dict[str, np.ndarray]) -> list[dict[str, n
             for i in range(n)]
 
 
+#: bytes of per-sample state (cache and device-memory tiles, one copy per sample) a batched pass
+#: may take; a run's samples go through the device this many at once
+PASS_BYTES = 1 << 30
+#: samples per pass at most (larger passes gain nothing once numpy's work dominates)
+MAX_PASS = 64
+
+
+def samples_per_pass(cfg: CherryConfig, dram_top: int = 0) -> int:
+    """How many samples one pass of the device takes: each holds its own cache and the device
+    memory below ``dram_top`` (a plan's top; the constants in it are held once, so this bounds it):
+    ResNet-18 at SZ 16, 55 MB a sample, runs 16 at once; EfficientNet-B0 at 224 px (SZ 32), 3."""
+    per = (cfg.cache_tiles + dram_top) * cfg.sz * cfg.sz * 4
+    return max(1, min(MAX_PASS, PASS_BYTES // per))
+
+
+def simulate_samples(plan: Plan, cfg: CherryConfig, samples: list[dict[str, np.ndarray]], *, mode: str = "both",
+                     engine: str = "fast", timeline: bool = False, per_pass: int | None = None):
+    """Run a plan on a list of samples (float inputs by name, one dict each).
+
+    ``engine="fast"``: one pass of the device for up to :func:`samples_per_pass` samples at once,
+    every instruction applied to all copies and samples by one numpy operation; the control
+    unit, the addresses and the cycle model do not depend on the data, so the cycle model runs in
+    the first pass only.  ``engine="reference"``: each sample alone, copy by copy (the readable
+    path the tests hold the fast one to, bit for bit).  ``per_pass`` overrides the samples per
+    pass of the fast engine.  Returns (each sample's outputs, Stats of one input — every sample
+    runs the same programs; from the first pass —, the last pass's Device, the first pass's
+    Timeline or None)."""
+    t0 = time.perf_counter()
+    per = (per_pass or samples_per_pass(cfg, plan.dram_tiles)) if engine == "fast" else 1
+    st = tm = dev = None
+    outs: list[dict[str, np.ndarray]] = []
+    for start in range(0, max(len(samples), 1), per):
+        chunk = samples[start:start + per] or [{}]
+        pass_mode = mode if st is None or mode == "timing" else "functional"
+        dev = None  # the previous pass's memory goes before the next one takes its own
+        dev = Device(plan, cfg, pass_mode, engine, record=timeline and st is None, batch=len(chunk))
+        outs.extend(dev.run(chunk))
+        if st is None:
+            st, tm = dev.stats(0.0), dev.tm
+            if mode == "timing":
+                break
+    st.wall_s = time.perf_counter() - t0
+    if len(samples) > 1:
+        st.extra["samples"] = len(samples)
+    return outs, st, dev, recorded_timeline(tm, timeline, "Cherry model")
+
+
 def simulate_compiled(model: CompiledModel, cfg: CherryConfig, inputs: dict[str, np.ndarray] | None, *,
                       mode: str = "both", engine: str = "fast", timeline: bool = False):
     """Run a compiled model (bundle) on its float inputs: one sample, or N stacked along a leading
     axis (:func:`split_samples`; outputs then stacked as ``(N, *shape[1:])``).  Returns (outputs,
-    Stats of the first sample — every sample runs the same programs, so the figures are per
-    input —, the first sample's Device, its Timeline or None)."""
-    t0 = time.perf_counter()
+    Stats per input, the Device of the last pass, the Timeline or None): :func:`simulate_samples`."""
     if not inputs and mode != "timing":
         raise FormatError("a compiled Cherry model needs its inputs (--inputs X.npz with the model's input names)")
     samples = split_samples(model.plan, inputs) if inputs and mode != "timing" else [inputs or {}]
-    first = None
-    outs: dict[str, list[np.ndarray]] = {}
-    for i, sample in enumerate(samples):
-        dev = Device(model.plan, cfg, mode, engine, record=timeline and i == 0)
-        for k, v in dev.run(sample).items():
-            outs.setdefault(k, []).append(v)
-        if first is None:
-            first = (dev, dev.stats(time.perf_counter() - t0))
-    dev, st = first
+    outs, st, dev, tl = simulate_samples(model.plan, cfg, samples, mode=mode, engine=engine, timeline=timeline)
     if len(samples) > 1:
-        st.extra["samples"] = len(samples)
-        result = {k: np.concatenate([v.reshape((-1, *v.shape[1:])) if v.ndim else v[None] for v in vs])
-                  for k, vs in outs.items()}
+        result = {k: np.concatenate([o[k].reshape((-1, *o[k].shape[1:])) if o[k].ndim else o[k][None]
+                                     for o in outs]) for k in outs[0]}
     else:
-        result = {k: vs[0] for k, vs in outs.items()}
-    return result, st, dev, recorded_timeline(dev.tm, timeline, "Cherry model")
+        result = outs[0]
+    return result, st, dev, tl

@@ -1,9 +1,9 @@
 """Instruction semantics of Cherry (spec ``cherry.md`` §3.2) on register banks.
 
 Two paths: :func:`exec_group` applies one instruction to ``n`` copies at once (banks ``0..n-1``,
-one numpy operation per instruction, the simulator's default) and :func:`exec_copy` is the
+every sample of a batched machine, one numpy operation per instruction, the simulator's default) and :func:`exec_copy` is the
 readable per-copy reference on 2-D tiles.  Tests run random programs through both.
-Registers are ``regs[bank, code]`` (INPUT 0, WEIGHTS 1, OUTPUT 2, ACC 3).
+Registers are ``regs[code, bank]`` (codes INPUT 0, WEIGHTS 1, OUTPUT 2, ACC 3); a bank is ``regs[:, bank]``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import OP, code_length
-from .element import quantize
+from .element import quantize, quantize_inplace
 
 IN, WT, OUT, ACC = 0, 1, 2, 3
 ARITH_BINARY = {OP["add"]: np.add, OP["sub"]: np.subtract, OP["mul"]: np.multiply, OP["div"]: np.divide,
@@ -51,31 +51,44 @@ def _reduce(o: np.ndarray, a: np.ndarray, is_max: bool, acc: int, axis: int, n: 
 
 
 def exec_group(op: int, row: tuple, regs: np.ndarray, n: int, fmt: str, sz: int) -> None:
-    """Apply a processing instruction to banks ``0..n-1`` (load/store/mem are done by the machine)."""
-    R = regs[:n]
+    """Apply a processing instruction to banks ``0..n-1`` (load/store/mem are done by the machine).
+
+    ``regs[code, bank, ..., SZ, SZ]``: any axes between the bank and the tile (the machine's sample
+    axis) are carried along; results are computed into the destination register and rounded there
+    (``regs[code, :n]`` is contiguous)."""
+    X, W = regs[IN, :n], regs[WT, :n]
     if op == OP["matmul"]:
-        R[:, ACC] = quantize(R[:, ACC] + np.matmul(R[:, IN], R[:, WT]), fmt)
+        A = regs[ACC, :n]
+        A += np.matmul(X, W)
+        quantize_inplace(A, fmt)
     elif op == OP["mulacc"]:
-        R[:, ACC] = quantize(R[:, ACC] + R[:, IN] * R[:, WT], fmt)
+        A = regs[ACC, :n]
+        A += X * W
+        quantize_inplace(A, fmt)
     elif op in ARITH_BINARY:
-        R[:, OUT] = quantize(ARITH_BINARY[op](R[:, IN], R[:, WT]), fmt)
+        O = regs[OUT, :n]
+        ARITH_BINARY[op](X, W, out=O)
+        quantize_inplace(O, fmt)
     elif op in (OP["relu"], OP["exp"], OP["log"], OP["gtz"]):
-        R[:, OUT] = quantize(_unary(op, R[:, IN]), fmt)
+        O = regs[OUT, :n]
+        O[...] = _unary(op, X)
+        quantize_inplace(O, fmt)
     elif op in (OP["sum"], OP["max"]):
         acc, axis, count = row[7], row[8], row[9]
-        r = quantize(_reduce(R[:, OUT], R[:, ACC], op == OP["max"], acc, axis, code_length(count, sz)), fmt)
+        A = regs[ACC, :n]
+        r = quantize(_reduce(regs[OUT, :n], A, op == OP["max"], acc, axis, code_length(count, sz)), fmt)
         if axis == 0:
-            R[:, ACC, 0, :] = r
+            A[..., 0, :] = r
         elif axis == 1:
-            R[:, ACC, :, 0] = r
+            A[..., :, 0] = r
         else:
-            R[:, ACC, 0, 0] = r
+            A[..., 0, 0] = r
     elif op == OP["copy"]:
         tgt, src, tr = row[10], row[11], row[12]
-        v = R[:, src].copy()
-        R[:, tgt] = np.swapaxes(v, -1, -2) if tr else v
+        v = regs[src, :n].copy()
+        regs[tgt, :n] = np.swapaxes(v, -1, -2) if tr else v
     elif op == OP["zero"]:
-        R[:, row[10]] = 0
+        regs[row[10], :n] = 0
     else:  # pragma: no cover - the machine dispatches the rest
         raise AssertionError(op)
 

@@ -18,9 +18,9 @@ from ..config import CherryCompileOptions
 from ..formats.bundle import CompiledModel
 from ..program import Program
 from .run import simulate_program
-from .runtime import simulate_compiled
+from .runtime import simulate_compiled, simulate_samples
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "simulate_batch"]
 
 
 def simulate(program: Program | list[Program] | CompiledModel, *, config: Any = None,
@@ -43,3 +43,15 @@ def simulate(program: Program | list[Program] | CompiledModel, *, config: Any = 
     cfg = overrides.apply(config if config is not None else {"sz": progs[0].sz})
     outs, st, machine, tl = simulate_program(progs, cfg, inputs, mode=mode, engine=engine, timeline=timeline)
     return SimResult(outs, st, machine, timeline=tl)
+
+
+def simulate_batch(model: CompiledModel, samples: list[dict[str, np.ndarray]], *, config: Any = None,
+                   mode: str | None = None, engine: str = "fast", **options: Any) -> tuple[list[dict], Any]:
+    """Run a compiled model on many samples (one dict of inputs each) in batched passes
+    (:func:`~nnisa.targets.cherry.sim.runtime.simulate_samples`): each sample's outputs and the
+    Stats per input."""
+    mode = check_mode(mode)
+    overrides, _ = split_options(CherryCompileOptions, options)
+    cfg = overrides.apply(model.config if config is None else config)
+    outs, st, _, _ = simulate_samples(model.plan, cfg, samples, mode=mode, engine=engine)
+    return outs, st
