@@ -196,18 +196,19 @@ def _worker_job(job: tuple) -> tuple[dict[str, Any], float]:
 
 def _affinity(job: tuple) -> tuple:
     """Scheduling order of the compare jobs: grouped by target, so that each process mostly imports
-    and loads the kernels of its own targets (the main process takes jobs from the front, the
-    worker from the back, next to the PIM reference job it starts with)."""
-    order = ("cherry", "pimsab", "tensil", "dais", "pim")
-    return (order.index(job[3]) if job[3] in order else -1, job[1])
+    and loads the kernels of its own targets (this process takes jobs from the front, after the
+    PIM reference job; the worker from the back)."""
+    order = ("pim", "dais", "tensil", "pimsab", "cherry")
+    return (order.index(job[3]) if job[3] in order else len(order), job[1])
 
 
 def run_steps(pictures: Path, after_compare: Callable[[list[dict[str, Any]]], None],
               first: Callable[[], None] = lambda: None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float | None]:
     """Steps 2 and 3 in two processes (this one and a worker) sharing one list of jobs: the compare
-    jobs first (this process from one end, the worker from the other), then ``after_compare(rows)``
-    here (the pictures, which need every row) while the worker starts on the reference jobs, which
-    this process joins when it is done; ``first()`` runs here while the worker starts.  Returns the compare rows, the reference rows (both in
+    jobs (this process from one end, the worker from the other), then ``after_compare(rows)`` here
+    (the pictures, which need every row) while the worker starts on the reference jobs, which this
+    process joins when it is done.  ``first()`` and the reference jobs that draw a picture (PIM's
+    Gantt chart) run here first, while the worker starts: only this process imports matplotlib.  Returns the compare rows, the reference rows (both in
     order) and the worker's CPU time.  ``NNISA_DEMO_JOBS=1`` (or one core): all here, in order."""
     if int(os.environ.get("NNISA_DEMO_JOBS", "2")) < 2 or (os.cpu_count() or 1) < 2:
         first()
@@ -224,7 +225,8 @@ def run_steps(pictures: Path, after_compare: Callable[[list[dict[str, Any]]], No
     crows: list[Any] = [None] * len(cjobs)
     rrows: list[Any] = [None] * len(rjobs)
     todo_c = collections.deque(sorted(range(len(cjobs)), key=lambda i: _affinity(cjobs[i])))
-    todo_r = collections.deque(range(len(rjobs)))  # the PIM ResNet-18 first, on the worker
+    drawing = [i for i, job in enumerate(rjobs) if job[4]]
+    todo_r = collections.deque(i for i in range(len(rjobs)) if i not in drawing)
     cond = threading.Condition()
     worker_cpu: list[float | None] = [None]
 
@@ -256,6 +258,8 @@ def run_steps(pictures: Path, after_compare: Callable[[list[dict[str, Any]]], No
     driver.start()
     try:
         first()
+        for i in drawing:
+            store("r", i, run_job(rjobs[i]))
         while True:  # compare jobs, then wait for the worker's last one
             with cond:
                 if not todo_c:
