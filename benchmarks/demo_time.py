@@ -28,7 +28,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def run_demo(src: Path, env_extra: dict[str, str] | None = None) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(src), **(env_extra or {})}
+    # both trees read the same conformance data (a baseline unpacked elsewhere has no ../shared)
+    shared = os.environ.get("NNISA_SHARED") or str(SRC.parents[1] / "shared")
+    env = {**os.environ, "PYTHONPATH": str(src), "NNISA_SHARED": shared, **(env_extra or {})}
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
