@@ -171,6 +171,7 @@ def plot_gantt(tl: Timeline, path_png: str | os.PathLike, *, width_px: int = 160
     import matplotlib
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+    from matplotlib.collections import PolyCollection
     from matplotlib.patches import Patch
 
     tracks = tl.tracks[:max_rows]
@@ -183,23 +184,32 @@ def plot_gantt(tl: Timeline, path_png: str | os.PathLike, *, width_px: int = 160
     height = max(3.0, 0.22 * len(tracks) + 1.4)
     fig, ax = plt.subplots(figsize=(width_px / dpi, height), dpi=dpi)
     gap = span / width_px
+    bars: dict[int, list[np.ndarray]] = {u: [] for u in drawn}  # per unit: rows of (x0, x1, y0, y1)
+    idle = []
     for y, tr in enumerate(tracks):
         if len(tr.start) == 0:
             if tr.finish:
-                ax.broken_barh([(0, tr.finish * scale)], (y - 0.4, 0.8), facecolors="#888888")
+                idle.append((0.0, tr.finish * scale, y - 0.4, y + 0.4))
             continue
         for u in drawn:
             sel = tr.unit == u
             if not sel.any():
                 continue
             S, E = merge_intervals(tr.start[sel], tr.end[sel], gap)
-            ax.broken_barh(list(zip(S * scale, (E - S) * scale)), (y - 0.45 + lane_of[u] * lane_h, lane_h),
-                           facecolors=colours[u], linewidth=0)
+            y0 = y - 0.45 + lane_of[u] * lane_h
+            bars[u].append(np.column_stack([S * scale, E * scale, np.full(len(S), y0), np.full(len(S), y0 + lane_h)]))
         if tr.finish:
             ax.plot([tr.finish * scale] * 2, [y - 0.45, y + 0.45], color="black", linewidth=0.8)
+    # one collection of rectangles per unit (not one artist per row and unit): drawing a
+    # multi-million-instruction timeline stays a fraction of its simulation
+    for colour, rects in [("#888888", [np.array(idle).reshape(-1, 4)])] + [(colours[u], bars[u]) for u in drawn]:
+        r = np.concatenate(rects) if rects else np.zeros((0, 4))
+        if len(r):
+            verts = np.stack([r[:, [0, 2]], r[:, [1, 2]], r[:, [1, 3]], r[:, [0, 3]]], axis=1)
+            ax.add_collection(PolyCollection(verts, facecolors=colour, linewidths=0))
+    ax.set_ylim(len(tracks) - 0.5, -0.5)  # first track on top
     ax.set_yticks(range(len(tracks)))
     ax.set_yticklabels([t.name for t in tracks], fontsize=7 if len(tracks) > 24 else 9)
-    ax.invert_yaxis()
     ax.set_xlim(0, span * scale * 1.01)
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", linestyle=":", linewidth=0.5)

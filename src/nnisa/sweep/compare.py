@@ -51,22 +51,34 @@ def compare_model(model: str | Path, targets: list[str] | None = None, *, sample
     for name in targets or target_names():
         if progress is not None:
             progress(name)
-        try:
-            caps = get_target(name).capabilities()
-        except NnisaError as exc:
-            rows.append({"target": name, "model": model_label(model), "status": "unsupported", "error": exc.message})
+        rows.append(compare_target(name, prepared, samples=samples, config=(configs or {}).get(name),
+                                   options=(options or {}).get(name)))
+        if rows[-1].get("status") == "unsupported":
             continue
-        if "compile" not in caps or "simulate" not in caps:
-            rows.append({"target": name, "model": model_label(model), "status": "unsupported",
-                         "error": f"target {name} cannot compile ONNX models yet"})
-            continue
-        mine = dict((options or {}).get(name, {}))
-        rows.append(measure(name, model_label(model), prepared, samples=samples,
-                            config=(configs or {}).get(name), **mine))
-        for label, opts in get_target(name).demo_variants if variants else ():
-            row = measure(name, model_label(model), prepared, samples=samples, **opts)
-            rows.append({**row, "target": f"{name} ({label})"})
+        for label, _opts in get_target(name).demo_variants if variants else ():
+            rows.append(compare_target(name, prepared, samples=samples, variant=label))
     return rows
+
+
+def compare_target(name: str, prepared: Any, *, samples: int, config: Any = None,
+                   options: dict[str, Any] | None = None, variant: str | None = None) -> dict[str, Any]:
+    """One row of :func:`compare_model`: ``prepared`` (a :class:`~nnisa.frontend.prepared.PreparedModel`
+    with its inputs) on target ``name``, or on its :attr:`Target.demo_variants` entry labelled
+    ``variant`` (the row's target is then ``"NAME (LABEL)"``).  A target that cannot compile and
+    simulate is a row with status ``unsupported`` and the reason."""
+    label = model_label(prepared)
+    try:
+        tgt = get_target(name)
+        caps = tgt.capabilities()
+    except NnisaError as exc:
+        return {"target": name, "model": label, "status": "unsupported", "error": exc.message}
+    if "compile" not in caps or "simulate" not in caps:
+        return {"target": name, "model": label, "status": "unsupported",
+                "error": f"target {name} cannot compile ONNX models yet"}
+    if variant is None:
+        return measure(name, label, prepared, samples=samples, config=config, **dict(options or {}))
+    opts = dict(tgt.demo_variants)[variant]
+    return {**measure(name, label, prepared, samples=samples, **opts), "target": f"{name} ({variant})"}
 
 
 def compare_pictures(rows: list[dict[str, Any]], out: str | Path, name: str = "") -> list[str]:
