@@ -82,6 +82,7 @@ class _Net(NetOps, NetExtraOps, NetNormOps, NetMaskOps):
         self._consts: dict = {}
         self.Act = _Act
         self.mask_ranges: dict[str, tuple[int, int]] = {}  # integer mask inputs: the range they take
+        self.mask_saturate: set[str] = set()  # ... saturated to it (comparisons only), else checked
         self._raw_plan: dict = {}
         self._mask_bits: dict = {}
         j0 = 0
@@ -214,10 +215,13 @@ class _Net(NetOps, NetExtraOps, NetNormOps, NetMaskOps):
             self.fail(node, f"{node.op} of {x.shape} by a constant {W.shape}: expects (..., {W.shape[0]}) inputs")
         n_before = len(self.b)
         rows = x.reshape(-1, W.shape[0])
-        out = np.empty((len(rows), W.shape[1]), dtype=object)
-        cse = None
-        for r, row in enumerate(rows):
-            out[r], cse = self.cmvm_row(node, list(row), W)
+        e = np.array([[a.e for a in row] for row in rows], np.int64)
+        if len(rows) > 1 and (e == e[0]).all():
+            out, cse = self.cmvm_rows(node, rows, W)
+        else:
+            out = np.empty((len(rows), W.shape[1]), dtype=object)
+            for r, row in enumerate(rows):
+                out[r], cse = self.cmvm_row(node, list(row), W)
         self.set_out(node, out.reshape(self.oshape(node)))
         self.report(node, n_before, shape=list(W.shape), rows=len(rows) if len(rows) > 1 else None, cse=cse)
 
@@ -243,6 +247,39 @@ class _Net(NetOps, NetExtraOps, NetNormOps, NetMaskOps):
         for c in range(N):
             out[c] = self.finish(cols[c], F0, int(alo[c]), int(ahi[c]), bias[c], int(shift[c]), node.clamp)
         return out, comp.cse_info
+
+    def cmvm_rows(self, node, rows: np.ndarray, W: np.ndarray):
+        """``sat(R(q @ W + bias))`` of every row (token) of ``rows`` (``[R, K]``, one exponent per
+        column): the CSE of ``W`` is solved once and replayed on each row, as a convolution's kernel
+        is at each position (the rows' dtypes are covered per column)."""
+        K, N = W.shape
+        shift, bias = self._shifts(node, N)
+        Wf = W.astype(np.float64) * (2.0 ** -np.array([a.e for a in rows[0]], np.float64))[:, None]
+        M, F0 = _to_int_matrix(Wf)
+        slots = np.array([[a.slot for a in row] for row in rows], np.int64)
+        kifs = np.array([[self.kif(a.slot) for a in row] for row in rows], np.int64).reshape(len(rows), K, 3)
+        cover = kifs.max(axis=0)
+        scratch = ProgramBuilder(K)
+        tins = [(scratch.add_op(-1, j, -1, 0, tuple(int(v) for v in cover[j])), *(int(v) for v in cover[j]))
+                for j in range(K)]
+        tmpl = CMVMCompiler(scratch, tins, method=self.method, max_depth=self.max_depth,
+                            cse_budget=self.cse_budget, block_rows=self.cse_block_rows)
+        tmpl.solve(M)
+        rep = make_replay(tmpl, slots, kifs)
+        Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
+        out = np.empty((len(rows), N), dtype=object)
+        for r, row in enumerate(rows):
+            if rep is not None:
+                terms = rep.emit(r, self.b)
+            else:  # the reference: one compiler per row
+                ins = [(a.slot, *self.kif(a.slot)) for a in row]
+                terms = CMVMCompiler(self.b, ins, method="dummy").instantiate(tmpl)
+            qlo = np.array([a.lo for a in row], np.int64)
+            qhi = np.array([a.hi for a in row], np.int64)
+            alo, ahi = qlo @ Wp + qhi @ Wn, qhi @ Wp + qlo @ Wn
+            for c in range(N):
+                out[r, c] = self.finish(terms[c], F0, int(alo[c]), int(ahi[c]), bias[c], int(shift[c]), node.clamp)
+        return out, tmpl.cse_info
 
     def conv(self, node) -> None:
         from ....frontend import kernels as FK
@@ -356,7 +393,8 @@ def _clamp(net: _Net, node) -> None:
 
 
 def _raw(net: _Net, node) -> None:
-    net.fail(node, f"{node.op} of a quantized activation: DAIS computes it only on integer mask inputs")
+    net.fail(node, f"{node.op} of a quantized activation is not supported: DAIS computes it only on integer "
+                   "mask inputs")
 
 
 #: the DAIS lowering table: IR op → lowering (``net, node``); the node check, ``nnisa targets --ops``
@@ -423,8 +461,9 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     net.b.set_outputs([a.slot for a in outs], [-a.e for a in outs], [0] * len(outs))
     prog = net.b.build(adder_size=1, carry_size=-1)
     prog.meta["layers"] = layer_spans(net.layers)  # per-layer figures of every run (..layers)
-    if net.mask_ranges:  # the input encoding saturates mask ids to the range the program takes
+    if net.mask_ranges:  # the input encoding saturates mask ids to the range the program takes, or checks it
         prog.meta["mask_input_ranges"] = {k: list(v) for k, v in net.mask_ranges.items()}
+        prog.meta["mask_inputs_saturated"] = sorted(net.mask_saturate)
     return prog, layer_figures(prog, net.layers)
 
 
@@ -531,11 +570,20 @@ def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir
         raise UnsupportedError(f"no input {t.name!r} in the sample (inputs: {sorted(sample)})", file=qg.source)
 
     ranges = prog.meta.get("mask_input_ranges", {})
+    saturated = set(prog.meta.get("mask_inputs_saturated", ()))
 
     def encode(sample):
         def codes(t):
             q = np.asarray(qg.quantize_input(t.name, _sample(sample, t)[None]), np.float64)
-            return np.clip(q, *ranges[t.name]) if t.name in ranges else q  # no comparison changes
+            if t.name not in ranges:
+                return q
+            lo, hi = ranges[t.name]
+            if t.name in saturated:
+                return np.clip(q, lo, hi)  # compared with constants only: no comparison changes
+            if q.size and (q.min() < lo or q.max() > hi):
+                raise UnsupportedError(f"mask input {t.name!r} takes values {lo}..{hi} on DAIS (an attention mask); "
+                                       f"got {q.min():.0f}..{q.max():.0f}", file=qg.source)
+            return q
         return {"x": np.concatenate([codes(t).reshape(1, -1) for t in t_ins], axis=1)}
 
     def decode(outputs):
