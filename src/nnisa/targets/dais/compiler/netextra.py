@@ -89,7 +89,10 @@ class NetExtraOps:
                          if x.size else x)
         if node.const is not None:  # a constant input (class token), already at the output scale
             c = np.asarray(node.const, np.int64)
-            c = c.reshape((1,) * (len(self.oshape(node)) - c.ndim) + c.shape)  # leading unit axes
+            nd = len(self.oshape(node))
+            while c.ndim > nd and c.shape[0] == 1:
+                c = c[0]
+            c = c.reshape((1,) * (nd - c.ndim) + c.shape)  # leading unit axes
             parts.insert(int(node.attrs["const_index"]), np.vectorize(self._const_act, otypes=[object])(c)
                          if c.size else c.astype(object))
         self.set_out(node, np.concatenate(parts, axis=axis))
