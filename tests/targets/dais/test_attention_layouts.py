@@ -171,24 +171,25 @@ def test_mask_changes_the_program_output(tmp_path):
     assert compile_network(path).program.meta["mask_input_ranges"] == {"mask": [-1, 1]}
 
 
-def test_mask_read_by_arithmetic_takes_zero_and_one(tmp_path):
-    """Ids used as the mask value itself (no comparison) are a 0/1 mask: they run bit-exact, other
-    values are refused in one line when a sample is encoded; compared ids saturate instead."""
+def test_mask_read_by_arithmetic_is_tabulated_over_the_input_range(tmp_path):
+    """Ids used as the mask value itself (no comparison: any id but 1 drops, as the float model
+    says) run bit-exact for every value of the signed 8-bit input; ids beyond it are refused in one
+    line when a sample is encoded (compared ids saturate instead)."""
     from nnisa.core.errors import NnisaError
     from nnisa.targets.dais.compiler.netcompile import compile_network
     m = attention_model("batch_first", 3, 1, 2, 2, 0, mask=True)
     for n in list(m.graph.node):
         if n.op_type == "Unsqueeze":
-            n.input[0] = "mask"  # the ids themselves: 0 keeps... as a float 1 - mask: 1 keeps
+            n.input[0] = "mask"  # the ids themselves, cast to float: 1 - mask is 0 (keep) only for 1
         elif n.op_type == "Equal":
             m.graph.node.remove(n)
     path = tmp_path / "arith.onnx"
     onnx.save(m, path)
     res = compile_network(path)
-    assert res.program.meta["mask_input_ranges"] == {"mask": [0, 1]}
+    assert res.program.meta["mask_input_ranges"] == {"mask": [-128, 127]}
     assert res.program.meta["mask_inputs_saturated"] == []
-    x = _x("batch_first", 3, 2, 4, 0)
-    masks = np.array([[1, 1, 1], [0, 0, 0], [1, 0, 1], [0, 1, 0]], np.int64)
+    x = _x("batch_first", 3, 2, 5, 0)
+    masks = np.array([[1, 1, 1], [0, 0, 0], [1, 0, 1], [3, 1, -128], [127, 2, 1]], np.int64)
     assert _run(path, {"x": x, "mask": masks})["bit_exact"] is True
-    with pytest.raises(NnisaError, match="takes values 0..1"):
-        _run(path, {"x": x[:1], "mask": np.array([[1, 3, 1]], np.int64)})
+    with pytest.raises(NnisaError, match=r"takes values -128\.\.127"):
+        _run(path, {"x": x[:1], "mask": np.array([[1, 300, 1]], np.int64)})

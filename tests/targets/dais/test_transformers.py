@@ -122,7 +122,7 @@ def test_bundled_encoders(name):
 
 def test_mask_input_runs_and_other_values_refused_in_one_line(tmp_path):
     """A padding mask computed from an integer input (HF style, ``(1 - mask) · -10000``) is live
-    logic: 0/1 masks run bit-exact; a value the mask contract does not have is one line."""
+    logic: masks run bit-exact; an id beyond the signed 8-bit mask input is one line."""
     from nnisa.core.errors import NnisaError
     path = tmp_path / "bert_mask.onnx"
     onnx.save(make_bert(2, seq=4, hidden=8, heads=2, layers=1, vocab=8, mask=True), path)
@@ -133,5 +133,5 @@ def test_mask_input_runs_and_other_values_refused_in_one_line(tmp_path):
         r = run_model("dais", path, inputs={"input": ids, "mask": mask})
         assert r["bit_exact"] is True and r["samples"] == 6
         with pytest.raises(NnisaError) as e:
-            run_model("dais", path, inputs={"input": ids[:1], "mask": np.array([[1, 2, 1, 1]], np.int64)})
-    assert "takes values 0..1" in str(e.value) and "\n" not in str(e.value)
+            run_model("dais", path, inputs={"input": ids[:1], "mask": np.array([[1, 300, 1, 1]], np.int64)})
+    assert "takes values -128..127" in str(e.value) and "\n" not in str(e.value)

@@ -105,7 +105,7 @@ class _Net(NetOps, NetExtraOps, NetNormOps, NetMaskOps):
             raise UnsupportedError(f"integer input {t.name} is read by no node", file=self.qg.source)
         if any(n.op != "Gather" for n in users):  # an attention mask (.netmask)
             self.mask_ranges[t.name] = self.mask_input_range(t)
-            return self.mask_ranges[t.name]
+            return self.mask_codes()
         rows = max(int(np.asarray(n.weight).shape[n.attrs["axis"]]) for n in users)
         return -rows, rows - 1
 
@@ -580,9 +580,11 @@ def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir
             lo, hi = ranges[t.name]
             if t.name in saturated:
                 return np.clip(q, lo, hi)  # compared with constants only: no comparison changes
-            if q.size and (q.min() < lo or q.max() > hi):
-                raise UnsupportedError(f"mask input {t.name!r} takes values {lo}..{hi} on DAIS (an attention mask); "
-                                       f"got {q.min():.0f}..{q.max():.0f}", file=qg.source)
+            c = -(1 << (qg.bits - 1))
+            if q.size and (q.min() < c or q.max() > -c - 1):
+                raise UnsupportedError(f"mask input {t.name!r} takes values {c}..{-c - 1} on DAIS (a signed {qg.bits}-bit "
+                                       f"input; its mask values are computed from it); got {q.min():.0f}..{q.max():.0f}",
+                                       file=qg.source)
             return q
         return {"x": np.concatenate([codes(t).reshape(1, -1) for t in t_ins], axis=1)}
 

@@ -5,10 +5,11 @@ scaled and added to a causal mask) is *raw* in the frontend: exact values, never
 the float semantics (:mod:`nnisa.frontend.quant_transformer`).  What its consumer (MaskedSoftmax)
 needs is one bit per score: ``keep = (mask == 0)``.  DAIS computes that bit with ordinary logic:
 
-* the mask input is a program input of the range its comparisons can tell apart: when every reader
-  is an Equal/Less/Greater with a constant, saturating an id to ``[min c - 1, max c + 1]`` changes
-  no comparison (the bundle's input encoding saturates it, like it saturates quantized inputs);
-  a mask read by arithmetic (``(1 - mask) · -10000``) takes 0 and 1, other values are refused;
+* the mask input is a signed ``bits``-bit program input (the integer range the bundle declares);
+  when every reader is an Equal/Less/Greater with a constant, only ``[min c - 1, max c + 1]`` needs
+  tabulating (values beyond compare like its ends: the lookups clamp, and the run's encoding
+  saturates ids beyond the input's range); a mask read by arithmetic (``(1 - mask) · -10000``) is
+  tabulated over every value of the input's range, and ids beyond it are refused in one line;
 * every element of the raw tensor the consumer reads is a function of one mask-input element (its
   dependence is found by evaluating the frontend's own raw subgraph with one element changed at a
   time, and checked on the constant and random inputs); the bit of each element is one lookup
@@ -30,21 +31,28 @@ class NetMaskOps:
     """Mask input ranges and the per-element keep bits of a mask computed from them."""
 
     def mask_input_range(self, t) -> tuple[int, int]:
-        """``[lo, hi]`` of raw (non-Gather) input ``t``.  When every reader compares it with a
-        constant, values outside ``[min c - 1, max c + 1]`` compare like its ends (the encoding
-        saturates them: ``t`` joins :attr:`mask_saturate`); otherwise it is a 0/1 attention mask
-        (``1 - mask`` scaled, as BERT exports write it; the frontend recognises a mask by probing
-        exactly these two values) and other values are refused when a sample is encoded."""
+        """The values of raw (non-Gather) input ``t`` its keep bits are tabulated over.  The input
+        itself is a signed ``bits``-bit program input (the bundle's declared integer range).  When
+        every reader compares it with a constant, ``[min c - 1, max c + 1]``: values beyond compare
+        like its ends (the lookups clamp to it and the encoding saturates larger ids: ``t`` joins
+        :attr:`mask_saturate`); otherwise (a mask read by arithmetic, ``(1 - mask) · -10000``)
+        every value of the input's range."""
         users = [n for n in self.qg.nodes if t.name in n.inputs]
         cs = []
         for n in users:
             consts = list(n.attrs.get("consts", {}).values())
             if n.op not in _COMPARE or len(consts) != 1 or not self.qg.tensors[n.outputs[0]].raw:
-                return 0, 1
+                return self.mask_codes()
             c = np.asarray(consts[0], np.float64)
             cs += [float(np.floor(c.min())), float(np.ceil(c.max()))]
         self.mask_saturate.add(t.name)
-        return int(min(cs)) - 1, int(max(cs)) + 1
+        lo, hi = self.mask_codes()
+        return max(int(min(cs)) - 1, lo), min(int(max(cs)) + 1, hi)
+
+    def mask_codes(self) -> tuple[int, int]:
+        """The signed range of a mask input: the graph's activation width (the manifest's bits)."""
+        b = int(self.qg.bits)
+        return -(1 << (b - 1)), (1 << (b - 1)) - 1
 
     # -- the raw subgraph -------------------------------------------------------------------------
     def _raw_eval(self, name: str, values: dict) -> np.ndarray:
