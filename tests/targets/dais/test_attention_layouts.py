@@ -193,3 +193,25 @@ def test_mask_read_by_arithmetic_is_tabulated_over_the_input_range(tmp_path):
     assert _run(path, {"x": x, "mask": masks})["bit_exact"] is True
     with pytest.raises(NnisaError, match=r"takes values -128\.\.127"):
         _run(path, {"x": x[:1], "mask": np.array([[1, 300, 1]], np.int64)})
+
+
+def test_compiled_folder_takes_the_mask_as_an_integer_input(tmp_path):
+    """``nnisa compile`` + ``nnisa sim`` on the folder: the mask ids are an int8 input of the
+    manifest (no host encoding), and the outputs equal ``run``'s (saturating ids changes nothing)."""
+    from click.testing import CliRunner
+
+    from nnisa.cli import cli
+    path = tmp_path / "att_mask.onnx"
+    onnx.save(attention_model("batch_first", 4, 2, 2, 3, 5, mask=True, causal=True), path)
+    res = CliRunner().invoke(cli, ["compile", "-t", "dais", str(path), "-o", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    x = _x("batch_first", 4, 4, 3, 5)
+    masks = np.array([[0, 0, 1, 1], [5, 0, -3, 0], [1, 1, 1, 1]], np.int64)
+    np.savez(tmp_path / "in.npz", x=x, mask=masks)
+    res = CliRunner().invoke(cli, ["sim", "-t", "dais", str(tmp_path / "c"), "--inputs", str(tmp_path / "in.npz"),
+                                   "--outputs", str(tmp_path / "y.npz")])
+    assert res.exit_code == 0, res.output
+    got = next(iter(np.load(tmp_path / "y.npz").values()))
+    rep = run_model("dais", path, inputs={"x": x, "mask": masks}, save_outputs=str(tmp_path / "r.npz"))
+    assert rep["bit_exact"] is True
+    assert np.array_equal(got.reshape(3, -1), next(iter(np.load(tmp_path / "r.npz").values())).reshape(3, -1))
