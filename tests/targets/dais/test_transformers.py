@@ -120,9 +120,18 @@ def test_bundled_encoders(name):
     assert r["bit_exact"] is True and r["top1_agreement"] >= 0.75
 
 
-def test_mask_input_refused_in_one_line(tmp_path):
-    """A padding mask computed from an integer input is refused before any work, naming why."""
+def test_mask_input_runs_and_other_values_refused_in_one_line(tmp_path):
+    """A padding mask computed from an integer input (HF style, ``(1 - mask) · -10000``) is live
+    logic: masks run bit-exact; an id beyond the signed 8-bit mask input is one line."""
     from nnisa.core.errors import NnisaError
-    with pytest.raises(NnisaError) as e:
-        _run(tmp_path, make_bert(2, seq=4, hidden=8, heads=2, layers=1, vocab=8, mask=True), "bert_mask", samples=1)
-    assert "constant masks" in str(e.value) and "\n" not in str(e.value)
+    path = tmp_path / "bert_mask.onnx"
+    onnx.save(make_bert(2, seq=4, hidden=8, heads=2, layers=1, vocab=8, mask=True), path)
+    ids = np.random.default_rng(1).integers(0, 8, (6, 4)).astype(np.int64)
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 1, 0], [1, 1, 1, 0], [0, 1, 1, 1]], np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = run_model("dais", path, inputs={"input": ids, "mask": mask})
+        assert r["bit_exact"] is True and r["samples"] == 6
+        with pytest.raises(NnisaError) as e:
+            run_model("dais", path, inputs={"input": ids[:1], "mask": np.array([[1, 300, 1, 1]], np.int64)})
+    assert "takes values -128..127" in str(e.value) and "\n" not in str(e.value)

@@ -39,6 +39,7 @@ from .netextra import NetExtraOps
 from .netnorm import NetNormOps
 from .netops import NetOps
 from .netsize import check_size
+from .netmask import NetMaskOps
 from ..layers import layer_spans
 from ....frontend.quant import QGraph
 
@@ -58,29 +59,21 @@ class _Act:
 def dais_check(n, g) -> str | None:
     """Why the DAIS compiler cannot lower float-graph node ``n`` (None when it can)."""
     why = refusal(LOWERINGS, "DAIS", n.op, dict.fromkeys(
-        ("Cast", "CastLike", "Equal", "Where", "Not", "Less", "Greater", "Expand"),
-        f"{n.op} of an attention mask computed from an integer input is not supported by the DAIS compiler "
-        "(it takes constant masks only: export the model without the mask input)"))
+        ("Where", "CastLike"), f"{n.op} (selecting by a mask computed from an integer input) is not lowered by the "
+        "DAIS compiler; masks reach it through Softmax (an additive attention mask: MaskedSoftmax)"))
     if why:
         return why
-    a = n.attrs
-    if n.op == "Transpose" and a["perm"][0] != 0:
-        return "Transpose must keep the batch axis first"
-    if n.op in ("Slice", "Resize") and a["index"][0] is not None:
-        return f"{n.op} along the batch axis is not supported"
-    if n.op == "Concat" and a["axis"] == 0 or n.op.startswith("Reduce") and 0 in a["axes"]:
-        return f"{n.op} along the batch axis is not supported"
-    if n.op == "Pad" and any(a["pads"][0::len(a["pads"]) // 2]):
-        return "Pad along the batch axis is not supported"
     if n.op == "Gather" and len(n.inputs) > 1 and n.inputs[1] not in g.initializers:
         return "Gather of a table computed by the graph is not supported"
     return None
 
 
-class _Net(NetOps, NetExtraOps, NetNormOps):
+class _Net(NetOps, NetExtraOps, NetNormOps, NetMaskOps):
     def __init__(self, qg, method: str, max_depth, cse_budget, cse_block_rows=None):
         self.qg = qg
-        sizes = [int(np.prod(t.shape[1:], dtype=np.int64)) for t in qg.inputs]
+        # one program computes one sample: the graph is batch-1 (frontend.batch), so every tensor is
+        # kept whole, axis 0 included (a unit batch axis, or a sequence/head axis after a Transpose)
+        sizes = [int(np.prod(t.shape, dtype=np.int64)) for t in qg.inputs]
         self.b = ProgramBuilder(int(sum(sizes)))
         self.method, self.max_depth, self.cse_budget = method, max_depth, cse_budget
         self.cse_block_rows = cse_block_rows
@@ -88,6 +81,10 @@ class _Net(NetOps, NetExtraOps, NetNormOps):
         self.env: dict[str, np.ndarray] = {}
         self._consts: dict = {}
         self.Act = _Act
+        self.mask_ranges: dict[str, tuple[int, int]] = {}  # integer mask inputs: the range they take
+        self.mask_saturate: set[str] = set()  # ... saturated to it (comparisons only), else checked
+        self._raw_plan: dict = {}
+        self._mask_bits: dict = {}
         j0 = 0
         for t_in, n_in in zip(qg.inputs, sizes):  # several inputs: one program input vector, in graph order
             lo, hi = self._input_range(t_in)
@@ -95,7 +92,7 @@ class _Net(NetOps, NetExtraOps, NetNormOps):
             acts = np.empty(n_in, dtype=object)
             for j in range(n_in):
                 acts[j] = _Act(self.b.add_op(-1, j0 + j, -1, 0, kif), 0, lo, hi, 0)
-            self.env[t_in.name] = acts.reshape(tuple(t_in.shape[1:]))
+            self.env[t_in.name] = acts.reshape(tuple(t_in.shape))
             j0 += n_in
 
     def _input_range(self, t) -> tuple[int, int]:
@@ -104,12 +101,23 @@ class _Net(NetOps, NetExtraOps, NetNormOps):
         if not t.raw:
             return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
         users = [n for n in self.qg.nodes if t.name in n.inputs]
-        if not users or any(n.op != "Gather" for n in users):
-            raise UnsupportedError(f"integer input {t.name} is read by "
-                                   f"{sorted({n.op for n in users})}: DAIS takes raw integer inputs only as "
-                                   "Gather indices (token ids)", file=self.qg.source)
+        if not users:
+            raise UnsupportedError(f"integer input {t.name} is read by no node", file=self.qg.source)
+        if any(n.op != "Gather" for n in users):  # an attention mask (.netmask)
+            self.mask_ranges[t.name] = self.mask_input_range(t)
+            return self.mask_codes()
         rows = max(int(np.asarray(n.weight).shape[n.attrs["axis"]]) for n in users)
         return -rows, rows - 1
+
+    def oshape(self, node) -> tuple[int, ...]:
+        """The whole shape of ``node``'s (first) output (axis 0 included)."""
+        return tuple(self.qg.tensors[node.outputs[0]].shape)
+
+    def sample_image(self, node, x: np.ndarray) -> np.ndarray:
+        """The ``(C, H, W)`` image of a 4-D activation ``(1, C, H, W)`` (Conv / pooling input)."""
+        if x.ndim != 4 or x.shape[0] != 1:
+            self.fail(node, f"{node.op} input must be (1,C,H,W) per sample, got {x.shape}")
+        return x[0]
 
     def where(self, node) -> str:
         return f"node {node.name} ({node.op})"
@@ -199,29 +207,25 @@ class _Net(NetOps, NetExtraOps, NetNormOps):
 
     # -- layers -----------------------------------------------------------------------------
     def gemm(self, node) -> None:
-        W = np.asarray(node.weight, dtype=np.int64)
-        acts = self.env[node.inputs[0]].reshape(-1)
-        if len(acts) != W.shape[0]:
-            self.fail(node, f"Gemm expects {W.shape[0]} inputs, got {len(acts)}")
-        n_before = len(self.b)
-        out, cse = self.cmvm_row(node, list(acts), W)
-        self.set_out(node, out)
-        self.report(node, n_before, shape=list(W.shape), cse=cse)
-
-    def matmul_const(self, node) -> None:
-        """MatMul of an activation ``(..., K)`` by a constant ``(K, N)``: one CMVM per row (token)."""
+        """Gemm / MatMul of an activation ``(..., K)`` by a constant ``(K, N)``: one CMVM per row
+        (a Gemm's rows, or a token's features; one row per sample for an MLP)."""
         W = np.asarray(node.weight, dtype=np.int64)
         x = self.env[node.inputs[0]]
-        if W.ndim != 2 or x.ndim < 1 or x.shape[-1] != W.shape[0]:
-            self.fail(node, f"MatMul of {x.shape} by a constant {W.shape}: DAIS takes a (K, N) weight")
+        if W.ndim != 2 or x.size % W.shape[0] or x.ndim > 1 and x.shape[-1] != W.shape[0]:
+            self.fail(node, f"{node.op} of {x.shape} by a constant {W.shape}: expects (..., {W.shape[0]}) inputs")
         n_before = len(self.b)
         rows = x.reshape(-1, W.shape[0])
-        out = np.empty((len(rows), W.shape[1]), dtype=object)
-        cse = None
-        for r, row in enumerate(rows):
-            out[r], cse = self.cmvm_row(node, list(row), W)
-        self.set_out(node, out.reshape(tuple(self.qg.tensors[node.outputs[0]].shape[1:])))
-        self.report(node, n_before, shape=list(W.shape), rows=len(rows), cse=cse)
+        e = np.array([[a.e for a in row] for row in rows], np.int64)
+        if len(rows) > 1 and (e == e[0]).all():
+            out, cse = self.cmvm_rows(node, rows, W)
+        else:
+            out = np.empty((len(rows), W.shape[1]), dtype=object)
+            for r, row in enumerate(rows):
+                out[r], cse = self.cmvm_row(node, list(row), W)
+        self.set_out(node, out.reshape(self.oshape(node)))
+        self.report(node, n_before, shape=list(W.shape), rows=len(rows) if len(rows) > 1 else None, cse=cse)
+
+    matmul_const = gemm
 
     def cmvm_row(self, node, acts: list, W: np.ndarray):
         """``sat(R(q @ W + bias))`` of one input vector by CMVM (adders shared across the columns)."""
@@ -244,11 +248,42 @@ class _Net(NetOps, NetExtraOps, NetNormOps):
             out[c] = self.finish(cols[c], F0, int(alo[c]), int(ahi[c]), bias[c], int(shift[c]), node.clamp)
         return out, comp.cse_info
 
+    def cmvm_rows(self, node, rows: np.ndarray, W: np.ndarray):
+        """``sat(R(q @ W + bias))`` of every row (token) of ``rows`` (``[R, K]``, one exponent per
+        column): the CSE of ``W`` is solved once and replayed on each row, as a convolution's kernel
+        is at each position (the rows' dtypes are covered per column)."""
+        K, N = W.shape
+        shift, bias = self._shifts(node, N)
+        Wf = W.astype(np.float64) * (2.0 ** -np.array([a.e for a in rows[0]], np.float64))[:, None]
+        M, F0 = _to_int_matrix(Wf)
+        slots = np.array([[a.slot for a in row] for row in rows], np.int64)
+        kifs = np.array([[self.kif(a.slot) for a in row] for row in rows], np.int64).reshape(len(rows), K, 3)
+        cover = kifs.max(axis=0)
+        scratch = ProgramBuilder(K)
+        tins = [(scratch.add_op(-1, j, -1, 0, tuple(int(v) for v in cover[j])), *(int(v) for v in cover[j]))
+                for j in range(K)]
+        tmpl = CMVMCompiler(scratch, tins, method=self.method, max_depth=self.max_depth,
+                            cse_budget=self.cse_budget, block_rows=self.cse_block_rows)
+        tmpl.solve(M)
+        rep = make_replay(tmpl, slots, kifs)
+        Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
+        out = np.empty((len(rows), N), dtype=object)
+        for r, row in enumerate(rows):
+            if rep is not None:
+                terms = rep.emit(r, self.b)
+            else:  # the reference: one compiler per row
+                ins = [(a.slot, *self.kif(a.slot)) for a in row]
+                terms = CMVMCompiler(self.b, ins, method="dummy").instantiate(tmpl)
+            qlo = np.array([a.lo for a in row], np.int64)
+            qhi = np.array([a.hi for a in row], np.int64)
+            alo, ahi = qlo @ Wp + qhi @ Wn, qhi @ Wp + qlo @ Wn
+            for c in range(N):
+                out[r, c] = self.finish(terms[c], F0, int(alo[c]), int(ahi[c]), bias[c], int(shift[c]), node.clamp)
+        return out, tmpl.cse_info
+
     def conv(self, node) -> None:
         from ....frontend import kernels as FK
-        x = self.env[node.inputs[0]]
-        if x.ndim != 3:
-            self.fail(node, f"Conv input must be (N,C,H,W), got {x.ndim + 1}-D")
+        x = self.sample_image(node, self.env[node.inputs[0]])
         C, H, Wd = x.shape
         a = node.attrs
         g = int(a["group"])
@@ -297,8 +332,7 @@ class _Net(NetOps, NetExtraOps, NetNormOps):
                     m = gi * Mg + c
                     out[m, p] = self.finish(terms[c], F0, int(alo[c]), int(ahi[c]), bias[m], int(shift[m]),
                                             node.clamp)
-        oshape = self.qg.tensors[node.outputs[0]].shape[1:]
-        self.set_out(node, out.reshape(oshape))
+        self.set_out(node, out.reshape(self.oshape(node)))
         self.report(node, n_before, shape=[Kk, Mg], positions=P, groups=g, cse=cse)
 
     def channel_info(self, node, x: np.ndarray):
@@ -358,6 +392,11 @@ def _clamp(net: _Net, node) -> None:
     net.set_out(node, np.vectorize(lambda a: net.clamp(a, *node.clamp), otypes=[object])(x))
 
 
+def _raw(net: _Net, node) -> None:
+    net.fail(node, f"{node.op} of a quantized activation is not supported: DAIS computes it only on integer "
+                   "mask inputs")
+
+
 #: the DAIS lowering table: IR op → lowering (``net, node``); the node check, ``nnisa targets --ops``
 #: and the docs come from it
 LOWERINGS = {
@@ -371,6 +410,8 @@ LOWERINGS = {
     **dict.fromkeys(("ReduceMean", "ReduceMax", "ReduceSum"), _Net.reduce), "Max": _Net.minmax, "Min": _Net.minmax,
     "Mul": _Net.mul, "MatMul": _Net.matmul,
     "Softmax": _Net.softmax, "MaskedSoftmax": _Net.softmax, "LayerNorm": _Net.layernorm,
+    # mask arithmetic on integer inputs (raw tensors): tabulated by the MaskedSoftmax reading it
+    **dict.fromkeys(("Equal", "Less", "Greater", "Not", "Cast", "Expand"), _raw),
 }
 
 
@@ -407,6 +448,8 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     """
     net = _Net(qg, method, max_depth, cse_budget, cse_block_rows)
     for node in qg.nodes:
+        if qg.tensors[node.outputs[0]].raw:
+            continue  # mask arithmetic: each consumer tabulates what it reads (.netmask)
         if node.out_bits == 0:
             net.fail(node, f"float operator {node.op} cannot be compiled to DAIS")
         fn = LOWERINGS.get(node.op)
@@ -418,6 +461,9 @@ def compile_qgraph(qg, *, method: str = "wmc", max_depth: int | None = None,
     net.b.set_outputs([a.slot for a in outs], [-a.e for a in outs], [0] * len(outs))
     prog = net.b.build(adder_size=1, carry_size=-1)
     prog.meta["layers"] = layer_spans(net.layers)  # per-layer figures of every run (..layers)
+    if net.mask_ranges:  # the input encoding saturates mask ids to the range the program takes, or checks it
+        prog.meta["mask_input_ranges"] = {k: list(v) for k, v in net.mask_ranges.items()}
+        prog.meta["mask_inputs_saturated"] = sorted(net.mask_saturate)
     return prog, layer_figures(prog, net.layers)
 
 
@@ -514,7 +560,7 @@ def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir
     files = {}
     if out_dir is not None:
         files = _write_bundle(prog, out_dir, stem, t_ins, t_outs, bits, report, extra)
-    cuts = np.cumsum([int(np.prod(t.shape[1:], dtype=np.int64)) for t in t_outs])[:-1]
+    cuts = np.cumsum([int(np.prod(t.shape, dtype=np.int64)) for t in t_outs])[:-1]
 
     def _sample(sample, t):
         if t.name in sample:
@@ -523,14 +569,31 @@ def compile_network(model, options: DaisCompileOptions | None = None, *, out_dir
             return np.asarray(next(iter(sample.values())))
         raise UnsupportedError(f"no input {t.name!r} in the sample (inputs: {sorted(sample)})", file=qg.source)
 
+    ranges = prog.meta.get("mask_input_ranges", {})
+    saturated = set(prog.meta.get("mask_inputs_saturated", ()))
+
     def encode(sample):
-        return {"x": np.concatenate([np.asarray(qg.quantize_input(t.name, _sample(sample, t)[None]), np.float64)
-                                     .reshape(1, -1) for t in t_ins], axis=1)}
+        def codes(t):
+            q = np.asarray(qg.quantize_input(t.name, _sample(sample, t)[None]), np.float64)
+            if t.name not in ranges:
+                return q
+            lo, hi = ranges[t.name]
+            if t.name in saturated:
+                return np.clip(q, lo, hi)  # compared with constants only: no comparison changes
+            c = -(1 << (qg.bits - 1))
+            if q.size and (q.min() < c or q.max() > -c - 1):
+                raise UnsupportedError(f"mask input {t.name!r} takes values {c}..{-c - 1} on DAIS (a signed {qg.bits}-bit "
+                                       f"input; its mask values are computed from it); got {q.min():.0f}..{q.max():.0f}",
+                                       file=qg.source)
+            return q
+        return {"x": np.concatenate([codes(t).reshape(1, -1) for t in t_ins], axis=1)}
 
     def decode(outputs):
         y = np.asarray(outputs["y"])
         parts = np.split(y, cuts, axis=1)
-        qs = {t.name: p.reshape((len(y),) + tuple(t.shape[1:])) for t, p in zip(t_outs, parts)}
+        # a unit axis 0 is the batch axis; any other is part of the sample (e.g. a sequence-first output)
+        qs = {t.name: p.reshape((len(y),) + tuple(t.shape[1:] if t.shape[0] == 1 else t.shape))
+              for t, p in zip(t_outs, parts)}
         if tail is not None:
             return {k: np.asarray(v, np.float32)[0] for k, v in tail(qs).items()}
         return {t.name: (qs[t.name] * t.scale)[0].astype(np.float32) for t in t_outs}

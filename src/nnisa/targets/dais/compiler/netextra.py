@@ -24,18 +24,15 @@ class NetExtraOps:
             if np.any(np.asarray(r.multiplier) != 1) or np.ndim(r.shift) and np.asarray(r.shift).size > 1:
                 self.fail(node, "DAIS needs per-tensor pow2 rescaling (scale_mode='pow2')")
 
-    def _env_axis(self, node, axis: int) -> int:
-        if axis == 0:
-            self.fail(node, f"{node.op} along the batch axis is not supported")
-        return axis - 1
+    @staticmethod
+    def _axis(axis: int, ndim: int) -> int:
+        """``axis`` of a rank-``ndim`` tensor, negative ones counted from the end."""
+        return int(axis) + ndim if axis < 0 else int(axis)
 
     # -- selection / concatenation ---------------------------------------------------------
     def select(self, node) -> None:
         x = self.env[node.inputs[0]]
-        index = node.attrs["index"]
-        if index and index[0] is not None:
-            self.fail(node, f"{node.op} along the batch axis is not supported")
-        for ax, idx in enumerate(index[1:]):
+        for ax, idx in enumerate(node.attrs["index"]):  # any axis: the whole tensor is one sample
             if idx is not None:
                 x = np.take(x, np.asarray(idx, np.int64), axis=ax)
         self.set_out(node, x)
@@ -45,9 +42,7 @@ class NetExtraOps:
         x = self.env[node.inputs[0]]
         pads = list(node.attrs["pads"])
         r = len(pads) // 2
-        if pads[0] or pads[r]:
-            self.fail(node, "Pad along the batch axis is not supported")
-        before, after = pads[1:r], pads[r + 1:]
+        before, after = pads[:r], pads[r:]
         e = {a.e for a in x.reshape(-1)}
         if len(e) > 1:
             x = np.vectorize(self._same_e, otypes=[object])(x)
@@ -80,12 +75,12 @@ class NetExtraOps:
                 t = self.b.add_table(entries)
                 lo, hi = int(entries.min()), int(entries.max())
                 out[j, h] = self.Act(self.b.add_op(8, a.slot, -1, t, self._dt(lo, hi, 0)), 0, lo, hi, 0)
-        self.set_out(node, out.reshape(tuple(self.qg.tensors[node.outputs[0]].shape[1:])))
+        self.set_out(node, out.reshape(self.oshape(node)))
         self.report(node, n_before, tables=len(self.b.tables))
 
     def concat(self, node) -> None:
         self._pow2(node, node.input_requants)
-        axis = self._env_axis(node, node.attrs["axis"])
+        axis = self._axis(node.attrs["axis"], len(self.oshape(node)))
         n_before = len(self.b)
         parts = []
         for name, req in zip(node.inputs, node.input_requants):
@@ -94,7 +89,10 @@ class NetExtraOps:
                          if x.size else x)
         if node.const is not None:  # a constant input (class token), already at the output scale
             c = np.asarray(node.const, np.int64)
-            c = c[0] if c.ndim == parts[0].ndim + 1 else c
+            nd = len(self.oshape(node))
+            while c.ndim > nd and c.shape[0] == 1:
+                c = c[0]
+            c = c.reshape((1,) * (nd - c.ndim) + c.shape)  # leading unit axes
             parts.insert(int(node.attrs["const_index"]), np.vectorize(self._const_act, otypes=[object])(c)
                          if c.size else c.astype(object))
         self.set_out(node, np.concatenate(parts, axis=axis))
@@ -103,11 +101,11 @@ class NetExtraOps:
     # -- reductions ------------------------------------------------------------------------------
     def _rows(self, node, x: np.ndarray):
         """``(rows, count)``: the reduced elements of every output position, and the output shape."""
-        axes = [self._env_axis(node, a) for a in node.attrs["axes"]]
+        axes = [self._axis(a, x.ndim) for a in node.attrs["axes"]]
         keep = [k for k in range(x.ndim) if k not in axes]
         moved = np.transpose(x, keep + axes)
         count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-        return moved.reshape(-1, count), tuple(self.qg.tensors[node.outputs[0]].shape[1:])
+        return moved.reshape(-1, count), self.oshape(node)
 
     def reduce(self, node) -> None:
         x = self.env[node.inputs[0]]
@@ -144,7 +142,7 @@ class NetExtraOps:
 
     def minmax(self, node) -> None:
         self._pow2(node, node.input_requants)
-        oshape = tuple(self.qg.tensors[node.outputs[0]].shape[1:])
+        oshape = self.oshape(node)
         A, B = (self._bcast(self.env[i], oshape) for i in node.inputs)
         n_before = len(self.b)
         out = np.empty(int(np.prod(oshape)), dtype=object)
@@ -197,7 +195,7 @@ class NetExtraOps:
 
     def mul(self, node) -> None:
         self._pow2(node, [node.requant])
-        oshape = tuple(self.qg.tensors[node.outputs[0]].shape[1:])
+        oshape = self.oshape(node)
         if node.const is not None:
             cv = np.asarray(node.const, np.int64)
             carr = np.vectorize(self._const_act, otypes=[object])(cv) if cv.size else cv.astype(object)
@@ -219,7 +217,7 @@ class NetExtraOps:
         if node.weight is not None:
             return self.matmul_const(node)
         a, b = self.env[node.inputs[0]], self.env[node.inputs[1]]
-        oshape = tuple(self.qg.tensors[node.outputs[0]].shape[1:])
+        oshape = self.oshape(node)
         if a.ndim < 2 or b.ndim < 2:
             self.fail(node, "MatMul operands must be at least 2-D after the batch axis")
         lead = oshape[:-2]

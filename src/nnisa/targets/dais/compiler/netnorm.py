@@ -122,7 +122,7 @@ class NetNormOps:
         a = node.attrs
         self._pow2(node, [node.requant])
         x = self.env[node.inputs[0]]
-        axis = self._env_axis(node, a["axis"] if a["axis"] >= 0 else a["axis"] + x.ndim + 1)
+        axis = self._axis(a["axis"], x.ndim)
         n = int(np.prod(x.shape[axis:], dtype=np.int64))
         rows = x.reshape(-1, n)
         k, P, F = int(a["sqrt_shift"]), int(a["recip_bits"]), int(a["frac_bits"])
@@ -159,18 +159,17 @@ class NetNormOps:
 
     # -- Softmax -----------------------------------------------------------------------------------
     def softmax(self, node) -> None:
-        """Integer Softmax / MaskedSoftmax (constant mask) along any axis but the batch axis."""
+        """Integer Softmax / MaskedSoftmax along any axis; the mask is constant or computed from an
+        integer mask input (one keep bit per element, :mod:`.netmask`)."""
         a = node.attrs
         x = self.env[node.inputs[0]]
-        oshape = tuple(self.qg.tensors[node.outputs[0]].shape[1:])
+        oshape = self.oshape(node)
         keep = np.ones(oshape, bool)
         if node.op == "MaskedSoftmax":
-            if node.const is None:
-                self.fail(node, "DAIS takes constant attention masks only (a mask input is raw data)")
-            c = np.asarray(node.const).astype(bool)
-            keep = np.broadcast_to(c[0] if c.ndim == len(oshape) + 1 else c, oshape)
+            keep = (np.broadcast_to(np.asarray(node.const).astype(bool), oshape) if node.const is not None
+                    else self.mask_keep(node, node.inputs[1], oshape))
         x = np.broadcast_to(x, oshape)
-        axis = self._env_axis(node, a["axis"] if a["axis"] >= 0 else a["axis"] + len(oshape) + 1)
+        axis = self._axis(a["axis"], len(oshape))
         rows, mshape = self._rows_of(x, axis)
         krows, _ = self._rows_of(keep, axis)
         lut = np.asarray(node.lut, np.int64)
@@ -179,21 +178,25 @@ class NetNormOps:
         n_before = len(self.b)
         out = np.empty(rows.shape, dtype=object)
         for r, (row, kr) in enumerate(zip(rows, krows)):
-            kr = kr if kr.any() else np.ones_like(kr)
-            kept = [self._same_e(v) for v, kk in zip(row, kr) if kk]
-            m = kept[0]
-            for v in kept[1:]:
+            kr = self.keep_row(node, list(kr))
+            live = [(self._same_e(v), None if isinstance(k, (bool, np.bool_)) else self._addc(k, -1))
+                    for v, k in zip(row, kr) if k is not False and k is not np.False_]
+            low = self._int(min(v.lo for v, _ in live))  # a dropped score never wins the maximum
+            vals = [v if key is None else self._mux(key, low, v) for v, key in live]
+            m = vals[0]
+            for v in vals[1:]:
                 m = self.max2(node, m, v)
             es = []
-            for v in kept:
+            for v, (_, key) in zip(vals, live):
                 delta = self._plus(m, v, -1)
-                es.append(self._exp_lookup(self.Act(delta.slot, delta.e, max(delta.lo, 0), delta.hi, delta.f), lut))
+                e = self._exp_lookup(self.Act(delta.slot, delta.e, max(delta.lo, 0), delta.hi, delta.f), lut)
+                es.append(e if key is None else self._mux(key, self._int(0), e))  # dropped: e = 0
             S = self._acc(self.sum(node, es))
-            S = self.Act(S.slot, S.e, max(S.lo, int(lut[0])), S.hi, S.f)  # the maximum's own exp(0)
+            S = self.Act(S.slot, S.e, max(S.lo, int(lut[0])), S.hi, S.f)  # a kept maximum's own exp(0)
             inv = self._recip(node, self._same_e(S), P)
             it = iter(es)
             for j, kk in enumerate(kr):
-                if not kk:
+                if kk is False or kk is np.False_:
                     out[r, j] = self._int(0)
                     continue
                 y = self._rshift_round(self._mul_within(next(it), inv, 0, 1 << P), P - b + 1)  # e ≤ S

@@ -16,13 +16,9 @@ class NetOps:
     # -- data movement ----------------------------------------------------------------------
     def move(self, node) -> None:
         x = self.env[node.inputs[0]]
-        oshape = tuple(self.qg.tensors[node.outputs[0]].shape[1:])
-        if node.op == "Transpose":
-            perm = tuple(node.attrs["perm"])
-            if perm[0] != 0:
-                self.fail(node, "Transpose must keep the batch axis first")
-            x = np.transpose(x, [p - 1 for p in perm[1:]])
-        self.set_out(node, np.ascontiguousarray(x).reshape(oshape))
+        if node.op == "Transpose":  # any permutation: the whole tensor is one sample
+            x = np.transpose(x, tuple(node.attrs["perm"]))
+        self.set_out(node, np.ascontiguousarray(x).reshape(self.oshape(node)))
 
     # -- max -----------------------------------------------------------------------------------
     def max2(self, node, a, b):
@@ -61,9 +57,7 @@ class NetOps:
         return FK.im2col(ids, (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw), C)[0]
 
     def maxpool(self, node) -> None:
-        x = self.env[node.inputs[0]]
-        if x.ndim != 3:
-            self.fail(node, f"MaxPool input must be (N,C,H,W), got {x.ndim + 1}-D")
+        x = self.sample_image(node, self.env[node.inputs[0]])
         win = self._windows(node, x)
         flat = x.reshape(-1)
         n_before = len(self.b)
@@ -78,7 +72,7 @@ class NetOps:
                     nxt = [self.max2(node, els[i], els[i + 1]) for i in range(0, len(els) - 1, 2)]
                     els = nxt + ([els[-1]] if len(els) % 2 else [])
                 out[c, p] = els[0]
-        self.set_out(node, out.reshape(self.qg.tensors[node.outputs[0]].shape[1:]))
+        self.set_out(node, out.reshape(self.oshape(node)))
         self.report(node, n_before, positions=P)
 
     # -- sums ------------------------------------------------------------------------------------
@@ -113,7 +107,7 @@ class NetOps:
             ops = [carr, xa] if ci == 0 else [xa, carr]
         else:
             ops = [self.env[node.inputs[0]], self.env[node.inputs[1]]]
-        oshape = tuple(self.qg.tensors[node.outputs[0]].shape[1:])
+        oshape = self.oshape(node)
         ir = []
         for r in node.input_requants:
             if np.any(np.asarray(r.multiplier) != 1) or np.any(np.asarray(r.shift) > 0):
@@ -145,17 +139,15 @@ class NetOps:
 
     @staticmethod
     def _per_channel(v: np.ndarray, oshape) -> np.ndarray:
-        """Scalar or per-channel (axis 1 of the batched tensor) value, broadcast to ``oshape``."""
+        """Scalar or per-channel (axis 1 of the tensor) value, broadcast to ``oshape``."""
         if v.ndim == 0 or v.size == 1:
             return np.full(oshape, int(v.reshape(-1)[0]), np.int64)
-        return np.broadcast_to(v.reshape((-1,) + (1,) * (len(oshape) - 1)), oshape)
+        return np.broadcast_to(v.reshape((1, -1) + (1,) * (len(oshape) - 2)), oshape)
 
     # -- average pooling -------------------------------------------------------------------------
     def avgpool(self, node) -> None:
         from ....frontend import kernels as FK
-        x = self.env[node.inputs[0]]
-        if x.ndim != 3:
-            self.fail(node, f"{node.op} input must be (N,C,H,W), got {x.ndim + 1}-D")
+        x = self.sample_image(node, self.env[node.inputs[0]])
         C, H, W = x.shape
         win = self._windows(node, x)
         counts = (np.full(1, H * W) if node.op == "GlobalAveragePool"
@@ -174,7 +166,7 @@ class NetOps:
                     if r.e:
                         slot, f = self.acc_slot((r.slot, -r.e, False), 0, r.lo, r.hi)
                         out[c, p] = self.Act(slot, 0, r.lo, r.hi, f)
-        self.set_out(node, out.reshape(self.qg.tensors[node.outputs[0]].shape[1:]))
+        self.set_out(node, out.reshape(self.oshape(node)))
         self.report(node, n_before, positions=P)
 
     def sum(self, node, els):

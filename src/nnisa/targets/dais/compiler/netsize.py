@@ -31,7 +31,7 @@ def network_macs(g) -> int:
             per_out = int(np.prod(w[1:], dtype=np.int64))
         else:
             per_out = int(g.shape(n.inputs[0])[-1])
-        total += per_out * int(np.prod(out[1:], dtype=np.int64))
+        total += per_out * int(np.prod(out, dtype=np.int64))  # batch 1: axis 0 may be a sequence
     return int(total)
 
 

@@ -61,6 +61,8 @@ def _read_bundle(path: Path, **options: Any) -> Program:
     if man.program is None:
         raise UnsupportedError("the bundle names no program", file=str(path))
     prog = FORMATS.read(member(path, man.program, what="program file"), **options)
+    if len(man.inputs) > 1:  # several graph inputs: one program input vector, in the manifest's order
+        prog.meta["input_names"] = [t.name for t in man.inputs]
     layers = man.layers
     if layers and all(0 <= lo and lo + n <= prog.n_ops for _, _, lo, n in layers):
         prog.meta["layers"] = [list(r) for r in layers]  # the per-layer figures of `nnisa sim` on the folder

@@ -37,7 +37,14 @@ def simulate(program: Program, *, config: Any = None, inputs: dict[str, np.ndarr
     from .interp import default_input_range, interpreter_for
     if not inputs:
         raise FormatError("DAIS simulation needs an input array (inputs={'x': array})")
-    x = inputs["x"] if "x" in inputs else next(iter(inputs.values()))
+    names = program.meta.get("input_names") or []
+    if len(names) > 1 and set(names) <= set(inputs):
+        # a compiled folder's graph inputs (token ids and a mask; a GRU cell's state): each sample's
+        # codes concatenated in the manifest's order, as the compiler laid out the program's inputs
+        n = len(np.asarray(inputs[names[0]]))
+        x = np.concatenate([np.asarray(inputs[k], np.float64).reshape(n, -1) for k in names], axis=1)
+    else:
+        x = inputs["x"] if "x" in inputs else next(iter(inputs.values()))
     input_range = input_range or default_input_range(bool(da4ml_compat))
     if engine == "rtl":
         from .rtl_engine import simulate_rtl
