@@ -85,11 +85,10 @@ class Lowering:
 
     def new_var(self, name: str, node: Node | None = None) -> Var:
         shape = tuple(self.g.shape(name))
-        if len(shape) not in (1, 2, 3, 4):
+        if not shape:
             if node is not None:
-                raise _err(node, f"tensor {name} of rank {len(shape)} has no Tensil layout (2-D, 3-D rows or NCHW)")
-            raise UnsupportedError(f"model input {name} of rank {len(shape)} has no Tensil layout "
-                                   "(2-D, 3-D rows or NCHW)")
+                raise _err(node, f"tensor {name} is a scalar: no Tensil layout (rows of features or NCHW)")
+            raise UnsupportedError(f"model input {name} is a scalar: no Tensil layout (rows of features or NCHW)")
         v = Var(name, shape, L.vector_count(shape, self.N))
         self.vars[name] = v
         return v
@@ -270,7 +269,7 @@ class Lowering:
         N = self.N
         w = np.asarray(w, np.float32)
         root = x.root
-        if x.view_of is not None and len(root.shape) == 4 and root.shape[2] * root.shape[3] > 1:
+        if x.view_of is not None and len(x.shape) == 2 and len(root.shape) == 4 and root.shape[2] * root.shape[3] > 1:
             _, C, H, W = root.shape
             if w.shape[0] != C * H * W:
                 raise _err(n, f"Gemm reads {w.shape[0]} features of a flattened {root.shape} tensor")
@@ -278,14 +277,19 @@ class Lowering:
             geomx = dict(H=1, W=1, CINB=H * W * L.blocks(C, N))
             x = root
         else:
+            if w.ndim != 2:
+                raise _err(n, f"{n.op} by rank-{w.ndim} weights", "Tensil lowers x @ W with 2-D W")
+            x = self._rows(n, x)
             rows = np.zeros((L.blocks(w.shape[0], N) * N, w.shape[1]), np.float32)
             rows[:w.shape[0]] = w
             geomx = dict(H=1, W=1, CINB=L.blocks(w.shape[0], N))
             x = x.root if x.view_of is not None else x
         y = self._out(last or n, fused)
-        if len(y.shape) not in (2, 3) or w.ndim != 2:
-            raise _err(n, f"{n.op} of a rank-{len(y.shape)} output by rank-{w.ndim} weights",
-                       "Tensil lowers x @ W with 2-D W and rows of features (2-D or 3-D x)")
+        final = None
+        if len(y.shape) == 4:  # NCHW is not rows of features: compute rows, then lay them out as NCHW
+            final = self.vars.pop(y.name)
+            shape = (int(np.prod(y.shape[:-1])), y.shape[-1])
+            y = self.vars[f"{n.name}.rows"] = Var(f"{n.name}.rows", shape, L.vector_count(shape, N), first=len(self.ops))
         batch, cout = int(np.prod(y.shape[:-1])), y.shape[-1]
         bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
         wv = L.dense_weight_vectors(rows, N)
@@ -293,6 +297,21 @@ class Lowering:
         geom = dict(geomx, OH=1, OW=1, KH=1, KW=1, SH=1, SW=1, PT=0, PL=0, DH=1, DW=1, COUTB=L.blocks(cout, N),
                     BATCH=batch, CIN=w.shape[0], COUT=cout, PB=0, PR=0)
         self.ops.append(ArrayOp(n, x, y, c, geom, self._act(fused), bool(np.any(bias)), batch * w.shape[0] * cout))
+        if final is not None:
+            y.last = len(self.ops)
+            lower_move(self, n, "Reshape", {}, [y.name], (final.name, final.shape))
+
+    def _rows(self, n: Node, x: Var) -> Var:
+        """``x`` as rows of its last axis (the layout of a 2-D or 3-D tensor): ``x @ W`` with 2-D W
+        contracts the last axis whatever x's rank, so the leading axes flatten into rows.  A rank-4
+        tensor lives in NCHW (its channels, axis 1, in the lanes): its lanes move through the array
+        unless the two layouts coincide (e.g. ``(1, 1, 1, F)``)."""
+        if len(x.shape) != 4:
+            return x
+        shape = (int(np.prod(x.shape[:-1])), x.shape[-1])
+        if self._free_view(tuple(x.root.shape), shape):
+            return Var(f"{n.name}.rows_in", shape, x.root.size, view_of=x.root)
+        return lower_move(self, n, "Reshape", {}, [x.name], (f"{n.name}.{x.name}.rows", shape))
 
     def _eltwise(self, n, fused) -> None:
         g = self.g
@@ -354,7 +373,7 @@ class Lowering:
     def _view(self, n) -> None:
         out = n.outputs[0]
         shape = tuple(self.g.shape(out))
-        if n.inputs[0] in self.virtual or len(shape) not in (1, 2, 3, 4):
+        if n.inputs[0] in self.virtual or len(shape) > 4:
             return lower_move(self, n, "Reshape", {})
         x = self.var(n.inputs[0])
         root = x.root
