@@ -221,7 +221,8 @@ class CodeGen:
         r_local = res is None or res.home == "local" or rc is not None
         free_local = arch.local_depth - base - const_sz
         fresh = op.act is not None
-        nacts = len(op.act.consts) if op.act is not None else 0
+        acc_consts = ([op.descale] if op.descale is not None else []) + list(op.act.consts if op.act else ())
+        nacts = len(acc_consts)
         total_rows = B * OH
         rows_per = total_rows
         while rows_per > 0:  # largest chunk of output rows (batch × OH) whose working set fits
@@ -269,7 +270,7 @@ class CodeGen:
                 at += len(rows) * row_in
             n_out = (r1 - r0) * row_out
             acc0 = nacts
-            for ci, c in enumerate(op.act.consts if op.act is not None else ()):
+            for ci, c in enumerate(acc_consts):
                 self.move("acc_out", self._load_const(c, at) if not self.local_consts else c.addr, ci, 1)
             for cb in range(COUTB):
                 first = True
@@ -298,6 +299,10 @@ class CodeGen:
                                 items.append((0, a, True))  # writes the bias
                     self._matmuls(items, accumulate=not first)
                     first = False
+            if op.descale is not None:  # undo the weights' 2^p (exact power of two, one rounding)
+                self.simd("Move", "r", 1, r=0)
+                for i in range(n_out):
+                    self.simd("Multiply", "rw", 0, 0, 1, w=acc0 + i, r=acc0 + i)
             if res is not None:  # fused Add: acc ⊕= shortcut rows
                 if res.home == "local" or rc is not None:
                     raddr = (res.addr if res.home == "local" else rc) + r0 * row_out
@@ -309,7 +314,7 @@ class CodeGen:
             src = acc0
             if op.act is not None:
                 dst = acc0 + n_out if fresh else acc0
-                self._activation(op.act, src, dst, n_out, list(range(nacts)))
+                self._activation(op.act, src, dst, n_out, list(range(nacts - len(op.act.consts), nacts)))
                 src = dst
             staging = at
             self._save(y, src, n_out, r0 * row_out, staging)
@@ -719,22 +724,18 @@ class CodeGen:
                 self.simd("Max", "r", 1, 0, 1, r=r)
             self.simd("Max", "rw", 0, 0, 1, w=out, r=rows[-1])
             return
-        # average: acc[out] = Σ e·(1/k), each product rounded; summing first would saturate large windows
-        recip = g["recip_index"][int(g["counts"][oh, ow])]
-        if len(recip) == 2:  # acc[out] = Σ (e·2^-s)·(2^s/k): R1 = a; R1 = e·R1; O (+)= R1·b
-            a, b = recip
-            for i, r in enumerate(rows):
-                self.simd("Move", "r", 1, r=a)
-                self.simd("Multiply", "r", 1, 0, 1, r=r)
-                self.simd("Multiply", "rwa" if i else "rw", 0, 1, 0, w=out, r=b)
-            self._r1 = None
-            return
-        if self._r1 != recip[0]:
-            self.simd("Move", "r", 1, r=recip[0])
-            self._r1 = recip[0]
+        # average (lower.average_factors): acc[out] = Σ e·2^-a, then acc[out] ·= each post factor
+        pre, post = g["avg_factors"][int(g["counts"][oh, ow])]
+        if self._r1 != pre:
+            self.simd("Move", "r", 1, r=pre)
+            self._r1 = pre
         self.simd("Multiply", "rw", 0, 0, 1, w=out, r=rows[0])
         for r in rows[1:]:
             self.simd("Multiply", "rwa", 0, 0, 1, w=out, r=r)
+        for f in post:
+            self.simd("Move", "r", 1, r=f)
+            self.simd("Multiply", "rw", 0, 0, 1, w=out, r=out)
+            self._r1 = f
 
 
 def codegen_summary(gen: CodeGen) -> dict[str, Any]:
