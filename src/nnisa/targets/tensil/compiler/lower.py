@@ -24,7 +24,7 @@ from .. import layout as L
 from .actmatmul import lower_matmul_act
 from .jobs import Act, ArrayOp, Const, SimdOp, Var, _err
 from .lanemove import lower_move
-from .precision import WEIGHT_ULPS, average_factors, weight_shift
+from .precision import COARSE_ULPS, average_factors, weight_shift
 
 ACTIVATIONS = ("Relu", "LeakyRelu", "Clip")
 #: smooth activations lowered through lookup tables: function and key range
@@ -254,7 +254,7 @@ class Lowering:
         """Weights and bias times ``2^p`` (:func:`~.precision.weight_shift`); the layer's record when
         scaled or still coarse (then the compile warns, naming the layer and its weights' range)."""
         p, ulps = weight_shift(columns, bias, self.ulp, self.value_max)
-        if p or ulps < WEIGHT_ULPS:
+        if p or ulps < COARSE_ULPS:
             nz = np.abs(w[w != 0])
             self.precision.append({"node": n.name, "op": n.op, "shift": p, "weights_rms_ulps": round(ulps, 2),
                                    "weights_abs_min": float(nz.min()), "weights_abs_max": float(nz.max())})

@@ -18,7 +18,10 @@ from typing import Any
 
 import numpy as np
 
-#: weights are "well represented" from this many ulps of RMS on (rounding error ≈ 1.8 % RMS)
+#: a layer whose weights have fewer ulps of RMS than this is coarse (rounding error over 3.6 % RMS):
+#: it is scaled, and warned about when it stays coarse
+COARSE_ULPS = 8
+#: the RMS in ulps a scaled layer's weights are brought to (rounding error ≈ 1.8 % RMS)
 WEIGHT_ULPS = 16
 #: the scaled output bound, 6 standard deviations of unit-RMS inputs plus the bias, as a fraction
 #: of the range (headroom for the partial sums and for inputs larger than unit RMS)
@@ -49,13 +52,17 @@ def weight_shift(columns: np.ndarray, bias: np.ndarray | None, ulp: float | None
     """``(p, ulps)``: the power-of-two shift of a layer whose output ``j`` is ``x · columns[:, j] + b_j``,
     and the weights' RMS in ulps after it (``inf`` for FLOAT32, whose ulp is relative).
 
-    ``p`` is the least shift giving the weights :data:`WEIGHT_ULPS` ulps of RMS, capped where
-    ``2^p · (|b|max + 6·max_j ‖columns[:, j]‖₂)`` would pass :data:`RANGE_FRACTION` of the range."""
+    Weights of :data:`COARSE_ULPS` ulps of RMS or more are left alone (0: one more SIMD multiply
+    per output vector would buy little); else ``p`` is the least shift giving them
+    :data:`WEIGHT_ULPS` ulps, capped where ``2^p · (|b|max + 6·max_j ‖columns[:, j]‖₂)`` would pass
+    :data:`RANGE_FRACTION` of the range."""
     w = np.asarray(columns, np.float64)
     nz = w[w != 0]
     if ulp is None or not nz.size:
         return 0, float("inf")
     rms = float(np.sqrt(np.mean(nz ** 2)))
+    if rms >= COARSE_ULPS * ulp:
+        return 0, rms / ulp
     want = max(0, int(np.ceil(np.log2(WEIGHT_ULPS * ulp / rms))))
     bound = 6.0 * float(np.sqrt((w ** 2).sum(axis=0)).max()) + (float(np.abs(bias).max()) if bias is not None and
                                                                  np.size(bias) else 0.0)
@@ -70,10 +77,10 @@ class PrecisionWarning(UserWarning):
 
 
 def warn_coarse_weights(records: list[dict[str, Any]], arch: Any) -> None:
-    """One warning per layer whose weights stay under :data:`WEIGHT_ULPS` ulps of RMS after the
+    """One warning per layer whose weights stay under :data:`COARSE_ULPS` ulps of RMS after the
     shift: its name, its weights' range in the data type, and the data types that would hold them."""
     for r in records:
-        if r["weights_rms_ulps"] >= WEIGHT_ULPS:
+        if r["weights_rms_ulps"] >= COARSE_ULPS:
             continue
         finer = [t for t, bp in (("FP18BP10", 10), ("FP32BP16", 16)) if arch.bp is not None and bp > arch.bp]
         warnings.warn(f"layer {r['node']} ({r['op']}): weights |w| in [{r['weights_abs_min']:.3g}, "
