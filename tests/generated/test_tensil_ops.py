@@ -124,14 +124,18 @@ def _matmul_any_rank(seed: int):
     rng = np.random.default_rng([seed, 4242])
     rank = 2 + seed % 3
     lead = [int(rng.choice([1, 3, 5, 7])) for _ in range(rank - 1)]
-    k, n = int(rng.integers(1, 68)), int(rng.integers(1, 68))
+    k = int(rng.integers(1, 68))
+    shortcut = seed % 2 == 1  # x @ W + x (the Add a compiler may fuse into the product's accumulators)
+    n = k if shortcut else int(rng.integers(1, 68))
     g = _G(rng)
     y = g.op("MatMul", ["x", g.weights((k, n), k)])
-    if rng.random() < 0.7:
+    if shortcut:
+        y = g.op("Add", [y, "x"])
+    elif rng.random() < 0.7:
         y = g.op("Add", [y, g.const(rng.normal(0, 0.1, n))])
     if rng.random() < 0.4:
         y = g.op("Relu", [y])
-    return g.model(lead + [k], [y]), f"{lead + [k]} @ {k}x{n}"
+    return g.model(lead + [k], [y]), f"{lead + [k]} @ {k}x{n}" + (" + x" if shortcut else "")
 
 
 def _attention(seed: int, seq_first: bool):

@@ -168,6 +168,8 @@ class Lowering:
         out = n.outputs[0]
         if consumers.get(out, 0) != 1 or self.g.is_output(out):
             return None
+        if n.op != "Conv" and len(self.g.shape(out)) == 4:  # computed in rows, moved to NCHW after (_gemm)
+            return None
         nxt = self.g.consumers(out)[0]
         if nxt.op != "Add" or len(nxt.inputs) != 2 or nxt.inputs[0] == nxt.inputs[1]:
             return None
