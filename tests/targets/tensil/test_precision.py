@@ -34,15 +34,17 @@ def _errors(model, x, tmp_path, **options):
     return rep
 
 
-@pytest.mark.parametrize("k", list(range(1, 40)) + [49, 64, 169, 196, 256, 1000, 1024, 4096])
+@pytest.mark.parametrize("k", list(range(1, 40)) + [49, 64, 169, 196, 256, 1000, 1024, 4096, 12544])
 def test_average_factors_are_exact_within_the_type(k):
-    pre, post = average_factors(k, 128.0)
-    assert abs(pre * np.prod(post) * k - 1) < 2e-3  # 2^s/k held in 8 fraction bits
-    assert k * pre * 16 <= 128.0  # partial sums stay in range while the mean is below 16
+    g, pre, group, post = average_factors(k, 128.0)
+    scale = pre * group * np.prod(post) * k
+    assert abs(scale - 1) < 2e-3  # 2^s/k held in 8 fraction bits
+    assert pre >= 2.0 ** -4 and (g >= k) == (group == 1.0) and g <= 128  # no value shifted past its bits
+    assert k * pre * group * 16 <= 128.0  # the total stays in range while the mean is below 16
+    assert min(g, k) * pre * 16 <= 128.0  # so does a group's sum
     assert all(f == 2.0 ** round(np.log2(f)) or 0.5 < f <= 1 for f in post)
-    assert pre == 1.0 or k * pre * 32 > 128.0  # the least pre-scaling: fraction bits kept
-    assert average_factors(k, float("inf")) == (1.0, tuple(f for f in (2.0 ** (k.bit_length() - 1) / k,
-                                                                        2.0 ** -(k.bit_length() - 1)) if f != 1.0))
+    assert pre * group == 1.0 or k * pre * group * 32 > 128.0  # the least scaling: fraction bits kept
+    assert average_factors(k, float("inf"))[1:3] == (1.0, 1.0)
 
 
 @pytest.mark.parametrize("lo,hi", [(0.0, 0.5), (0.5, 1.0), (-1.0, 1.0), (2.0, 3.0)])
@@ -121,3 +123,22 @@ def test_coarse_weights_warn_naming_the_layer(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrecisionWarning)  # the finer type holds them: no warning
         compile_model(p, config=wide, out_dir=tmp_path / "w")
+
+
+@pytest.mark.parametrize("shape,op", [((1, 32, 112, 112), "GlobalAveragePool"), ((1, 40, 70, 70), "AveragePool")])
+def test_pooling_larger_than_the_accumulators(shape, op, tmp_path):
+    """EfficientNet-B0 at 224 pixels: a 112×112×32 global average is 12,544 vectors, zcu104 has 4,096
+    accumulators: the window's rows are taken in chunks, the pre-scaled sum accumulated across them."""
+    attrs = {"kernel_shape": [35, 35], "strides": [35, 35]} if op == "AveragePool" else {}
+    m = _model([helper.make_node(op, ["x"], ["y"], **attrs)], {}, list(shape))
+    x = np.random.default_rng(5).uniform(-0.5, 1.5, (1,) + shape).astype(np.float32)
+    assert _errors(m, x, tmp_path, samples=1)["max_abs_error"] < 0.01
+
+
+def test_max_pool_window_larger_than_the_accumulators_is_refused(tmp_path):
+    m = _model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[112, 112])], {}, [1, 32, 112, 112])
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    with pytest.raises(Exception, match="accumulator_depth >= ") as exc:
+        compile_model(p, config="zcu104", out_dir=tmp_path / "b")
+    assert "\n" not in str(exc.value)

@@ -393,8 +393,9 @@ class Lowering:
                     op.consts.append(self.const(f"{n.name}.avg{len(op.consts)}", L.replicate(value, self.N)))
                 return index[value]
             for k in sorted({int(c) for c in np.unique(counts)}):
-                pre, post = average_factors(k, self.value_max)
-                geom["avg_factors"][k] = (const_index(pre), tuple(const_index(f) for f in post))
+                g, pre, group, post = average_factors(k, self.value_max)
+                geom["avg_factors"][k] = (g, const_index(pre), None if group == 1.0 else const_index(group),
+                                          tuple(const_index(f) for f in post))
         self.ops.append(op)
 
     def _view(self, n) -> None:

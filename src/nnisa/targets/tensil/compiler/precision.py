@@ -2,8 +2,8 @@
 keep their fraction bits in the architecture's data type (spec §6: every MAC step rounds to the
 type's ulp and saturates at its range; there is no wide accumulator).
 
-* :func:`average_factors`: a k-value average as pre-scaled sum and post factors (neither saturating
-  the sum nor rounding the values away).
+* :func:`average_factors`: a k-value average as pre-scaled (group) sums and post factors (neither
+  saturating the sum nor rounding the values away).
 * :func:`weight_shift`: a per-layer power-of-two scale ``2^p`` of the weights and bias, undone by one
   exact SIMD multiply by ``2^-p`` of the accumulators, when the weights are too small for the type
   (a 5408-input Linear's weights of ±0.0136 are 0–3 ulps of FP16BP8), bounded so that the scaled
@@ -28,23 +28,34 @@ WEIGHT_ULPS = 16
 RANGE_FRACTION = 0.25
 
 
-def average_factors(k: int, value_max: float) -> tuple[float, tuple[float, ...]]:
+#: pre-scaling of an average's elements keeps at least 8 - this many fraction bits (FP16BP8)
+MAX_PRE_SHIFT = 4
+
+
+def average_factors(k: int, value_max: float) -> tuple[int, float, float, tuple[float, ...]]:
     """An average of ``k`` values in a fixed-point type of range ``±value_max``, with a rounding at
-    every step: each value times ``pre = 2^-a`` is summed, then the sum times the ``post`` factors.
+    every step, as ``(g, pre, group, post)``: the values times ``pre`` are summed in groups of at
+    most ``g``, each group's sum times ``group`` is added to the total (``group = 1``: one group,
+    summed in place), and the total is multiplied by the ``post`` factors.
 
     Summing first saturates a large window (256 values of 0.6 exceed FP16BP8's 128) and scaling each
     value by ``1/k`` first rounds it away (0.4/256 is below half an ulp: a 16×16 mean of values
-    under 0.5 comes out 0).  ``2^a`` is the least power of two with ``k/2^a ≤ value_max/16`` (the
-    partial sums stay in range while the values' mean is below 16 on FP16BP8), so each pre-scaled
-    value keeps ``8 - a`` of its fraction bits and its rounding error is divided by ``k/2^a`` again
-    at the end.  ``2^a/k`` is applied as ``2^s/k ∈ (0.5, 1]`` (8 fraction bits hold it within 0.2 %)
-    and the exact power of two ``2^(a-s)``, ``s = ⌊log2 k⌋``; factors equal to 1 are left out."""
+    under 0.5 comes out 0).  The total scale ``2^-a`` is the least with ``k/2^a ≤ value_max/16`` (the
+    partial sums stay in range while the values' mean is below 16 on FP16BP8).  Up to
+    :data:`MAX_PRE_SHIFT` of it is applied to each value (which keeps ``8 - a`` fraction bits), the
+    rest to the group sums (``g = value_max`` values, e.g. 128: a 112×112 global average is 98
+    groups), so no value is shifted past its bits; each rounding is divided by ``k/2^a`` again at
+    the end.  ``2^a/k`` is applied as ``2^s/k ∈ (0.5, 1]`` (8 fraction bits hold it within 0.2 %) and
+    the exact power of two ``2^(a-s)``, ``s = ⌊log2 k⌋``; factors equal to 1 are left out."""
     a = 0
     while k * 16.0 / 2.0 ** a > value_max:
         a += 1
     s = k.bit_length() - 1
     post = tuple(f for f in (2.0 ** s / k, 2.0 ** (a - s)) if f != 1.0)
-    return 2.0 ** -a, post
+    if a <= MAX_PRE_SHIFT:
+        return k, 2.0 ** -a, 1.0, post
+    g = int(value_max * 2 ** MAX_PRE_SHIFT / 16)
+    return g, 2.0 ** -MAX_PRE_SHIFT, 2.0 ** (MAX_PRE_SHIFT - a), post
 
 
 def weight_shift(columns: np.ndarray, bias: np.ndarray | None, ulp: float | None,
