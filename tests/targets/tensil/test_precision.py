@@ -142,3 +142,18 @@ def test_max_pool_window_larger_than_the_accumulators_is_refused(tmp_path):
     with pytest.raises(Exception, match="accumulator_depth >= ") as exc:
         compile_model(p, config="zcu104", out_dir=tmp_path / "b")
     assert "\n" not in str(exc.value)
+
+
+def test_vanishing_outputs_warn_in_one_line(tmp_path):
+    """Weights of 1e-5 (an untrained export whose activations die out): the shift stops at the type's
+    8 fraction bits (2^-8 must be a constant), the outputs are 0, and the run says why."""
+    m = _model([helper.make_node("MatMul", ["x", "w"], ["y"])], {"w": np.full((4, 3), 1e-5)}, [1, 4])
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        rep = run_model("tensil", p, samples=2)
+    assert rep["compile_report"]["weight_precision"][0]["shift"] == 8
+    msgs = [str(w.message) for w in got if "0 for every sample" in str(w.message)]
+    assert len(msgs) == 1 and "FP16BP8" in msgs[0] and "\n" not in msgs[0], [str(w.message) for w in got]
+    assert any(issubclass(w.category, PrecisionWarning) and "layer" in str(w.message) for w in got)

@@ -66,7 +66,7 @@ def weight_shift(columns: np.ndarray, bias: np.ndarray | None, ulp: float | None
     Weights of :data:`COARSE_ULPS` ulps of RMS or more are left alone (0: one more SIMD multiply
     per output vector would buy little); else ``p`` is the least shift giving them
     :data:`WEIGHT_ULPS` ulps, capped where ``2^p · (|b|max + 6·max_j ‖columns[:, j]‖₂)`` would pass
-    :data:`RANGE_FRACTION` of the range."""
+    :data:`RANGE_FRACTION` of the range, and at the type's fraction bits (``2^-p`` is a constant of it)."""
     w = np.asarray(columns, np.float64)
     nz = w[w != 0]
     if ulp is None or not nz.size:
@@ -78,7 +78,8 @@ def weight_shift(columns: np.ndarray, bias: np.ndarray | None, ulp: float | None
     bound = 6.0 * float(np.sqrt((w ** 2).sum(axis=0)).max()) + (float(np.abs(bias).max()) if bias is not None and
                                                                  np.size(bias) else 0.0)
     p = 0
-    while p < want and 2.0 ** (p + 1) * bound <= RANGE_FRACTION * value_max:
+    top = int(round(-np.log2(ulp)))  # 2^-p must itself be a value of the type (one ulp at most)
+    while p < min(want, top) and 2.0 ** (p + 1) * bound <= RANGE_FRACTION * value_max:
         p += 1
     return p, rms * 2.0 ** p / ulp
 
