@@ -156,8 +156,8 @@ class TensilTarget(Target):
     def run_compiled(self, compiled: CompileResult, inputs: dict[str, Any], progress: Any = None):
         """As every target; outputs that are 0 for every sample say why in one warning (their values
         fell under half an ulp of the data type on the way: nothing to compare)."""
-        outs, stats, checks = super().run_compiled(compiled, inputs, progress)
-        zero = [k for k, v in outs.items() if np.size(v) and not np.any(np.asarray(v))]
+        run = super().run_compiled(compiled, inputs, progress)
+        zero = [k for k, v in run.outputs.items() if np.size(v) and not np.any(np.asarray(v))]
         if zero:
             arch = getattr(compiled.program, "arch", None)
             dt = getattr(arch, "data_type", "the data type")
@@ -165,7 +165,7 @@ class TensilTarget(Target):
             warnings.warn(f"output {', '.join(zero)} is 0 for every sample in {dt}{ulp}: the model's values fall "
                           "under half an ulp on the way (untrained or badly scaled weights?); an architecture whose "
                           "data_type has more fraction bits (FP32BP16) resolves smaller values", stacklevel=2)
-        return outs, stats, checks
+        return run
 
     def compile(self, model, *, config=None, out_dir=None, **options: Any) -> CompileResult:
         """ONNX → ``.tmodel``/``.tprog``/``.tdata`` bundle (:func:`nnisa.targets.tensil.compiler.compile_model`)."""
