@@ -80,6 +80,11 @@ class TensilArch:
         return DATA_TYPES[self.data_type][1]
 
     @property
+    def value_max(self) -> float:
+        """The data type's largest magnitude (saturation bound; unbounded for FLOAT32)."""
+        return float("inf") if self.bp is None else 2.0 ** (self.bits - 1 - self.bp)
+
+    @property
     def scalar_bytes(self) -> int:
         return DATA_TYPES[self.data_type][2]
 

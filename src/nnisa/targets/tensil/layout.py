@@ -3,7 +3,9 @@
 * 4-D activations NCHW are stored **NHWC**: vector ``((n·H + h)·W + w)·⌈C/N⌉ + c div N``, lane
   ``c mod N``;
 * 2-D activations ``(n, F)``: vector ``n·⌈F/N⌉ + f div N``; rank-3 ``(n, S, F)`` (token rows of a
-  transformer, time steps) are the 2-D ``(n·S, F)``: one row of ``⌈F/N⌉`` vectors per token;
+  transformer, time steps) are the 2-D ``(n·S, F)``: one row of ``⌈F/N⌉`` vectors per token; so
+  are rank 5 and more (attention heads of a batch-lifted model, ``(1, B, heads, S, d)``): rows of
+  the last axis, every leading axis flattened;
 * conv weights ``[Cout, Cin, kh, kw]`` are stored **HWCCo** with Cin padded to a multiple of N;
 * dense weights ``(in, out)`` **HW** with the rows padded to a multiple of N;
 * 1-D constants take ``⌈len/N⌉`` vectors; scalars are replicated into one vector.
@@ -39,7 +41,7 @@ def hw_index(i: int, o: int, Out: int, N: int) -> tuple[int, int]:
 
 
 def activation_to_vectors(x: np.ndarray, N: int) -> np.ndarray:
-    """An activation (NCHW 4-D or ``(n, F)`` 2-D) → vectors ``(count, N)`` in Tensil's layout."""
+    """An activation (NCHW 4-D, or rows of the last axis) → vectors ``(count, N)`` in Tensil's layout."""
     x = np.asarray(x)
     if x.ndim == 4:
         n, C, H, W = x.shape
@@ -54,7 +56,7 @@ def activation_to_vectors(x: np.ndarray, N: int) -> np.ndarray:
         return out.reshape(-1, N)
     if x.ndim == 1:
         return activation_to_vectors(x[None, :], N)
-    if x.ndim == 3:
+    if x.ndim == 3 or x.ndim > 4:
         return activation_to_vectors(x.reshape(-1, x.shape[-1]), N)
     raise ValueError(f"cannot lay out a rank-{x.ndim} tensor")
 
@@ -70,13 +72,13 @@ def vectors_to_activation(v: np.ndarray, shape: tuple[int, ...], N: int) -> np.n
         return v.reshape(n, -1)[:, :F]
     if len(shape) == 1:
         return v.reshape(-1)[:shape[0]]
-    if len(shape) == 3:
-        return vectors_to_activation(v, (shape[0] * shape[1], shape[2]), N).reshape(shape)
+    if len(shape) == 3 or len(shape) > 4:
+        return vectors_to_activation(v, (int(np.prod(shape[:-1])), shape[-1]), N).reshape(shape)
     raise ValueError(f"cannot lay out a rank-{len(shape)} tensor")
 
 
 def vector_count(shape: tuple[int, ...], N: int) -> int:
-    """Vectors of an activation of ``shape`` (NCHW or 2-D)."""
+    """Vectors of an activation of ``shape`` (NCHW, or rows of the last axis)."""
     if len(shape) == 4:
         n, C, H, W = shape
         return n * H * W * blocks(C, N)
@@ -84,8 +86,8 @@ def vector_count(shape: tuple[int, ...], N: int) -> int:
         return shape[0] * blocks(shape[1], N)
     if len(shape) == 1:
         return blocks(shape[0], N)
-    if len(shape) == 3:
-        return shape[0] * shape[1] * blocks(shape[2], N)
+    if len(shape) == 3 or len(shape) > 4:
+        return int(np.prod(shape[:-1])) * blocks(shape[-1], N)
     raise ValueError(f"cannot lay out a rank-{len(shape)} tensor")
 
 

@@ -7,7 +7,10 @@ estimator, detailed and SCALE-Sim cycle models) and ``compiler/`` (ONNX lowering
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
+
+import numpy as np
 
 from ...core.options import OptionSpec as O
 from ...core.options import option_specs
@@ -149,6 +152,20 @@ class TensilTarget(Target):
         if isinstance(compiled.program, TensilPipeline):
             return simulate_stacked(self.simulate, compiled, samples)
         return super().simulate_batch(compiled, samples, first)
+
+    def run_compiled(self, compiled: CompileResult, inputs: dict[str, Any], progress: Any = None):
+        """As every target; outputs that are 0 for every sample say why in one warning (their values
+        fell under half an ulp of the data type on the way: nothing to compare)."""
+        run = super().run_compiled(compiled, inputs, progress)
+        zero = [k for k, v in run.outputs.items() if np.size(v) and not np.any(np.asarray(v))]
+        if zero:
+            arch = getattr(compiled.program, "arch", None)
+            dt = getattr(arch, "data_type", "the data type")
+            ulp = f" (ulp {2.0 ** -arch.bp:g})" if getattr(arch, "bp", None) is not None else ""
+            warnings.warn(f"output {', '.join(zero)} is 0 for every sample in {dt}{ulp}: the model's values fall "
+                          "under half an ulp on the way (untrained or badly scaled weights?); an architecture whose "
+                          "data_type has more fraction bits (FP32BP16) resolves smaller values", stacklevel=2)
+        return run
 
     def compile(self, model, *, config=None, out_dir=None, **options: Any) -> CompileResult:
         """ONNX → ``.tmodel``/``.tprog``/``.tdata`` bundle (:func:`nnisa.targets.tensil.compiler.compile_model`)."""

@@ -42,7 +42,7 @@ def lower_matmul_act(low: Any, n: Any) -> None:
         out = (f"{n.name}.{name}.rows", (Bh,) + tail)
         rows.append(lower_move(low, n, "Rows", {"bshape": tuple(batch) + tail}, [name], out))
     y_shape = tuple(g.shape(n.outputs[0]))
-    direct = len(y_shape) in (2, 3) and int(np.prod(y_shape[:-1])) == Bh * S
+    direct = len(y_shape) != 4 and int(np.prod(y_shape[:-1])) == Bh * S  # rows of T (every rank but NCHW)
     y = low._out(n, None) if direct else Var(f"{n.name}.rows", (Bh, S, T), L.vector_count((Bh, S, T), low.N),
                                             first=len(low.ops))
     if not direct:

@@ -23,6 +23,7 @@ from ..config import TensilArch
 from ..isa import DATAMOVE, LOADLUT, LOADWEIGHTS, MATMUL, SIMD, SIMD_OP_CODES
 from .actmatmul import actmatmul_job
 from .lanemove import lanemove_job
+from .pooljob import pool_job
 from .jobs import ArrayOp, Const, SimdOp, Var, _runs
 from .simdjobs import hard_job
 from .lower import Lowering
@@ -221,7 +222,8 @@ class CodeGen:
         r_local = res is None or res.home == "local" or rc is not None
         free_local = arch.local_depth - base - const_sz
         fresh = op.act is not None
-        nacts = len(op.act.consts) if op.act is not None else 0
+        acc_consts = ([op.descale] if op.descale is not None else []) + list(op.act.consts if op.act else ())
+        nacts = len(acc_consts)
         total_rows = B * OH
         rows_per = total_rows
         while rows_per > 0:  # largest chunk of output rows (batch × OH) whose working set fits
@@ -269,7 +271,7 @@ class CodeGen:
                 at += len(rows) * row_in
             n_out = (r1 - r0) * row_out
             acc0 = nacts
-            for ci, c in enumerate(op.act.consts if op.act is not None else ()):
+            for ci, c in enumerate(acc_consts):
                 self.move("acc_out", self._load_const(c, at) if not self.local_consts else c.addr, ci, 1)
             for cb in range(COUTB):
                 first = True
@@ -298,6 +300,10 @@ class CodeGen:
                                 items.append((0, a, True))  # writes the bias
                     self._matmuls(items, accumulate=not first)
                     first = False
+            if op.descale is not None:  # undo the weights' 2^p (exact power of two, one rounding)
+                self.simd("Move", "r", 1, r=0)
+                for i in range(n_out):
+                    self.simd("Multiply", "rw", 0, 0, 1, w=acc0 + i, r=acc0 + i)
             if res is not None:  # fused Add: acc ⊕= shortcut rows
                 if res.home == "local" or rc is not None:
                     raddr = (res.addr if res.home == "local" else rc) + r0 * row_out
@@ -309,7 +315,7 @@ class CodeGen:
             src = acc0
             if op.act is not None:
                 dst = acc0 + n_out if fresh else acc0
-                self._activation(op.act, src, dst, n_out, list(range(nacts)))
+                self._activation(op.act, src, dst, n_out, list(range(nacts - len(op.act.consts), nacts)))
                 src = dst
             staging = at
             self._save(y, src, n_out, r0 * row_out, staging)
@@ -445,7 +451,7 @@ class CodeGen:
             if isinstance(v, Var):
                 self._served(v.root, False)
         if op.kind in ("max_pool", "avg_pool"):
-            self.pool_job(op)
+            pool_job(self, op)
         else:
             self._simd_job(op)
         self.cache = {}
@@ -668,73 +674,6 @@ class CodeGen:
                 self.simd("Multiply", "", 1, 1, 3)
                 self.simd("Add", "w", 0, 1, 2, w=i)
             self._save(y, 0, n, v0, at + (0 if x.home == "local" else n))
-
-    def pool_job(self, op: SimdOp) -> None:
-        g = op.geom
-        x, y = op.inputs[0].root, op.y
-        _, C, H, W = x.shape
-        B, _, OH, OW = y.shape
-        CB = -(-C // self.N)
-        kh, kw = g["kernel"]
-        sh, sw = g["strides"]
-        pt, pl = g["pads"][0], g["pads"][1]
-        dh, dw = g["dilations"]
-        base = self.scratch0
-        nrec = len(op.consts)
-        for i, c in enumerate(op.consts):
-            self.move("acc_out", self._load_const(c, base + i) if not self.local_consts else c.addr, i, 1)
-        lbase = base + (0 if self.local_consts else nrec)
-        self._r1 = None  # which reciprocal row R1 holds
-        for b in range(B):
-            self.stages += 1
-            n_in = H * W * CB
-            xin = x.addr + b * n_in if x.home == "local" else lbase
-            if x.home != "local":
-                self.move("dram0_in", lbase, x.addr + b * n_in, n_in)
-            acc_in = nrec
-            self.move("acc_out", xin, acc_in, n_in)
-            acc_out = acc_in + n_in
-            n_out = OH * OW * CB
-            if acc_out + n_out > self.arch.accumulator_depth:
-                raise UnsupportedError(f"pooling input ({n_in} vectors) and output do not fit the accumulators",
-                                       where=f"node {op.node.name} ({op.node.op})")
-            for oh in range(OH):
-                for ow in range(OW):
-                    elems = [(oh * sh - pt + i * dh, ow * sw - pl + j * dw) for i in range(kh) for j in range(kw)]
-                    elems = [(h, w) for h, w in elems if 0 <= h < H and 0 <= w < W]
-                    for cb in range(CB):
-                        rows = [acc_in + (h * W + w) * CB + cb for h, w in elems]
-                        out = acc_out + (oh * OW + ow) * CB + cb
-                        self._pool_vector(op.kind, rows, out, g, oh, ow)
-            staging = lbase + (0 if x.home == "local" else n_in)
-            self._save(y, acc_out, n_out, b * n_out, staging)
-
-    def _pool_vector(self, kind: str, rows: list[int], out: int, g: dict, oh: int, ow: int) -> None:
-        if kind == "max_pool":
-            if len(rows) == 1:
-                self.simd("Move", "rw", 0, w=out, r=rows[0])
-                return
-            self.simd("Max", "r", 1, r=rows[0])
-            for r in rows[1:-1]:
-                self.simd("Max", "r", 1, 0, 1, r=r)
-            self.simd("Max", "rw", 0, 0, 1, w=out, r=rows[-1])
-            return
-        # average: acc[out] = Σ e·(1/k), each product rounded; summing first would saturate large windows
-        recip = g["recip_index"][int(g["counts"][oh, ow])]
-        if len(recip) == 2:  # acc[out] = Σ (e·2^-s)·(2^s/k): R1 = a; R1 = e·R1; O (+)= R1·b
-            a, b = recip
-            for i, r in enumerate(rows):
-                self.simd("Move", "r", 1, r=a)
-                self.simd("Multiply", "r", 1, 0, 1, r=r)
-                self.simd("Multiply", "rwa" if i else "rw", 0, 1, 0, w=out, r=b)
-            self._r1 = None
-            return
-        if self._r1 != recip[0]:
-            self.simd("Move", "r", 1, r=recip[0])
-            self._r1 = recip[0]
-        self.simd("Multiply", "rw", 0, 0, 1, w=out, r=rows[0])
-        for r in rows[1:]:
-            self.simd("Multiply", "rwa", 0, 0, 1, w=out, r=r)
 
 
 def codegen_summary(gen: CodeGen) -> dict[str, Any]:

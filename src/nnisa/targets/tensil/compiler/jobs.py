@@ -73,6 +73,7 @@ class ArrayOp:
     has_bias: bool = True
     macs: int = 0
     residual: Var | None = None  # a fused Add: y = act(conv(x) + residual)
+    descale: Const | None = None  # 2^-p when the weights and bias were scaled by 2^p (compiler/precision.py)
 
 
 @dataclass

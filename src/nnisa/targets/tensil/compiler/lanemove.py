@@ -144,8 +144,8 @@ def lower_move(low: Any, n: Any, op: str, attrs: dict[str, Any], inputs: list[st
             ids.append(np.where(vmap < 0, -1, vmap - starts[k] + np.asarray(offs)[k]))
         elif name in g.initializers:
             arr = np.asarray(g.initializers[name], np.float32)
-            if arr.ndim not in (1, 2, 3, 4):
-                raise _err(n, f"constant operand of rank {arr.ndim} has no Tensil layout")
+            if arr.ndim == 0:
+                arr = arr.reshape(1)
             off = source(low.const(f"{n.name}.{name}", L.activation_to_vectors(arr, low.N)), arr.shape)
             ids.append(np.arange(off, off + arr.size, dtype=np.int64).reshape(arr.shape))
         else:
@@ -155,16 +155,14 @@ def lower_move(low: Any, n: Any, op: str, attrs: dict[str, Any], inputs: list[st
     out_shape = tuple(out[1]) if out is not None else tuple(g.shape(n.outputs[0]))
     # a reshape that only further moves read (the head split: Reshape then Transpose) stays virtual
     # too: the readers compose its map into their own single move instead of moving lanes twice
-    chained = op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze") and not g.is_output(n.outputs[0]) and \
-        bool(g.consumers(n.outputs[0])) and all(c.op in VIRTUAL_READERS for c in g.consumers(n.outputs[0]))
-    if out is None and (len(out_shape) > 4 or chained):  # no layout: stays virtual for the moves that read it
-        if not all(c.op in VIRTUAL_READERS for c in g.consumers(n.outputs[0])) or g.is_output(n.outputs[0]):
-            raise _err(n, f"a rank-{len(out_shape)} tensor has no Tensil layout",
-                       "only data movement (Reshape/Transpose/Slice) may read it")
+    # (as does a rank-5+ tensor only moves read; else it is laid out as rows of its last axis)
+    only_moves = not g.is_output(n.outputs[0]) and bool(g.consumers(n.outputs[0])) and \
+        all(c.op in VIRTUAL_READERS for c in g.consumers(n.outputs[0])) and \
+        not any(isinstance(s, Const) for s in sources)
+    chained = op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze") or len(out_shape) > 4
+    if out is None and chained and only_moves:
         low.virtual[n.outputs[0]] = ([getattr(s, "name", None) for s in sources],
                                      index_map(op, attrs, ids, out_shape))
-        if any(isinstance(s, Const) for s in sources):
-            raise _err(n, "a rank-5 intermediate of a constant")
         return None
     if out is None:
         y = low._out(n, None)

@@ -24,6 +24,7 @@ from .. import layout as L
 from .actmatmul import lower_matmul_act
 from .jobs import Act, ArrayOp, Const, SimdOp, Var, _err
 from .lanemove import lower_move
+from .precision import COARSE_ULPS, average_factors, weight_shift
 
 ACTIVATIONS = ("Relu", "LeakyRelu", "Clip")
 #: smooth activations lowered through lookup tables: function and key range
@@ -66,12 +67,16 @@ def select_outputs(graph: Graph, names: list[str]) -> None:
 
 
 class Lowering:
-    """Builds vars, consts (first-use order) and ops from a :class:`Graph`."""
+    """Builds vars, consts (first-use order) and ops from a :class:`Graph`; ``value_max`` is the data
+    type's largest magnitude (saturation), which sizes the pre-scaling of averages."""
 
-    def __init__(self, graph: Graph, N: int, softmax: str = "host", lut: tuple[int, int] | None = None) -> None:
+    def __init__(self, graph: Graph, N: int, softmax: str = "host", lut: tuple[int, int] | None = None,
+                 value_max: float = 128.0, ulp: float | None = 1 / 256) -> None:
         if softmax not in SOFTMAX_POLICIES:
             raise UnsupportedError(f"unknown softmax policy {softmax!r} (choose {', '.join(SOFTMAX_POLICIES)})")
-        self.g, self.N, self.softmax, self.lut = graph, N, softmax, lut
+        self.g, self.N, self.softmax, self.lut, self.value_max, self.ulp = graph, N, softmax, lut, value_max, ulp
+        #: per array layer whose weights were scaled or stay coarse: node, shift, weight range, RMS in ulps
+        self.precision: list[dict[str, Any]] = []
         self.vars: dict[str, Var] = {}
         self.consts: list[Const] = []
         self.ops: list[Any] = []
@@ -85,11 +90,10 @@ class Lowering:
 
     def new_var(self, name: str, node: Node | None = None) -> Var:
         shape = tuple(self.g.shape(name))
-        if len(shape) not in (1, 2, 3, 4):
+        if not shape:
             if node is not None:
-                raise _err(node, f"tensor {name} of rank {len(shape)} has no Tensil layout (2-D, 3-D rows or NCHW)")
-            raise UnsupportedError(f"model input {name} of rank {len(shape)} has no Tensil layout "
-                                   "(2-D, 3-D rows or NCHW)")
+                raise _err(node, f"tensor {name} is a scalar: no Tensil layout (rows of features or NCHW)")
+            raise UnsupportedError(f"model input {name} is a scalar: no Tensil layout (rows of features or NCHW)")
         v = Var(name, shape, L.vector_count(shape, self.N))
         self.vars[name] = v
         return v
@@ -163,6 +167,8 @@ class Lowering:
             return None
         out = n.outputs[0]
         if consumers.get(out, 0) != 1 or self.g.is_output(out):
+            return None
+        if n.op != "Conv" and len(self.g.shape(out)) == 4:  # computed in rows, moved to NCHW after (_gemm)
             return None
         nxt = self.g.consumers(out)[0]
         if nxt.op != "Add" or len(nxt.inputs) != 2 or nxt.inputs[0] == nxt.inputs[1]:
@@ -245,6 +251,20 @@ class Lowering:
         x = x.root
         self.ops.append(SimdOp(n, "act", [x], self._out(n, None), self._act(n)))
 
+    def _scaled(self, n: Node, w: np.ndarray, columns: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray,
+                                                                                            np.ndarray, int]:
+        """Weights and bias times ``2^p`` (:func:`~.precision.weight_shift`); the layer's record when
+        scaled or still coarse (then the compile warns, naming the layer and its weights' range)."""
+        p, ulps = weight_shift(columns, bias, self.ulp, self.value_max)
+        if p or ulps < COARSE_ULPS:
+            nz = np.abs(w[w != 0])
+            self.precision.append({"node": n.name, "op": n.op, "shift": p, "weights_rms_ulps": round(ulps, 2),
+                                   "weights_abs_min": float(nz.min()), "weights_abs_max": float(nz.max())})
+        return (w * 2.0 ** p).astype(np.float32), (bias * 2.0 ** p).astype(np.float32), p
+
+    def _descale(self, n: Node, p: int) -> Const | None:
+        return self.const(f"{n.name}.descale", L.replicate(2.0 ** -p, self.N)) if p else None
+
     def _conv(self, n, fused, x, w, b, last=None) -> None:
         a = n.attrs
         if len(x.shape) != 4:
@@ -255,22 +275,24 @@ class Lowering:
         y = self._out(last or n, fused)
         _, _, OH, OW = y.shape
         bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
+        w = np.asarray(w, np.float32)
+        w, bias, p = self._scaled(n, w, w.reshape(cout, -1).T, bias)
         cb = L.blocks(cout, N := self.N)
         bias_v = L.activation_to_vectors(bias[None, :], N)
-        wv = L.conv_weight_vectors(np.asarray(w, np.float32), group, N)
+        wv = L.conv_weight_vectors(w, group, N)
         c = self.const(f"{n.name}.consts", np.concatenate([bias_v, wv]))
         pt, pl, pb, pr = a["pads"]
         geom = dict(H=x.shape[2], W=x.shape[3], OH=OH, OW=OW, KH=kh, KW=kw, SH=a["strides"][0], SW=a["strides"][1],
                     PT=pt, PL=pl, DH=a["dilations"][0], DW=a["dilations"][1], CINB=L.blocks(cin, N), COUTB=cb,
                     BATCH=x.shape[0], CIN=cin, COUT=cout, PB=pb, PR=pr)
         self.ops.append(ArrayOp(n, x, y, c, geom, self._act(fused), bool(np.any(bias)),
-                                x.shape[0] * OH * OW * cout * cg * kh * kw))
+                                x.shape[0] * OH * OW * cout * cg * kh * kw, descale=self._descale(n, p)))
 
     def _gemm(self, n, fused, x, w, b, last=None) -> None:
         N = self.N
         w = np.asarray(w, np.float32)
         root = x.root
-        if x.view_of is not None and len(root.shape) == 4 and root.shape[2] * root.shape[3] > 1:
+        if x.view_of is not None and len(x.shape) == 2 and len(root.shape) == 4 and root.shape[2] * root.shape[3] > 1:
             _, C, H, W = root.shape
             if w.shape[0] != C * H * W:
                 raise _err(n, f"Gemm reads {w.shape[0]} features of a flattened {root.shape} tensor")
@@ -278,21 +300,43 @@ class Lowering:
             geomx = dict(H=1, W=1, CINB=H * W * L.blocks(C, N))
             x = root
         else:
+            if w.ndim != 2:
+                raise _err(n, f"{n.op} by rank-{w.ndim} weights", "Tensil lowers x @ W with 2-D W")
+            x = self._rows(n, x)
             rows = np.zeros((L.blocks(w.shape[0], N) * N, w.shape[1]), np.float32)
             rows[:w.shape[0]] = w
             geomx = dict(H=1, W=1, CINB=L.blocks(w.shape[0], N))
             x = x.root if x.view_of is not None else x
         y = self._out(last or n, fused)
-        if len(y.shape) not in (2, 3) or w.ndim != 2:
-            raise _err(n, f"{n.op} of a rank-{len(y.shape)} output by rank-{w.ndim} weights",
-                       "Tensil lowers x @ W with 2-D W and rows of features (2-D or 3-D x)")
+        final = None
+        if len(y.shape) == 4:  # NCHW is not rows of features: compute rows, then lay them out as NCHW
+            final = self.vars.pop(y.name)
+            shape = (int(np.prod(y.shape[:-1])), y.shape[-1])
+            y = self.vars[f"{n.name}.rows"] = Var(f"{n.name}.rows", shape, L.vector_count(shape, N), first=len(self.ops))
         batch, cout = int(np.prod(y.shape[:-1])), y.shape[-1]
         bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
+        rows, bias, p = self._scaled(n, rows, rows, bias)
         wv = L.dense_weight_vectors(rows, N)
         c = self.const(f"{n.name}.consts", np.concatenate([L.activation_to_vectors(bias[None, :], N), wv]))
         geom = dict(geomx, OH=1, OW=1, KH=1, KW=1, SH=1, SW=1, PT=0, PL=0, DH=1, DW=1, COUTB=L.blocks(cout, N),
                     BATCH=batch, CIN=w.shape[0], COUT=cout, PB=0, PR=0)
-        self.ops.append(ArrayOp(n, x, y, c, geom, self._act(fused), bool(np.any(bias)), batch * w.shape[0] * cout))
+        self.ops.append(ArrayOp(n, x, y, c, geom, self._act(fused), bool(np.any(bias)), batch * w.shape[0] * cout,
+                                descale=self._descale(n, p)))
+        if final is not None:
+            y.last = len(self.ops)
+            lower_move(self, n, "Reshape", {}, [y.name], (final.name, final.shape))
+
+    def _rows(self, n: Node, x: Var) -> Var:
+        """``x`` as rows of its last axis (the layout of a 2-D or 3-D tensor): ``x @ W`` with 2-D W
+        contracts the last axis whatever x's rank, so the leading axes flatten into rows.  A rank-4
+        tensor lives in NCHW (its channels, axis 1, in the lanes): its lanes move through the array
+        unless the two layouts coincide (e.g. ``(1, 1, 1, F)``)."""
+        if len(x.shape) != 4:
+            return x
+        shape = (int(np.prod(x.shape[:-1])), x.shape[-1])
+        if self._free_view(tuple(x.root.shape), shape):
+            return Var(f"{n.name}.rows_in", shape, x.root.size, view_of=x.root)
+        return lower_move(self, n, "Reshape", {}, [x.name], (f"{n.name}.{x.name}.rows", shape))
 
     def _eltwise(self, n, fused) -> None:
         g = self.g
@@ -340,21 +384,24 @@ class Lowering:
                        "re-export with ceil_mode=0 or padding that keeps every window inside the input")
         if kind == "avg_pool":
             geom["counts"] = counts
-            # 1/k itself when a power of two (exact) or k >= 512; else 2^-s (exact) and 2^s/k in (0.5, 1]
-            # (8 fraction bits hold it within 0.2%; 1/169 alone would round by 32%)
-            geom["recip_index"] = {}
+            geom["avg_factors"] = {}
+            index: dict[float, int] = {}
+
+            def const_index(value: float) -> int:
+                if value not in index:
+                    index[value] = len(op.consts)
+                    op.consts.append(self.const(f"{n.name}.avg{len(op.consts)}", L.replicate(value, self.N)))
+                return index[value]
             for k in sorted({int(c) for c in np.unique(counts)}):
-                s = k.bit_length() - 1
-                factors = (1.0 / k,) if k & (k - 1) == 0 or s > 8 else (2.0 ** -s, 2.0 ** s / k)
-                geom["recip_index"][k] = tuple(range(len(op.consts), len(op.consts) + len(factors)))
-                op.consts += [self.const(f"{n.name}.recip{k}.{i}", L.replicate(f, self.N))
-                              for i, f in enumerate(factors)]
+                g, pre, group, post = average_factors(k, self.value_max)
+                geom["avg_factors"][k] = (g, const_index(pre), None if group == 1.0 else const_index(group),
+                                          tuple(const_index(f) for f in post))
         self.ops.append(op)
 
     def _view(self, n) -> None:
         out = n.outputs[0]
         shape = tuple(self.g.shape(out))
-        if n.inputs[0] in self.virtual or len(shape) not in (1, 2, 3, 4):
+        if n.inputs[0] in self.virtual or len(shape) > 4:
             return lower_move(self, n, "Reshape", {})
         x = self.var(n.inputs[0])
         root = x.root

@@ -40,6 +40,7 @@ from .codegen import CodeGen, codegen_summary
 from .lower import LOWERINGS, ArrayOp, Lowering, select_outputs
 from .segments import compile_segments, needs_host, pipeline_result
 from .options import TensilCompileOptions
+from .precision import warn_coarse_weights
 
 
 #: the clock the estimator's cycles are turned into time at (the simulator's default without a profile)
@@ -81,7 +82,9 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
         pipe, summary, files = compile_segments(model, graph, arch=arch, nm=nm, dest=dest, table=LOWERINGS,
                                                 options=sub, compile_graph=compile_model)
         return pipeline_result(pipe, summary, files)
-    low = Lowering(graph, N, softmax, arch.lut).run()
+    low = Lowering(graph, N, softmax, arch.lut, value_max=arch.value_max,
+                   ulp=None if arch.bp is None else 2.0 ** -arch.bp).run()
+    warn_coarse_weights(low.precision, arch)
     gen = CodeGen(low, arch, strategy, reuse)
     rows = gen.generate()
     prog = TensilProgram(arch, np.array(rows, dtype=DTYPE) if rows else np.zeros(0, DTYPE))
@@ -117,7 +120,7 @@ def compile_model(model: Any, *, config: Any = None, out_dir: str | Path | None 
                                                                        est["classes"].items()},
         "consts_scalars": int(consts.size), "consts_conversion": num.stats.get("consts").to_dict(
             1.0 / (1 << num.bp)) if "consts" in num.stats and num.bp else {},
-        "postprocess": low.postprocess,
+        "postprocess": low.postprocess, "weight_precision": low.precision,
         "input_shapes": {t.name: list(low.vars[t.name].shape) for t in graph.inputs},
         "output_shapes": {t.name: list(src.shape) for t, src in out_vars},
     }
