@@ -8,7 +8,11 @@ the jobs below once after installation moves that cost out of the first ``nnisa 
 
 * each target's own :meth:`~nnisa.core.target.Target.warm_up` (readers, writers, engines);
 * for every target that compiles and simulates, the demo's job on two samples of each bundled
-  model (``api.run_model``), so ``make demo`` loads every kernel it needs.
+  model (``api.run_model``), so ``make demo`` loads every kernel it needs;
+* then (a full warm-up, no target named) the kernels written with :func:`nnisa.core.native.kernel`
+  are compiled ahead of time, for the signatures the jobs used, into the native module that
+  lets ``nnisa sim`` on a PIM program start without importing numba (:mod:`nnisa.core.native`;
+  needs a C compiler, else the JIT stays in use).
 
 Usage: ``python -m nnisa.warmup [TARGET ...]``.
 """
@@ -68,7 +72,16 @@ def warm_up(names: list[str] | None = None, echo=print, demo: bool = True) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    warm_up(list(sys.argv[1:] if argv is None else argv) or None)
+    from .core import native
+
+    names = list(sys.argv[1:] if argv is None else argv) or None
+    native.use_jit()  # the jobs run on the JIT, so its signatures are what the native module exports
+    try:
+        warm_up(names)
+    finally:
+        native.use_jit(False)
+    if names is None:
+        native.build()
     return 0
 
 

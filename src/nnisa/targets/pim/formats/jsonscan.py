@@ -24,7 +24,7 @@ same truncation, range checks and warning flags).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ....core.native import kernel
 
 from ..isa import COLUMNS, OPCODES
 from .jsonslots import (  # noqa: F401  (re-exported: jsonio and tests use them via this module)
@@ -148,7 +148,7 @@ NSTATE = 10
 SPAN_COLS = 5
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def scan(buf, n, final, state, out, segs, spans, info, key_ht, key_lo, key_hi, key_ln, op_ht, op_lo, op_hi, op_ln,
          hashp, offmap, pow10):
     """Tokenise a pimsim-nn program (``buf[:n]``) into packed IR rows, resumably.

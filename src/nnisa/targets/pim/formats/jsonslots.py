@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from numba import njit
+from ....core.native import kernel
 
 from ..isa import OPCODES
 
@@ -91,7 +91,7 @@ OP_SEND = OPCODES.index("send")
 
 
 # --------------------------------------------------------------------------- shared mapping
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def apply_slots(op, vals, present, slot_map, i, cols, imm, flags):
     """Write one IR row from the raw slot values of a JSON instruction object.
 
@@ -131,7 +131,7 @@ def apply_slots(op, vals, present, slot_map, i, cols, imm, flags):
     return ST_OK, -1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def apply_rows(ops, vals, present, slot_map, cols, imm, flags):
     """Vectorised :func:`apply_slots` for the orjson path; returns (status, row, slot)."""
     for i in range(ops.shape[0]):
@@ -142,7 +142,7 @@ def apply_rows(ops, vals, present, slot_map, cols, imm, flags):
 
 
 # --------------------------------------------------------------------------- tokenizer helpers
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _ws(buf, p, n):
     while p < n:
         c = buf[p]
@@ -152,7 +152,7 @@ def _ws(buf, p, n):
     return p
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _string_end(buf, p, n):
     """``p`` at the opening quote; returns the index of the closing quote, or -1 if the string
     has escapes, control characters or non-ASCII bytes (left to orjson)."""
@@ -167,7 +167,7 @@ def _string_end(buf, p, n):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _hexval(c):
     if 48 <= c <= 57:
         return c - 48
@@ -178,7 +178,7 @@ def _hexval(c):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _string_skip(buf, p, n):
     """``p`` at the opening quote of a string whose content is not needed; returns the index of
     its closing quote, or -1 if it is invalid JSON or incomplete.
@@ -246,7 +246,7 @@ def _string_skip(buf, p, n):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _foreign_key_end(buf, p, n):
     """``p`` at the opening quote of an object key that :func:`_string_end` refused: the index
     of its closing quote if it is a valid string holding a raw non-ASCII byte (it then differs
@@ -268,7 +268,7 @@ _POW10 = np.array([10.0 ** k for k in range(23)])
 _MAX_DEC10 = 308
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _number(buf, p, n, pow10):
     """Parse the JSON number at ``p``: ``(value, end, exact)``.
 
@@ -347,7 +347,7 @@ def _number(buf, p, n, pow10):
     return (-v if neg else v), q, True
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _skip_value(buf, p, n, pow10):
     """Skip any JSON value starting at p (after whitespace); returns the end or -1."""
     stack = np.zeros(512, dtype=np.uint8)  # 1 = object, 2 = array

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from numba import njit
+from ....core.native import kernel
 
 K_LIT, K_DEC, K_HEX, K_OPTDEC, K_OFS = 0, 1, 2, 3, 4
 _MAX_NUM = 21  # characters of the longest int64 in decimal, with sign
@@ -33,7 +33,7 @@ MASK_NAMES = tuple("|".join(n for i, n in enumerate(("rd", "rs1", "rs2")) if m >
                    for m in range(8))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _put_dec(out, p, v):
     if v < 0:
         out[p] = 45
@@ -58,14 +58,14 @@ def _put_dec(out, p, v):
     return q
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _put_lit(out, p, pool, off, ln):
     for k in range(ln):
         out[p + k] = pool[off + k]
     return p + ln
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def render_rows(ops, V, seg_lo, seg_hi, lit_off, lit_len, kind, col, col2, pool, mn_off, mn_len, out):
     """Render rows ``i`` (opcode ``ops[i]``, values ``V[i, :]``) into ``out``; returns the length."""
     p = 0

@@ -23,7 +23,7 @@ and falls back on any inconsistency.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ....core.native import kernel
 
 from ..isa import OPCODES, build_isa
 from ..program import DTYPE
@@ -130,14 +130,14 @@ def tables() -> tuple:
     return _TABLES
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _ws(buf, p, e):
     while p < e and (buf[p] == 32 or buf[p] == 9):
         p += 1
     return p
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _int(buf, p, e):
     """Decimal or 0x integer with optional sign at p: (ok, value, end)."""
     neg = False
@@ -174,7 +174,7 @@ def _int(buf, p, e):
     return True, (-v if neg else v), p
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _int_args(buf, p, e, vals, n):
     """Exactly ``n`` comma-separated integers filling [p, e) (``_ints`` of the assembler)."""
     for i in range(n):
@@ -191,18 +191,18 @@ def _int_args(buf, p, e, vals, n):
     return p == e
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _put(out, at, v, nbytes):
     for k in range(nbytes):
         out[at + k] = (v >> (8 * k)) & 255
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _lower(c):
     return c + 32 if 65 <= c <= 90 else c
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _ofs_name(buf, p, e):
     """One mask name at p (optional ``$`` prefixes): (bit or -1, end)."""
     while p < e and buf[p] == 36:
@@ -221,7 +221,7 @@ def _ofs_name(buf, p, e):
     return -1, p
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def scan(buf, out, segs, dirs, info, ht, mn_key, nk, req, kind, slot0, nslot, soff, s8, lo, hi, mul, dn, dl):
     """Assemble ``buf`` into ``out`` (uint8 view of IR rows); returns ST_OK/ST_BAIL/ST_FULL."""
     n = buf.shape[0]

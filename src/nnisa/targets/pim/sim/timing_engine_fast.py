@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
-from numba import njit
+from ....core.native import kernel
 
 from .timing_units import EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, PS
 
@@ -29,7 +29,7 @@ MAX_EVENT_REGS = 1 << 12
 _NO_LIMIT = np.int64(1) << np.int64(62)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _complete(c, E, toff, j, E_out, base, pre_ev, off, ready, rtop, rec):
     jj = j[c]
     if rec[c]:
@@ -40,7 +40,7 @@ def _complete(c, E, toff, j, E_out, base, pre_ev, off, ready, rtop, rec):
     return rtop + 1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _events(off, kind, pre_ev, A, B, C, D, peer, evr, evv, key, size, ev_idx,
             pre_n, fetch_off, n_instr, hang, P, native, throughput, lim, repeat,
             S_out, E_out, state, j, rounds, executed, T_end, T_set, round_ends, n_ends, sw,

@@ -11,7 +11,7 @@ whole number of ps.  The tests compare both on random programs and on PIMCOMP-NN
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ....core.native import kernel
 
 from ..isa import OPCODE, build_isa
 
@@ -24,12 +24,12 @@ _OBYW_WB = _ISA.fact_array("obyw_wb", False, np.bool_, 32)
 _ONE_ELEM = _ISA.fact_array("one_elem", False, np.bool_, 32)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _cdiv(a, b):
     return -(-a // b)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _mem(nbytes, dw, lat, lat_f, exact):
     """:meth:`.timing_units.Memory.read` / ``write`` of one access."""
     if exact:
@@ -37,7 +37,7 @@ def _mem(nbytes, dw, lat, lat_f, exact):
     return np.int64(np.rint(np.float64(_cdiv(nbytes, dw)) * lat_f))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _plan_local(op, ln, set_ib, set_ob, grp, mbiw, fill, init_ib, init_ob, native, P,
                 dw, rd, rd_f, rd_exact, wr, wr_f, wr_exact, vw, vlat, rows, cols, cell,
                 two_src, obyw_wb, one_elem, agm, mvm_tab,
@@ -145,7 +145,7 @@ def plan_local(rows: np.ndarray, op: np.ndarray, prm, init: tuple[int, int], fix
     return (*i64, int(bad[0]), int(bad[1]))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _energy_local(op, ln, grp, mbiw, ib, ob, native, rows, cols, cell, vw, e_step, dw, e_rd, e_wr,
                   two_src, obyw_wb, one_elem, agm, exb, mvmul, vector, local):
     """Per-instruction dynamic energy of mvmul, vector, lmv and lldi (``energy.per_instruction_dynamic``)."""
@@ -194,7 +194,7 @@ def energy_local(plan, rows: np.ndarray, prm, agm: list[int], e_step: float, xba
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _frontend_counts(op, ofs_sel, ofs_val, pre, n, n_head, reads_tab, writes_tab, out):
     """out = [all, all@head, ofs, ofs@head, writers, writers@head, scalar, scalar@head, reads]."""
     for i in range(n):
@@ -224,7 +224,7 @@ def frontend_counts_fast(plan, rows: np.ndarray, n: int, reads_tab: np.ndarray, 
     return (c[0], c[1]), (c[2], c[3]), (c[4], c[5]), (c[6], c[7]), c[8]
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _busy_local(op, X, inc, start, lmem, out):
     """out = [matrix, vector, lmv+lldi transfer, local memory, scalar] busy ps of local instructions."""
     for i in range(len(op)):
