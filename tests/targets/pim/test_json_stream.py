@@ -43,13 +43,16 @@ def _outcome(fn):
         return "error", str(exc).replace("<bytes>", "F")
 
 
-def _streamed_vs_whole(tmp_path, data: bytes, piece: int, gz: bool, monkeypatch):
-    """Read ``data`` from a file in pieces of ``piece`` bytes and as a whole: same outcome."""
+def _streamed_vs_whole(tmp_path, data: bytes, piece: int, gz: bool, monkeypatch, split: bool = False):
+    """Read ``data`` from a file in pieces of ``piece`` bytes and as a whole: same outcome.
+    ``split``: the file is scanned in two parts by two threads however small it is."""
+    monkeypatch.setattr(jsonstream, "SPLIT_MIN", 0 if split else 1 << 40)
     monkeypatch.setattr(jsonstream, "FILE_PIECE", piece)
     monkeypatch.setattr(jsonstream.GzipPieces, "CHUNK", max(1, piece // 8))
     path = tmp_path / ("F.json.gz" if gz else "F.json")
     path.write_bytes(gzip.compress(data, mtime=0) if gz else data)
     got = _outcome(lambda: read_json(path))
+    assert not [t for t in threading.enumerate() if t.name in ("nnisa-scan", "nnisa-gunzip")]
     whole = _outcome(lambda: read_json(data, file=str(path)))
     ref = _outcome(lambda: read_json(data, file=str(path), fast=False))
     assert got[0] == whole[0] == ref[0]
@@ -61,21 +64,54 @@ def _streamed_vs_whole(tmp_path, data: bytes, piece: int, gz: bool, monkeypatch)
     return got
 
 
+@pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("piece", [1, 7, 64, 4096])
 @pytest.mark.parametrize("pretty", [False, True])
-def test_pieces_of_any_size(tmp_path, monkeypatch, gz, piece, pretty):
+def test_pieces_of_any_size(tmp_path, monkeypatch, gz, piece, pretty, split):
     data = _doc({"meta": {"x": [1.5, "é\\n", None]}, "config": CFG, "core0": INSTS * 6, "core1": INSTS[::-1],
                  "core2": [], "config ": 1}, pretty=pretty)
-    assert _streamed_vs_whole(tmp_path, data, piece, gz, monkeypatch)[0] == "ok"
+    assert _streamed_vs_whole(tmp_path, data, piece, gz, monkeypatch, split)[0] == "ok"
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_two_thread_scan_combines_like_one(tmp_path, monkeypatch, gz):
+    """Split in two: a repeated core key across the halves (the last wins), the config, ignored
+    keys and numbers left to Python in both halves, a '"core' inside a value past the middle."""
+    big = {"op": "lldi", "rd": 0, "len": 8, "imm": 100.00000000000001}  # a span: converted by Python
+    members = [("config", CFG), ("x", 1), ("core0", INSTS * 5 + [big]), ("core1", INSTS),
+               ("meta", ['"core9":[', 2]), ("core0 ", 3), ("core2", INSTS[::-1] * 4 + [big]),
+               ("core1", INSTS[:3]), ("y", {"core3": []})]
+    doc = b"{\n" + b",\n".join(_doc(k) + b" : " + _doc(v, pretty=True) for k, v in members) + b"\n}"
+    data = doc
+    monkeypatch.setattr(jsonstream, "SPLIT_MIN", 0)
+    calls = []
+    real = jsonstream.scan_split if gz else jsonstream.scan_file_split
+    monkeypatch.setattr(jsonstream, "scan_split" if gz else "scan_file_split",
+                        lambda *a: calls.append(real(*a)) or calls[-1])
+    kind, prog = _streamed_vs_whole(tmp_path, data, 64, gz, monkeypatch, True)
+    assert kind == "ok" and len(calls[0]) == 2  # two clean parts, combined
+    assert len(prog.cores[1]) == 3 and len(prog.cores[2]) == 4 * len(INSTS) + 1
+    assert any("ignored" in w and "meta" in w for w in prog.warnings), prog.warnings
+
+
+def test_two_thread_scan_errors_like_one(tmp_path, monkeypatch):
+    """An error in either half: the same message (file, line, column) as the one-thread reader."""
+    for bad in ("head", "tail"):
+        insts = [INSTS * 40, INSTS * 40]
+        insts[bad == "tail"] = INSTS * 20 + [{"op": "vfoo"}] + INSTS * 19
+        data = _doc({"config": CFG, "core0": insts[0], "core1": insts[1]}, pretty=True)
+        for gz in (False, True):
+            kind, msg = _streamed_vs_whole(tmp_path, data, 256, gz, monkeypatch, True)
+            assert kind == "error" and "unknown op 'vfoo'" in msg
 
 
 def test_writer_programs_round_trip_in_pieces(tmp_path, monkeypatch):
     @settings(max_examples=60, **SETTINGS)
-    @given(program_strategy(64, True), st.sampled_from([1, 5, 33, 1 << 12]), st.booleans())
-    def run(prog, piece, gz):
+    @given(program_strategy(64, True), st.sampled_from([1, 5, 33, 1 << 12]), st.booleans(), st.booleans())
+    def run(prog, piece, gz, split):
         data, _ = dump_json(prog)
-        got = _streamed_vs_whole(tmp_path, data, piece, gz, monkeypatch)
+        got = _streamed_vs_whole(tmp_path, data, piece, gz, monkeypatch, split)
         assert got[0] == "ok" and got[1].equals(prog)
     run()
 
@@ -92,7 +128,7 @@ def test_mutations_in_pieces(tmp_path, monkeypatch):
             i = draw.draw(st.integers(0, len(data) - 1))
             data[i] = draw.draw(st.sampled_from(b'{}[]",:0123456789-.eE \n\tabcorx\x00\xff'))
         _streamed_vs_whole(tmp_path, bytes(data), draw.draw(st.sampled_from([3, 50, 4096])),
-                           draw.draw(st.booleans()), monkeypatch)
+                           draw.draw(st.booleans()), monkeypatch, draw.draw(st.booleans()))
     run()
 
 

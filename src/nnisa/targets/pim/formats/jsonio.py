@@ -110,8 +110,14 @@ def read_json(src: str | os.PathLike | bytes | bytearray | memoryview, legacy_gr
         with open(src, "rb") as fh:
             head = fh.read(2)
             if fast and len(head) == 2 and not is_compressed(head + b"\x00"):  # plain text: read as it is scanned
-                prog = _read_streamed(js_stream.file_pieces(fh, head), os.fstat(fh.fileno()).st_size,
-                                      name, legacy_groups)
+                size = os.fstat(fh.fileno()).st_size
+                if size >= js_stream.SPLIT_MIN:  # two threads, each reading its half
+                    parts = js_stream.scan_file_split(src, size)
+                    if parts is not None:
+                        prog = _finish_scans(parts, name, legacy_groups)
+                        if prog is not None:
+                            return prog
+                prog = _read_streamed(js_stream.file_pieces(fh, head), size, name, legacy_groups)
                 if prog is not None:
                     return prog
     except OSError as exc:
@@ -140,11 +146,19 @@ def _read_doc(raw: bytes, name: str, legacy_groups: str | None, fast: bool) -> P
 
 
 def _read_streamed(pieces, size_hint: int, name: str, legacy_groups: str | None) -> PimProgram | None:
-    """The one-pass reader (:mod:`.jsonstream`); ``None`` if the whole-document path must decide."""
-    got = js_stream.scan_pieces(pieces, size_hint)
-    if got is None:
-        return None
-    return _finish(got.rows, got.segs, got.spans, got.info, got.kept, got.config, name, legacy_groups)
+    """The one-pass reader (:mod:`.jsonstream`; a large document in two threads); ``None`` if
+    the whole-document path must decide."""
+    if size_hint >= js_stream.SPLIT_MIN:
+        parts = js_stream.scan_split(pieces, size_hint)
+    else:
+        got = js_stream.scan_pieces(pieces, size_hint)
+        parts = None if got is None else [got]
+    return None if parts is None else _finish_scans(parts, name, legacy_groups)
+
+
+def _finish_scans(parts, name: str, legacy_groups: str | None) -> PimProgram | None:
+    config = next((p.config for p in reversed(parts) if p.config is not None), None)
+    return _finish_parts([(p.rows, p.segs, p.spans, p.info, p.kept) for p in parts], config, name, legacy_groups)
 
 
 class _BytesFeed:
@@ -194,29 +208,39 @@ def _read_fast(feed, name: str, legacy_groups: str | None) -> PimProgram | None:
 def _finish(rows, segs, spans, info, span_bytes, config_bytes: bytes | None, name: str,
             legacy_groups: str | None) -> PimProgram | None:
     """A clean scan's tables → the program (``span_bytes``: what the spans' positions index)."""
+    return _finish_parts([(rows, segs, spans, info, span_bytes)], config_bytes, name, legacy_groups)
+
+
+def _finish_parts(parts: list[tuple], config_bytes: bytes | None, name: str,
+                  legacy_groups: str | None) -> PimProgram | None:
+    """Clean scans of consecutive parts of one document (rows, segs, spans, info, span bytes
+    each; :func:`.jsonstream.scan_split`) → the program, as if scanned in one pass."""
     config = None
     if config_bytes is not None:
         try:
             config = orjson.loads(config_bytes)
         except orjson.JSONDecodeError:
             return None
-    segs = segs[:int(info[2])]
-    ignored = js.apply_spans(rows, segs, spans, span_bytes)
-    if ignored is None:
-        return None
-    nrows = int(info[1])
-    try:  # give back the unused tail of the row allocation (a realloc, no copy)
-        rows.resize((nrows,), refcheck=True)
-    except ValueError:
-        rows = rows[:nrows]
-    chosen = {}
-    for c, s, e, ntr, ftr, nsend in segs.tolist():
-        chosen[c] = (s, e, ntr, ftr, nsend)  # a repeated key: the last wins
-    cores = {c: rows[chosen[c][0]:chosen[c][1]] for c in sorted(chosen)}
-    first_trunc = next(((c, chosen[c][3]) for c in sorted(chosen) if chosen[c][2]), None)
-    n_trunc = sum(v[2] for v in chosen.values())
-    n_send = sum(v[4] for v in chosen.values())
-    return _build(cores, n_trunc, first_trunc, n_send, config, name, legacy_groups, ignored_keys=ignored)
+    chosen, ignored = {}, []
+    for rows, segs, spans, info, span_bytes in parts:
+        segs = segs[:int(info[2])]
+        got = js.apply_spans(rows, segs, spans, span_bytes)
+        if got is None:
+            return None
+        ignored += got
+        nrows = int(info[1])
+        try:  # give back the unused tail of the row allocation (a realloc, no copy)
+            rows.resize((nrows,), refcheck=True)
+        except ValueError:
+            rows = rows[:nrows]
+        for c, s, e, ntr, ftr, nsend in segs.tolist():
+            chosen[c] = (rows[s:e], ntr, ftr, nsend)  # a repeated key: the last wins
+    cores = {c: chosen[c][0] for c in sorted(chosen)}
+    first_trunc = next(((c, chosen[c][2]) for c in sorted(chosen) if chosen[c][1]), None)
+    n_trunc = sum(v[1] for v in chosen.values())
+    n_send = sum(v[3] for v in chosen.values())
+    return _build(cores, n_trunc, first_trunc, n_send, config, name, legacy_groups,
+                  ignored_keys=list(dict.fromkeys(ignored)))
 
 
 def _read_orjson(data: bytes, name: str, legacy_groups: str | None) -> PimProgram:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import BinaryIO, Iterable, Iterator, NamedTuple
+from typing import BinaryIO, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -163,14 +163,21 @@ class _Window:
 _WS = (32, 10, 9, 13)
 
 
-def scan_pieces(pieces: Iterable[bytes], size_hint: int) -> Scanned | None:
+def scan_pieces(pieces: Iterable[bytes], size_hint: int, *, tail: bool = False,
+                head: Callable[[], bool] = lambda: False) -> Scanned | None:
     """Tokenize a document given as consecutive pieces; ``None`` unless the scan is clean.
 
     A unit longer than the window (a large ``config`` or ignored value) is not rescanned for
     every piece: after a call without progress the next one waits until the window doubled.
+
+    For a document scanned in two parts (:func:`scan_split`): ``tail``, the pieces start at a
+    top-level ``"core<k>"`` key; ``head()`` (asked after the last piece), the pieces end just
+    after the comma before such a key, so the scan must stop there waiting for that key.
     """
     out = ScanOutputs(size_hint)
     state, info = out.state, out.info
+    if tail:
+        state[0] = js.P_KEY
     window = _Window()
     kept = bytearray()
     config: bytes | None = None
@@ -182,10 +189,13 @@ def scan_pieces(pieces: Iterable[bytes], size_hint: int) -> Scanned | None:
         if not final and len(view) < wait_for:
             continue
         state[1] = 0  # the tokenizer's position is the unfinished unit, now at the front
-        st = out.scan(view, len(view), final)
-        if st != (js.ST_OK if final else js.ST_MORE):
+        open_end = final and head()
+        st = out.scan(view, len(view), final and not open_end)
+        if st != (js.ST_OK if final and not open_end else js.ST_MORE):
             return None
         start = int(state[1])
+        if open_end and (state[0] != js.P_KEY or not np.isin(view[start:], _WS).all()):
+            return None  # the split was not between two top-level members
         wait_for = 2 * len(view) if start == 0 else 0
         # copy out what is needed after this window is reused (positions become kept's)
         if info[3] >= 0:  # a (later, repeated) config value
@@ -199,6 +209,129 @@ def scan_pieces(pieces: Iterable[bytes], size_hint: int) -> Scanned | None:
             spans[i, 2], spans[i, 3] = at, at + (b - a)
         saved = int(state[9])
     return Scanned(out.rows, out.segs, out.spans[:saved], info, kept, config)
+
+
+# --------------------------------------------------------------------------- two threads
+#: documents at least this large are scanned in two parts by two threads
+SPLIT_MIN = 32 << 20
+_END = object()
+
+
+def find_split(data: bytes, start: int = 0) -> int | None:
+    """The offset in ``data`` just after the comma before the first ``"core`` key at or after
+    ``start`` (only whitespace between them), None if there is none.  A candidate: the head
+    scan confirms that it lies between two top-level members."""
+    i = data.find(b'"core', start)
+    while i >= 0:
+        j = i - 1
+        while j >= 0 and data[j] in _WS:
+            j -= 1
+        if j >= 0 and data[j] == 44:
+            return j + 1
+        i = data.find(b'"core', i + 1)
+    return None
+
+
+class _Part(threading.Thread):
+    """One part's scan in its own thread (the tokenizer releases the GIL)."""
+
+    def __init__(self, pieces: Iterable[bytes], size_hint: int, tail: bool, head: Callable[[], bool]):
+        super().__init__(name="nnisa-scan", daemon=True)
+        self._args = (pieces, size_hint)
+        self._kw = {"tail": tail, "head": head}
+        self.result: Scanned | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = scan_pieces(*self._args, **self._kw)
+        except BaseException as exc:  # re-raised by the caller's thread
+            self.error = exc
+
+    def outcome(self) -> Scanned | None:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def _queued(q: queue.Queue) -> Iterator[bytes]:
+    while (item := q.get()) is not _END:
+        yield item
+
+
+def scan_split(pieces: Iterable[bytes], size_hint: int) -> list[Scanned] | None:
+    """:func:`scan_pieces` in two threads: the pieces up to a top-level ``"core<k>"`` key past
+    the middle go to one tokenizer, the rest to another, each with its own tables (the caller
+    combines them; ``None`` unless both scans are clean and the split is confirmed).  A
+    document without such a key is scanned whole by the first thread.  The pieces come from one
+    stream (a gzip inflater): those not yet scanned wait in memory."""
+    mid = size_hint // 2
+    qa: queue.Queue = queue.Queue()
+    split = [False]
+    a = _Part(_queued(qa), mid + FILE_PIECE, False, lambda: split[0])
+    a.start()
+    b = qb = None
+    pos = 0
+    try:
+        for piece in pieces:
+            if not a.is_alive() and (b is None or not split[0]):
+                break  # the head scan stopped early (not clean): the caller rereads the document
+            if b is not None and not b.is_alive():
+                break
+            if qb is not None:
+                qb.put(piece)
+                continue
+            cut = find_split(piece, max(0, mid - pos)) if pos + len(piece) > mid else None
+            if cut is None:
+                qa.put(piece)
+                pos += len(piece)
+                continue
+            qa.put(piece[:cut])
+            split[0] = True
+            qa.put(_END)
+            qb = queue.Queue()
+            qb.put(piece[cut:])
+            b = _Part(_queued(qb), max(size_hint - pos - cut, FILE_PIECE), True, lambda: False)
+            b.start()
+    finally:
+        (qa if qb is None else qb).put(_END)
+    parts = [a.outcome()] + ([b.outcome()] if b is not None else [])
+    return None if any(p is None for p in parts) else parts
+
+
+def scan_file_split(path, size: int) -> list[Scanned] | None:
+    """:func:`scan_split` for a plain file: each thread reads its own byte range (nothing waits
+    in memory); the split is the first candidate after the middle."""
+    split = None
+    with open(path, "rb") as fh:
+        at = size // 2
+        fh.seek(at)
+        while split is None and (probe := fh.read(1 << 20)):
+            cut = find_split(probe)
+            split = None if cut is None else at + cut
+            if len(probe) < 1 << 20:
+                break
+            at += len(probe) - 16  # a key cut by the probe's end is seen whole in the next one
+            fh.seek(at)
+    if split is None:
+        return None
+    a = _Part(_file_range(path, 0, split), split, False, lambda: True)
+    b = _Part(_file_range(path, split, size), size - split, True, lambda: False)
+    a.start()
+    b.start()
+    parts = [a.outcome(), b.outcome()]
+    return None if any(p is None for p in parts) else parts
+
+
+def _file_range(path, start: int, end: int) -> Iterator[bytes]:
+    """The bytes ``[start, end)`` of a file in :data:`FILE_PIECE` reads."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        left = end - start
+        while left > 0 and (piece := fh.read(min(FILE_PIECE, left))):
+            left -= len(piece)
+            yield piece
 
 
 def _with_last(pieces: Iterable[bytes]) -> Iterator[tuple[bool, bytes]]:
