@@ -96,6 +96,14 @@ def run_job(src: Path, program: Path, nice: int = 10) -> dict:
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "gb": ru.ru_maxrss / 1e6, "load": load}
 
 
+def native_status(src: Path) -> str:
+    """Whether the tree's PIM kernels run from its ahead-of-time native module (core/native.py)."""
+    code = "from nnisa.core import native; print(native.native_status())"
+    got = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(src)),
+                         capture_output=True, text=True)
+    return got.stdout.strip() or "no core/native.py (numba JIT)"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -107,6 +115,7 @@ def main() -> int:
                     "wall time is mostly waiting: its CPU time is the comparable figure)")
     args = ap.parse_args()
     trees = [("now", ROOT / "src")] + ([("before", args.before)] if args.before else [])
+    args.native = {label: native_status(src) for label, src in trees}
     if args.make_files:
         make_files(args.make_files)
         return 0
@@ -145,7 +154,8 @@ def render(res: dict, trees, args) -> str:
         f"peak = ru_maxrss. Load (1-min average) during the jobs: {min(loads):.1f}–{max(loads):.1f}. "
         "pimsim-nn is not built here: its figures are issue 30's record (13.0 s / 2.25 GB ResNet-18, "
         "145 s / 10.3 GB 24-image stream; 2 cores, load ~1)."
-        + (f" *before* = the tree `{args.before}`." if args.before else ""),
+        + (f" *before* = the tree `{args.before}`." if args.before else "")
+        + " Kernels: " + "; ".join(f"{label}: {st}" for label, st in args.native.items()) + ".",
         "",
         "| program | wall | CPU | peak | vs pimsim-nn wall (goal) | CPU-s ratio | peak ratio |"
         + (" before: wall | before: CPU | before: peak |" if args.before else ""),
