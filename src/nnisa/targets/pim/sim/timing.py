@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 import numpy as np
 
@@ -270,7 +270,8 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
                     mode: Literal["pimsim", "native"] = "pimsim", sim_mode: int | None = None, *,
                     trace: bool = False,
                     on_incomplete: Literal["raise", "report"] = "raise", repeat: int = 1,
-                    engine: Literal["fast", "reference"] = "fast") -> TimingResult:
+                    engine: Literal["fast", "reference"] = "fast",
+                    opcodes: Mapping[int, np.ndarray] | None = None) -> TimingResult:
     """Simulate the timing and energy of a program.
 
     Parameters
@@ -299,6 +300,9 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
     engine
         The event loop (rob_size 1): ``"fast"`` (compiled, :mod:`.timing_engine_fast`) or
         ``"reference"`` (Python, :func:`.timing_engine.run_events`); identical results.
+    opcodes
+        Each core's ``op`` column as an int64 array, when the caller has it (it is read once
+        per simulation and shared with the lint).
 
     Raises
     ------
@@ -323,7 +327,8 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
             ids = [c for c in ids if c < core_cnt]
     plans: dict[int, CorePlan] = {}
     for c in ids:
-        plans[c] = plan_core(c, program.cores[c], prm, cfg, program.array_group_map.get(c, []))
+        plans[c] = plan_core(c, program.cores[c], prm, cfg, program.array_group_map.get(c, []),
+                             op=None if opcodes is None else opcodes.get(c))
         warnings.extend(plans[c].warnings)
     rob = cfg.chip_config.core_config.rob_size
     repeat = int(repeat)

@@ -322,7 +322,7 @@ def _plan_local_reference(core: int, rows: np.ndarray, op: np.ndarray, prm: Para
 
 
 def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
-              agm: list[int], fast: bool = True) -> CorePlan:
+              agm: list[int], fast: bool = True, op: np.ndarray | None = None) -> CorePlan:
     """Vectorised per-core precomputation (see :class:`CorePlan`).
 
     Per-event static values ``ev_a … ev_d`` (ps):
@@ -331,10 +331,12 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
     * st: a = local read, b = request flight (B bytes), c = GM write;
     * send: a = "ready" flight c→r, b = answer flight r→c, c = local read, d = data flight;
     * recv: c = local write;  sync: a = flight to the target core;  wait: –.
+
+    ``op``: the core's opcodes as int64 when the caller has them (else read from ``rows``).
     """
     native = prm.native
     P = prm.P
-    op = rows["op"].astype(np.int64)
+    op = rows["op"].astype(np.int64) if op is None else op
     n = len(op)
     init = cfg.nnisa.init_widths(core) if native else (0, 0)
     fixed = cfg.nnisa.fixed_bitwidth if native and not cfg.nnisa.variable_bitwidth else None
