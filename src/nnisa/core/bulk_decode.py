@@ -7,15 +7,15 @@ computes the same rows from per-opcode tables, in blocks of words whose rows sta
 
 * **entries**: every distinct field layout ``(column, bits, signed)`` of the table, with the set
   of opcodes that use it;
-* **dense** entries (their opcodes are a large share of the words) are packed into groups of
+* **dense** entries (their opcodes are a large share of the words, estimated on a sample) go in groups of
   entries with disjoint bits; a group's per-opcode mask keeps, in each word, only the bits of the
   group's entries that the word's instruction uses, so a column is one shift expression on the
   masked word (0 where the instruction does not use it) with no per-column gating;
 * **sparse** entries (rare opcodes: ``setbw``, ``send``, ``mvmul``...) are decoded on the few
   words that use them and scattered into the block;
-* checks: unknown opcodes by one count over all words, reserved bits by one per-opcode mask test
-  per block.  Any failure re-runs the reference decoder, so error messages (which name the first
-  offending word of the smallest bad opcode) stay exactly the reference's.
+* checks: one per-opcode mask test per block (the reserved bits of a known opcode, every bit of
+  an unknown one).  Any failure re-runs the reference decoder, so error messages (which name the
+  first offending word of the smallest bad opcode) stay exactly the reference's.
 
 Tests (tests/core/test_bulk_decode.py) check this path against the reference on random words of
 every ISA that uses it, errors included.
@@ -48,9 +48,8 @@ class _Entry:
         self.mask = ((1 << width) - 1) << lo
 
     def extract(self, w: np.ndarray) -> np.ndarray:
-        """The field of words ``w`` (uint64) in which no other bit overlapping it is set...
-
-        ...beyond its own: bits above the field are shifted out, so ``w`` may hold other fields."""
+        """The field in the uint64 words ``w`` as int64 (sign-extended when signed); the other
+        bits of ``w`` may hold anything (they are shifted or masked out)."""
         hi = self.lo + self.width - 1
         if self.signed:
             if hi == 63:
@@ -133,30 +132,42 @@ def decode_words(isa: "ISA", words: np.ndarray, lenient: bool) -> np.ndarray | N
     words = np.asarray(words)
     if words.ndim != 1:
         return None
-    if words.dtype != np.uint64:
-        words = words.astype(np.uint64)
     n = len(words)
     out = isa.empty(n)
     if n == 0:
         return out
     # which layouts are dense is only a matter of speed: estimated on a sample of the words
-    sample = (words[::SAMPLE_STEP] >> plan.op_shift) & plan.op_mask
-    groups, sparse = plan.arrange(np.bincount(sample.astype(np.intp), minlength=plan.n_ops), len(sample))
-    check = plan.no_reserved if lenient else plan.reserved
-    zero_unknown = not plan.known[0]
-    rare = np.zeros(plan.n_ops, bool)
-    for table, _ in sparse:
-        rare |= table
-    op_col = out[isa.op_column]
+    sample = words[::SAMPLE_STEP].astype(np.uint64)
+    groups, sparse = plan.arrange(np.bincount(((sample >> plan.op_shift) & plan.op_mask).astype(np.intp),
+                                              minlength=plan.n_ops), len(sample))
+    block = _Block(plan, groups, sparse, plan.no_reserved if lenient else plan.reserved, out[isa.op_column])
     for a in range(0, n, BLOCK):
         w = words[a:a + BLOCK]
-        op = ((w >> plan.op_shift) & plan.op_mask).astype(np.intp)
-        if np.bitwise_and(w, check[op]).any() or (zero_unknown and not op.all()):
+        if not block.decode(w if w.dtype == np.uint64 else w.astype(np.uint64), out, a):
             return None
-        rows = out[a:a + BLOCK]
-        op_col[a:a + BLOCK] = op
+    return out
+
+
+class _Block:
+    """Decodes one block of words into its rows (the tables of one :func:`decode_words` call)."""
+
+    def __init__(self, plan: DecodePlan, groups: list, sparse: list, check: np.ndarray, op_col: np.ndarray):
+        self.plan, self.groups, self.sparse, self.check, self.op_col = plan, groups, sparse, check, op_col
+        self.zero_unknown = not plan.known[0]
+        self.rare = np.zeros(plan.n_ops, bool)
+        for table, _ in sparse:
+            self.rare |= table
+
+    def decode(self, w: np.ndarray, out: np.ndarray, a: int) -> bool:
+        """Rows ``a …`` of ``out`` from the uint64 words ``w``; False when a word is bad."""
+        plan = self.plan
+        op = ((w >> plan.op_shift) & plan.op_mask).astype(np.intp)
+        if np.bitwise_and(w, self.check[op]).any() or (self.zero_unknown and not op.all()):
+            return False
+        rows = out[a:a + len(w)]
+        self.op_col[a:a + len(w)] = op
         values: dict[str, np.ndarray] = {}
-        for table, members in groups:
+        for table, members in self.groups:
             kept = w & table[op]
             for e in members:
                 v = e.extract(kept)
@@ -164,13 +175,13 @@ def decode_words(isa: "ISA", words: np.ndarray, lenient: bool) -> np.ndarray | N
                 values[e.column] = v if prev is None else prev + v
         for c, v in values.items():
             rows[c] = v
-        if sparse:
-            at = np.flatnonzero(rare[op])
+        if self.sparse:
+            at = np.flatnonzero(self.rare[op])
             if len(at):
                 rare_ops, rare_words = op[at], w[at]
-                for table, members in sparse:
+                for table, members in self.sparse:
                     sel = table[rare_ops]
                     idx, sub = at[sel], rare_words[sel]
                     for e in members:
                         rows[e.column][idx] = e.extract(sub)
-    return out
+        return True
