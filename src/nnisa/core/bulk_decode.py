@@ -23,12 +23,9 @@ every ISA that uses it, errors included.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .isa import ISA
 
 #: words per block: the block's rows (2 MB for PIM's 66-byte rows) and temporaries stay in the cache
 BLOCK = 32768
@@ -65,7 +62,7 @@ class _Entry:
 class DecodePlan:
     """The per-opcode tables of one ISA (built once, cached on the ISA by :func:`plan_of`)."""
 
-    def __init__(self, isa: "ISA"):
+    def __init__(self, isa: Any):
         of = isa.opcode_field
         self.usable = not isa.wide and not of.signed and of.width <= 16
         if not self.usable:
@@ -115,14 +112,14 @@ class DecodePlan:
         return [(t, m) for _, t, m in groups], list(sparse.values())
 
 
-def plan_of(isa: "ISA") -> DecodePlan:
+def plan_of(isa: Any) -> DecodePlan:
     plan = isa.__dict__.get("_decode_plan")
     if plan is None:
         plan = isa.__dict__["_decode_plan"] = DecodePlan(isa)
     return plan
 
 
-def decode_words(isa: "ISA", words: np.ndarray, lenient: bool) -> np.ndarray | None:
+def decode_words(isa: Any, words: np.ndarray, lenient: bool) -> np.ndarray | None:
     """The rows of ``words`` (an array of up to 64-bit words), or None when a word is bad (unknown
     opcode, reserved bits unless ``lenient``) or the ISA does not fit this path: the caller then
     runs the reference decoder, which raises the exact error."""

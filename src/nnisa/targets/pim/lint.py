@@ -58,10 +58,7 @@ def lint_program(program: PimProgram, opcodes: Mapping[int, np.ndarray] | None =
     opcodes decides which checks have anything to look at; the same findings, in the same order,
     as the readable :func:`lint_program_reference`."""
     out: list[LintIssue] = []
-    sends: dict[tuple[int, int], list[int]] = defaultdict(list)
-    recvs: dict[tuple[int, int], list[int]] = defaultdict(list)
-    syncs: Counter = Counter()
-    waits: dict[tuple[int, int], list[int]] = defaultdict(list)
+    messages = _Messages()
     for c, rows in program.items():
         op = opcodes[c] if opcodes is not None and c in opcodes else rows["op"]
         try:
@@ -78,25 +75,15 @@ def lint_program(program: PimProgram, opcodes: Mapping[int, np.ndarray] | None =
             out.append(_bitwidth_issue(c, n_mv, n_vec))
         if counts[_NOP]:
             out.append(_nop_issue(c, _first(op, _NOP), int(counts[_NOP])))
-        for kind, store in ((_SEND, sends), (_RECV, recvs)):
+        for kind in (_SEND, _RECV, _SYNC, _WAIT):
             if counts[kind]:
-                idx = np.flatnonzero(op == kind)
-                for peer, size in zip(rows["core"][idx].tolist(), rows["len"][idx].tolist()):
-                    store[(c, peer) if kind == _SEND else (peer, c)].append(size)
-        if counts[_SYNC]:
-            idx = np.flatnonzero(op == _SYNC)
-            for peer, ev in zip(rows["core"][idx].tolist(), rows["ev"][idx].tolist()):
-                syncs[(peer, ev)] += 1
-        if counts[_WAIT]:
-            idx = np.flatnonzero(op == _WAIT)
-            for ev, val in zip(rows["ev"][idx].tolist(), rows["val"][idx].tolist()):
-                waits[(c, ev)].append(val)
+                messages.add(c, rows, op, kind)
         groups = program.array_group_map.get(c, [])
         if len(groups):
             issue = _groups_issue(c, groups, _used_groups(rows, op, len(groups)) if counts[_MVMUL] else set())
             if issue is not None:
                 out.append(issue)
-    return out + _pair_issues(sends, recvs, syncs, waits)
+    return out + messages.issues()
 
 
 def _first(op: np.ndarray, code: int) -> int:
@@ -144,10 +131,7 @@ def _groups_issue(c: int, groups, used: set) -> LintIssue | None:
 def lint_program_reference(program: PimProgram) -> list[LintIssue]:
     """The readable form of :func:`lint_program` (tests check one against the other)."""
     out: list[LintIssue] = []
-    sends: dict[tuple[int, int], list[int]] = defaultdict(list)
-    recvs: dict[tuple[int, int], list[int]] = defaultdict(list)
-    syncs: Counter = Counter()
-    waits: dict[tuple[int, int], list[int]] = defaultdict(list)
+    messages = _Messages()
     for c, rows in program.items():
         op = rows["op"]
         first = np.flatnonzero(op == _SETBW)
@@ -159,24 +143,44 @@ def lint_program_reference(program: PimProgram) -> list[LintIssue]:
         nops = np.flatnonzero(op == _NOP)
         if len(nops):
             out.append(_nop_issue(c, int(nops[0]), len(nops)))
-        for kind, store in ((_SEND, sends), (_RECV, recvs)):
-            idx = np.flatnonzero(op == kind)
-            for peer, size in zip(rows["core"][idx].tolist(), rows["len"][idx].tolist()):
-                store[(c, peer) if kind == _SEND else (peer, c)].append(size)
-        idx = np.flatnonzero(op == _SYNC)
-        for peer, ev in zip(rows["core"][idx].tolist(), rows["ev"][idx].tolist()):
-            syncs[(peer, ev)] += 1
-        idx = np.flatnonzero(op == _WAIT)
-        for ev, val in zip(rows["ev"][idx].tolist(), rows["val"][idx].tolist()):
-            waits[(c, ev)].append(val)
+        for kind in (_SEND, _RECV, _SYNC, _WAIT):
+            messages.add(c, rows, op, kind)
         issue = _groups_issue(c, program.array_group_map.get(c, []), set(rows["group"][op == _MVMUL].tolist()))
         if issue is not None:
             out.append(issue)
-    return out + _pair_issues(sends, recvs, syncs, waits)
+    return out + messages.issues()
+
+
+class _Messages:
+    """Every core's sends and recvs (sizes per ordered core pair, in FIFO order), the syncs sent
+    to each (core, event) and the values waited for on it."""
+
+    def __init__(self):
+        self.sends: dict[tuple[int, int], list[int]] = defaultdict(list)
+        self.recvs: dict[tuple[int, int], list[int]] = defaultdict(list)
+        self.syncs: Counter = Counter()
+        self.waits: dict[tuple[int, int], list[int]] = defaultdict(list)
+
+    def add(self, c: int, rows: np.ndarray, op: np.ndarray, kind: int) -> None:
+        """Core ``c``'s instructions of opcode ``kind`` (send, recv, sync or wait)."""
+        idx = np.flatnonzero(op == kind)
+        if kind in (_SEND, _RECV):
+            store = self.sends if kind == _SEND else self.recvs
+            for peer, size in zip(rows["core"][idx].tolist(), rows["len"][idx].tolist()):
+                store[(c, peer) if kind == _SEND else (peer, c)].append(size)
+        elif kind == _SYNC:
+            for peer, ev in zip(rows["core"][idx].tolist(), rows["ev"][idx].tolist()):
+                self.syncs[(peer, ev)] += 1
+        else:
+            for ev, val in zip(rows["ev"][idx].tolist(), rows["val"][idx].tolist()):
+                self.waits[(c, ev)].append(val)
+
+    def issues(self) -> list[LintIssue]:
+        """Findings across cores: unmatched messages, waits no sync can complete."""
+        return _pair_issues(self.sends, self.recvs, self.syncs, self.waits)
 
 
 def _pair_issues(sends, recvs, syncs, waits) -> list[LintIssue]:
-    """Findings across cores: unmatched messages, waits no sync can complete."""
     out: list[LintIssue] = []
     for pair in sorted(set(sends) | set(recvs)):
         s, r = sends.get(pair, []), recvs.get(pair, [])
