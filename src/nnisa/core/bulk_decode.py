@@ -180,5 +180,6 @@ class _Block:
                     sel = table[rare_ops]
                     idx, sub = at[sel], rare_words[sel]
                     for e in members:
-                        rows[e.column][idx] = e.extract(sub)
+                        col = rows[e.column]
+                        col[idx] = e.extract(sub).astype(col.dtype)  # cast first: a faster scatter
         return True
