@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .bitfields import Field, Format
+from .bulk_decode import decode_words
 from .errors import DecodeError, EncodeError, format_offenders
 from .operands import OperandKind
 
@@ -481,7 +482,20 @@ class ISA:
     def decode_array(self, words: np.ndarray, *, lenient: bool = False,
                      where: Callable[[int], str] | None = None) -> np.ndarray:
         """Decode an array of words (or, for :attr:`wide` ISAs, an ``(n, nbytes)`` little-endian
-        uint8 matrix) to a structured array of IR rows."""
+        uint8 matrix) to a structured array of IR rows.
+
+        Words of up to 64 bits take the table-driven fast path (:mod:`nnisa.core.bulk_decode`);
+        a bad word (unknown opcode, reserved bits unless ``lenient``) re-runs the reference,
+        :meth:`decode_array_reference`, for its exact error."""
+        if not self.wide:
+            rows = decode_words(self, words, lenient)
+            if rows is not None:
+                return rows
+        return self.decode_array_reference(words, lenient=lenient, where=where)
+
+    def decode_array_reference(self, words: np.ndarray, *, lenient: bool = False,
+                               where: Callable[[int], str] | None = None) -> np.ndarray:
+        """The readable bulk decoder: per opcode present, its fields scattered into the rows."""
         w = np.asarray(words).astype(np.uint8 if self.wide else np.uint64)
         unpack = (lambda f, x: f.unpack_bytes(x)) if self.wide else (lambda f, x: f.unpack_array(x))
         out = self.empty(len(w))

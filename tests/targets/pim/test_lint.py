@@ -113,3 +113,39 @@ def test_pimcomp_batch_program_lints_clean_and_loses_setbw_when_cut():
     (issue,) = [i for i in lint_program(prog) if i.check == "mvmul_bitwidth_0"]
     vec = int(((rows["op"] >= op["vvadd"]) & (rows["op"] <= op["vrsl"])).sum())
     assert issue.core == core and issue.count == int((rows["op"] == op["mvmul"]).sum()) + vec
+
+
+def _random_program(rng) -> "object":
+    """Cores of random instructions among the ones the lint reads (setbw anywhere or nowhere,
+    nops, messages with random peers and sizes, syncs and waits, mvmuls on random groups)."""
+    from nnisa.targets.pim.isa import OPCODE
+    from nnisa.targets.pim.program import DTYPE, PimProgram
+    kinds = [OPCODE[k] for k in ("setbw", "mvmul", "vvadd", "vrelu", "nop", "send", "recv", "sync", "wait",
+                                 "sldi", "lmv", "ld")]
+    n_cores = int(rng.integers(1, 5))
+    cores, agm = {}, {}
+    for c in range(n_cores):
+        n = int(rng.integers(0, 6000 if c == 0 else 300))
+        rows = np.zeros(n, DTYPE)
+        p = rng.dirichlet(np.ones(len(kinds)) * 0.3)
+        rows["op"] = rng.choice(kinds, n, p=p)
+        for col, hi in (("core", n_cores), ("len", 4), ("ev", 3), ("val", 3), ("group", 6)):
+            rows[col] = rng.integers(0, hi, n)
+        cores[c] = rows
+        if rng.random() < 0.8:
+            agm[c] = rng.integers(1, 4, int(rng.integers(0, 7))).tolist()
+    return PimProgram(cores=cores, array_group_map=agm)
+
+
+def test_fast_lint_matches_reference():
+    from nnisa.targets.pim.lint import lint_program_reference
+    rng = np.random.default_rng(30)
+    for _ in range(150):
+        prog = _random_program(rng)
+        ref = lint_program_reference(prog)
+        assert lint_program(prog) == ref
+        ops = {c: r["op"].astype(np.int64) for c, r in prog.items()}
+        assert lint_program(prog, ops) == ref
+    prog = _random_program(np.random.default_rng(1))
+    prog.cores[0]["op"][:3] = -1  # not opcodes at all: the readable path answers
+    assert lint_program(prog) == lint_program_reference(prog)

@@ -186,3 +186,83 @@ def test_event_registers_beyond_the_compiled_table_take_the_reference_loop():
     a = simulate_timing(prog, cfg)
     b = simulate_timing(prog, cfg, engine="reference")
     assert a.finish_ps == b.finish_ps and a.finish_ps[1] > 0
+
+
+def _outcome(fn):
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - the two paths must fail alike
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_message_costs_per_peer_equal_event_by_event(seed):
+    """plan_core's send/recv/sync costs computed per peer (fast) equal the event-by-event
+    reference on a NoC table with fractional per-pair latencies and energies, including the first
+    error when a pair is missing or a message goes to the own core."""
+    from nnisa.targets.pim.config import NocTable
+    rng = np.random.default_rng(100 + seed)
+    n_cores = int(rng.integers(2, 6))
+    cores = random_program(rng, n_cores, int(rng.integers(5, 60)))
+    for c in range(n_cores):  # extra messages to random peers (some to the own core when seed is odd)
+        for _ in range(int(rng.integers(0, 12))):
+            r = int(rng.integers(0, n_cores))
+            if r == c and seed % 2 == 0:
+                continue
+            kind = str(rng.choice(["send", "recv", "sync"]))
+            cores[c].insert(int(rng.integers(1, len(cores[c]))), (kind, {"core": r, "len": int(rng.integers(1, 999)),
+                                                                         "ev": 0}))
+    prog = make_program(cores, agm={c: [1, 4] for c in range(n_cores)})
+    cfg = _config(rng, n_cores, False, 1)
+    nodes = list(range(n_cores)) + [cfg.chip_config.core_config.global_memory_switch_id]
+    lat = {s: {t: float(rng.integers(1, 400)) / 16 for t in nodes if rng.random() < (0.97 if seed % 3 else 1.0)}
+           for s in nodes}
+    cfg.noc = NocTable(lat, {s: {t: float(rng.random() * 3) for t in v} for s, v in lat.items()})
+    prm = Params.from_config(cfg, False)
+    for c in sorted(prog.cores):
+        agm = prog.array_group_map[c]
+        fast = _outcome(lambda: plan_core(c, prog.cores[c], prm, cfg, agm))
+        ref = _outcome(lambda: plan_core(c, prog.cores[c], prm, cfg, agm, fast=False))
+        if isinstance(ref, CorePlan):
+            _same_plan(fast, ref)
+        else:
+            assert fast == ref
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_noc_traffic_per_peer_equals_event_by_event(seed):
+    """NoC bytes and flits per ordered pair (summed per peer) equal the sums event by event, in
+    the same dictionary order."""
+    from nnisa.targets.pim.sim.timing_units import EV_LD, EV_SEND, EV_SLD, EV_ST, EV_SYNC, cdiv
+    rng = np.random.default_rng(200 + seed)
+    n_cores = int(rng.integers(2, 6))
+    cores = random_program(rng, n_cores, int(rng.integers(5, 80)))
+    for c in range(n_cores):
+        for _ in range(int(rng.integers(0, 12))):
+            r = int((c + rng.integers(1, n_cores)) % n_cores)
+            cores[c].insert(int(rng.integers(1, len(cores[c]))), ("send", {"core": r, "len": int(rng.integers(1, 999))}))
+    prog = make_program(cores, agm={c: [1, 4] for c in range(n_cores)})
+    cfg = _config(rng, n_cores, False, 1)
+    tr = simulate_timing(prog, cfg, on_incomplete="report")
+    prm = Params.from_config(cfg, False)
+    gm, bw = cfg.chip_config.core_config.global_memory_switch_id, prm.bw
+    nb: dict = {}
+    nf: dict = {}
+
+    def add(s, d, nbytes):
+        nb[(s, d)] = nb.get((s, d), 0) + nbytes
+        nf[(s, d)] = nf.get((s, d), 0) + int(cdiv(nbytes, bw))
+    for c in sorted(prog.cores):
+        p = plan_core(c, prog.cores[c], prm, cfg, prog.array_group_map[c])
+        for kind in (EV_LD, EV_SLD, EV_ST, EV_SEND, EV_SYNC):
+            for i in np.flatnonzero(p.ev_kind == kind).tolist():
+                r, size = int(p.ev_peer[i]), int(p.ev_size[i])
+                if kind in (EV_LD, EV_SLD):
+                    add(c, gm, 1)
+                elif kind == EV_ST:
+                    add(c, gm, size)
+                elif kind == EV_SEND:
+                    add(c, r, 1), add(r, c, 1), add(c, r, size)
+                else:
+                    add(c, r, 1)
+    assert list(tr.noc_bytes.items()) == list(nb.items()) and list(tr.noc_flits.items()) == list(nf.items())

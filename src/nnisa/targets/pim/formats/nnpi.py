@@ -19,6 +19,7 @@ import numpy as np
 import orjson
 
 from .... import __version__ as _VERSION
+from ....core.bulk_decode import decode_words
 from ....core.errors import DecodeError, EncodeError, FormatError, format_offenders
 from ....core.fileio import write_atomic
 from ....core.jsonsafe import as_int
@@ -137,34 +138,36 @@ def decode_nnpi(data: bytes, lenient: bool = False, *, file: str | None = None) 
     odd_pairs = bool(meta.get("odd_pairs", False))
     isa = build_isa(word_bits, extended, odd_pairs=odd_pairs)
     wbytes = word_bits // 8
-    cores: dict[int, np.ndarray] = {}
+    sections: list[tuple[int, np.ndarray]] = []
     warnings: list[str] = []
-    n_reserved = 0
     prev = -1
-    for k in range(ncores):
-        if pos + 8 > len(mv):
-            raise DecodeError(f"truncated core section header (section {k} of {ncores})", file=name)
-        core, nwords = struct.unpack_from("<II", mv, pos)
-        pos += 8
-        if core <= prev:
-            raise DecodeError(f"core sections not in ascending order (core {core} after {prev})", file=name)
-        prev = core
-        end = pos + nwords * wbytes
-        if end > len(mv):
-            raise DecodeError(f"core {core}: truncated words ({(len(mv) - pos) // wbytes} of {nwords})", file=name)
-        words = np.frombuffer(mv[pos:end], dtype=isa.word_dtype)
-        pos = end
-        rows = isa.decode_array(words, lenient=lenient, where=lambda i, c=core: f"core {c}, word {i}")
-        if lenient:
-            n_reserved += _count_reserved(isa, words)
-        cores[core] = rows
-    if pos != len(mv):
-        raise DecodeError(f"{len(mv) - pos} trailing bytes after the last core section", file=name)
+    try:
+        for k in range(ncores):
+            if pos + 8 > len(mv):
+                raise DecodeError(f"truncated core section header (section {k} of {ncores})", file=name)
+            core, nwords = struct.unpack_from("<II", mv, pos)
+            pos += 8
+            if core <= prev:
+                raise DecodeError(f"core sections not in ascending order (core {core} after {prev})", file=name)
+            prev = core
+            end = pos + nwords * wbytes
+            if end > len(mv):
+                raise DecodeError(f"core {core}: truncated words ({(len(mv) - pos) // wbytes} of {nwords})",
+                                  file=name)
+            sections.append((core, np.frombuffer(mv[pos:end], dtype=isa.word_dtype)))
+            pos = end
+        if pos != len(mv):
+            raise DecodeError(f"{len(mv) - pos} trailing bytes after the last core section", file=name)
+    except DecodeError:
+        _decode_sections(isa, sections, lenient)  # a bad word of an earlier core is reported first
+        raise
+    cores = _decode_sections(isa, sections, lenient)
+    n_reserved = sum(_count_reserved(isa, words) for _, words in sections) if lenient else 0
     if n_reserved:
         warnings.append(f"{n_reserved} word(s) with non-zero reserved bits (ignored, lenient decoding)")
     count = dict(lo=0, hi=2 ** 31 - 1, file=name, error=DecodeError)
     try:
-        agm = {_core_key(k, "array_group_map", name): [as_int(x, "metadata array_group_map", **count) for x in v]
+        agm = {_core_key(k, "array_group_map", name): _group_list(v, count)
                for k, v in meta.get("array_group_map", {}).items()}
         act = {_core_key(k, "act_frac", name): (as_int(v[0], "metadata act_frac", lo=0, hi=31, file=name,
                                                         error=DecodeError),
@@ -181,6 +184,28 @@ def decode_nnpi(data: bytes, lenient: bool = False, *, file: str | None = None) 
     return PimProgram(cores=cores, array_group_map=agm, chip_cores=chip, word_bits=word_bits, odd_pairs=odd_pairs,
                       extended=extended, act_frac=act, config_extra=extra if isinstance(extra, dict) else {},
                       warnings=warnings)
+
+
+def _group_list(values, count: dict) -> list[int]:
+    """One core's ``array_group_map`` entry: its ints (each checked by ``as_int`` only when one
+    is not a plain int in range, for the exact message)."""
+    if type(values) is list and all(type(x) is int and 0 <= x < 2 ** 31 for x in values):
+        return list(values)
+    return [as_int(x, "metadata array_group_map", **count) for x in values]
+
+
+def _decode_sections(isa, sections: list[tuple[int, np.ndarray]], lenient: bool) -> dict[int, np.ndarray]:
+    """The rows of every core: all words decoded in one call (views of one array), or, when a word
+    is bad, core by core for the error of the first bad core."""
+    if not sections:
+        return {}
+    words = np.concatenate([w for _, w in sections]) if len(sections) > 1 else sections[0][1]
+    rows = decode_words(isa, words, lenient)
+    if rows is None:
+        return {c: isa.decode_array(w, lenient=lenient, where=lambda i, c=c: f"core {c}, word {i}")
+                for c, w in sections}
+    ends = np.cumsum([len(w) for _, w in sections]).tolist()
+    return {c: rows[end - len(w):end] for (c, w), end in zip(sections, ends)}
 
 
 def _count_reserved(isa, words: np.ndarray) -> int:

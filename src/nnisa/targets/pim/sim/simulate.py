@@ -224,10 +224,12 @@ def simulate(program: PimProgram | Bundle, *, config: Any = None, inputs: Mappin
             outs = {t.name: read_output(fres, gm, t) for t in out_specs}
         extra["functional"] = {"instructions_per_s": fres.instr_per_s, "wall_s": fres.wall_s,
                                "warnings": list(fres.warnings)}
+    opcodes = None
     if mode in ("both", "timing"):
         from .timing import simulate_timing
         from .timing_report import result_to_dict
-        tres = simulate_timing(prog, cfg, mode=timing, trace=timeline, repeat=repeat)
+        opcodes = {c: rows["op"].astype(np.int64) for c, rows in prog.items()}  # timing's, then lint's
+        tres = simulate_timing(prog, cfg, mode=timing, trace=timeline, repeat=repeat, opcodes=opcodes)
         d = result_to_dict(tres)
         stats.cycles = int(round(d["cycles"]))
         stats.latency_ns = d["latency_ns"]
@@ -253,7 +255,7 @@ def simulate(program: PimProgram | Bundle, *, config: Any = None, inputs: Mappin
         details = None
     if lint:
         from ..lint import issue_warnings, lint_dicts, lint_program, uninitialised_reads
-        issues = lint_program(prog)
+        issues = lint_program(prog, opcodes)
         if mode in ("both", "functional"):
             lsize = int(cfg.chip_config.core_config.local_memory_config.memory_size) if cfg is not None else 1 << 20
             issues += uninitialised_reads(prog, fres.shapes, lsize)

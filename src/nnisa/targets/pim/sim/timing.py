@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from .energy import COMPONENTS, frontend_energy, per_instruction_dynamic, static
 from ..program import PimProgram
 from .timing_engine import DONE, HUNG, EngineResult, run_events
 from .timing_units import (EV_LD, EV_RECV, EV_SEND, EV_SLD, EV_ST, EV_SYNC, OP_NOP, OP_SETBW, PS,
-                           SCALAR_OPS, CorePlan, Params, cdiv, plan_core)
+                           SCALAR_OPS, CorePlan, Params, cdiv, peers_in_order, plan_core)
 from .trace import TRACE_DTYPE, instruction_times
 
 __all__ = ["TimingResult", "simulate_timing", "resolve_config"]
@@ -270,7 +270,8 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
                     mode: Literal["pimsim", "native"] = "pimsim", sim_mode: int | None = None, *,
                     trace: bool = False,
                     on_incomplete: Literal["raise", "report"] = "raise", repeat: int = 1,
-                    engine: Literal["fast", "reference"] = "fast") -> TimingResult:
+                    engine: Literal["fast", "reference"] = "fast",
+                    opcodes: Mapping[int, np.ndarray] | None = None) -> TimingResult:
     """Simulate the timing and energy of a program.
 
     Parameters
@@ -299,6 +300,9 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
     engine
         The event loop (rob_size 1): ``"fast"`` (compiled, :mod:`.timing_engine_fast`) or
         ``"reference"`` (Python, :func:`.timing_engine.run_events`); identical results.
+    opcodes
+        Each core's ``op`` column as an int64 array, when the caller has it (it is read once
+        per simulation and shared with the lint).
 
     Raises
     ------
@@ -323,7 +327,8 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
             ids = [c for c in ids if c < core_cnt]
     plans: dict[int, CorePlan] = {}
     for c in ids:
-        plans[c] = plan_core(c, program.cores[c], prm, cfg, program.array_group_map.get(c, []))
+        plans[c] = plan_core(c, program.cores[c], prm, cfg, program.array_group_map.get(c, []),
+                             op=None if opcodes is None else opcodes.get(c))
         warnings.extend(plans[c].warnings)
     rob = cfg.chip_config.core_config.rob_size
     repeat = int(repeat)
@@ -497,9 +502,9 @@ def _busy_and_noc(plans, eng, cfg, prm, throughput):
     gm = cfg.chip_config.core_config.global_memory_switch_id
     bw = prm.bw
 
-    def add(s, d, nbytes):
+    def add(s, d, nbytes, flits):
         noc_b[(s, d)] = noc_b.get((s, d), 0) + nbytes
-        noc_f[(s, d)] = noc_f.get((s, d), 0) + int(cdiv(nbytes, bw))
+        noc_f[(s, d)] = noc_f.get((s, d), 0) + flits
 
     from .timing_plan_fast import busy_local
     for c, p in plans.items():
@@ -526,14 +531,16 @@ def _busy_and_noc(plans, eng, cfg, prm, throughput):
                 B = sizes[sel]
                 noc_b[(c, gm)] = noc_b.get((c, gm), 0) + int(B.sum())
                 noc_f[(c, gm)] = noc_f.get((c, gm), 0) + int(cdiv(B, bw).sum())
-            else:
-                for i in sel.tolist():
-                    r = int(p.ev_peer[i])
+            else:  # per peer, in the order of first use (the dictionaries' order as event by event)
+                peers, inv = peers_in_order(p.ev_peer[sel])
+                count = np.bincount(inv, minlength=len(peers)).tolist()
+                if kind == EV_SEND:
+                    data, data_flits = np.zeros(len(peers), np.int64), np.zeros(len(peers), np.int64)
+                    np.add.at(data, inv, sizes[sel])
+                    np.add.at(data_flits, inv, cdiv(sizes[sel], bw))
+                for j, r in enumerate(peers):
+                    add(c, r, count[j], count[j] * int(cdiv(1, bw)))  # ready (send) or the sync
                     if kind == EV_SEND:
-                        B = int(sizes[i])
-                        add(c, r, 1)
-                        add(r, c, 1)
-                        add(c, r, B)
-                    else:
-                        add(c, r, 1)
+                        add(r, c, count[j], count[j] * int(cdiv(1, bw)))  # answer
+                        add(c, r, int(data[j]), int(data_flits[j]))
     return busy, noc_b, noc_f

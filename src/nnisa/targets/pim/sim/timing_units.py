@@ -43,6 +43,10 @@ ONE_ELEM = _ISA.opcodes_where("one_elem")
 UNITS = ("scalar", "matrix", "vector", "transfer")
 UNIT_OF_OP = _ISA.fact_array("unit", "scalar", np.int8, 32, UNITS.index)
 EVENT_OF_OP = _ISA.fact_array("event", "", np.int8, 32, lambda e: EVENT_NAMES.index(e) if e else -1)
+#: EVENT_OF_OP with nop marked too (plan_core finds events and nops in one lookup)
+_NOP_MARK = len(EVENT_NAMES)
+_EVENT_OR_NOP = EVENT_OF_OP.copy()
+_EVENT_OR_NOP[OP_NOP] = _NOP_MARK
 
 
 def cdiv(a, b):
@@ -321,8 +325,80 @@ def _plan_local_reference(core: int, rows: np.ndarray, op: np.ndarray, prm: Para
     return ib, ob, X, start, inc, lbusy, p_lr, p_nrd, p_mid, p_lw
 
 
+def _messages_reference(kind: int, core: int, pcs: np.ndarray, peers: np.ndarray, B: np.ndarray, prm: Params,
+                        pair, out: tuple, sel: np.ndarray) -> None:
+    """Static costs of a core's send, recv or sync events (``kind``), event by event (the
+    readable form of :func:`_messages`): ``out`` = the a, b, c, d and NoC energy arrays of
+    :func:`plan_core`, written at ``sel``; ``pair(s, t)`` = the config's (ns, pJ) per flit."""
+    a, b, c, d, noc_e = out
+    for j, i in enumerate(sel.tolist()):
+        r = int(peers[j])
+        if kind == EV_SEND:
+            if r == core:
+                raise SimError("send to the own core", where=f"core {core}, pc {int(pcs[j])}")
+            a[i] = prm.flit_ps(1, pair(core, r)[0])
+            b[i] = prm.flit_ps(1, pair(r, core)[0])
+            d[i] = prm.flit_ps(B[j], pair(core, r)[0])
+            e_cr, e_rc = pair(core, r)[1], pair(r, core)[1]
+            noc_e[i] = e_cr + e_rc + int(cdiv(int(B[j]), prm.bw)) * e_cr  # ready, answer, data
+        elif kind == EV_RECV:
+            if r == core:
+                raise SimError("recv from the own core", where=f"core {core}, pc {int(pcs[j])}")
+        elif kind == EV_SYNC:
+            a[i] = prm.flit_ps(1, pair(core, r)[0])
+            noc_e[i] = pair(core, r)[1]
+    if kind == EV_SEND:
+        c[sel] = prm.lmem.read(B)
+    elif kind == EV_RECV:
+        c[sel] = prm.lmem.write(B)
+
+
+def _messages(kind: int, core: int, pcs: np.ndarray, peers: np.ndarray, B: np.ndarray, prm: Params,
+              pair, out: tuple, sel: np.ndarray) -> None:
+    """:func:`_messages_reference` per peer instead of per event: the peers are taken in the
+    order of their first event, so the first bad event (own core, a NoC pair missing) raises the
+    same error as event by event."""
+    a, b, c, d, noc_e = out
+    if kind == EV_RECV:
+        own = np.flatnonzero(peers == core)
+        if len(own):
+            raise SimError("recv from the own core", where=f"core {core}, pc {int(pcs[own[0]])}")
+        c[sel] = prm.lmem.write(B)
+        return
+    if kind not in (EV_SEND, EV_SYNC):
+        return
+    distinct, inv = peers_in_order(peers)
+    for j, r in enumerate(distinct):
+        if kind == EV_SEND:
+            if r == core:
+                raise SimError("send to the own core", where=f"core {core}, pc {int(pcs[np.argmax(inv == j)])}")
+            pair(core, r), pair(r, core)
+        else:
+            pair(core, r)
+    a[sel] = np.array([prm.flit_ps(1, pair(core, r)[0]) for r in distinct], np.int64)[inv]
+    e_cr = np.array([pair(core, r)[1] for r in distinct])[inv]
+    if kind == EV_SYNC:
+        noc_e[sel] = e_cr
+        return
+    b[sel] = np.array([prm.flit_ps(1, pair(r, core)[0]) for r in distinct], np.int64)[inv]
+    flits = cdiv(B, prm.bw)
+    l_cr = np.array([pair(core, r)[0] for r in distinct])[inv]
+    d[sel] = (flits * l_cr).astype(np.int64) * PS  # flit_ps: whole ns, truncated
+    noc_e[sel] = e_cr + np.array([pair(r, core)[1] for r in distinct])[inv] + flits * e_cr  # ready, answer, data
+    c[sel] = prm.lmem.read(B)
+
+
+def peers_in_order(peers: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """The distinct peers of some events in order of first use, and each event's index among them."""
+    uniq, first, inv = np.unique(peers, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return uniq[order].tolist(), rank[inv.reshape(-1)]
+
+
 def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
-              agm: list[int], fast: bool = True) -> CorePlan:
+              agm: list[int], fast: bool = True, op: np.ndarray | None = None) -> CorePlan:
     """Vectorised per-core precomputation (see :class:`CorePlan`).
 
     Per-event static values ``ev_a … ev_d`` (ps):
@@ -331,10 +407,12 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
     * st: a = local read, b = request flight (B bytes), c = GM write;
     * send: a = "ready" flight c→r, b = answer flight r→c, c = local read, d = data flight;
     * recv: c = local write;  sync: a = flight to the target core;  wait: –.
+
+    ``op``: the core's opcodes as int64 when the caller has them (else read from ``rows``).
     """
     native = prm.native
     P = prm.P
-    op = rows["op"].astype(np.int64)
+    op = rows["op"].astype(np.int64) if op is None else op
     n = len(op)
     init = cfg.nnisa.init_widths(core) if native else (0, 0)
     fixed = cfg.nnisa.fixed_bitwidth if native and not cfg.nnisa.variable_bitwidth else None
@@ -350,20 +428,20 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
         ib, ob, X, start, inc, lbusy, p_lr, p_nrd, p_mid, p_lw = _plan_local_reference(core, rows, op, prm, init,
                                                                                         fixed, agm)
     warnings: list[str] = []
+    # event instructions and nops, found by one table lookup
+    ev_kind_all = _EVENT_OR_NOP[op] if n else np.zeros(0, np.int8)
+    if native:
+        ev_kind_all[op == OP_SLD] = EV_SLD
+    marked = np.flatnonzero(ev_kind_all >= 0)
+    is_nop = ev_kind_all[marked] == _NOP_MARK
+    nops = marked[is_nop]
+    ev_idx = marked[~is_nop] if len(nops) else marked
     # nop: pimsim-nn never retires it (the core hangs)
-    nops = np.flatnonzero(op == OP_NOP)
     hang = -1
     if len(nops) and not native:
         hang = int(nops[0])
         warnings.append(f"core {core}: nop at pc {hang} never retires in pimsim-nn; the core hangs")
     lm = prm.lmem
-
-    # event instructions
-    ev_kind_all = EVENT_OF_OP[op] if n else np.zeros(0, np.int8)
-    if native:
-        ev_kind_all = ev_kind_all.copy()
-        ev_kind_all[op == OP_SLD] = EV_SLD
-    ev_idx = np.flatnonzero(ev_kind_all >= 0)
     if hang >= 0:
         ev_idx = ev_idx[ev_idx < hang]
     ev_kind = ev_kind_all[ev_idx].astype(np.int64)
@@ -394,7 +472,7 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
     def lat(s, t):
         return pair(s, t)[0]
 
-    for kind in np.unique(ev_kind).tolist():
+    for kind in np.flatnonzero(np.bincount(ev_kind, minlength=len(EVENT_NAMES))).tolist():
         sel = np.flatnonzero(ev_kind == kind)
         B = size[sel]
         if kind in (EV_LD, EV_SLD):
@@ -411,32 +489,15 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
             b[sel] = (cdiv(B, prm.bw) * L).astype(np.int64) * PS
             c[sel] = gmem.write(B)
             noc_e[sel] = cdiv(B, prm.bw) * pair(core, gm)[1]
-        elif kind == EV_SEND:
-            for i in sel.tolist():
-                r = int(peer[i])
-                if r == core:
-                    raise SimError("send to the own core", where=f"core {core}, pc {int(ev_idx[i])}")
-                a[i] = prm.flit_ps(1, lat(core, r))
-                b[i] = prm.flit_ps(1, lat(r, core))
-                d[i] = prm.flit_ps(size[i], lat(core, r))
-                e_cr, e_rc = pair(core, r)[1], pair(r, core)[1]
-                noc_e[i] = e_cr + e_rc + int(cdiv(int(size[i]), prm.bw)) * e_cr  # ready, answer, data
-            c[sel] = lm.read(B)
-        elif kind == EV_RECV:
-            for i in sel.tolist():
-                if int(peer[i]) == core:
-                    raise SimError("recv from the own core", where=f"core {core}, pc {int(ev_idx[i])}")
-            c[sel] = lm.write(B)
-        elif kind == EV_SYNC:
-            for i in sel.tolist():
-                a[i] = prm.flit_ps(1, lat(core, int(peer[i])))
-                noc_e[i] = pair(core, int(peer[i]))[1]
-    lbusy_ev = np.zeros(n, np.int64)
-    pre = np.zeros(n + 1, np.int64)
+        else:
+            messages = _messages if fast else _messages_reference
+            messages(kind, core, ev_idx[sel], peer[sel], B, prm, pair, (a, b, c, d, noc_e), sel)
+    pre = np.empty(n + 1, np.int64)
+    pre[0] = 0
     np.cumsum(inc, out=pre[1:])
     return CorePlan(core=core, n=n, op=op, X=X, start=start, inc=inc, pre=pre, ibiw=ib, obiw=ob,
                     ev_idx=ev_idx.astype(np.int64), ev_kind=ev_kind, ev_a=a, ev_b=b, ev_c=c, ev_d=d,
                     ev_peer=peer, ev_size=size, ev_e=rows["ev"][ev_idx].astype(np.int64),
                     ev_v=rows["val"][ev_idx].astype(np.int64), ev_key=key, ev_noc_e=noc_e, hang=hang,
-                    lmem_local=lbusy + lbusy_ev, lr=p_lr, nrd=p_nrd, mid=p_mid, lw=p_lw,
+                    lmem_local=lbusy, lr=p_lr, nrd=p_nrd, mid=p_mid, lw=p_lw,
                     warnings=warnings)
