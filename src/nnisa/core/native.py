@@ -34,6 +34,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -144,9 +145,17 @@ def _spec_of(t) -> list | None:
 
 
 # --------------------------------------------------------------------------- the native module
-@functools.cache
+_LOCK = threading.RLock()  # one load of the module / one dispatcher per kernel, whichever thread asks first
+
+
 def _native() -> dict[str, list[tuple[list, Callable]]]:
     """The fresh native module's exports by kernel name (empty: none built, stale or disabled)."""
+    with _LOCK:
+        return _native_cached()
+
+
+@functools.cache
+def _native_cached() -> dict[str, list[tuple[list, Callable]]]:
     if os.environ.get("NNISA_NATIVE", "1") == "0":
         return {}
     for d in _SEARCH or native_dirs():
@@ -196,8 +205,10 @@ class Kernel:
     def dispatcher(self):
         """The numba dispatcher (imports numba; compiles or loads from its cache on call)."""
         if self._jit is None:
-            from numba import njit
-            self._jit = njit(**self.targetoptions)(self.py_func)
+            with _LOCK:
+                if self._jit is None:
+                    from numba import njit
+                    self._jit = njit(**self.targetoptions)(self.py_func)
         return self._jit
 
     @property
@@ -244,7 +255,7 @@ def use_jit(flag: bool = True) -> None:
 
 def _forget() -> None:
     """Look for the native module again on the next call."""
-    _native.cache_clear()
+    _native_cached.cache_clear()
     for k in REGISTRY.values():
         k._exports = None
 

@@ -325,10 +325,11 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
         if dropped:
             warnings.append(f"cores {dropped} have ids >= core_cnt {core_cnt}; pimsim-nn ignores them")
             ids = [c for c in ids if c < core_cnt]
-    plans: dict[int, CorePlan] = {}
+    n_total = sum(len(program.cores[c]) for c in ids)
+    plans: dict[int, CorePlan] = dict(zip(ids, _per_core(
+        lambda c: plan_core(c, program.cores[c], prm, cfg, program.array_group_map.get(c, []),
+                            op=None if opcodes is None else opcodes.get(c)), ids, n_total)))
     for c in ids:
-        plans[c] = plan_core(c, program.cores[c], prm, cfg, program.array_group_map.get(c, []),
-                             op=None if opcodes is None else opcodes.get(c))
         warnings.extend(plans[c].warnings)
     rob = cfg.chip_config.core_config.rob_size
     repeat = int(repeat)
@@ -411,35 +412,38 @@ def simulate_timing(program: PimProgram, config: PimConfig | str | os.PathLike |
     core_energy = {}
     by_layer = bool(program.layers) and not throughput and repeat == 1 and not unfinished and not program.image_ends
     inst_energy: dict[int, np.ndarray] = {}
-    for c in ids:
+
+    def core_energy_terms(c: int) -> tuple[list, dict, np.ndarray | None]:
+        """One core's dynamic energy terms in the order they are added up (computed per core,
+        possibly in another thread; the sums below keep the one order)."""
         p = plans[c]
         rows = program.cores[c]
         dyn = per_instruction_dynamic(p, rows, prm, cfg, program.array_group_map.get(c, []))
         if throughput:
             done = eng.events_done.get(c, 0)
             full, part = divmod(done, p.n) if p.n else (0, 0)
-            tot = 0.0
-            for k, arr in dyn.items():
-                v = full * float(arr.sum()) + float(arr[:part].sum())
-                energy[k] += v
-                tot += v
+            terms = [(k, full * float(arr.sum()) + float(arr[:part].sum())) for k, arr in dyn.items()]
             fe = frontend_energy(p, rows, cfg, True, upto=None, rounds=full)
             if part:
                 fe2 = frontend_energy(p, rows, cfg, True, upto=part)
                 fe = {k: fe[k] + fe2[k] for k in fe}
         else:
-            tot = 0.0
-            for k, arr in dyn.items():
-                v = float(arr.sum()) * repeat
-                energy[k] += v
-                tot += v
+            terms = [(k, float(arr.sum()) * repeat) for k, arr in dyn.items()]
             fe = {k: v * repeat for k, v in frontend_energy(p, rows, cfg, native).items()}
+        inst = sum(dyn.values(), np.zeros(p.n)) + sum(fe.values()) / max(p.n, 1) if by_layer else None
+        return terms, fe, inst  # inst: per instruction, the front end's share spread over them
+
+    for c, (terms, fe, inst) in zip(ids, _per_core(core_energy_terms, ids, n_total)):
+        tot = 0.0
+        for k, v in terms:
+            energy[k] += v
+            tot += v
         for k, v in fe.items():
             energy[k] += v
             tot += v
         core_energy[c] = tot
-        if by_layer:  # per instruction; the front end's share spread over the core's instructions
-            inst_energy[c] = sum(dyn.values(), np.zeros(p.n)) + sum(fe.values()) / max(p.n, 1)
+        if inst is not None:
+            inst_energy[c] = inst
     spow = static_power_mw(cfg, len(ids))
     running = sim_time_ps if throughput else latency
     energy["static"] = spow * running / PS
@@ -493,6 +497,21 @@ def _sim_time_report(program, plans, eng, late, limit, P, n_total) -> str:
     for c, pc, text in rows:
         lines.append(f"  core {c}  pc {pc}  {text:<{w}}  executing at sim_time (would finish later)")
     return "\n".join(lines)
+
+
+#: programs with at least this many instructions plan their cores (and sum their energies) in two
+#: threads: the compiled kernels and numpy's array operations release the GIL
+PARALLEL_MIN = 200_000
+
+
+def _per_core(fn, ids: list[int], n_total: int) -> list:
+    """``fn(c)`` for every core in ``ids``, in order; in two threads for a large program on a
+    machine with two cores or more.  An error is the first core's in order, as one by one."""
+    if n_total < PARALLEL_MIN or len(ids) < 2 or (os.cpu_count() or 1) < 2:
+        return [fn(c) for c in ids]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(2, thread_name_prefix="nnisa-core") as pool:
+        return list(pool.map(fn, ids))
 
 
 def _busy_and_noc(plans, eng, cfg, prm, throughput):
