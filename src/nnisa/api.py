@@ -16,10 +16,27 @@ from typing import Any
 
 import numpy as np
 
+from typing import TYPE_CHECKING
+
 from .core.errors import FormatError
 from .core.target import Target, get_target, target_names
-from .frontend.prepared import (PreparedModel, check_inputs, compare_outputs, default_inputs, integer_inputs,
-                                model_inputs, onnx_reference)
+
+if TYPE_CHECKING:
+    from .frontend.prepared import PreparedModel
+
+#: names this module re-exports from :mod:`nnisa.frontend.prepared`, imported on first use (the
+#: ONNX frontend and onnx load only when a model is involved, not for ``nnisa.read``/``write``)
+_FROM_FRONTEND = ("PreparedModel", "check_inputs", "compare_outputs", "default_inputs", "integer_inputs",
+                  "model_inputs", "onnx_reference")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_FRONTEND:
+        from .frontend import prepared
+        value = getattr(prepared, name)
+        globals()[name] = value  # looked up once
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def target(name: str) -> Target:
@@ -44,6 +61,7 @@ def prepare_model(model_path: str | Path, *, inputs: dict[str, np.ndarray] | Non
     if samples < 1:
         raise FormatError(f"samples must be at least 1, got {samples}")
     from .frontend.models import resolve_model
+    from .frontend.prepared import PreparedModel, default_inputs
     model_path = resolve_model(model_path)
     return PreparedModel(model_path, default_inputs(model_path, samples) if inputs is None else inputs)
 
@@ -80,6 +98,7 @@ def run_model(target_name: str, model_path: str | Path | PreparedModel, *,
         ``max_abs_error``, ``top1_agreement``, ``bit_exact``, ``wall_s``, ``compile_s``, ``sim_s``
         and the target's compile report.
     """
+    from .frontend.prepared import PreparedModel
     from .report.results import Report
     from .sweep.measure import run_prepared
     get_target(target_name)  # an unknown target before any work

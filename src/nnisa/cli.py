@@ -14,8 +14,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .core.bundle import is_bundle_dir
 from .core.errors import NnisaError, OptionError
+from .core.formats import is_bundle_dir
 from .core.layers import layer_dicts
 from .core.fileio import load_arrays, save_arrays, write_atomic
 from .core.target import Target, get_target, target_names
@@ -317,9 +317,9 @@ def sim_cmd(target_name, program, config, inputs, outputs, mode, trace, gantt, r
 def _quantized_bundle(t: Target, program: str, raw: bool):
     """The manifest of a compiled folder whose target computes on its integers (float values in and
     out are then converted here, issue 28 item 3), else None."""
-    from .core.bundle import read_manifest
     if raw or not t.bundle_quantized_io or not is_bundle_dir(program):
         return None
+    from .core.bundle import read_manifest
     return read_manifest(program)
 
 

@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import FormatError, OutputError
 from .fileio import apply_umask, make_temp, read_bytes, temp_prefix, write_atomic
+from .formats import MANIFEST, is_bundle_dir  # noqa: F401 - is_bundle_dir re-exported here
 
-MANIFEST = "manifest.json"
 GENERIC_FORMAT = "nnisa-bundle"
 #: largest manifest read (a manifest is a few kB; anything bigger is not one)
 MAX_MANIFEST_BYTES = 64 << 20
@@ -301,12 +301,6 @@ def model_outputs(manifest: Manifest, samples: list[Mapping[str, np.ndarray]]) -
             want = shape if whole or not shape else [1, *shape[1:]]
             out.setdefault(name, []).append(_fit(name, np.asarray(named[name]), want))
     return {k: np.concatenate(v) if v[0].ndim else np.stack(v) for k, v in out.items()}
-
-
-def is_bundle_dir(path: str | os.PathLike) -> bool:
-    """A directory that holds a ``manifest.json``."""
-    p = Path(path)
-    return p.is_dir() and (p / MANIFEST).is_file()
 
 
 def is_nnisa_manifest(data: Any) -> bool:

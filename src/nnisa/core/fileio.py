@@ -7,11 +7,10 @@ import errno
 import io
 import os
 import re
-import socket
 import stat
-import tempfile
 import zlib
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -34,7 +33,14 @@ def apply_umask(path: str | os.PathLike, mode: int = 0o666) -> None:
 # ---------------------------------------------------------------------------- temporary names
 #: characters of an output's name kept in its temporary siblings' names (NAME_MAX is 255)
 _TEMP_NAME_CHARS = 100
-_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
+
+
+@lru_cache(maxsize=1)
+def _host() -> str:
+    """This host's name as it appears in temporary names (socket and tempfile load only when a
+    file is written: reading a program needs neither)."""
+    import socket
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
 
 
 def temp_prefix(name: str, hidden: bool = True) -> str:
@@ -42,7 +48,7 @@ def temp_prefix(name: str, hidden: bool = True) -> str:
     ``.NAME.PID@HOST.`` (then a random part and ``.tmp``; no leading dot unless ``hidden``), so a
     later run can tell the temporaries of a writer that was killed (SIGKILL, power loss) from those
     of one still running."""
-    return f"{'.' if hidden else ''}{name[:_TEMP_NAME_CHARS]}.{os.getpid()}@{_HOST}."
+    return f"{'.' if hidden else ''}{name[:_TEMP_NAME_CHARS]}.{os.getpid()}@{_host()}."
 
 
 _TEMP_RE = re.compile(r"\.(\d+)@([A-Za-z0-9-]+)\.[^/.]*\.tmp$")
@@ -75,7 +81,7 @@ def remove_stale_temps(folder: str | os.PathLike, name: str, hidden: bool = True
         return 0
     for e in entries:
         m = _TEMP_RE.search(e.name) if wild else _TEMP_RE.fullmatch(e.name[len(head):])
-        if not m or m.group(2) != _HOST or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
+        if not m or m.group(2) != _host() or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
             continue
         try:
             if e.is_dir(follow_symlinks=False):
@@ -91,6 +97,7 @@ def remove_stale_temps(folder: str | os.PathLike, name: str, hidden: bool = True
 def make_temp(parent: str | os.PathLike, name: str, *, folder: bool = False, hidden: bool = True) -> str:
     """A new temporary file (its descriptor is closed) or folder beside ``parent/name``, after
     removing the stale ones of dead writers (:func:`remove_stale_temps`); returns its path."""
+    import tempfile
     remove_stale_temps(parent, name, hidden)
     if folder:
         return tempfile.mkdtemp(prefix=temp_prefix(name, hidden), suffix=".tmp", dir=parent)
@@ -105,6 +112,7 @@ def private_temp_folder(name: str) -> Iterator[Path]:
     Ctrl-C); folders of the same name left by processes of this host that were killed (SIGKILL, a
     crashed sweep worker) are removed when the next one is made."""
     import shutil
+    import tempfile
     parent = tempfile.gettempdir()
     remove_stale_temps(parent, name + "*")  # with what killed owners made beside them
     path = Path(make_temp(parent, name, folder=True, hidden=False))

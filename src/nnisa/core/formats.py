@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .bundle import is_bundle_dir
 from .errors import FormatError
 from .fileio import write_atomic
 
@@ -37,7 +36,17 @@ Writer = Callable[..., Any]
 #: ``render(program, path, **options) -> bytes | str`` (the file's content)
 Renderer = Callable[..., Any]
 
-__all__ = ["FileFormat", "FormatTable", "Reader", "Renderer", "Writer"]
+__all__ = ["FileFormat", "FormatTable", "MANIFEST", "Reader", "Renderer", "Writer", "is_bundle_dir"]
+
+#: the file that makes a folder a compiled bundle (:mod:`nnisa.core.bundle`)
+MANIFEST = "manifest.json"
+
+
+def is_bundle_dir(path: str | os.PathLike) -> bool:
+    """A directory that holds a ``manifest.json`` (told here, without :mod:`nnisa.core.bundle`'s
+    pydantic models, so that reading a program file never imports them)."""
+    p = Path(path)
+    return p.is_dir() and (p / MANIFEST).is_file()
 
 
 @dataclass(frozen=True)

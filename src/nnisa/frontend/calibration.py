@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import ConfigError, FormatError
+from ..core.quant_options import CALIBRATION_METHODS as METHODS
 from .float_eval import bind_inputs, evaluate_float, random_inputs
 from .ir import Graph
 
-METHODS = ("max", "percentile", "mse")
 #: seed of the default random calibration set (``nnisa run`` evaluates seed-0 samples)
 CALIB_SEED = 1
 CALIB_SAMPLES = 64

@@ -13,13 +13,14 @@ the host, in float, and say so in their report.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Callable
 
 import numpy as np
 
 from ..core.errors import ConfigError, FormatError, UnsupportedError
-from ..core.options import option, option_specs
+from ..core.options import option_specs
+from ..core.quant_options import QuantOptions  # noqa: F401 - re-exported (targets import it from here too)
 from .batch import check_batch
 from .calibration import METHODS, calibration_inputs
 from .ir import Graph, Node
@@ -30,24 +31,6 @@ from .quant_transformer import RAW_OPS, raw_tensors
 QUANTIZABLE = set(MOVE_OPS) | set(LUT_OPS) | {
     "Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Relu", "Clip", "AveragePool", "GlobalAveragePool",
     "ReduceMean", "ReduceSum", "Max", "Min", "Concat", "Softmax", "LayerNorm", "MaskedSoftmax", "Gather", "Where"}
-
-@dataclass
-class QuantOptions:
-    """The quantization options every quantizing target takes (``-O key=value`` of compile/run,
-    and ``--calibration FILE`` as ``calib``); a target's compile options extend this class."""
-
-    calibration: str = option("max", "activation range: max-abs, a percentile of |x|, or min MSE", choices=METHODS)
-    percentile: float = option(99.99, "percentile of |x| for calibration=percentile", minimum=50.0, maximum=100.0)
-    per_channel: bool = option(True, "one weight scale per output channel (else per tensor)")
-    calib_samples: int = option(64, "size of the default calibration set", minimum=1, maximum=1 << 16)
-    #: calibration data (``--calibration FILE``: arrays or a .npy/.npz/.csv path); not an -O option
-    calib: Any = None
-
-    def quant_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`prepare_qgraph` these options give."""
-        return {"calib": self.calib, "calibration": self.calibration, "percentile": self.percentile,
-                "per_channel": self.per_channel, "calib_samples": self.calib_samples}
-
 
 #: the quantization options every compiling target declares (``-O key=value`` of compile/run)
 QUANT_OPTIONS = option_specs(QuantOptions)

@@ -6,21 +6,19 @@ Parts: ``isa`` (tables), ``program``/``config``/``stats``, ``formats/`` (JSON, N
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.options import OptionSpec as O
 from ...core.options import option_specs
 from ...core.target import Example, ENGINES, CompileResult, Stats, Target
-from .compiler import PimCompileOptions, compile_model
-from .compiler.options import SCHEDULES
-from .compiler.run import simulate_stream
+from .compiler.options import SCHEDULES, PimCompileOptions
 from .formats import files
-from .formats.nnpi import decode_nnpi
-from .formats.text import assemble_text, disassemble
-from .isa import build_isa
-from .program import PimProgram
-from .sim.simulate import simulate
-from .stats import program_stats
+
+if TYPE_CHECKING:
+    from .program import PimProgram
+
+# The parts load in the methods that use them: `nnisa sim FILE` imports the reader of FILE's
+# format and the simulator, not the compiler, the assembler or the NNPI codec.
 
 __all__ = ["PimTarget"]
 
@@ -80,13 +78,16 @@ class PimTarget(Target):
         return float(cfg.chip_config.core_cnt * mc.xbar_array_count * rows * cols), "crossbar cells"
 
     def isa_markdown(self, word_bits: int = 64, extended: bool = False, **options: Any) -> str:
+        from .isa import build_isa
         return build_isa(word_bits, extended).markdown()
 
     def assemble(self, text: str, *, file: str | None = None, **options: Any) -> PimProgram:
+        from .formats.text import assemble_text
         return assemble_text(text, file=file)
 
     def disassemble(self, program: Any, **options: Any) -> str:
         """Canonical text of a program (of a bundle: its program)."""
+        from .formats.text import disassemble
         return disassemble(files.program_of(program))
 
     def encode(self, program: PimProgram, *, word_bits: int | None = None, extended: bool | None = None,
@@ -95,9 +96,11 @@ class PimTarget(Target):
         return files.encode(program, word_bits, extended)
 
     def decode(self, data: bytes, *, lenient: bool = False, file: str | None = None, **options: Any) -> PimProgram:
+        from .formats.nnpi import decode_nnpi
         return decode_nnpi(data, lenient=lenient, file=file)
 
     def stats(self, program: PimProgram, *, lint: bool = True, **options: Any) -> dict[str, Any]:
+        from .stats import program_stats
         return program_stats(files.program_of(program), lint=lint)
 
     def warm_up(self) -> list[str]:
@@ -106,10 +109,12 @@ class PimTarget(Target):
 
     def simulate(self, program, *, config=None, inputs=None, **options: Any):
         """Values and/or timing+energy (:func:`nnisa.targets.pim.sim.simulate.simulate`)."""
+        from .sim.simulate import simulate
         return simulate(program, config=config, inputs=inputs, **options)
 
     def compile(self, model, *, config=None, out_dir=None, **options: Any) -> CompileResult:
         """Compile an ONNX model (:func:`nnisa.targets.pim.compiler.compile_model`, ``docs/pim_compiler.md``)."""
+        from .compiler import compile_model
         return compile_model(model, config=config, out_dir=out_dir, **options)
 
     def simulate_batch(self, compiled: CompileResult, samples, first: int):
@@ -118,6 +123,7 @@ class PimTarget(Target):
         if compiled.sim_options.get("phased"):
             from .compiler.phased_result import simulate_phased
             return simulate_phased(self.simulate, compiled, samples, first)
+        from .compiler.run import simulate_stream
         return simulate_stream(self.simulate, compiled, samples, first)
 
     def workloads(self) -> dict[str, str]:

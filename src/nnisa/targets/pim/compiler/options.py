@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ....core.options import option
-from ....frontend.prepare import QuantOptions
+from ....core.quant_options import QuantOptions
 
 SCHEDULES = ("batch", "element", "throughput")
 #: most images a stream program may hold (each image's code is generated separately)

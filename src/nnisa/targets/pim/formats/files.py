@@ -7,19 +7,30 @@ compiled bundle folders (:mod:`.bundle`) and HEAPLab PIMB folders (import only).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....core.errors import FormatError
 from ....core.formats import FormatTable
-from ..program import PimProgram
-from .bundle import Bundle, read_bundle
-from .nnpi import read_pimb_dir
 from .program_files import PROGRAM_FILES, encode
+
+if TYPE_CHECKING:
+    from ..program import PimProgram
+    from .bundle import Bundle
 
 __all__ = ["FORMATS", "encode", "program_of", "read_program", "write_program"]
 
-FORMATS = FormatTable("PIM", PROGRAM_FILES.formats, bundle=lambda path, **_: read_bundle(path),
-                      folder=lambda path, **_: read_pimb_dir(path))
+
+def _read_bundle(path: Path, **_: Any) -> Bundle:
+    from .bundle import read_bundle  # pydantic manifests: imported for a bundle folder only
+    return read_bundle(path)
+
+
+def _read_pimb_dir(path: Path, **_: Any) -> PimProgram:
+    from .nnpi import read_pimb_dir
+    return read_pimb_dir(path)
+
+
+FORMATS = FormatTable("PIM", PROGRAM_FILES.formats, bundle=_read_bundle, folder=_read_pimb_dir)
 
 
 def read_program(path: str | Path, **options: Any) -> Any:
@@ -37,6 +48,10 @@ def write_program(program: Any, path: str | Path, **options: Any) -> list[str]:
 
 def program_of(read: PimProgram | Bundle) -> PimProgram:
     """The program of what :func:`read_program` returned (a bundle's program)."""
+    from ..program import PimProgram
+    if isinstance(read, PimProgram):
+        return read
+    from .bundle import Bundle
     if isinstance(read, Bundle):
         if read.program is None:
             raise FormatError("the bundle has no program", file=str(read.path) if read.path else None)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
@@ -27,7 +27,9 @@ from . import jsonscan as js
 from . import jsonstream as js_stream
 from ..isa import OPCODE, OPCODES
 from ..program import DTYPE, PimProgram
-from .render import RenderPlan
+
+if TYPE_CHECKING:
+    from .render import RenderPlan  # numba kernels: imported when a program is written
 
 _CORE_KEY = re.compile(r"core([0-9]+)")
 #: core ids (and crossbar counts) are 31-bit, like the text form's
@@ -491,6 +493,7 @@ def _json_fields(mnem: str) -> dict[str, Any]:
 
 
 def _json_plan() -> RenderPlan:
+    from .render import RenderPlan
     templates = {}
     for code, mnem in enumerate(OPCODES):
         fields = _json_fields(mnem)

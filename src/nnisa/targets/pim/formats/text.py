@@ -12,6 +12,7 @@ understand, and any line that fails a check, is re-parsed through the table, whi
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,8 +21,10 @@ from ....core.errors import AsmError
 from ....core.operands import OperandError
 from ..isa import OFS, OPCODES, build_isa
 from ..program import DTYPE, PimProgram
-from .render import RenderPlan
 from .textplans import kind_code, operand_plans
+
+if TYPE_CHECKING:
+    from .render import RenderPlan  # numba kernels: imported when a program is rendered
 
 
 def _fast_operands(kinds: tuple[str, ...], required: int, tail: str) -> list[int] | None:
@@ -340,6 +343,7 @@ _TEXT_PLAN: RenderPlan | None = None
 def _text_plan() -> RenderPlan:
     global _TEXT_PLAN
     if _TEXT_PLAN is None:
+        from .render import RenderPlan
         isa = build_isa(64, True)
         templates = {}
         for s in isa.instrs:

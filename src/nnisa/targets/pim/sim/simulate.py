@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -18,11 +18,16 @@ import os
 from ....core.layers import layer_rows
 from ....core.errors import ConfigError, FormatError
 from ....core.target import SimResult, Stats, check_mode, take_engine
-from ..formats.bundle import Bundle, TensorSpec, read_bundle
-from .functional import FunctionalResult, run_functional
 from ..config import PimConfig, load_config
 from .memory import GlobalMemory, as_bytes
 from ..program import PimProgram
+
+if TYPE_CHECKING:
+    from ..formats.bundle import Bundle, TensorSpec
+    from .functional import FunctionalResult
+
+# A bundle's manifest models (pydantic) and the functional interpreter are imported when a run
+# needs them: a timing run of a program file loads neither.
 
 __all__ = ["simulate", "run_bundle", "write_input", "read_output"]
 
@@ -38,7 +43,18 @@ def _config(config: Any, bundle: Bundle | None) -> PimConfig | None:
 
 
 def _specs(items: Any) -> list[TensorSpec]:
-    return [t if isinstance(t, TensorSpec) else TensorSpec(**t) for t in (items or [])]
+    if not items:
+        return []
+    from ..formats.bundle import TensorSpec
+    return [t if isinstance(t, TensorSpec) else TensorSpec(**t) for t in items]
+
+
+def _bundle_of(program: Any) -> Bundle | None:
+    """``program`` if it is a compiled bundle (a program is not one)."""
+    if isinstance(program, PimProgram):
+        return None
+    from ..formats.bundle import Bundle
+    return program if isinstance(program, Bundle) else None
 
 
 #: largest tensor read back from or placed into global memory (a manifest cannot ask for more)
@@ -174,7 +190,7 @@ def simulate(program: PimProgram | Bundle, *, config: Any = None, inputs: Mappin
     """
     t0 = time.perf_counter()
     engine = take_engine(options)
-    bundle = program if isinstance(program, Bundle) else None
+    bundle = _bundle_of(program)
     if bundle is not None:
         if bundle.program is None:
             raise FormatError("the bundle has no program", file=str(bundle.path) if bundle.path else None)
@@ -215,6 +231,7 @@ def simulate(program: PimProgram | Bundle, *, config: Any = None, inputs: Mappin
         for addr, data in sorted(segs.items()):
             gm.write(addr, data)
         _place_inputs(gm, inputs, _specs(inputs_layout), n_img, stride)
+        from .functional import run_functional
         fres = run_functional(prog, cfg, weights=weights, gmem=gm, global_address_mode=global_address_mode,
                               engine=engine, **options)
         if n_img > 1:
@@ -294,7 +311,11 @@ def run_bundle(bundle: Bundle | str | os.PathLike, inputs: Mapping[str, np.ndarr
     ``options`` go to :func:`~nnisa.targets.pim.sim.functional.run_functional` (e.g. ``engine``,
     ``config`` to override the manifest's hardware configuration).
     """
-    b = bundle if isinstance(bundle, Bundle) else read_bundle(bundle)
+    from ..formats.bundle import read_bundle
+    from .functional import run_functional
+    b = _bundle_of(bundle)
+    if b is None:
+        b = read_bundle(bundle)
     if b.program is None:
         raise FormatError("the bundle has no program", file=str(b.path) if b.path else None)
     man = b.manifest

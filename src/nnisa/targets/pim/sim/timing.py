@@ -18,7 +18,6 @@ from typing import Any, Literal, Mapping
 
 import numpy as np
 
-from ....core.asm import format_row
 from ....core.errors import ConfigError, DeadlockError, SimError, SimTimeExceeded
 from ..config import PimConfig, default_config, load_config
 from .energy import COMPONENTS, frontend_energy, per_instruction_dynamic, static_power_mw
@@ -199,6 +198,7 @@ def _ns(t_ps: int) -> str:
 
 
 def _row_text(program: PimProgram, c: int, pc: int) -> str:
+    from ....core.asm import format_row  # the assembler: loaded for a message only
     try:
         return format_row(program.isa, tuple(program.cores[c][pc].tolist()))
     except Exception:  # disassembly is best-effort in a report

@@ -12,14 +12,15 @@ numpy, only when asked for.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ....report.timeline import Timeline, build_timeline
-from ....report.timeline import plot_gantt as draw_gantt
-from ....report.timeline import write_chrome_trace as write_trace
 from ..isa import OPCODES
 from .timing_units import EV_ST, EV_SYNC, EV_WAIT, PS, UNIT_OF_OP, UNITS, CorePlan
+
+if TYPE_CHECKING:
+    from ....report.timeline import Timeline  # imported when a timeline is built, not by the timing model
 
 TRACE_DTYPE = np.dtype([("pc", "i4"), ("op", "i2"), ("S", "i8"), ("E", "i8"), ("R", "i8")])
 
@@ -78,6 +79,7 @@ def timeline(result, cores: list[int] | None = None) -> Timeline:
     """The :class:`~nnisa.report.timeline.Timeline` of a timing result: one track per core,
     lanes matrix / vector / transfer (scalar front-end work kept as a hidden unit), labels =
     mnemonics, times in ps.  Without a per-instruction trace each core is one bar to its finish."""
+    from ....report.timeline import build_timeline
     ids = sorted(result.finish_ps) if cores is None else list(cores)
     traces = [(result.trace.get(c) if result.trace else None) for c in ids]
     traces = [tr if tr is not None else np.zeros(0, TRACE_DTYPE) for tr in traces]
@@ -95,9 +97,11 @@ def timeline(result, cores: list[int] | None = None) -> Timeline:
 def write_chrome_trace(result, path: str | os.PathLike, *, max_events: int = 2_000_000) -> int:
     """Write a Chrome/Perfetto trace of a timing result (one track per core, one event per
     non-scalar instruction, args = pc); returns the number of events written."""
+    from ....report.timeline import write_chrome_trace as write_trace
     return write_trace(timeline(result), path, max_events=max_events)
 
 
 def plot_gantt(result, path_png: str | os.PathLike, **kw) -> None:
     """Write a per-core Gantt chart (PNG) of a timing result."""
+    from ....report.timeline import plot_gantt as draw_gantt
     draw_gantt(timeline(result), path_png, **kw)
