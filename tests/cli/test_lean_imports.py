@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from nnisa.core import native
 from nnisa.core.target import get_target
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -24,11 +25,9 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 FORBIDDEN = ("onnx", "onnxruntime", "nnisa.api", "nnisa.frontend", "matplotlib", "rich", "torch",
              "nnisa.core.bundle", "nnisa.targets.pim.formats.bundle", "nnisa.targets.pim.compiler.driver",
              "nnisa.report.tables", "nnisa.report.timeline")
-#: the nnisa modules allowed to import numba: the JIT kernels themselves (the JSON scanner, the
-#: timing planner and engine, the text scanner for assembly files)
-NUMBA_IMPORTERS = ("nnisa.targets.pim.formats.jsonscan", "nnisa.targets.pim.formats.jsonslots",
-                   "nnisa.targets.pim.formats.textscan", "nnisa.targets.pim.sim.timing_plan_fast",
-                   "nnisa.targets.pim.sim.timing_engine_fast")
+#: the one nnisa module allowed to import numba: core.native, when a kernel (the JSON and text
+#: scanners, the timing planner and engine) has no fresh native module and goes to the JIT
+NUMBA_IMPORTERS = ("nnisa.core.native",)
 #: the pimsim-nn configuration is a pydantic model; nothing else on the path may load pydantic
 PYDANTIC_IMPORTERS = ("nnisa.targets.pim.config",)
 
@@ -50,14 +49,14 @@ class _Watch:
 
 sys.meta_path.insert(0, _Watch())
 sys.argv = ["nnisa", *argv]
-code = 0
-try:
-    runpy.run_module("nnisa.cli", run_name="__main__", alter_sys=True)
-except SystemExit as exc:
-    code = exc.code or 0
-with open(report, "w") as fh:
-    json.dump({"modules": sorted(sys.modules), "first": first}, fh)
-sys.exit(code)
+
+def _report():  # at exit: the CLI ends its own process after running the atexit handlers
+    with open(report, "w") as fh:
+        json.dump({"modules": sorted(sys.modules), "first": first}, fh)
+
+import atexit
+atexit.register(_report)
+runpy.run_module("nnisa.cli", run_name="__main__", alter_sys=True)
 """
 
 
@@ -77,6 +76,10 @@ def _check_lean(seen: dict) -> None:
     assert not bad, f"nnisa sim imported {bad}"
     importer = seen["first"]
     assert importer.get("numba") in (None, *NUMBA_IMPORTERS), f"numba imported by {importer['numba']}"
+    if "none fresh" not in native.native_status():  # the kernels run natively: numba never loads
+        assert "numba" not in loaded, f"numba imported by {importer.get('numba')}"
+    elif os.environ.get("CI"):
+        pytest.fail("CI: no fresh native module after make install (nnisa.warmup builds it)")
     assert importer.get("pydantic") in (None, *PYDANTIC_IMPORTERS), f"pydantic imported by {importer['pydantic']}"
 
 
