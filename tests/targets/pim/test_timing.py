@@ -305,7 +305,7 @@ def test_rob_model_with_one_entry_equals_reduced_model(seed, mode):
     except DeadlockError:
         pytest.skip("random program deadlocks (send/recv orders cross)")
     prm = Params.from_config(cfg, mode == "native")
-    plans = {c: plan_core(c, prog.cores[c], prm, cfg, prog.array_group_map[c]) for c in prog.cores}
+    plans = {c: plan_core(c, prog.cores[c], prm, cfg, prog.array_group_map[c], split=True) for c in prog.cores}
     eng, _ = run_rob(prog, plans, prm, cfg, mode == "native")
     for c in prog.cores:
         S, E, R = eng.inst_times[c]

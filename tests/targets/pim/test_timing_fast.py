@@ -106,6 +106,9 @@ def _check(prog, cfg, native: bool, throughput: bool, repeat: int, limit: int) -
         plans[c] = plan_core(c, prog.cores[c], prm, cfg, agm)
         ref_plans[c] = plan_core(c, prog.cores[c], prm, cfg, agm, fast=False)
         _same_plan(plans[c], ref_plans[c])
+        split = plan_core(c, prog.cores[c], prm, cfg, agm, split=True)  # with the rob model's arrays
+        _same_plan(split, plan_core(c, prog.cores[c], prm, cfg, agm, fast=False, split=True))
+        assert split.lr is not None and (cfg.chip_config.core_config.rob_size > 1 or plans[c].lr is None)
         e_fast = per_instruction_dynamic(plans[c], prog.cores[c], prm, cfg, agm)
         e_ref = per_instruction_dynamic(plans[c], prog.cores[c], prm, cfg, agm, fast=False)
         assert e_fast.keys() == e_ref.keys()

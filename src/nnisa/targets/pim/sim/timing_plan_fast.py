@@ -40,9 +40,10 @@ def _mem(nbytes, dw, lat, lat_f, exact):
 @kernel(cache=True, nogil=True)
 def _plan_local(op, ln, set_ib, set_ob, grp, mbiw, fill, init_ib, init_ob, native, P,
                 dw, rd, rd_f, rd_exact, wr, wr_f, wr_exact, vw, vlat, rows, cols, cell,
-                two_src, obyw_wb, one_elem, agm, mvm_tab,
+                two_src, obyw_wb, one_elem, agm, mvm_tab, split,
                 ib, ob, X, start, inc, lbusy, lr, nrd, mid, lw):
-    """Fill the per-instruction arrays; returns (first mvmul with a bad group, first with mbiw 0), -1 if none."""
+    """Fill the per-instruction arrays (``split``: also the rob model's lr/nrd/mid/lw, else those
+    are empty); returns (first mvmul with a bad group, first with mbiw 0), -1 if none."""
     n = len(op)
     cur_ib, cur_ob = init_ib, init_ob
     ibyw, obyw = _cdiv(cur_ib, 8), _cdiv(cur_ob, 8)
@@ -69,7 +70,8 @@ def _plan_local(op, ln, set_ib, set_ob, grp, mbiw, fill, init_ib, init_ob, nativ
             r = nsrc * one_rd
             w = _mem(wb, dw, wr, wr_f, wr_exact)
             steps = _cdiv(vl, vw) * vlat
-            lr[i], nrd[i], mid[i], lw[i] = one_rd, nsrc, steps, w
+            if split:
+                lr[i], nrd[i], mid[i], lw[i] = one_rd, nsrc, steps, w
             X[i] = r + steps + w
             lbusy[i] = r + w
             start[i] = P
@@ -78,11 +80,13 @@ def _plan_local(op, ln, set_ib, set_ob, grp, mbiw, fill, init_ib, init_ob, nativ
             b = np.int64(ln[i])
             w = _mem(b, dw, wr, wr_f, wr_exact)
             t = w
-            lw[i] = w
+            if split:
+                lw[i] = w
             if o == OP_LMV:
                 r = _mem(b, dw, rd, rd_f, rd_exact)
                 t = w + r
-                lr[i], nrd[i] = r, 1
+                if split:
+                    lr[i], nrd[i] = r, 1
             X[i] = t
             lbusy[i] = t
             start[i] = P
@@ -104,7 +108,8 @@ def _plan_local(op, ln, set_ib, set_ob, grp, mbiw, fill, init_ib, init_ob, nativ
             mvm = mvm_tab[cur_ib]
             r = _mem(in_bytes, dw, rd, rd_f, rd_exact)
             w = _mem(out_bytes, dw, wr, wr_f, wr_exact)
-            lr[i], nrd[i], mid[i], lw[i] = r, 1, mvm, w
+            if split:
+                lr[i], nrd[i], mid[i], lw[i] = r, 1, mvm, w
             X[i] = r + mvm + w
             lbusy[i] = r + w
             start[i] = 2 * P
@@ -115,11 +120,13 @@ def _plan_local(op, ln, set_ib, set_ob, grp, mbiw, fill, init_ib, init_ob, nativ
 
 
 def plan_local(rows: np.ndarray, op: np.ndarray, prm, init: tuple[int, int], fixed: int | None,
-               agm: list[int]) -> tuple:
+               agm: list[int], split: bool = True) -> tuple:
     """The per-instruction arrays of ``plan_core`` (compiled): (ib, ob, X, start, inc, lbusy, lr,
-    nrd, mid, lw, bad_group, bad_mbiw); ``fixed``: one bit width everywhere (no setbw)."""
+    nrd, mid, lw, bad_group, bad_mbiw); ``fixed``: one bit width everywhere (no setbw);
+    ``split``: the rob model's lr/nrd/mid/lw are wanted (else None: 100 MB less to touch on
+    PIMCOMP-NN's ResNet-18, whose first touch costs more than computing it)."""
     n = len(op)
-    i64 = [np.zeros(n, np.int64) for _ in range(10)]
+    i64 = [np.zeros(n if k < 6 or split else 0, np.int64) for k in range(10)]
     ib, ob = i64[0], i64[1]
     is_mvm = op == OP_MVMUL
     widths_set = rows["ibiw"][op == OP_SETBW]
@@ -141,8 +148,8 @@ def plan_local(rows: np.ndarray, op: np.ndarray, prm, init: tuple[int, int], fix
                       np.int64(lm.dw), np.int64(lm.rd), float(rd_f), bool(rd_f == lm.rd),
                       np.int64(lm.wr), float(wr_f), bool(wr_f == lm.wr), np.int64(prm.vw), np.int64(prm.vlat),
                       np.int64(prm.rows), np.int64(prm.cols), np.int64(prm.cell), _TWO_SRC, _OBYW_WB, _ONE_ELEM,
-                      np.asarray(agm, np.int64) if agm else np.zeros(0, np.int64), mvm_tab, *i64)
-    return (*i64, int(bad[0]), int(bad[1]))
+                      np.asarray(agm, np.int64) if agm else np.zeros(0, np.int64), mvm_tab, bool(split), *i64)
+    return (*i64[:6], *(i64[6:] if split else (None,) * 4), int(bad[0]), int(bad[1]))
 
 
 @kernel(cache=True, nogil=True)

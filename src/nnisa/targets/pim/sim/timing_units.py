@@ -398,7 +398,8 @@ def peers_in_order(peers: np.ndarray) -> tuple[list[int], np.ndarray]:
 
 
 def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
-              agm: list[int], fast: bool = True, op: np.ndarray | None = None) -> CorePlan:
+              agm: list[int], fast: bool = True, op: np.ndarray | None = None,
+              split: bool | None = None) -> CorePlan:
     """Vectorised per-core precomputation (see :class:`CorePlan`).
 
     Per-event static values ``ev_a … ev_d`` (ps):
@@ -409,6 +410,8 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
     * recv: c = local write;  sync: a = flight to the target core;  wait: –.
 
     ``op``: the core's opcodes as int64 when the caller has them (else read from ``rows``).
+    ``split``: compute ``lr``/``nrd``/``mid``/``lw`` for the rob model (default: when the
+    configuration's ``rob_size`` > 1; else they are None).
     """
     native = prm.native
     P = prm.P
@@ -416,7 +419,9 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
     n = len(op)
     init = cfg.nnisa.init_widths(core) if native else (0, 0)
     fixed = cfg.nnisa.fixed_bitwidth if native and not cfg.nnisa.variable_bitwidth else None
-    local = plan_local(rows, op, prm, init, fixed, agm) if fast else None
+    if split is None:  # the rob model's read/compute/write split: only the rob model reads it
+        split = cfg.chip_config.core_config.rob_size > 1
+    local = plan_local(rows, op, prm, init, fixed, agm, split) if fast else None
     if local is not None:
         ib, ob, X, start, inc, lbusy, p_lr, p_nrd, p_mid, p_lw, bad_grp, bad_mbiw = local
         if bad_grp >= 0:
@@ -427,6 +432,8 @@ def plan_core(core: int, rows: np.ndarray, prm: Params, cfg: PimConfig,
     else:
         ib, ob, X, start, inc, lbusy, p_lr, p_nrd, p_mid, p_lw = _plan_local_reference(core, rows, op, prm, init,
                                                                                         fixed, agm)
+        if not split:
+            p_lr = p_nrd = p_mid = p_lw = None
     warnings: list[str] = []
     # event instructions and nops, found by one table lookup
     ev_kind_all = _EVENT_OR_NOP[op] if n else np.zeros(0, np.int8)
