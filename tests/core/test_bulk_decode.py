@@ -67,9 +67,12 @@ def _outcome(fn):
         return "error", str(exc)
 
 
-@pytest.fixture(params=[(5, 7, 1 / 8), (64, 3, 0.0), (1000, 1, 1.1)], ids=["tiny-blocks", "all-dense", "all-sparse"])
+@pytest.fixture(params=[(5, 7, 1 / 8), (64, 3, 0.0), (1000, 1, 1.1), (7, 5, 1 / 8, "threads")],
+                ids=["tiny-blocks", "all-dense", "all-sparse", "two-threads"])
 def blocks(request, monkeypatch):
-    block, step, share = request.param
+    if len(request.param) == 4:  # the blocks shared out between two threads
+        monkeypatch.setattr(bulk_decode, "PARALLEL_MIN", 1)
+    block, step, share = request.param[:3]
     monkeypatch.setattr(bulk_decode, "BLOCK", block)
     monkeypatch.setattr(bulk_decode, "SAMPLE_STEP", step)
     monkeypatch.setattr(bulk_decode, "SPARSE_SHARE", share)

@@ -23,6 +23,7 @@ every ISA that uses it, errors included.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -138,11 +139,27 @@ def decode_words(isa: Any, words: np.ndarray, lenient: bool) -> np.ndarray | Non
     groups, sparse = plan.arrange(np.bincount(((sample >> plan.op_shift) & plan.op_mask).astype(np.intp),
                                               minlength=plan.n_ops), len(sample))
     block = _Block(plan, groups, sparse, plan.no_reserved if lenient else plan.reserved, out[isa.op_column])
-    for a in range(0, n, BLOCK):
-        w = words[a:a + BLOCK]
-        if not block.decode(w if w.dtype == np.uint64 else w.astype(np.uint64), out, a):
-            return None
-    return out
+
+    def run(starts: range) -> bool:
+        for a in starts:
+            w = words[a:a + BLOCK]
+            if not block.decode(w if w.dtype == np.uint64 else w.astype(np.uint64), out, a):
+                return False
+        return True
+    starts = range(0, n, BLOCK)
+    if n < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
+        return out if run(starts) else None
+    # two threads, each on half of the blocks: numpy's loops release the GIL, and the first touch
+    # of the rows' memory (the larger part for a big program) is shared out too
+    from concurrent.futures import ThreadPoolExecutor
+    half = len(starts) // 2
+    with ThreadPoolExecutor(2, thread_name_prefix="nnisa-decode") as pool:
+        ok = list(pool.map(run, (starts[:half], starts[half:])))
+    return out if all(ok) else None
+
+
+#: programs with at least this many words are decoded by two threads
+PARALLEL_MIN = 1 << 20
 
 
 class _Block:
