@@ -331,6 +331,34 @@ def build(echo: Callable[[str], Any] | None = print, *, kernels: list[Kernel] | 
     return None
 
 
+def build_in_fresh_process(targets: list[str], echo: Callable[[str], Any] | None = print) -> bool:
+    """Build the native module in a new process that runs only ``targets``' warm-up jobs (on the
+    JIT) first: numba's typing state after many other targets' kernels has made a pycc build
+    fail where the same kernels build alone.  Its lines go to ``echo``; True when it built."""
+    import subprocess
+
+    code = "import sys; from nnisa.core.native import _build_main; sys.exit(_build_main(sys.argv[1:]))"
+    got = subprocess.run([sys.executable, "-c", code, *targets], capture_output=True, text=True)
+    for line in (got.stdout + got.stderr).splitlines():
+        if echo and line.startswith("nnisa native kernels"):
+            echo(line)
+    if got.returncode not in (0, 1) and echo:
+        echo(f"nnisa native kernels: not built (the build process ended with {got.returncode}); "
+             f"the numba JIT is used")
+    return got.returncode == 0
+
+
+def _build_main(targets: list[str]) -> int:
+    """:func:`build_in_fresh_process`'s child: the targets' warm-up jobs, then :func:`build`."""
+    from .target import get_target
+
+    use_jit()
+    for name in targets:
+        get_target(name).warm_up()
+    use_jit(False)
+    return 0 if build() is not None else 1
+
+
 @contextlib.contextmanager
 def _release_gil(flag: bool):
     """pycc's wrappers keep the GIL (it has no ``nogil`` option): its compile flags are made to
