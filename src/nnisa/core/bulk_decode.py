@@ -23,10 +23,11 @@ every ISA that uses it, errors included.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
+
+from .parallel import map_in_threads, worth_threads
 
 #: words per block: the block's rows (2 MB for PIM's 66-byte rows) and temporaries stay in the cache
 BLOCK = 32768
@@ -147,14 +148,10 @@ def decode_words(isa: Any, words: np.ndarray, lenient: bool) -> np.ndarray | Non
                 return False
         return True
     starts = range(0, n, BLOCK)
-    if n < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
-        return out if run(starts) else None
-    # two threads, each on half of the blocks: numpy's loops release the GIL, and the first touch
-    # of the rows' memory (the larger part for a big program) is shared out too
-    from concurrent.futures import ThreadPoolExecutor
+    # two threads for a large program, half of the blocks each: numpy's loops release the GIL,
+    # and the first touch of the rows' memory (the larger part of the time) is shared out too
     half = len(starts) // 2
-    with ThreadPoolExecutor(2, thread_name_prefix="nnisa-decode") as pool:
-        ok = list(pool.map(run, (starts[:half], starts[half:])))
+    ok = map_in_threads(run, (starts[:half], starts[half:]), "decode", worth_threads(n, PARALLEL_MIN))
     return out if all(ok) else None
 
 

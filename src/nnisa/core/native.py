@@ -48,6 +48,8 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 REGISTRY: dict[str, "Kernel"] = {}
 #: folders searched instead of :func:`native_dirs` (tests)
 _SEARCH: list[Path] = []
+#: set by :func:`use_jit`: every kernel takes the JIT (the warm-up records its signatures so)
+_JIT_ONLY = [False]
 
 
 def native_dirs() -> list[Path]:
@@ -156,7 +158,7 @@ def _native() -> dict[str, list[tuple[list, Callable]]]:
 
 @functools.cache
 def _native_cached() -> dict[str, list[tuple[list, Callable]]]:
-    if os.environ.get("NNISA_NATIVE", "1") == "0":
+    if _JIT_ONLY[0] or os.environ.get("NNISA_NATIVE", "1") == "0":
         return {}
     for d in _SEARCH or native_dirs():
         man = d / MANIFEST
@@ -166,7 +168,7 @@ def _native_cached() -> dict[str, list[tuple[list, Callable]]]:
             meta = json.loads(man.read_text())
         except (OSError, ValueError):
             continue
-        if meta.get("key") != source_key(meta.get("dirs", [""])):
+        if "dirs" not in meta or meta.get("key") != source_key(meta["dirs"]):
             continue
         path = d / meta["file"]
         try:
@@ -182,7 +184,7 @@ def _native_cached() -> dict[str, list[tuple[list, Callable]]]:
 
 
 def native_status() -> str:
-    """One line: whether a fresh native module is in use (for ``--verbose`` and the tests)."""
+    """One line: whether a fresh native module is in use (benchmarks and tests say it)."""
     n = _native()
     if n:
         return f"native kernels: {sum(len(v) for v in n.values())} signature(s) of {len(n)} kernel(s)"
@@ -225,13 +227,8 @@ class Kernel:
         return None
 
     def __call__(self, *args):
-        if self._exports is None:
-            self._exports = _native().get(self.name, [])
-        if self._exports:
-            fn = self.native_for(args)
-            if fn is not None:
-                return fn(*args)
-        return self.dispatcher(*args)
+        fn = self.native_for(args)
+        return self.dispatcher(*args) if fn is None else fn(*args)
 
     def __repr__(self) -> str:
         return f"<nnisa kernel {self.name}>"
@@ -245,11 +242,9 @@ def kernel(fn: Callable | None = None, **options) -> Any:
 
 
 def use_jit(flag: bool = True) -> None:
-    """Make every kernel take the JIT from now on (``flag``) or look for the native module again."""
-    if flag:
-        os.environ["NNISA_NATIVE"] = "0"
-    else:
-        os.environ.pop("NNISA_NATIVE", None)
+    """Make every kernel take the JIT from now on (``flag``), or look for the native module
+    again (``NNISA_NATIVE=0`` in the environment still disables it)."""
+    _JIT_ONLY[0] = bool(flag)
     _forget()
 
 

@@ -119,7 +119,8 @@ def read_json(src: str | os.PathLike | bytes | bytearray | memoryview, legacy_gr
                         prog = _finish_scans(parts, name, legacy_groups)
                         if prog is not None:
                             return prog
-                prog = _read_streamed(js_stream.file_pieces(fh, head), size, name, legacy_groups)
+                # one thread (also when the split was not clean: the reread decides, in bounded memory)
+                prog = _read_streamed(js_stream.file_pieces(fh, head), size, name, legacy_groups, split=False)
                 if prog is not None:
                     return prog
     except OSError as exc:
@@ -147,10 +148,11 @@ def _read_doc(raw: bytes, name: str, legacy_groups: str | None, fast: bool) -> P
     return _read_orjson(data, name, legacy_groups)
 
 
-def _read_streamed(pieces, size_hint: int, name: str, legacy_groups: str | None) -> PimProgram | None:
-    """The one-pass reader (:mod:`.jsonstream`; a large document in two threads); ``None`` if
-    the whole-document path must decide."""
-    if size_hint >= js_stream.SPLIT_MIN:
+def _read_streamed(pieces, size_hint: int, name: str, legacy_groups: str | None,
+                   split: bool = True) -> PimProgram | None:
+    """The one-pass reader (:mod:`.jsonstream`; a large document in two threads unless not
+    ``split``); ``None`` if the whole-document path must decide."""
+    if split and size_hint >= js_stream.SPLIT_MIN:
         parts = js_stream.scan_split(pieces, size_hint)
     else:
         got = js_stream.scan_pieces(pieces, size_hint)
@@ -204,19 +206,14 @@ def _read_fast(feed, name: str, legacy_groups: str | None) -> PimProgram | None:
         raise _semantic_error(st, int(info[5]), int(info[6]), int(info[7]), name=name, op=op,
                               line=line, column=col)
     config = bytes(buf[int(info[3]):int(info[4])]) if info[3] >= 0 else None
-    return _finish(rows, segs, spans, info, buf, config, name, legacy_groups)
-
-
-def _finish(rows, segs, spans, info, span_bytes, config_bytes: bytes | None, name: str,
-            legacy_groups: str | None) -> PimProgram | None:
-    """A clean scan's tables → the program (``span_bytes``: what the spans' positions index)."""
-    return _finish_parts([(rows, segs, spans, info, span_bytes)], config_bytes, name, legacy_groups)
+    return _finish_parts([(rows, segs, spans, info, buf)], config, name, legacy_groups)
 
 
 def _finish_parts(parts: list[tuple], config_bytes: bytes | None, name: str,
                   legacy_groups: str | None) -> PimProgram | None:
-    """Clean scans of consecutive parts of one document (rows, segs, spans, info, span bytes
-    each; :func:`.jsonstream.scan_split`) → the program, as if scanned in one pass."""
+    """Clean scans of consecutive parts of one document (rows, segs, spans, info, and the bytes
+    the spans' positions index, each; one part, or two of :func:`.jsonstream.scan_split`) → the
+    program, as if scanned in one pass."""
     config = None
     if config_bytes is not None:
         try:

@@ -25,6 +25,7 @@ from typing import BinaryIO, Callable, Iterable, Iterator, NamedTuple
 import numpy as np
 
 from ....core.fileio import inflate_chunks, inflate_limit
+from ....core.parallel import thread_pool
 from . import jsonscan as js
 
 #: plain-file bytes read per piece
@@ -232,32 +233,20 @@ def find_split(data: bytes, start: int = 0) -> int | None:
     return None
 
 
-class _Part(threading.Thread):
-    """One part's scan in its own thread (the tokenizer releases the GIL)."""
-
-    def __init__(self, pieces: Iterable[bytes], size_hint: int, tail: bool, head: Callable[[], bool]):
-        super().__init__(name="nnisa-scan", daemon=True)
-        self._args = (pieces, size_hint)
-        self._kw = {"tail": tail, "head": head}
-        self.result: Scanned | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.result = scan_pieces(*self._args, **self._kw)
-        except BaseException as exc:  # re-raised by the caller's thread
-            self.error = exc
-
-    def outcome(self) -> Scanned | None:
-        self.join()
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
 def _queued(q: queue.Queue) -> Iterator[bytes]:
     while (item := q.get()) is not _END:
         yield item
+
+
+def _put(q: queue.Queue, item, reader) -> bool:
+    """Put ``item`` on the bounded queue ``q`` unless its reader (a future) has stopped."""
+    while not reader.done():
+        try:
+            q.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            pass
+    return False
 
 
 def scan_split(pieces: Iterable[bytes], size_hint: int) -> list[Scanned] | None:
@@ -265,44 +254,47 @@ def scan_split(pieces: Iterable[bytes], size_hint: int) -> list[Scanned] | None:
     the middle go to one tokenizer, the rest to another, each with its own tables (the caller
     combines them; ``None`` unless both scans are clean and the split is confirmed).  A
     document without such a key is scanned whole by the first thread.  The pieces come from one
-    stream (a gzip inflater): those not yet scanned wait in memory."""
+    stream (a gzip inflater): those not yet scanned wait in memory, at most a quarter of the
+    document per tokenizer."""
     mid = size_hint // 2
-    qa: queue.Queue = queue.Queue()
+    depth = max(8, size_hint // (4 * FILE_PIECE))  # pieces waiting per tokenizer (≈ 2 MB each)
+    qa: queue.Queue = queue.Queue(depth)
+    qb: queue.Queue | None = None
     split = [False]
-    a = _Part(_queued(qa), mid + FILE_PIECE, False, lambda: split[0])
-    a.start()
-    b = qb = None
     pos = 0
-    try:
-        for piece in pieces:
-            if not a.is_alive() and (b is None or not split[0]):
-                break  # the head scan stopped early (not clean): the caller rereads the document
-            if b is not None and not b.is_alive():
-                break
-            if qb is not None:
-                qb.put(piece)
-                continue
-            cut = find_split(piece, max(0, mid - pos)) if pos + len(piece) > mid else None
-            if cut is None:
-                qa.put(piece)
-                pos += len(piece)
-                continue
-            qa.put(piece[:cut])
-            split[0] = True
-            qa.put(_END)
-            qb = queue.Queue()
-            qb.put(piece[cut:])
-            b = _Part(_queued(qb), max(size_hint - pos - cut, FILE_PIECE), True, lambda: False)
-            b.start()
-    finally:
-        (qa if qb is None else qb).put(_END)
-    parts = [a.outcome()] + ([b.outcome()] if b is not None else [])
+    with thread_pool("scan") as pool:
+        a = pool.submit(scan_pieces, _queued(qa), mid + FILE_PIECE, head=lambda: split[0])
+        b = None
+        try:
+            for piece in pieces:
+                if b is not None:
+                    if not _put(qb, piece, b):
+                        break  # the tail scan stopped early (not clean): the caller rereads
+                    continue
+                cut = find_split(piece, max(0, mid - pos)) if pos + len(piece) > mid else None
+                if not _put(qa, piece if cut is None else piece[:cut], a):
+                    break  # the head scan stopped early
+                if cut is None:
+                    pos += len(piece)
+                    continue
+                split[0] = True
+                _put(qa, _END, a)
+                qb = queue.Queue(depth)
+                qb.put(piece[cut:])
+                b = pool.submit(scan_pieces, _queued(qb), max(size_hint - pos - cut, FILE_PIECE), tail=True)
+        finally:
+            if b is None:
+                _put(qa, _END, a)
+            else:
+                _put(qb, _END, b)
+        parts = [a.result()] + ([b.result()] if b is not None else [])
     return None if any(p is None for p in parts) else parts
 
 
 def scan_file_split(path, size: int) -> list[Scanned] | None:
     """:func:`scan_split` for a plain file: each thread reads its own byte range (nothing waits
-    in memory); the split is the first candidate after the middle."""
+    in memory); the split is the first candidate after the middle (None: there is none, or the
+    scans were not clean)."""
     split = None
     with open(path, "rb") as fh:
         at = size // 2
@@ -316,11 +308,10 @@ def scan_file_split(path, size: int) -> list[Scanned] | None:
             fh.seek(at)
     if split is None:
         return None
-    a = _Part(_file_range(path, 0, split), split, False, lambda: True)
-    b = _Part(_file_range(path, split, size), size - split, True, lambda: False)
-    a.start()
-    b.start()
-    parts = [a.outcome(), b.outcome()]
+    with thread_pool("scan") as pool:
+        a = pool.submit(scan_pieces, _file_range(path, 0, split), split, head=lambda: True)
+        b = pool.submit(scan_pieces, _file_range(path, split, size), size - split, tail=True)
+        parts = [a.result(), b.result()]
     return None if any(p is None for p in parts) else parts
 
 

@@ -19,6 +19,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 
 from ....core.errors import ConfigError, DeadlockError, SimError, SimTimeExceeded
+from ....core.parallel import map_in_threads, worth_threads
 from ..config import PimConfig, default_config, load_config
 from .energy import COMPONENTS, frontend_energy, per_instruction_dynamic, static_power_mw
 from ..program import PimProgram
@@ -500,18 +501,13 @@ def _sim_time_report(program, plans, eng, late, limit, P, n_total) -> str:
 
 
 #: programs with at least this many instructions plan their cores (and sum their energies) in two
-#: threads: the compiled kernels and numpy's array operations release the GIL
+#: threads (:mod:`nnisa.core.parallel`)
 PARALLEL_MIN = 200_000
 
 
 def _per_core(fn, ids: list[int], n_total: int) -> list:
-    """``fn(c)`` for every core in ``ids``, in order; in two threads for a large program on a
-    machine with two cores or more.  An error is the first core's in order, as one by one."""
-    if n_total < PARALLEL_MIN or len(ids) < 2 or (os.cpu_count() or 1) < 2:
-        return [fn(c) for c in ids]
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(2, thread_name_prefix="nnisa-core") as pool:
-        return list(pool.map(fn, ids))
+    """``fn(c)`` for every core in ``ids``, in order (two threads for a large program)."""
+    return map_in_threads(fn, ids, "core", worth_threads(n_total, PARALLEL_MIN) and len(ids) > 1)
 
 
 def _busy_and_noc(plans, eng, cfg, prm, throughput):
