@@ -327,30 +327,41 @@ def build(echo: Callable[[str], Any] | None = print, *, kernels: list[Kernel] | 
 
 
 def build_in_fresh_process(targets: list[str], echo: Callable[[str], Any] | None = print) -> bool:
-    """Build the native module in a new process that runs only ``targets``' warm-up jobs (on the
-    JIT) first: numba's typing state after many other targets' kernels has made a pycc build
-    fail where the same kernels build alone.  Its lines go to ``echo``; True when it built."""
+    """Build the native module in new processes: one runs ``targets``' warm-up jobs on the JIT
+    (filling numba's cache), a second runs them again (now loaded from that cache) and builds.
+    Both are needed: after many other targets' kernels, or after kernels compiled cold in the same
+    process, pycc has refused to unify a kernel's literal constants (``No conversion from
+    Literal[int](1) to Literal[int](0)``) that it builds without complaint next to cached ones.
+    Its lines go to ``echo``; True when it built."""
     import subprocess
 
     code = "import sys; from nnisa.core.native import _build_main; sys.exit(_build_main(sys.argv[1:]))"
-    got = subprocess.run([sys.executable, "-c", code, *targets], capture_output=True, text=True)
-    for line in (got.stdout + got.stderr).splitlines():
-        if echo and line.startswith("nnisa native kernels"):
-            echo(line)
-    if got.returncode not in (0, 1) and echo:
-        echo(f"nnisa native kernels: not built (the build process ended with {got.returncode}); "
-             f"the numba JIT is used")
+    got = None
+    for args in (["--warm-only", *targets], targets):
+        got = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+        for line in (got.stdout + got.stderr).splitlines():
+            if echo and line.startswith("nnisa native kernels"):
+                echo(line)
+        if got.returncode not in (0, 1):
+            if echo:
+                echo(f"nnisa native kernels: not built (the build process ended with {got.returncode}); "
+                     f"the numba JIT is used")
+            return False
     return got.returncode == 0
 
 
-def _build_main(targets: list[str]) -> int:
-    """:func:`build_in_fresh_process`'s child: the targets' warm-up jobs, then :func:`build`."""
+def _build_main(args: list[str]) -> int:
+    """:func:`build_in_fresh_process`'s child: the targets' warm-up jobs, then :func:`build`
+    (not with ``--warm-only``)."""
     from .target import get_target
 
+    warm_only = "--warm-only" in args
     use_jit()
-    for name in targets:
+    for name in (a for a in args if a != "--warm-only"):
         get_target(name).warm_up()
     use_jit(False)
+    if warm_only:
+        return 0
     return 0 if build() is not None else 1
 
 
