@@ -67,12 +67,21 @@ def _outcome(fn):
         return "error", str(exc)
 
 
-@pytest.fixture(params=[(5, 7, 1 / 8), (64, 3, 0.0), (1000, 1, 1.1), (7, 5, 1 / 8, "threads")],
-                ids=["tiny-blocks", "all-dense", "all-sparse", "two-threads"])
+@pytest.fixture(params=[(5, 7, 1 / 8), (64, 3, 0.0), (1000, 1, 1.1), (7, 5, 1 / 8, "threads"),
+                        "kernel", "kernel-threads"],
+                ids=["tiny-blocks", "all-dense", "all-sparse", "two-threads", "kernel", "kernel-threads"])
 def blocks(request, monkeypatch):
-    if len(request.param) == 4:  # the blocks shared out between two threads
+    """The numpy blocks (sizes and shares that make every path run) or the compiled kernel."""
+    p = request.param
+    if isinstance(p, str):
+        monkeypatch.setattr(bulk_decode, "KERNEL", "always")
+        if p.endswith("threads"):
+            monkeypatch.setattr(bulk_decode, "PARALLEL_MIN", 1)
+        return
+    monkeypatch.setattr(bulk_decode, "KERNEL", "never")
+    if len(p) == 4:  # the blocks shared out between two threads
         monkeypatch.setattr(bulk_decode, "PARALLEL_MIN", 1)
-    block, step, share = request.param[:3]
+    block, step, share = p[:3]
     monkeypatch.setattr(bulk_decode, "BLOCK", block)
     monkeypatch.setattr(bulk_decode, "SAMPLE_STEP", step)
     monkeypatch.setattr(bulk_decode, "SPARSE_SHARE", share)
@@ -95,12 +104,53 @@ def test_fast_matches_reference(name, p_bad, blocks):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(sorted(ISAS)), st.lists(st.integers(0, 2 ** 64 - 1), max_size=40), st.booleans())
-def test_any_words_same_outcome(name, raw, lenient):
+@given(st.sampled_from(sorted(ISAS)), st.lists(st.integers(0, 2 ** 64 - 1), max_size=40), st.booleans(),
+       st.sampled_from(["never", "always"]))
+def test_any_words_same_outcome(name, raw, lenient, mode):
     isa = ISAS[name]
     words = np.array([w & ((1 << isa.word_bits) - 1) for w in raw], dtype=isa.word_dtype)
-    assert _outcome(lambda: isa.decode_array(words, lenient=lenient)) == \
-        _outcome(lambda: isa.decode_array_reference(words, lenient=lenient))
+    old, bulk_decode.KERNEL = bulk_decode.KERNEL, mode
+    try:
+        assert _outcome(lambda: isa.decode_array(words, lenient=lenient)) == \
+            _outcome(lambda: isa.decode_array_reference(words, lenient=lenient))
+    finally:
+        bulk_decode.KERNEL = old
+
+
+def test_kernel_only_when_compiled(monkeypatch):
+    """In a user's process the kernel runs only from the native module (a JIT compile would cost
+    more than the numpy blocks); under use_jit (the warm-up) it runs and so gets built."""
+    from nnisa.core import native
+
+    isa, words = ISAS["pim64"], _words(ISAS["pim64"], np.random.default_rng(2), 30, 0.0)
+    calls = []
+    monkeypatch.setattr(bulk_decode, "_decode_rows", _Spy(bulk_decode._decode_rows, calls))
+    monkeypatch.setattr(native, "_JIT_ONLY", [False])
+    monkeypatch.setattr(native, "_SEARCH", [])
+    monkeypatch.setenv("NNISA_NATIVE", "0")
+    native._forget()
+    try:
+        assert bulk_decode.decode_words(isa, words, False).tobytes() == isa.decode_array_reference(words).tobytes()
+        assert calls == []
+        native.use_jit()
+        assert bulk_decode.decode_words(isa, words, False).tobytes() == isa.decode_array_reference(words).tobytes()
+        assert len(calls) == 1
+    finally:
+        native.use_jit(False)
+
+
+class _Spy:
+    """A kernel stand-in that records its calls (and is what native.use_native is asked about)."""
+
+    def __init__(self, k, calls):
+        self.k, self.calls = k, calls
+
+    def native_for(self, args):
+        return self.k.native_for(args)
+
+    def __call__(self, *args):
+        self.calls.append(len(args))
+        return self.k(*args)
 
 
 def test_input_dtypes_and_shapes():

@@ -39,6 +39,24 @@ def _add_one(b):
         b[i] += 1
 
 
+_OK, _NEG, _BIG = 0, 1, 2
+
+
+@kernel(cache=False, nogil=True)
+def _first_flag(b):
+    """One variable assigned several global constants: typed only in SSA form (pycc once compiled
+    it without SSA when a kernel that inlines another was exported before it)."""
+    st = _OK
+    for i in range(b.shape[0]):
+        if b[i] < 0:
+            st = _NEG
+            break
+        if b[i] > 100:
+            st = _BIG
+            break
+    return st
+
+
 def test_kernel_is_lazy_and_calls_kernels():
     """A kernel calling a kernel (inlined) compiles under the JIT; nothing compiled before the call."""
     a = np.arange(5, dtype=np.int64)
@@ -108,16 +126,22 @@ def test_build_load_dispatch_and_staleness(tmp_path, monkeypatch):
     out = np.zeros(7, np.int64)
     _scaled_sum(a, out, 3)  # JIT signatures to export
     _add_one(np.zeros(3, np.int64))
+    _first_flag(np.zeros(3, np.int64))
     monkeypatch.setattr(native, "_SEARCH", [tmp_path])
     native._forget()
     lines = []
-    built = native.build(echo=lines.append, kernels=[_scaled_sum, _add_one], folders=[tmp_path])
+    # _scaled_sum (which inlines _twice) first: every export must still be compiled in SSA form
+    built = native.build(echo=lines.append, kernels=[_scaled_sum, _add_one, _first_flag], folders=[tmp_path])
     try:
         if built is None:
             assert lines and "not built" in lines[0]
+            assert "Error: Failed in nopython" not in lines[0], lines[0]  # numba's, not a missing compiler
             pytest.skip(f"no native build here: {lines[0]}")
-        assert "2 signature(s) of 2 kernel(s)" in lines[0]
-        assert "2 signature(s)" in native.native_status()
+        assert "3 signature(s) of 3 kernel(s)" in lines[0]
+        assert "3 signature(s)" in native.native_status()
+        for b, want in (([1, 2], 0), ([1, -2, 200], 1), ([300, -1], 2)):
+            arr = np.array(b, np.int64)
+            assert _first_flag.native_for((arr,)) is not None and _first_flag(arr) == want
         assert _scaled_sum.native_for((a, out, 3)) is not None
         got = np.zeros(7, np.int64)
         assert _scaled_sum(a, got, 3) == _scaled_sum.dispatcher(a, out, 3)

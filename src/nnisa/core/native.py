@@ -248,6 +248,13 @@ def use_jit(flag: bool = True) -> None:
     _forget()
 
 
+def use_native(k: "Kernel", args: tuple) -> bool:
+    """Whether a call of ``k`` on ``args`` should be made where a numpy path exists too: a fresh
+    native export matches them, or :func:`use_jit` forced the JIT (the warm-up records its
+    signatures so).  A kernel is then never JIT-compiled on the spot in a user's process."""
+    return _JIT_ONLY[0] or k.native_for(args) is not None
+
+
 def _forget() -> None:
     """Look for the native module again on the next call."""
     _native_cached.cache_clear()
@@ -296,7 +303,7 @@ def build(echo: Callable[[str], Any] | None = print, *, kernels: list[Kernel] | 
                 export = f"k{n}"
                 cc.export(export, cres.signature)(k.py_func)
                 exported.setdefault(k.name, []).append({"export": export, "args": spec})
-            with warnings.catch_warnings(), _release_gil(all(k.targetoptions.get("nogil") for k, _ in todo)):
+            with warnings.catch_warnings(), _pycc_flags(all(k.targetoptions.get("nogil") for k, _ in todo)):
                 warnings.simplefilter("ignore")
                 cc.compile()
             built = next(tmp.glob(f"{MODULE}*.so"), None) or next(tmp.glob(f"{MODULE}*.pyd"), None)
@@ -327,66 +334,64 @@ def build(echo: Callable[[str], Any] | None = print, *, kernels: list[Kernel] | 
 
 
 def build_in_fresh_process(targets: list[str], echo: Callable[[str], Any] | None = print) -> bool:
-    """Build the native module in new processes: one runs ``targets``' warm-up jobs on the JIT
-    (filling numba's cache), a second runs them again (now loaded from that cache) and builds.
-    Both are needed: after many other targets' kernels, or after kernels compiled cold in the same
-    process, pycc has refused to unify a kernel's literal constants (``No conversion from
-    Literal[int](1) to Literal[int](0)``) that it builds without complaint next to cached ones.
-    Its lines go to ``echo``; True when it built."""
+    """Build the native module in a new process that runs only ``targets``' warm-up jobs (on the
+    JIT) first, so that the module holds exactly their signatures whatever else the calling
+    process compiled.  Its lines go to ``echo``; True when it built."""
     import subprocess
 
     code = "import sys; from nnisa.core.native import _build_main; sys.exit(_build_main(sys.argv[1:]))"
-    got = None
-    for args in (["--warm-only", *targets], targets):
-        got = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
-        for line in (got.stdout + got.stderr).splitlines():
-            if echo and line.startswith("nnisa native kernels"):
-                echo(line)
-        if got.returncode not in (0, 1):
-            if echo:
-                echo(f"nnisa native kernels: not built (the build process ended with {got.returncode}); "
-                     f"the numba JIT is used")
-            return False
+    got = subprocess.run([sys.executable, "-c", code, *targets], capture_output=True, text=True)
+    for line in (got.stdout + got.stderr).splitlines():
+        if echo and line.startswith("nnisa native kernels"):
+            echo(line)
+    if got.returncode not in (0, 1) and echo:
+        echo(f"nnisa native kernels: not built (the build process ended with {got.returncode}); "
+             f"the numba JIT is used")
     return got.returncode == 0
 
 
-def _build_main(args: list[str]) -> int:
-    """:func:`build_in_fresh_process`'s child: the targets' warm-up jobs, then :func:`build`
-    (not with ``--warm-only``)."""
+def _build_main(targets: list[str]) -> int:
+    """:func:`build_in_fresh_process`'s child: the targets' warm-up jobs, then :func:`build`."""
     from .target import get_target
 
-    warm_only = "--warm-only" in args
     use_jit()
-    for name in (a for a in args if a != "--warm-only"):
+    for name in targets:
         get_target(name).warm_up()
     use_jit(False)
-    if warm_only:
-        return 0
     return 0 if build() is not None else 1
 
 
 @contextlib.contextmanager
-def _release_gil(flag: bool):
-    """pycc's wrappers keep the GIL (it has no ``nogil`` option): its compile flags are made to
-    release it, as the JIT's ``nogil=True`` does, so a native scan runs beside the thread that
-    decompresses its input.  Only while building, and only when every kernel is ``nogil``."""
+def _pycc_flags(release_gil: bool):
+    """While pycc compiles: every export gets its own copy of pycc's compile flags, and (when
+    ``release_gil``) those flags release the GIL as the JIT's ``nogil=True`` does.
+
+    * pycc passes one flags object to every export, and numba's inliner turns that object's SSA
+      off when it inlines an ``inline="always"`` kernel: every export compiled after one such
+      kernel lost SSA, and a variable assigned two global constants (``st = ST_OK`` … ``st =
+      ST_BAIL``) then failed to type (``No conversion from Literal[int](1) to Literal[int](0)``);
+      which exports failed depended on their order.
+    * pycc's wrappers keep the GIL (it has no ``nogil`` option); releasing it lets a native scan
+      run beside the thread that decompresses its input.  Only when every kernel is ``nogil``."""
     from numba.pycc import compiler
 
-    base = compiler.Flags
-    if not flag:
-        yield
-        return
+    base_flags, base_compile = compiler.Flags, compiler.compile_extra
 
-    class NoGilFlags(base):
+    class NoGilFlags(base_flags):
         def __init__(self, *a, **kw):
             super().__init__(*a, **kw)
             self.release_gil = True
 
-    compiler.Flags = NoGilFlags
+    def compile_with_own_flags(typingctx, targetctx, func, args, return_type, flags, *a, **kw):
+        return base_compile(typingctx, targetctx, func, args, return_type, flags.copy(), *a, **kw)
+
+    if release_gil:
+        compiler.Flags = NoGilFlags
+    compiler.compile_extra = compile_with_own_flags
     try:
         yield
     finally:
-        compiler.Flags = base
+        compiler.Flags, compiler.compile_extra = base_flags, base_compile
 
 
 def _numba_version() -> str:

@@ -4,7 +4,8 @@ Kernels: the JSON scanner (``formats.jsonscan``, for a read-only buffer — plai
 the growing buffer of streamed gzip input), the orjson path's field mapping
 (``formats.jsonslots.apply_rows``), the row renderer of JSON export and disassembly
 (``formats.render``), the text scanner (``formats.textscan``) and the timing model's compiled
-loops (``sim.timing_engine_fast``, ``sim.timing_plan_fast``).  Each job goes through the public
+loops (``sim.timing_engine_fast``, ``sim.timing_plan_fast``), and the core's bulk word decoder
+(``core.bulk_decode``, through an ``.nnpi`` round trip).  Each job goes through the public
 reader/writer/simulator, so the argument types are those of real runs.
 """
 
@@ -38,9 +39,12 @@ def warm_up() -> list[str]:
     data, _ = dump_json(prog)
     read_json(data)
     assemble_text(disassemble(prog))
+    from .formats.nnpi import decode_nnpi, encode_nnpi
+    decode_nnpi(encode_nnpi(prog))
     from .config import default_config
     from .sim.timing import simulate_timing
     pair = read_json(orjson.dumps({"config": {"core_cnt": 2, "array_group_map": {"core0": [1], "core1": [1]}},
                                    "core0": _INSTS[:6], "core1": [_INSTS[0], _INSTS[6], _INSTS[2]]}))
     simulate_timing(pair, default_config(2, preset="conformance"))
-    return ["JSON read (plain, gzip, orjson path) and write", "text disassemble and assemble", "timing model"]
+    return ["JSON read (plain, gzip, orjson path) and write", "text disassemble and assemble", ".nnpi round trip",
+            "timing model"]
