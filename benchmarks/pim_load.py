@@ -11,10 +11,20 @@ that process), on:
 
 ``--before SRC`` runs the same jobs with another source tree (e.g. an export of main) in the
 same run, rounds alternating between the trees; figures are medians over ``--rounds``.  The
-machine's load (1-minute average) is recorded before every job.  pimsim-nn is not built on this
-machine: its figures are the ones recorded in issue 30 (same machine type, 2 cores, load ~1).
+machine's load (1-minute average) is recorded before every job.
 
-Usage: python benchmarks/pim_load.py [--rounds 3] [--before DIR/src] [--no-write]
+The reference: ``--pimsim BIN`` (or ``$PIMSIM_NN``) is a pimsim-nn ``ChipTest`` built on this
+machine; it simulates each program's ``.json.gz`` with the same configuration in the same run
+(``--pimsim-rounds`` times, in the rounds; its report's latency and energy are recorded beside
+the wall time, so the table shows the binary reproduced the conformance report).  Built so::
+
+    git clone https://github.com/wangxy-2000/pimsim-nn && cd pimsim-nn && git checkout 3e3442b
+    cmake -B build -DCMAKE_BUILD_TYPE=Release && make -C build -j2 ChipTest
+
+Without it, the figures recorded in issue 30 (13.0 s / 2.25 GB, 145 s / 10.3 GB) are used and
+the table says so.  Both ratios are printed when the binary ran.
+
+Usage: python benchmarks/pim_load.py [--rounds 3] [--before DIR/src] [--pimsim BIN] [--no-write]
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -37,7 +48,7 @@ from _results import machine, today, update_section  # noqa: E402
 SHARED = ROOT.parent / "shared" / "conformance" / "pim"
 PROGRAM = SHARED / "resnet18_batch_8x8.json.gz"
 CONFIG = SHARED / "pimsim_config.json"
-#: pimsim-nn's recorded figures (issue 30; wall s, peak GB): not built on this machine
+#: pimsim-nn's figures recorded in issue 30 (wall s, peak GB): used when no binary runs here
 PIMSIM = {"resnet18": (13.0, 2.25), "stream24": (145.0, 10.3)}
 #: issue 30's goals: speed-up over pimsim-nn per case
 GOALS = {"resnet18 .json.gz": 10, "resnet18 .json": 10, "resnet18 .nnpi": 15, "stream24 .json.gz": 10,
@@ -96,6 +107,25 @@ def run_job(src: Path, program: Path, nice: int = 10) -> dict:
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "gb": ru.ru_maxrss / 1e6, "load": load}
 
 
+def run_pimsim(binary: Path, program: Path) -> dict:
+    """pimsim-nn's ``ChipTest`` on ``program`` (a ``.json.gz``) with the case's configuration, in
+    the configuration's folder (its NoC table path is relative): wall s, CPU s, peak GB, load,
+    and its report's latency (ms) and energy (pJ)."""
+    config = program.parent / STREAM_CONFIG if program.name.startswith("stream") else CONFIG
+    cmd = [str(binary), str(program), str(config)]
+    load = os.getloadavg()[0]
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=config.parent, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read()
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    lat, en = re.search(r"latency:\s*([0-9.]+) ms", out), re.search(r"average energy:\s*([0-9.]+) pJ", out)
+    if os.waitstatus_to_exitcode(status) != 0 or not lat or not en:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{out[-2000:]}")
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "gb": ru.ru_maxrss / 1e6, "load": load,
+            "latency_ms": float(lat.group(1)), "energy_pj": float(en.group(1))}
+
+
 def native_status(src: Path) -> str:
     """Whether the tree's PIM kernels run from its ahead-of-time native module (core/native.py)."""
     code = "from nnisa.core import native; print(native.native_status())"
@@ -113,6 +143,10 @@ def main() -> int:
     ap.add_argument("--only", choices=("resnet18", "stream24"), help="one program's cases")
     ap.add_argument("--nice", type=int, default=10, help="niceness of the jobs (on a busy machine a niced job's "
                     "wall time is mostly waiting: its CPU time is the comparable figure)")
+    ap.add_argument("--pimsim", type=Path, default=os.environ.get("PIMSIM_NN") or None,
+                    help="pimsim-nn's ChipTest built here: run in the same run on each program's .json.gz")
+    ap.add_argument("--pimsim-rounds", type=int, default=1, help="runs of the reference per program (~50 s "
+                    "for ResNet-18, ~10 min and 10 GB for the stream on a 2-core machine)")
     args = ap.parse_args()
     trees = [("now", ROOT / "src")] + ([("before", args.before)] if args.before else [])
     args.native = {label: native_status(src) for label, src in trees}
@@ -136,6 +170,12 @@ def main() -> int:
                     res.setdefault((case, label), []).append(got)
                     print(f"round {r + 1} {case:<20} {label:>6}: {got['wall']:6.2f} s wall, {got['cpu']:6.2f} s CPU, "
                           f"{got['gb']:.2f} GB (load {got['load']:.1f})", flush=True)
+                if args.pimsim and r < args.pimsim_rounds and case.endswith(".json.gz"):
+                    got = run_pimsim(args.pimsim, path)
+                    res.setdefault((case.split()[0], "pimsim-nn"), []).append(got)
+                    print(f"round {r + 1} {case:<20} pimsim-nn: {got['wall']:6.2f} s wall, {got['cpu']:6.2f} s CPU, "
+                          f"{got['gb']:.2f} GB (load {got['load']:.1f}); latency {got['latency_ms']} ms, "
+                          f"energy {got['energy_pj']} pJ", flush=True)
     section = render(res, trees, args)
     print(section)
     if not args.no_write:
@@ -146,27 +186,49 @@ def main() -> int:
 def render(res: dict, trees, args) -> str:
     med = lambda rows, k: statistics.median(x[k] for x in rows)
     loads = [x["load"] for rows in res.values() for x in rows]
+    ref = {prog: rows for (prog, label), rows in res.items() if label == "pimsim-nn"}
+    ref_text = ("pimsim-nn: `ChipTest` built here (" + str(args.pimsim) + ") on each program's `.json.gz` in "
+                f"the same run ({args.pimsim_rounds} run(s) each; its report: "
+                + "; ".join(f"{p} latency {rows[0]['latency_ms']} ms, energy {rows[0]['energy_pj']} pJ"
+                            for p, rows in ref.items())
+                + "); *recorded* = issue 30's figures (13.0 s / 2.25 GB ResNet-18, 145 s / 10.3 GB stream)."
+                if ref else "pimsim-nn is not built here: its figures are issue 30's record (13.0 s / 2.25 GB "
+                "ResNet-18, 145 s / 10.3 GB 24-image stream; 2 cores, load ~1).")
     lines = [
         f"Machine: {machine()}; date {today()}; `python benchmarks/pim_load.py"
-        f"{' --before …' if args.before else ''} --rounds {args.rounds} --nice {args.nice}`: "
-        "`nnisa sim -t pim --config pimsim_config.json FILE --json` in its own process under "
+        f"{' --before …' if args.before else ''}{' --pimsim …' if ref else ''} --rounds {args.rounds} "
+        f"--nice {args.nice}`: `nnisa sim -t pim --config pimsim_config.json FILE --json` in its own process under "
         f"`nice -n {args.nice}`, median of {args.rounds} rounds (trees alternated); CPU = user + system; "
         f"peak = ru_maxrss. Load (1-min average) during the jobs: {min(loads):.1f}–{max(loads):.1f}. "
-        "pimsim-nn is not built here: its figures are issue 30's record (13.0 s / 2.25 GB ResNet-18, "
-        "145 s / 10.3 GB 24-image stream; 2 cores, load ~1)."
+        + ref_text
         + (f" *before* = the tree `{args.before}`." if args.before else "")
         + " Kernels: " + "; ".join(f"{label}: {st}" for label, st in args.native.items()) + ".",
         "",
-        "| program | wall | CPU | peak | vs pimsim-nn wall (goal) | CPU-s ratio | peak ratio |"
-        + (" before: wall | before: CPU | before: peak |" if args.before else ""),
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: | ---: |" if args.before else ""),
     ]
-    for case in dict.fromkeys(c for c, _ in res):
+    head = "| program | wall | CPU | peak | vs pimsim-nn wall (goal) | CPU-s ratio | peak ratio |"
+    rule = "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+    if ref:
+        head += " vs recorded wall |"
+        rule += " ---: |"
+    if args.before:
+        head += " before: wall | before: CPU | before: peak |"
+        rule += " ---: | ---: | ---: |"
+    lines += [head, rule]
+    for prog, rows in ref.items():
+        lines.append(f"| pimsim-nn ({prog} .json.gz) | {med(rows, 'wall'):.2f} s | {med(rows, 'cpu'):.2f} s | "
+                     f"{med(rows, 'gb'):.2f} GB | reference | | |" + (" |" if ref else "")
+                     + (" | | |" if args.before else ""))
+    for case in dict.fromkeys(c for c, label in res if label != "pimsim-nn"):
         rows = res[(case, "now")]
-        ref_s, ref_gb = PIMSIM[case.split()[0]]
+        prog = case.split()[0]
+        rec_s, rec_gb = PIMSIM[prog]
+        ref_s, ref_cpu, ref_gb = ((med(ref[prog], "wall"), med(ref[prog], "cpu"), med(ref[prog], "gb"))
+                                  if prog in ref else (rec_s, rec_s, rec_gb))
         w, c, g = med(rows, "wall"), med(rows, "cpu"), med(rows, "gb")
         line = (f"| {case} | {w:.2f} s | {c:.2f} s | {g:.2f} GB | {ref_s / w:.1f}x (≥ {GOALS[case]}x) | "
-                f"{ref_s / c:.1f}x | 1/{ref_gb / g:.1f} |")
+                f"{ref_cpu / c:.1f}x | 1/{ref_gb / g:.1f} |")
+        if ref:
+            line += f" {rec_s / w:.1f}x |"
         if args.before:
             b = res[(case, "before")]
             line += f" {med(b, 'wall'):.2f} s | {med(b, 'cpu'):.2f} s | {med(b, 'gb'):.2f} GB |"
