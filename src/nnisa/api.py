@@ -12,11 +12,9 @@ interface, so the same code drives all five ISAs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from typing import TYPE_CHECKING
 
 from .core.errors import FormatError
 from .core.target import Target, get_target, target_names

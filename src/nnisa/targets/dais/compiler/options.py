@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....core.options import option
-from ....frontend.prepare import QuantOptions
+from ....core.quant_options import QuantOptions
 from .netsize import DEFAULT_MAX_MACS
 
 #: default CSE work budget per layer, in greedy steps (heap pops): a layer's CSE stops after this
