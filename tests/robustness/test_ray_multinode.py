@@ -76,8 +76,12 @@ def kill_a_busy_worker(c, workers, warm) -> list:
 
     def watch() -> None:
         deadline = time.monotonic() + 300
+        settled = False
         while time.monotonic() < deadline:
             if ray.is_initialized() and warm():
+                if not settled:  # points that finish together: let the next ones start and the
+                    time.sleep(1.5)  # resource view catch up, so "busy" is not a stale wave's CPU
+                    settled = True
                 try:
                     free = available_resources_per_node()
                 except Exception:  # noqa: BLE001 - the driver is (re)connecting
