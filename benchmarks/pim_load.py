@@ -216,8 +216,7 @@ def render(res: dict, trees, args) -> str:
     lines += [head, rule]
     for prog, rows in ref.items():
         lines.append(f"| pimsim-nn ({prog} .json.gz) | {med(rows, 'wall'):.2f} s | {med(rows, 'cpu'):.2f} s | "
-                     f"{med(rows, 'gb'):.2f} GB | reference | | |" + (" |" if ref else "")
-                     + (" | | |" if args.before else ""))
+                     f"{med(rows, 'gb'):.2f} GB | reference | | | |" + (" | | |" if args.before else ""))
     for case in dict.fromkeys(c for c, label in res if label != "pimsim-nn"):
         rows = res[(case, "now")]
         prog = case.split()[0]

@@ -3,6 +3,7 @@
 through ISA.decode_array, with blocks small enough that every path (dense groups, sparse sets,
 several blocks) runs."""
 
+import contextlib
 import struct
 
 import numpy as np
@@ -71,20 +72,38 @@ def _outcome(fn):
                         "kernel", "kernel-threads"],
                 ids=["tiny-blocks", "all-dense", "all-sparse", "two-threads", "kernel", "kernel-threads"])
 def blocks(request, monkeypatch):
-    """The numpy blocks (sizes and shares that make every path run) or the compiled kernel."""
+    """The numpy blocks (sizes and shares that make every path run) or the compiled kernel (on
+    the JIT; tests/targets/pim/test_native_kernels.py compares the native module with it)."""
     p = request.param
     if isinstance(p, str):
-        monkeypatch.setattr(bulk_decode, "KERNEL", "always")
         if p.endswith("threads"):
             monkeypatch.setattr(bulk_decode, "PARALLEL_MIN", 1)
+        with _kernel(True):
+            yield
         return
-    monkeypatch.setattr(bulk_decode, "KERNEL", "never")
+    monkeypatch.setattr(bulk_decode, "KERNEL", False)
     if len(p) == 4:  # the blocks shared out between two threads
         monkeypatch.setattr(bulk_decode, "PARALLEL_MIN", 1)
     block, step, share = p[:3]
     monkeypatch.setattr(bulk_decode, "BLOCK", block)
     monkeypatch.setattr(bulk_decode, "SAMPLE_STEP", step)
     monkeypatch.setattr(bulk_decode, "SPARSE_SHARE", share)
+    yield
+
+
+@contextlib.contextmanager
+def _kernel(on: bool):
+    """Decode with the compiled kernel (forced onto the JIT) or with the numpy blocks."""
+    from nnisa.core import native
+
+    old = bulk_decode.KERNEL
+    bulk_decode.KERNEL = on
+    native.use_jit(on)
+    try:
+        yield
+    finally:
+        native.use_jit(False)
+        bulk_decode.KERNEL = old
 
 
 @pytest.mark.parametrize("name", sorted(ISAS))
@@ -105,16 +124,13 @@ def test_fast_matches_reference(name, p_bad, blocks):
 
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(sorted(ISAS)), st.lists(st.integers(0, 2 ** 64 - 1), max_size=40), st.booleans(),
-       st.sampled_from(["never", "always"]))
-def test_any_words_same_outcome(name, raw, lenient, mode):
+       st.booleans())
+def test_any_words_same_outcome(name, raw, lenient, kernel):
     isa = ISAS[name]
     words = np.array([w & ((1 << isa.word_bits) - 1) for w in raw], dtype=isa.word_dtype)
-    old, bulk_decode.KERNEL = bulk_decode.KERNEL, mode
-    try:
+    with _kernel(kernel):
         assert _outcome(lambda: isa.decode_array(words, lenient=lenient)) == \
             _outcome(lambda: isa.decode_array_reference(words, lenient=lenient))
-    finally:
-        bulk_decode.KERNEL = old
 
 
 def test_kernel_only_when_compiled(monkeypatch):

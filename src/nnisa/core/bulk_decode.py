@@ -42,9 +42,9 @@ BLOCK = 32768
 SPARSE_SHARE = 1 / 8
 #: every SAMPLE_STEP-th word estimates the opcode shares
 SAMPLE_STEP = 61
-#: the compiled kernel: "auto" (when the native module has it, or the JIT is forced: warm-ups
-#: and tests), "never" (numpy blocks) or "always" (JIT-compiled if need be; tests)
-KERNEL = "auto"
+#: use the compiled kernel when :func:`~nnisa.core.native.use_native` says so (the native module
+#: has it, or ``use_jit`` forced the JIT: warm-ups and tests); False: always the numpy blocks (tests)
+KERNEL = True
 
 
 class _Entry:
@@ -166,14 +166,14 @@ def decode_words(isa: Any, words: np.ndarray, lenient: bool) -> np.ndarray | Non
     out = isa.empty(n)
     if n == 0:
         return out
-    if plan.csr is not None and KERNEL != "never":
+    if plan.csr is not None and KERNEL:
         w64 = np.ascontiguousarray(words, dtype=np.uint64)
         start, table, known = plan.csr
         check = plan.no_reserved if lenient else plan.reserved
         flat = out.view(np.uint8)
         args = (w64, flat, np.int64(0), np.int64(n), np.int64(out.itemsize), np.int64(plan.op_shift),
                 np.int64(plan.op_mask), check, known, start, table)
-        if KERNEL == "always" or use_native(_decode_rows, args):
+        if use_native(_decode_rows, args):
             half = n // 2 if worth_threads(n, PARALLEL_MIN) else n
             spans = [(0, half), (half, n)] if half < n else [(0, n)]
             bad = map_in_threads(lambda ab: _decode_rows(w64, flat, np.int64(ab[0]), np.int64(ab[1]), *args[4:]),

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.errors import ConfigError, FormatError, UnsupportedError
 from ..core.options import option_specs
-from ..core.quant_options import QuantOptions  # noqa: F401 - re-exported (targets import it from here too)
+from ..core.quant_options import QuantOptions
 from .batch import check_batch
 from .calibration import METHODS, calibration_inputs
 from .ir import Graph, Node

@@ -17,6 +17,7 @@ import pytest
 
 from nnisa.core import native
 from nnisa.targets.pim.formats.jsonio import dump_json, read_json
+from nnisa.targets.pim.isa import build_isa
 from nnisa.targets.pim.formats.text import assemble_text, disassemble
 from nnisa.targets.pim.sim.timing import simulate_timing
 
@@ -79,14 +80,20 @@ def test_readers_and_writers_native_equal_jit(both_paths):
     rng = np.random.default_rng(5)
     prog = make_program(random_program(rng, 3, 40), agm={c: [1, 4] for c in range(3)})
     data, _ = dump_json(prog)
+    isa = build_isa(64, True)
+    specs = list(isa.instrs)
+    words = np.array([(s.format.const_value | int(rng.integers(0, 2 ** 63)) * 2 & s.format.used_mask
+                       & ~s.format.const_mask) for s in (specs[int(i)] for i in rng.integers(len(specs), size=500))],
+                     np.uint64)  # random valid words of every instruction
 
     def job():
         a = read_json(data)
         b = read_json(gzip.compress(data))
         out, _ = dump_json(a)
         text = disassemble(b)
-        return a, b, out, text, assemble_text(text)
-    (a1, b1, o1, t1, s1), (a2, b2, o2, t2, s2) = both_paths(job)
+        return a, b, out, text, assemble_text(text), isa.decode_array(words)  # the core's bulk word decoder
+    (a1, b1, o1, t1, s1, w1), (a2, b2, o2, t2, s2, w2) = both_paths(job)
+    assert w1.tobytes() == w2.tobytes() == isa.decode_array_reference(words).tobytes()
     for x, y in ((a1, a2), (b1, b2), (s1, s2)):
         assert sorted(x.cores) == sorted(y.cores)
         assert all(x.cores[c].tobytes() == y.cores[c].tobytes() for c in x.cores)
